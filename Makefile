@@ -1,0 +1,54 @@
+# Developer and CI entry points. The two user commands are `make run` and `make test`;
+# both install what they need first, so a fresh clone on a fresh machine just works.
+# `make test PYTEST_ARGS="-k ping -x"` passes options through to pytest.
+
+SHELL := /bin/bash
+
+PYTHON ?= python3
+VENV := .venv
+VENV_PYTHON := $(VENV)/bin/python
+# Touched after a successful install, so the venv is refreshed only when requirements.txt is
+# newer than the last install (and a half-finished install is retried).
+VENV_STAMP := $(VENV)/.requirements-installed
+
+# Debian packages the app and its tests run against. Add a package by adding its name here.
+SYSTEM_PACKAGES := redis-server
+
+# CI and the development machines run as root; elsewhere apt-get needs sudo.
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+
+.PHONY: run test clean venv system-deps
+
+run: venv system-deps
+	scripts/run.sh
+
+test: venv system-deps
+	$(VENV_PYTHON) -m pytest $(PYTEST_ARGS)
+
+venv: $(VENV_STAMP)
+
+$(VENV_STAMP): requirements.txt
+	test -x $(VENV_PYTHON) || $(PYTHON) -m venv $(VENV)
+	$(VENV_PYTHON) -m pip install -r requirements.txt
+	touch $@
+
+# A package counts as present when dpkg has it installed or a command of that name is on PATH
+# (a Redis built from source, say), so apt-get runs only when something is really missing.
+system-deps:
+	@missing=""; \
+	for package in $(SYSTEM_PACKAGES); do \
+		if command -v "$$package" >/dev/null 2>&1; then continue; fi; \
+		if dpkg-query -W -f='$${Status}' "$$package" 2>/dev/null | grep -q 'ok installed'; then \
+			continue; \
+		fi; \
+		missing="$$missing $$package"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "Installing Debian packages:$$missing"; \
+		$(SUDO) apt-get update && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y --no-install-recommends $$missing; \
+	fi
+
+clean:
+	rm -rf $(VENV) var

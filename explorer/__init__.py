@@ -1,0 +1,1 @@
+"""Fusion Explorer web app: the Django project and its single app."""

@@ -1,0 +1,54 @@
+"""Readers for settings that come from environment variables.
+
+Each reader raises ImproperlyConfigured naming the variable and what it accepts, so a typo in a
+deployment stops the server at start-up instead of silently falling back to a default.
+A variable that is set but empty counts as a mistake too: unset it to get the default.
+"""
+import os
+
+from django.core.exceptions import ImproperlyConfigured
+
+TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+FALSE_WORDS = frozenset({"0", "false", "no", "off"})
+
+
+def _raw(name: str) -> str | None:
+    value = os.environ.get(name)
+    if value is not None and not value.strip():
+        raise ImproperlyConfigured(f"{name} is set but empty; give it a value or unset it.")
+    return value
+
+
+def env_str(name: str, default: str | None = None) -> str:
+    """The variable's value; `default` when unset. With no default the variable is required."""
+    value = _raw(name)
+    if value is not None:
+        return value
+    if default is None:
+        raise ImproperlyConfigured(f"{name} must be set.")
+    return default
+
+
+def env_bool(name: str, default: bool) -> bool:
+    """True for 1/true/yes/on, False for 0/false/no/off (any case); anything else is an error."""
+    value = _raw(name)
+    if value is None:
+        return default
+    word = value.strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    accepted = ", ".join(sorted(TRUE_WORDS | FALSE_WORDS))
+    raise ImproperlyConfigured(f"{name}={value!r} is not a boolean; use one of: {accepted}.")
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    """A comma-separated list, e.g. ALLOWED_HOSTS=example.org,.example.net."""
+    value = _raw(name)
+    if value is None:
+        return list(default)
+    items = [item.strip() for item in value.split(",")]
+    if not all(items):
+        raise ImproperlyConfigured(f"{name}={value!r} has an empty item; remove the extra comma.")
+    return items

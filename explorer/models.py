@@ -1,0 +1,1 @@
+"""Models for uploaded graphs, jobs and their artifacts (none yet)."""

@@ -1,0 +1,74 @@
+"""Environment-driven settings fail loudly on bad values (explorer.env, explorer.settings)."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from explorer.env import env_bool, env_list, env_str
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("word", ["1", "true", "True", "YES", "on"])
+def test_env_bool_reads_true_words(monkeypatch, word):
+    monkeypatch.setenv("FLAG", word)
+    assert env_bool("FLAG", default=False) is True
+
+
+@pytest.mark.parametrize("word", ["0", "false", "No", "OFF"])
+def test_env_bool_reads_false_words(monkeypatch, word):
+    monkeypatch.setenv("FLAG", word)
+    assert env_bool("FLAG", default=True) is False
+
+
+def test_env_bool_uses_the_default_when_unset(monkeypatch):
+    monkeypatch.delenv("FLAG", raising=False)
+    assert env_bool("FLAG", default=True) is True
+
+
+def test_env_bool_rejects_a_word_it_does_not_know(monkeypatch):
+    monkeypatch.setenv("DEBUG", "maybe")
+    with pytest.raises(ImproperlyConfigured, match="DEBUG='maybe' is not a boolean"):
+        env_bool("DEBUG", default=True)
+
+
+def test_a_variable_set_but_empty_is_an_error(monkeypatch):
+    monkeypatch.setenv("REDIS_URL", "")
+    with pytest.raises(ImproperlyConfigured, match="REDIS_URL is set but empty"):
+        env_str("REDIS_URL", default="redis://127.0.0.1:6379/0")
+
+
+def test_env_str_without_a_default_requires_the_variable(monkeypatch):
+    monkeypatch.delenv("SECRET_KEY", raising=False)
+    with pytest.raises(ImproperlyConfigured, match="SECRET_KEY must be set"):
+        env_str("SECRET_KEY")
+
+
+def test_env_list_splits_on_commas(monkeypatch):
+    monkeypatch.setenv("ALLOWED_HOSTS", "example.org, .example.net")
+    assert env_list("ALLOWED_HOSTS", default=[]) == ["example.org", ".example.net"]
+
+
+def test_env_list_rejects_an_empty_item(monkeypatch):
+    monkeypatch.setenv("ALLOWED_HOSTS", "example.org,,example.net")
+    with pytest.raises(ImproperlyConfigured, match="empty item"):
+        env_list("ALLOWED_HOSTS", default=[])
+
+
+def test_settings_refuse_to_start_without_debug_or_a_secret_key():
+    # A fresh process, because this process's settings are already loaded.
+    env = {key: value for key, value in os.environ.items() if key != "SECRET_KEY"}
+    env["DEBUG"] = "false"
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import explorer.settings"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert loaded.returncode != 0
+    assert "SECRET_KEY must be set" in loaded.stderr

@@ -1,0 +1,121 @@
+"""Real services for task tests: a Redis server and a Celery worker on the compile queue.
+
+Both listen on a loopback port picked for this test run, so tests never touch a developer's own
+Redis on 6379, and both are stopped when the run ends.
+"""
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import redis
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+STARTUP_TIMEOUT_S = 30
+SHUTDOWN_TIMEOUT_S = 20
+
+
+@dataclass(frozen=True)
+class RunningWorker:
+    process: subprocess.Popen
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def _free_loopback_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """SIGTERM first: Redis and Celery both shut down cleanly on it."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(SHUTDOWN_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    server = shutil.which("redis-server")
+    if server is None:
+        pytest.skip("redis-server is not installed; `make system-deps` installs it")
+
+    data_dir = tmp_path_factory.mktemp("redis")
+    log_path = data_dir / "redis.log"
+    port = _free_loopback_port()
+    process = subprocess.Popen(
+        [server, "--bind", "127.0.0.1", "--port", str(port), "--dir", str(data_dir),
+         "--logfile", str(log_path), "--save", "", "--appendonly", "no"],
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    client = redis.Redis.from_url(url)
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"redis-server exited with {process.returncode}:\n"
+                            f"{log_path.read_text(errors='replace')}")
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"redis-server did not answer within {STARTUP_TIMEOUT_S}s")
+                time.sleep(0.05)
+        yield url
+    finally:
+        client.close()
+        _stop(process)
+
+
+@pytest.fixture(scope="session")
+def celery_env(redis_url: str) -> dict[str, str]:
+    """Environment for a process that uses the app's Celery config against the test Redis."""
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "explorer.settings",
+        "REDIS_URL": redis_url,
+    }
+
+
+@pytest.fixture(scope="session")
+def compile_worker(
+    celery_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningWorker]:
+    log_path = tmp_path_factory.mktemp("celery") / "worker.log"
+    command = [
+        sys.executable, "-m", "celery", "-A", "workers", "worker",
+        "-Q", "compile", "-l", "info", "--concurrency", "1",
+        "--hostname", f"pytest-{os.getpid()}@%h",
+        # A lone worker has no peers to sync with; skipping these saves seconds of start-up.
+        "--without-gossip", "--without-mingle", "--without-heartbeat",
+    ]
+    with log_path.open("w") as log_file:
+        process = subprocess.Popen(
+            command, cwd=REPO_ROOT, env=celery_env, stdout=log_file, stderr=subprocess.STDOUT
+        )
+    worker = RunningWorker(process, log_path)
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while "ready." not in worker.log():
+            if process.poll() is not None:
+                pytest.fail(f"celery worker exited with {process.returncode}:\n{worker.log()}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"celery worker not ready within {STARTUP_TIMEOUT_S}s:\n{worker.log()}")
+            time.sleep(0.1)
+        yield worker
+    finally:
+        _stop(process)

@@ -1,0 +1,11 @@
+"""Configures the Celery app and nothing else: settings come from Django (CELERY_* names)."""
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "explorer.settings")
+
+app = Celery("fusion_explorer")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+# workers/ is not a Django app, so name it: the default list comes from INSTALLED_APPS.
+app.autodiscover_tasks(["workers"])
