@@ -1,1 +1,93 @@
-"""Importers: XLA HLO text, ONNX and the project's JSON format, each building a Graph."""
+"""Importers: XLA HLO text, ONNX and the project's JSON format, each building a Graph.
+
+`load_graphs(path)` is the one entry point the CLI, the workers and the tests use: it reads the
+file within the configured limits, undoes gzip, picks the importer from the file name (or, for
+an unknown suffix, from the content) and returns the verified graphs.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+
+from compiler.errors import InputError, LimitError
+from compiler.ir.graph import Graph
+from compiler.limits import Limits, decode_utf8, read_limited
+
+FORMATS = ("hlo", "onnx", "json")
+
+
+def load_graphs(path: str, limits: Limits | None = None, fmt: str | None = None) -> list[Graph]:
+    """Every graph in the file: one, or several for an HLO file split by `// -----` lines."""
+    limits = limits or Limits.from_env()
+    filename = os.path.basename(path)
+    try:
+        data = read_limited(path, limits)
+    except OSError as error:
+        raise InputError(f"cannot read the file: {error.strerror or error}", path) from None
+    return import_bytes(data, filename, limits, fmt)
+
+
+def load_graph(path: str, module: int = 0, limits: Limits | None = None) -> Graph:
+    return pick_module(load_graphs(path, limits), module, path)
+
+
+def pick_module(graphs: list[Graph], module: int, where: str) -> Graph:
+    if not 0 <= module < len(graphs):
+        raise InputError(f"module {module} requested but the file holds {len(graphs)} "
+                         "module(s)", where)
+    return graphs[module]
+
+
+def import_bytes(data: bytes, filename: str, limits: Limits | None = None,
+                 fmt: str | None = None) -> list[Graph]:
+    """Import an uploaded file's bytes (the web app's entry point, no file on disk needed)."""
+    limits = limits or Limits.from_env()
+    name = filename
+    if data[:2] == b"\x1f\x8b":
+        data = _gunzip(data, filename, limits)
+        name = filename[:-3] if filename.endswith(".gz") else filename
+    fmt = fmt or detect_format(name, data)
+    if fmt == "onnx":
+        from compiler.importers.onnx import import_onnx
+        return [import_onnx(data, filename, limits)]
+    text = decode_utf8(data, filename)
+    if fmt == "json":
+        from compiler.importers.json_graph import import_json
+        return [import_json(text, filename, limits)]
+    if fmt == "hlo":
+        from compiler.importers.hlo_text import import_hlo_modules
+        return import_hlo_modules(text, filename, limits)
+    raise InputError(f"unknown format '{fmt}' (known: {', '.join(FORMATS)})", filename)
+
+
+def detect_format(filename: str, data: bytes) -> str:
+    suffix = os.path.splitext(filename)[1].lower()
+    if suffix == ".onnx":
+        return "onnx"
+    if suffix == ".json":
+        return "json"
+    if suffix in (".hlo", ".txt", ".pbtxt"):
+        return "hlo"
+    head = data[:4096].lstrip()
+    if head.startswith(b"{"):
+        return "json"
+    if b"HloModule" in head or b"ENTRY" in data[:65536] or b"parameter(" in data[:65536]:
+        return "hlo"
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError:
+        return "onnx"  # binary protobuf
+    return "hlo"
+
+
+def _gunzip(data: bytes, filename: str, limits: Limits) -> bytes:
+    decompressor = zlib.decompressobj(wbits=31)
+    try:
+        out = decompressor.decompress(data, limits.max_input_bytes + 1)
+    except zlib.error as error:
+        raise InputError(f"corrupt gzip data: {error}", filename) from None
+    if len(out) > limits.max_input_bytes or decompressor.unconsumed_tail:
+        raise LimitError(f"decompressed size exceeds the limit of {limits.max_input_bytes} "
+                         "bytes (FUSION_EXPLORER_MAX_INPUT_BYTES)", filename)
+    return out

@@ -70,6 +70,7 @@ class Graph:
     computations: dict[str, Graph] = field(default_factory=dict)
     source: str | None = None  # the file the graph was read from, for messages
     loc: SourceLoc | None = None
+    notes: list[str] = field(default_factory=list)  # what the importer dropped or changed, and why
 
     # -- building -----------------------------------------------------------------------------
 

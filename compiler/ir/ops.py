@@ -117,6 +117,14 @@ _TABLE: list[OpInfo] = [
         "window", "dim_labels", "feature_group_count", "batch_group_count")),
     OpInfo("custom-call", Category.LIBRARY, None, ("custom_call_target",)),
     OpInfo("sort", Category.LIBRARY, None, ("dimensions", "is_stable", "to_apply")),
+    OpInfo("batch-norm-inference", Category.LIBRARY, 5, ("epsilon", "feature_index"),
+           doc="operand, scale, offset, mean, variance"),
+    OpInfo("batch-norm-training", Category.LIBRARY, 3, ("epsilon", "feature_index"),
+           doc="operand, scale, offset -> (output, batch mean, batch variance)"),
+    OpInfo("batch-norm-grad", Category.LIBRARY, 5, ("epsilon", "feature_index"),
+           doc="operand, scale, mean, variance, grad_output -> (d_operand, d_scale, d_offset)"),
+    OpInfo("topk", Category.LIBRARY, 1, ("k", "largest")),
+    OpInfo("scan", Category.CONTROL_FLOW, None, ("to_apply",)),
     *_ops(Category.LIBRARY, None, "fft triangular-solve cholesky rng rng-bit-generator "
           "rng-get-and-update-state infeed outfeed send recv send-done recv-done"),
     OpInfo("while", Category.CONTROL_FLOW, 1, ("condition", "body")),
@@ -126,11 +134,12 @@ _TABLE: list[OpInfo] = [
     OpInfo("tuple", Category.TUPLE, None),
     OpInfo("get-tuple-element", Category.TUPLE, 1, ("index",)),
     *_ops(Category.TUPLE, None, "after-all add-dependency domain opt-barrier "
-          "get-dimension-size set-dimension-size partition-id replica-id"),
+          "get-dimension-size set-dimension-size dynamic-reshape partition-id replica-id"),
     *_ops(Category.COMMUNICATION, None, "all-reduce all-gather reduce-scatter all-to-all "
           "collective-permute collective-broadcast collective-reduce all-reduce-start "
           "all-reduce-done all-gather-start all-gather-done collective-permute-start "
-          "collective-permute-done async-start async-update async-done copy-start copy-done"),
+          "collective-permute-done async-start async-update async-done copy-start copy-done "
+          "ragged-all-to-all"),
 ]
 
 OPS: dict[str, OpInfo] = {op.name: op for op in _TABLE}

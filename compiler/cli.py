@@ -1,0 +1,115 @@
+"""`python -m compiler`: the explorer's command-line surface.
+
+Users script it and teams run it in CI, so its commands and flags are kept stable (DESIGN.md).
+Every error in the input is printed as `file:line:col: message` on stderr with exit status 1;
+a usage error exits 2 (argparse's convention). Tracebacks are for bugs only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import zipfile
+
+import numpy as np
+
+from compiler.errors import InputError
+from compiler.importers import load_graphs, pick_module
+from compiler.ir.interpreter import evaluate
+from compiler.ir.summary import format_summary, summarize
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m compiler",
+        description="Fusion Explorer's compiler: import a graph (XLA HLO text, ONNX, or the "
+                    "explorer's JSON), inspect it, and evaluate it with the reference "
+                    "interpreter.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    inspect = commands.add_parser(
+        "inspect", help="graph summary: nodes, op histogram, parameters, outputs, bytes, flops",
+        description="Print a graph summary: node count, op histogram, parameters, outputs, "
+                    "flops and the bytes an unfused execution moves.")
+    inspect.add_argument("file", help="a .hlo/.txt (HLO text), .onnx or .json graph; .gz works")
+    inspect.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    inspect.add_argument("--module", type=int, default=0, metavar="N",
+                         help="for an HLO file of several modules ('// -----'): which one "
+                              "(0-based, default 0)")
+
+    run = commands.add_parser(
+        "run", help="evaluate the graph with the reference interpreter",
+        description="Evaluate the graph with the reference interpreter. Inputs are arg0..argN "
+                    "in entry-parameter order; outputs are written as out0..outM in flattened "
+                    "output-tuple order.")
+    run.add_argument("file", help="the graph file")
+    run.add_argument("--inputs", required=True, metavar="IN.npz",
+                     help="NumPy .npz with arrays arg0..argN")
+    run.add_argument("--output", required=True, metavar="OUT.npz",
+                     help="where to write out0..outM")
+    run.add_argument("--module", type=int, default=0, metavar="N",
+                     help="which module of a multi-module HLO file (default 0)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "inspect":
+            return _inspect(args)
+        return _run(args)
+    except InputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+
+
+def _load(args):
+    graphs = load_graphs(args.file)
+    return pick_module(graphs, args.module, args.file), len(graphs)
+
+
+def _inspect(args) -> int:
+    graph, module_count = _load(args)
+    summary = summarize(graph)
+    summary["module"] = args.module
+    summary["module_count"] = module_count
+    if args.json:
+        json.dump({"graph": summary}, sys.stdout)
+        sys.stdout.write("\n")
+    else:
+        if module_count > 1:
+            print(f"module {args.module} of {module_count} (choose with --module N)")
+        print(format_summary(summary))
+    return 0
+
+
+def _run(args) -> int:
+    graph, _ = _load(args)
+    inputs = _read_inputs(args.inputs, len(graph.parameters))
+    outputs = evaluate(graph, inputs)
+    np.savez(args.output, **{f"out{i}": value for i, value in enumerate(outputs)})
+    for i, (name, value) in enumerate(zip(graph.output_names(), outputs)):
+        print(f"out{i} = {name}: {value.dtype}{list(value.shape)}")
+    return 0
+
+
+def _read_inputs(path: str, count: int) -> list[np.ndarray]:
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, zipfile.BadZipFile) as error:
+        raise InputError(f"cannot read inputs: {error}", path) from None
+    if not hasattr(archive, "files"):
+        raise InputError("expected a .npz archive of arrays arg0..argN, found a single array",
+                         path)
+    names = set(archive.files)
+    expected = [f"arg{i}" for i in range(count)]
+    missing = [n for n in expected if n not in names]
+    if missing:
+        raise InputError(f"the graph takes {count} parameters; missing {', '.join(missing)} "
+                         f"(found: {', '.join(sorted(names)) or 'nothing'})", path)
+    unexpected = sorted(names - set(expected))
+    if unexpected:
+        raise InputError(f"the graph takes {count} parameters (arg0..arg{count - 1}); "
+                         f"unexpected {', '.join(unexpected)}", path)
+    return [archive[name] for name in expected]

@@ -1,0 +1,77 @@
+"""A graph's vital statistics: what `python -m compiler inspect` prints and the UI's header shows.
+
+Flops and bytes use the ops table's HloCostAnalysis conventions: bytes are what an unfused
+execution moves (every op reads its operands and writes its result), the figure fusion lowers.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from compiler.ir.graph import Graph
+from compiler.ir.ops import OPS, bytes_accessed, flop_count, transcendental_count
+from compiler.ir.shapes import shape_to_json
+
+
+def summarize(graph: Graph) -> dict:
+    """A JSON-ready summary: counts, op histogram, parameters, outputs, flops and bytes."""
+    ops = Counter(node.op for node in graph)
+    categories = Counter(OPS[node.op].category.value for node in graph if node.op in OPS)
+    flops = transcendentals = unfused_bytes = 0
+    for node in graph:
+        operand_shapes = [graph.nodes[o].shape for o in node.operands]
+        flops += flop_count(node, operand_shapes)
+        transcendentals += transcendental_count(node)
+        unfused_bytes += bytes_accessed(node, operand_shapes)
+    parameters = [_value(graph, name) for name in graph.parameters]
+    outputs = [_value(graph, name) for name in graph.output_names()]
+    return {
+        "name": graph.name,
+        "source": graph.source,
+        "nodes": len(graph),
+        "ops": dict(sorted(ops.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "categories": dict(sorted(categories.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "parameters": parameters,
+        "outputs": outputs,
+        "parameter_bytes": sum(p["bytes"] for p in parameters),
+        "output_bytes": sum(o["bytes"] for o in outputs),
+        "unfused_bytes": unfused_bytes,
+        "flops": flops,
+        "transcendentals": transcendentals,
+        "fusions_in_input": len({n.fused_in for n in graph if n.fused_in}),
+        "computations": sorted(graph.computations),
+        "notes": list(graph.notes),
+    }
+
+
+def _value(graph: Graph, name: str) -> dict:
+    node = graph.nodes[name]
+    return {"name": name, "shape": str(node.shape), "type": shape_to_json(node.shape),
+            "bytes": node.shape.nbytes}
+
+
+def format_summary(summary: dict) -> str:
+    """The human-readable form of `summarize`'s result."""
+    lines = [
+        f"graph {summary['name']}  ({summary['source']})",
+        f"  nodes           {summary['nodes']}",
+        f"  flops           {summary['flops']:,}  (transcendentals {summary['transcendentals']:,})",
+        f"  unfused bytes   {summary['unfused_bytes']:,}",
+        f"  parameter bytes {summary['parameter_bytes']:,}",
+        f"  output bytes    {summary['output_bytes']:,}",
+    ]
+    if summary["fusions_in_input"]:
+        lines.append(f"  fusions in input {summary['fusions_in_input']} (inlined)")
+    lines.append(f"  parameters ({len(summary['parameters'])}):")
+    lines += [f"    {i:3d} {p['name']}: {p['shape']}" for i, p in enumerate(summary["parameters"])]
+    lines.append(f"  outputs ({len(summary['outputs'])}):")
+    lines += [f"    {i:3d} {o['name']}: {o['shape']}" for i, o in enumerate(summary["outputs"])]
+    lines.append("  ops:")
+    lines += [f"    {count:6d}  {op}" for op, count in summary["ops"].items()]
+    if summary["computations"]:
+        names = summary["computations"]
+        shown = ", ".join(names[:12]) + (f", ... ({len(names)} in all)" if len(names) > 12 else "")
+        lines.append(f"  sub-computations: {shown}")
+    for note in summary["notes"]:
+        lines.append(f"  note: {note}")
+    return "\n".join(lines)

@@ -1,0 +1,93 @@
+"""`python -m compiler inspect|run`, run as a user runs it: a subprocess, exit codes, stdout/stderr."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).parents[2]
+DATA = ROOT / "tests" / "data"
+CORPUS = ROOT.parent / "shared" / "corpus" / "xla"
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "compiler", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_inspect_prints_a_summary():
+    result = cli("inspect", str(DATA / "hlo" / "softmax.hlo"))
+    assert result.returncode == 0, result.stderr
+    assert "nodes" in result.stdout and "exponential" in result.stdout
+    assert "parameters (1):" in result.stdout
+
+
+def test_inspect_json_is_one_object_with_the_documented_keys():
+    result = cli("inspect", str(DATA / "hlo" / "layer_norm_fwd.hlo"), "--json")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)["graph"]
+    assert summary["nodes"] == sum(summary["ops"].values())
+    assert len(summary["parameters"]) == 3  # x, gamma, beta
+    assert summary["flops"] > 0 and summary["unfused_bytes"] > summary["parameter_bytes"]
+    assert summary["ops"]["reduce"] >= 2  # mean and variance
+
+
+def test_inspect_of_a_split_file_chooses_a_module():
+    path = CORPUS / "dot_bf16.hlo"
+    first = json.loads(cli("inspect", str(path), "--json").stdout)["graph"]
+    second = json.loads(cli("inspect", str(path), "--json", "--module", "1").stdout)["graph"]
+    assert first["module_count"] == second["module_count"] > 1
+    assert second["module"] == 1
+    result = cli("inspect", str(path), "--module", "99")
+    assert result.returncode == 1 and "module 99" in result.stderr
+
+
+def test_run_writes_outputs_in_flattened_order(tmp_path):
+    out = tmp_path / "out.npz"
+    module = DATA / "hlo" / "adam"
+    result = cli("run", f"{module}.hlo", "--inputs", f"{module}.inputs.npz", "--output", str(out))
+    assert result.returncode == 0, result.stderr
+    produced, expected = np.load(out), np.load(f"{module}.outputs.npz")
+    assert sorted(produced.files) == sorted(expected.files)
+    for name in expected.files:
+        np.testing.assert_allclose(produced[name], expected[name], rtol=1e-5, atol=1e-6)
+
+
+def test_run_names_missing_inputs(tmp_path):
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, arg0=np.zeros((4, 8), np.float32))
+    result = cli("run", str(DATA / "hlo" / "layer_norm_fwd.hlo"), "--inputs", str(inputs),
+                 "--output", str(tmp_path / "o.npz"))
+    assert result.returncode == 1
+    assert "missing arg1, arg2" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("content, expected", [
+    ("ENTRY e {\n  a = f32[4] parameter(0)\n  ROOT b = f32[4] frob(a)\n}\n", "bad.hlo:3:19"),
+    ("ENTRY e {\n  a = f32[4] parameter(0)\n", "bad.hlo:"),
+    ("ENTRY e {\n  a = f32[4] parameter(0)\n  ROOT b = f32[8] negate(a)\n}\n", "bad.hlo:3:8"),
+])
+def test_bad_input_gives_a_located_message_and_no_traceback(tmp_path, content, expected):
+    path = tmp_path / "bad.hlo"
+    path.write_text(content)
+    result = cli("inspect", str(path))
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"error: {expected}"), result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_missing_file_is_an_error_not_a_traceback(tmp_path):
+    result = cli("inspect", str(tmp_path / "nope.hlo"))
+    assert result.returncode == 1 and "nope.hlo" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_gzipped_hlo_is_read():
+    result = cli("inspect", str(ROOT / "benchmarks" / "data" / "transformer_12l.hlo.gz"), "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["graph"]["nodes"] > 3000
