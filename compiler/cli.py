@@ -86,7 +86,7 @@ def _inspect(args) -> int:
 
 def _run(args) -> int:
     graph, _ = _load(args)
-    inputs = _read_inputs(args.inputs, len(graph.parameters))
+    inputs = _read_inputs(args.inputs, graph)
     outputs = evaluate(graph, inputs)
     np.savez(args.output, **{f"out{i}": value for i, value in enumerate(outputs)})
     for i, (name, value) in enumerate(zip(graph.output_names(), outputs)):
@@ -94,7 +94,13 @@ def _run(args) -> int:
     return 0
 
 
-def _read_inputs(path: str, count: int) -> list[np.ndarray]:
+def _read_inputs(path: str, graph) -> list[np.ndarray]:
+    """arg0..argN from an .npz; raw 2-byte/1-byte records are read as the parameter's dtype.
+
+    NumPy stores ml_dtypes arrays (bf16, fp8) in .npz files as raw void records ('|V2'), so an
+    array saved as bfloat16 comes back as void; its bytes are the bf16 values.
+    """
+    count = len(graph.parameters)
     try:
         archive = np.load(path, allow_pickle=False)
     except (OSError, ValueError, zipfile.BadZipFile) as error:
@@ -112,4 +118,12 @@ def _read_inputs(path: str, count: int) -> list[np.ndarray]:
     if unexpected:
         raise InputError(f"the graph takes {count} parameters (arg0..arg{count - 1}); "
                          f"unexpected {', '.join(unexpected)}", path)
-    return [archive[name] for name in expected]
+    arrays = []
+    for name, parameter in zip(expected, graph.parameter_nodes()):
+        array = archive[name]
+        dtype = None if parameter.shape.is_tuple else parameter.shape.dtype
+        if array.dtype.kind == "V" and dtype is not None and dtype.numpy_name is not None \
+                and array.dtype.itemsize == dtype.numpy.itemsize:
+            array = array.view(dtype.numpy)
+        arrays.append(array)
+    return arrays

@@ -114,12 +114,22 @@ def read_limited(path: str | os.PathLike, limits: Limits | None = None) -> bytes
     filename = os.fspath(path)
     try:
         with open(path, "rb") as file:
-            data = file.read(limits.max_input_bytes + 1)
-            if len(data) > limits.max_input_bytes:
-                # The size on disk when there is one (a pipe has none): the message says how
-                # far over the limit the file is without reading it.
-                size = os.fstat(file.fileno()).st_size
-                check_input_size(max(size, len(data)), filename, limits)
+            # A regular file's size is known before reading it: an oversize upload costs a
+            # stat, not a read. A pipe has no size; it is read in chunks up to the limit.
+            size = os.fstat(file.fileno()).st_size
+            check_input_size(size, filename, limits)
+            chunks, total = [], 0
+            while total <= limits.max_input_bytes:
+                chunk = file.read(min(1 << 24, limits.max_input_bytes + 1 - total))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
+            if total > limits.max_input_bytes:
+                raise LimitError(f"input is larger than the limit of "
+                                 f"{format_bytes(limits.max_input_bytes)} "
+                                 f"({env_name('max_input_bytes')})", SourceLoc(filename))
+            data = b"".join(chunks)
     except OSError as error:
         raise InputError(f"cannot read the file: {error.strerror}", SourceLoc(filename)) from None
     return data

@@ -496,6 +496,12 @@ class _ModuleBuilder:
         graph.computations = self.computations
         for sub in self.computations.values():
             sub.computations = self.computations
+        for name in [n for n in self.computations if n not in wanted]:
+            try:
+                verify(self.computations[name], self.limits)
+            except InputError as error:
+                del self.computations[name]
+                graph.notes.append(f"computation '{name}' skipped: {error}")
         return graph
 
     def _inlined_computations(self) -> set[str]:

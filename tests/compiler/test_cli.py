@@ -91,3 +91,37 @@ def test_gzipped_hlo_is_read():
     result = cli("inspect", str(ROOT / "benchmarks" / "data" / "transformer_12l.hlo.gz"), "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["graph"]["nodes"] > 3000
+
+
+@pytest.mark.parametrize("path", [
+    DATA / "onnx" / "transformer_encoder.dynamo.onnx",
+    DATA / "onnx" / "conv_bn_silu_unfolded.torchscript.onnx",
+    DATA / "json" / "layer_norm.json",
+], ids=lambda p: p.name)
+def test_inspect_reads_onnx_and_json(path):
+    result = cli("inspect", str(path), "--json")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)["graph"]
+    assert summary["nodes"] > 5 and summary["parameters"]
+
+
+def test_run_takes_bf16_inputs_saved_by_numpy(tmp_path):
+    import ml_dtypes
+
+    graph = tmp_path / "double.hlo"
+    graph.write_text("ENTRY e {\n  a = bf16[3] parameter(0)\n  ROOT b = bf16[3] add(a, a)\n}\n")
+    np.savez(tmp_path / "in.npz", arg0=np.array([1, 2.5, -3], ml_dtypes.bfloat16))
+    result = cli("run", str(graph), "--inputs", str(tmp_path / "in.npz"),
+                 "--output", str(tmp_path / "out.npz"))
+    assert result.returncode == 0, result.stderr
+    out = np.load(tmp_path / "out.npz")["out0"].view(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(out.astype(np.float32), [2, 5, -6])
+
+
+def test_run_of_an_onnx_model_matches_torch(tmp_path):
+    model = DATA / "onnx" / "mlp_layernorm"
+    result = cli("run", f"{model}.torchscript.onnx", "--inputs", f"{model}.inputs.npz",
+                 "--output", str(tmp_path / "out.npz"))
+    assert result.returncode == 0, result.stderr
+    np.testing.assert_allclose(np.load(tmp_path / "out.npz")["out0"],
+                               np.load(f"{model}.outputs.npz")["out0"], rtol=1e-4, atol=1e-5)

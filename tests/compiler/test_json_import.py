@@ -2,6 +2,8 @@
 InputError at file:line:col, limits and encodings are enforced, and export_json round-trips."""
 
 import json
+import os
+import threading
 import math
 from pathlib import Path
 
@@ -349,7 +351,7 @@ def test_read_limited_refuses_an_oversized_file_without_reading_it(tmp_path):
     )
 
 
-def test_read_limited_reads_at_most_one_byte_past_the_limit(tmp_path, monkeypatch):
+def test_read_limited_refuses_an_oversize_file_before_reading_a_byte(tmp_path, monkeypatch):
     path = tmp_path / "big.json"
     path.write_bytes(b"x" * 10_000)
     bytes_read = []
@@ -376,7 +378,29 @@ def test_read_limited_reads_at_most_one_byte_past_the_limit(tmp_path, monkeypatc
                         raising=False)
     with pytest.raises(LimitError, match="file is 9.8 KiB; the limit is 100 bytes"):
         read_limited(path, Limits(max_input_bytes=100))
-    assert sum(bytes_read) == 101
+    assert sum(bytes_read) == 0
+
+
+def test_read_limited_stops_a_pipe_one_byte_past_the_limit(tmp_path):
+    fifo = tmp_path / "upload.pipe"
+    os.mkfifo(fifo)
+    written = []
+
+    def feed():
+        try:
+            with open(fifo, "wb", buffering=0) as pipe:
+                for _ in range(100):
+                    pipe.write(b"y" * 1000)
+                    written.append(1000)
+        except BrokenPipeError:
+            pass  # the reader stopped: what we want
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    with pytest.raises(LimitError, match="larger than the limit of 2 KiB"):
+        read_limited(fifo, Limits(max_input_bytes=2048))
+    writer.join(timeout=10)
+    assert sum(written) < 100_000
 
 
 def test_read_limited_returns_a_file_at_the_limit(tmp_path):
