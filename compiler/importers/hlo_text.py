@@ -40,6 +40,9 @@ _ATTR_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")
 _INT = re.compile(r"-?[0-9]+")
 _SPLIT_MARKER = re.compile(r"^[ \t]*// -----[ \t]*$", re.MULTILINE)
 _SHAPE_START = re.compile(r"\(|[a-z][a-z0-9]*\[")
+_ARRAY_SHAPE_HEAD = re.compile(r"([a-z][a-z0-9]*)\[")
+# Whitespace and comments: what may stand between any two tokens.
+_BLANK = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)*", re.DOTALL)
 _TYPED_LITERAL_HEAD = re.compile(r"^[a-z][a-z0-9]*\[[^\]]*\](\{[^}]*\})?$")
 
 # Attributes parsed into typed values; anything else is kept as source text in `node.extra`.
@@ -123,21 +126,9 @@ class _Parser:
     # -- lexical helpers
 
     def skip(self) -> None:
-        text, n = self.text, len(self.text)
-        while self.pos < n:
-            c = text[self.pos]
-            if c in " \t\r\n":
-                self.pos += 1
-            elif text.startswith("//", self.pos):
-                end = text.find("\n", self.pos)
-                self.pos = n if end < 0 else end + 1
-            elif text.startswith("/*", self.pos):
-                end = text.find("*/", self.pos + 2)
-                if end < 0:
-                    raise self.error("unterminated /* comment")
-                self.pos = end + 2
-            else:
-                return
+        self.pos = _BLANK.match(self.text, self.pos).end()
+        if self.text.startswith("/*", self.pos):
+            raise self.error("unterminated /* comment")
 
     def at_end(self) -> bool:
         self.skip()
@@ -384,7 +375,7 @@ class _Parser:
                     return TupleShape(tuple(elements))
                 self.expect(",", "between tuple shape elements")
         start = self.pos
-        m = self.match(re.compile(r"([a-z][a-z0-9]*)\["))
+        m = self.match(_ARRAY_SHAPE_HEAD)
         if not m:
             raise self.error(f"expected a shape such as f32[4,8], found {self.found()}")
         dtype = DTYPES.get(m.group(1))
