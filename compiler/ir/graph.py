@@ -7,10 +7,10 @@ computation returns several values). Computations that nodes call — reducers (
 `call` and `fusion` never appear: importers inline them, recording the fusion a node came from
 in `node.fused_in` so XLA's own fusion decisions in a dump stay visible.
 
-Attribute conventions (the ops table in `ops.py` lists which op takes which) use XLA's names
-with parsed values: `dimensions` is a tuple of ints, `slice` a tuple of (start, limit, stride),
-`padding` a tuple of (low, high, interior), `direction` a string, `value` a NumPy array for
-constants (None when the dump elided it). Attributes a stage does not interpret (metadata,
+Attributes use XLA's names with parsed values (docs/graph-ir.md has the table; `ops.py` lists
+which op takes which): `dimensions` is a tuple of ints, `slice` a tuple of (start, limit,
+stride), `padding` a tuple of (low, high, interior), `direction` a string, `value` a NumPy
+array for constants (None when the dump elided it). Attributes a stage does not interpret (metadata,
 backend_config, sharding, ...) stay as their source text in `node.extra` for the UI.
 """
 
