@@ -738,7 +738,7 @@ def _unique_name(graph: Graph, reserved: set[str], base: str) -> str:
     return name
 
 
-# -- attribute parsers ------------------------------------------------------------------------------
+# -- attribute parsers -----------------------------------------------------------------------------
 
 
 def _attr_error(inst: _RawInstruction, key: str, expected: str) -> InputError:

@@ -10,8 +10,8 @@ in `node.fused_in` so XLA's own fusion decisions in a dump stay visible.
 Attributes use XLA's names with parsed values (docs/graph-ir.md has the table; `ops.py` lists
 which op takes which): `dimensions` is a tuple of ints, `slice` a tuple of (start, limit,
 stride), `padding` a tuple of (low, high, interior), `direction` a string, `value` a NumPy
-array for constants (None when the dump elided it). Attributes a stage does not interpret (metadata,
-backend_config, sharding, ...) stay as their source text in `node.extra` for the UI.
+array for constants (None when the dump elided it). Attributes a stage does not interpret
+(metadata, backend_config, sharding, ...) stay as their source text in `node.extra` for the UI.
 """
 
 from __future__ import annotations

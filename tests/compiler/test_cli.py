@@ -1,4 +1,4 @@
-"""`python -m compiler inspect|run`, run as a user runs it: a subprocess, exit codes, stdout/stderr."""
+"""`python -m compiler inspect|run` as a user runs it: a subprocess, exit codes, stdout, stderr."""
 
 from __future__ import annotations
 

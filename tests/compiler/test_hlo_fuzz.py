@@ -15,10 +15,11 @@ from compiler.errors import InputError
 from compiler.importers.hlo_text import import_hlo_modules
 
 ROOT = Path(__file__).parents[2]
+CORPUS = ROOT.parent / "shared" / "corpus" / "xla"
 SOURCES = [
     (ROOT / "tests" / "data" / "hlo" / "layer_norm_bwd.hlo").read_text(),
-    (ROOT.parent / "shared" / "corpus" / "xla" / "scatter__variadic_scatter_argmax.hlo").read_text(),
-    (ROOT.parent / "shared" / "corpus" / "xla" / "reduce_row__mof_epilogue.hlo").read_text(),
+    (CORPUS / "scatter__variadic_scatter_argmax.hlo").read_text(),
+    (CORPUS / "reduce_row__mof_epilogue.hlo").read_text(),
 ]
 PUNCTUATION = list("{}()[],=%:<>-/*\"\\\n ") + ["ROOT", "ENTRY", "f32[", "// -----\n", "?", "0x"]
 
