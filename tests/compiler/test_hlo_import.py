@@ -276,7 +276,7 @@ def test_an_omitted_tuple_shape_is_inferred():
     assert str(graph.root_node.shape) == "(f32[2], s32[])"
 
 
-# -- XLA's corpus and JAX's modules -----------------------------------------------------------------
+# -- XLA's corpus and JAX's modules ----------------------------------------------------------------
 
 
 # Corpus files that are not valid HLO, with the message part that says why. XLA's verifier
