@@ -7,8 +7,10 @@ an unknown suffix, from the content) and returns the verified graphs.
 
 from __future__ import annotations
 
+import gc
 import os
 import zlib
+from contextlib import contextmanager
 
 from compiler.errors import InputError, LimitError
 from compiler.ir.graph import Graph
@@ -48,6 +50,11 @@ def import_bytes(data: bytes, filename: str, limits: Limits | None = None,
         data = _gunzip(data, filename, limits)
         name = filename[:-3] if filename.endswith(".gz") else filename
     fmt = fmt or detect_format(name, data)
+    with _cyclic_gc_paused():
+        return _import(data, filename, limits, fmt)
+
+
+def _import(data: bytes, filename: str, limits: Limits, fmt: str) -> list[Graph]:
     if fmt == "onnx":
         from compiler.importers.onnx import import_onnx
         return [import_onnx(data, filename, limits)]
@@ -59,6 +66,20 @@ def import_bytes(data: bytes, filename: str, limits: Limits | None = None,
         from compiler.importers.hlo_text import import_hlo_modules
         return import_hlo_modules(text, filename, limits)
     raise InputError(f"unknown format '{fmt}' (known: {', '.join(FORMATS)})", filename)
+
+
+@contextmanager
+def _cyclic_gc_paused():
+    """Importing allocates many small objects and no garbage cycles, yet CPython's cyclic
+    collector rescans every live object each time enough have been allocated: left on, it makes
+    import time grow faster than linearly with module size (benchmarks/import_speed.py)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def detect_format(filename: str, data: bytes) -> str:

@@ -28,10 +28,10 @@ import numpy as np
 from compiler.errors import InputError, LimitError, SourceLoc, UnsupportedError
 from compiler.ir.dtypes import DTYPES
 from compiler.ir.graph import Graph, Node
-from compiler.ir.ops import OPS, REDUCERS
+from compiler.ir.ops import OPS
 from compiler.ir.shape_inference import ShapeError, infer_shape
 from compiler.ir.shapes import ArrayShape, Shape, TupleShape
-from compiler.ir.verify import verify
+from compiler.ir.verify import recognise_reducer, topological_order, verify
 from compiler.limits import Limits
 
 _NAME = re.compile(r"%?([A-Za-z_$][A-Za-z0-9_.\-$]*)")
@@ -487,6 +487,11 @@ class _ModuleBuilder:
         graph.computations = self.computations
         for sub in self.computations.values():
             sub.computations = self.computations
+        for g in [graph, *self.computations.values()]:
+            for node in g:
+                if node.op in ("reduce", "reduce-window", "scatter") and "to_apply" in node.attrs:
+                    node.attrs["reducer"] = recognise_reducer(
+                        self.computations[node.attrs["to_apply"]])
         for name in [n for n in self.computations if n not in wanted]:
             try:
                 verify(self.computations[name], self.limits)
@@ -663,21 +668,7 @@ class _ModuleBuilder:
             attrs["branch_computations"] = tuple(
                 self._computation_ref(inst.attrs[k].lstrip("%"), inst, k)
                 for k in ("true_computation", "false_computation"))
-        if "to_apply" in attrs and inst.opcode in ("reduce", "reduce-window", "scatter"):
-            attrs["reducer"] = self._reducer_kind(attrs["to_apply"])
         return attrs, extra
-
-    def _reducer_kind(self, name: str) -> str | None:
-        """'add', 'maximum', ... when the computation is that op on its two parameters."""
-        comp = self.by_name[name]
-        params = {i.name: int(i.literal) for i in comp.instructions if i.opcode == "parameter"}
-        roots = [i for i in comp.instructions if i.is_root] or comp.instructions[-1:]
-        root = roots[0]
-        if len(params) == 2 and root.opcode in REDUCERS and \
-                sorted(params.get(o, -1) for o in root.operands) == [0, 1]:
-            return root.opcode
-        return None
-
 
 def _drop_dead_plumbing(graph: Graph) -> None:
     """Remove tuples left unused when get-tuple-element was looked through."""
@@ -693,42 +684,15 @@ def _drop_dead_plumbing(graph: Graph) -> None:
 
 def _in_dependency_order(comp: _RawComputation) -> list[_RawInstruction]:
     """The instructions with every operand before its user; text order when it already is."""
-    position = {inst.name: i for i, inst in enumerate(comp.instructions)}
-    if len(position) != len(comp.instructions):
-        seen = set()
-        for inst in comp.instructions:
-            if inst.name in seen:
-                raise InputError(f"instruction name '{inst.name}' is used twice in "
-                                 f"computation '{comp.name}'", inst.loc)
-            seen.add(inst.name)
-    if all(position.get(o, -1) < i for i, inst in enumerate(comp.instructions)
-           for o in inst.operands):
-        return comp.instructions
-    order, state = [], {}
-    for start in comp.instructions:
-        stack = [(start, 0)]
-        while stack:
-            inst, k = stack.pop()
-            if k == 0:
-                if state.get(inst.name) == "done":
-                    continue
-                state[inst.name] = "active"
-            if k < len(inst.operands):
-                stack.append((inst, k + 1))
-                operand = inst.operands[k]
-                if operand not in position:
-                    raise InputError(f"operand '{operand}' of '{inst.name}' is not defined in "
-                                     f"computation '{comp.name}'", inst.loc)
-                if state.get(operand) == "active":
-                    cycle = [i.name for i, _ in stack if state.get(i.name) == "active"]
-                    cycle = cycle[cycle.index(operand):] if operand in cycle else cycle
-                    raise InputError("cycle: " + " -> ".join(cycle + [operand]), inst.loc)
-                if state.get(operand) != "done":
-                    stack.append((comp.instructions[position[operand]], 0))
-            else:
-                state[inst.name] = "done"
-                order.append(inst)
-    return order
+    by_name: dict[str, _RawInstruction] = {}
+    for inst in comp.instructions:
+        if inst.name in by_name:
+            raise InputError(f"instruction name '{inst.name}' is used twice in "
+                             f"computation '{comp.name}'", inst.loc)
+        by_name[inst.name] = inst
+    order = topological_order({inst.name: inst.operands for inst in comp.instructions},
+                              lambda name: by_name[name].loc)
+    return [by_name[name] for name in order]
 
 
 def _unique_name(graph: Graph, reserved: set[str], base: str) -> str:
