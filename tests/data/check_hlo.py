@@ -13,9 +13,14 @@ tests/data/requirements-gen.txt.
 from __future__ import annotations
 
 import gzip
+import os
 from pathlib import Path
 
-import jax
+# As in gen_hlo.py: the saved outputs round bf16/f16 intermediates where the HLO says.
+os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                           " --xla_allow_excess_precision=false").strip()
+
+import jax  # noqa: E402  (after XLA_FLAGS)
 import ml_dtypes
 import numpy as np
 from jax._src import compiler, xla_bridge

@@ -796,7 +796,9 @@ Per module NAME:
 - `NAME.inputs.npz`: `arg0..argN` = `jax.tree_util.tree_leaves(args)`, i.e. ENTRY
   `parameter(i)` order.
 - `NAME.outputs.npz`: `out0..outM` = leaves of `jax.jit(f)(*args)` on XLA:CPU, in the order of
-  the ENTRY result tuple (a single non-tuple result is `out0`).
+  the ENTRY result tuple (a single non-tuple result is `out0`), computed with
+  `XLA_FLAGS=--xla_allow_excess_precision=false` so bf16/f16 intermediates are rounded where the
+  HLO says (with excess precision on, XLA keeps some of them in f32).
 - bf16 arrays are saved by `np.savez` as raw 2-byte void (`|V2`); `a.view(ml_dtypes.bfloat16)`
   restores them (no other dtype here is `|V2`). f16 is native `<f2`, predicates are `bool`.
 - JAX emits `call` instructions for nested jitted helpers (`_where`, `log_softmax`,
