@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 from compiler.errors import InputError, LimitError
 from compiler.ir.graph import Graph
-from compiler.limits import Limits, decode_utf8, read_limited
+from compiler.limits import Limits, check_input_size, decode_utf8, read_limited
 
 FORMATS = ("hlo", "onnx", "json")
 
@@ -45,6 +45,7 @@ def import_bytes(data: bytes, filename: str, limits: Limits | None = None,
                  fmt: str | None = None) -> list[Graph]:
     """Import an uploaded file's bytes (the web app's entry point, no file on disk needed)."""
     limits = limits or Limits.from_env()
+    check_input_size(len(data), filename, limits)
     name = filename
     if data[:2] == b"\x1f\x8b":
         data = _gunzip(data, filename, limits)

@@ -442,3 +442,22 @@ def test_any_truncation_of_a_real_file_gives_an_input_error_or_imports(cut):
             verify(graph)
     except InputError as error:
         assert str(error).startswith("cut.hlo")
+
+
+def test_uploaded_bytes_over_the_limit_are_refused():
+    from compiler.importers import import_bytes
+
+    with pytest.raises(LimitError, match="limit"):
+        import_bytes(b"ENTRY e {\n  ROOT a = f32[] parameter(0)\n}\n" + b" " * 100, "up.hlo",
+                     Limits(max_input_bytes=64))
+
+
+def test_a_gzip_bomb_is_stopped_at_the_limit():
+    import gzip
+
+    from compiler.importers import import_bytes
+
+    bomb = gzip.compress(b" " * (10 << 20))  # 10 MiB of blanks in about 10 KiB
+    assert len(bomb) < 64 << 10
+    with pytest.raises(LimitError, match="decompressed size exceeds"):
+        import_bytes(bomb, "bomb.hlo.gz", Limits(max_input_bytes=1 << 20))
