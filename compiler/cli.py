@@ -16,8 +16,9 @@ import numpy as np
 
 from compiler.errors import InputError
 from compiler.importers import load_graphs, pick_module
-from compiler.ir.interpreter import evaluate
+from compiler.ir.interpreter import InterpreterOptions, evaluate
 from compiler.ir.summary import format_summary, summarize
+from compiler.limits import ConfigurationError, Limits
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "inspect":
             return _inspect(args)
         return _run(args)
-    except InputError as error:
+    except (InputError, ConfigurationError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
 
@@ -87,7 +88,9 @@ def _inspect(args) -> int:
 def _run(args) -> int:
     graph, _ = _load(args)
     inputs = _read_inputs(args.inputs, graph)
-    outputs = evaluate(graph, inputs)
+    limits = Limits.from_env()
+    outputs = evaluate(graph, inputs,
+                       InterpreterOptions(max_while_iterations=limits.max_while_iterations))
     np.savez(args.output, **{f"out{i}": value for i, value in enumerate(outputs)})
     for i, (name, value) in enumerate(zip(graph.output_names(), outputs)):
         print(f"out{i} = {name}: {value.dtype}{list(value.shape)}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -125,3 +126,38 @@ def test_run_of_an_onnx_model_matches_torch(tmp_path):
     assert result.returncode == 0, result.stderr
     np.testing.assert_allclose(np.load(tmp_path / "out.npz")["out0"],
                                np.load(f"{model}.outputs.npz")["out0"], rtol=1e-4, atol=1e-5)
+
+
+def test_a_while_loop_past_the_configured_limit_stops_with_a_message(tmp_path):
+    graph = tmp_path / "forever.hlo"
+    graph.write_text("""
+cond {
+  s = s32[] parameter(0)
+  ROOT t = pred[] constant(true)
+}
+body {
+  s = s32[] parameter(0)
+  one = s32[] constant(1)
+  ROOT n = s32[] add(s, one)
+}
+ENTRY e {
+  x = s32[] parameter(0)
+  ROOT w = s32[] while(x), condition=cond, body=body
+}
+""")
+    np.savez(tmp_path / "in.npz", arg0=np.int32(0))
+    result = subprocess.run(
+        [sys.executable, "-m", "compiler", "run", str(graph), "--inputs", str(tmp_path / "in.npz"),
+         "--output", str(tmp_path / "out.npz")], cwd=ROOT, capture_output=True, text=True,
+        timeout=120, env={**os.environ, "FUSION_EXPLORER_MAX_WHILE_ITERATIONS": "50"})
+    assert result.returncode == 1 and "50" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_bad_limit_setting_is_named(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "compiler", "inspect", str(DATA / "hlo" / "softmax.hlo")],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "FUSION_EXPLORER_MAX_NODES": "ten"})
+    assert result.returncode == 1 and "FUSION_EXPLORER_MAX_NODES" in result.stderr
+    assert "Traceback" not in result.stderr
