@@ -15,6 +15,8 @@ import zipfile
 import numpy as np
 
 from compiler.errors import InputError
+from compiler.fusion.explore import exploration_to_dict, explore, parse_strategies
+from compiler.fusion.report import format_exploration
 from compiler.importers import load_graphs, pick_module
 from compiler.ir.interpreter import InterpreterOptions, evaluate
 from compiler.ir.summary import format_summary, summarize
@@ -25,8 +27,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m compiler",
         description="Fusion Explorer's compiler: import a graph (XLA HLO text, ONNX, or the "
-                    "explorer's JSON), inspect it, and evaluate it with the reference "
-                    "interpreter.")
+                    "explorer's JSON), inspect it, explore fusion plans for it, and evaluate "
+                    "it with the reference interpreter.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     inspect = commands.add_parser(
@@ -38,6 +40,22 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument("--module", type=int, default=0, metavar="N",
                          help="for an HLO file of several modules ('// -----'): which one "
                               "(0-based, default 0)")
+
+    explore = commands.add_parser(
+        "explore", help="fusion plans of several strategies side by side, with SOL times",
+        description="Cut the graph into GPU kernels with each fusion strategy and predict each "
+                    "kernel's speed-of-light time on the device: unfused (one kernel per op), "
+                    "xla (XLA's GPU fusion rules), stitch (AStitch's regional and global "
+                    "stitching), cost (a cost-based search scored by the SOL model).")
+    explore.add_argument("file", help="the graph file")
+    explore.add_argument("--device", default="h100",
+                         help="device model: v100, a100, h100, h200, l4 (default h100)")
+    explore.add_argument("--strategy", default="all", metavar="all|unfused,xla,stitch,cost",
+                         help="strategies to run (default all)")
+    explore.add_argument("--json", action="store_true",
+                         help="one JSON object on stdout, with every kernel and the decision log")
+    explore.add_argument("--module", type=int, default=0, metavar="N",
+                         help="which module of a multi-module HLO file (default 0)")
 
     run = commands.add_parser(
         "run", help="evaluate the graph with the reference interpreter",
@@ -57,9 +75,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        if args.command == "inspect":
-            return _inspect(args)
-        return _run(args)
+        command = {"inspect": _inspect, "explore": _explore, "run": _run}[args.command]
+        return command(args)
     except (InputError, ConfigurationError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -82,6 +99,19 @@ def _inspect(args) -> int:
         if module_count > 1:
             print(f"module {args.module} of {module_count} (choose with --module N)")
         print(format_summary(summary))
+    return 0
+
+
+def _explore(args) -> int:
+    strategies = parse_strategies(args.strategy)
+    graph, _ = _load(args)
+    plans = explore(graph, args.device, strategies)
+    result = exploration_to_dict(summarize(graph), args.device, plans)
+    if args.json:
+        json.dump(result, sys.stdout)
+        sys.stdout.write("\n")
+    else:
+        print(format_exploration(result))
     return 0
 
 

@@ -19,3 +19,56 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("XLA corpus: rejected files and dropped computations")
         for line in _REPORT:
             terminalreporter.write_line(line)
+
+
+# -- fusion plans ---------------------------------------------------------------------------------
+
+import numpy as np  # noqa: E402
+
+
+def random_inputs(graph, seed: int = 0) -> list:
+    """Arguments for every parameter of `graph`: small values, so integer indices stay in
+    range often and exp() does not overflow."""
+    rng = np.random.default_rng(seed)
+    values = []
+    for node in graph.parameter_nodes():
+        shape = node.shape
+        if shape.is_tuple or not shape.dtype.is_array_type:
+            values.append(None)
+            continue
+        dtype = shape.dtype
+        if dtype.kind == "pred":
+            array = rng.random(shape.dims) < 0.5
+        elif dtype.is_integer:
+            array = rng.integers(0, 4, size=shape.dims)
+        elif dtype.kind == "complex":
+            array = rng.standard_normal(shape.dims) + 1j * rng.standard_normal(shape.dims)
+        else:
+            array = rng.standard_normal(shape.dims)
+        values.append(np.asarray(array).astype(dtype.numpy))
+    return values
+
+
+def assert_plan_computes_the_graph(graph, plan, inputs) -> None:
+    """Invariants hold, and running the plan kernel by kernel gives the graph's own results."""
+    from compiler.fusion.plan import check_plan, execute_plan
+    from compiler.ir.interpreter import evaluate
+
+    check_plan(graph, plan)
+    expected = evaluate(graph, inputs)
+    actual = execute_plan(graph, plan, inputs)
+    assert len(actual) == len(expected)
+    for i, (a, e) in enumerate(zip(actual, expected)):
+        if e is None:
+            continue
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(e),
+                                      err_msg=f"{plan.strategy}: output {i} differs")
+
+
+@pytest.fixture
+def plan_checker():
+    """`plan_checker(graph, plan, inputs=None)`: the invariants and kernel-by-kernel execution."""
+    def check(graph, plan, inputs=None):
+        assert_plan_computes_the_graph(graph, plan,
+                                       random_inputs(graph) if inputs is None else inputs)
+    return check

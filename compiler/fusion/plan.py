@@ -1,0 +1,409 @@
+"""Fusion plans: a graph cut into GPU kernels, with the reason for every decision.
+
+Every strategy returns a `FusionPlan`. A kernel *owns* the nodes whose values it computes and,
+when other kernels need them, writes to memory; it may also *recompute* cheap nodes owned
+elsewhere (or by no kernel at all) instead of reading them, as XLA duplicates a broadcast into
+each consumer fusion. Leaves (parameters, constants) and plumbing (tuple, get-tuple-element)
+belong to no kernel.
+
+`check_plan` states the invariants every plan must satisfy, on every input:
+- each kernel-forming node is owned by at most one kernel; a node owned by none is cheap, not a
+  graph output, and recomputed by every kernel that reads it;
+- only cheap (duplicable) nodes are recomputed, library nodes sit alone in a library kernel;
+- the kernel graph is acyclic and `plan.kernels` is in a topological order of it;
+- a kernel's outputs are exactly its owned values read outside it or returned by the graph,
+  and its inputs exactly the values its nodes read from outside it.
+`execute_plan` runs a plan kernel by kernel with the reference interpreter, passing between
+kernels only the values the plan says are written; its results must equal the graph's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from compiler.cost.sol import SolEstimate, SolModel
+from compiler.fusion.grouping import FUSIBLE, LEAF, LIBRARY, PLUMBING, is_duplicable, node_role
+from compiler.ir.graph import Graph, Node
+from compiler.ir.shapes import TupleShape
+
+# Kernel kinds (DESIGN.md): what schedule the kernel's code will use.
+KINDS = ("loop", "input", "stitch-regional", "stitch-global", "horizontal", "library")
+
+# A library call (cuBLAS, cuDNN) can read a reshaped operand as it is (a different leading
+# dimension), so its kernel may "recompute" these views; anything else must be in memory.
+LIBRARY_OPERAND_VIEWS = ("reshape", "bitcast")
+
+
+@dataclass
+class KernelSpec:
+    """What a strategy decides for one kernel; `build_plan` derives the rest."""
+
+    nodes: list[str]
+    kind: str
+    recomputed: list[str] = field(default_factory=list)
+    dominant: str | None = None  # the node whose iteration space drives the kernel
+
+
+@dataclass
+class Kernel:
+    name: str
+    kind: str
+    nodes: tuple[str, ...]          # owned, in graph order
+    recomputed: tuple[str, ...]     # cheap nodes owned elsewhere (or nowhere), computed here too
+    inputs: tuple[str, ...]         # values read from memory, in order of first use
+    outputs: tuple[str, ...]        # owned values written to memory
+    dominant: str | None
+    sol: SolEstimate
+
+    @property
+    def computed(self) -> tuple[str, ...]:
+        return self.nodes + self.recomputed
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "nodes": list(self.nodes),
+            "recomputed": list(self.recomputed),
+            "inputs": list(self.inputs),
+            "outputs": list(self.outputs),
+            "dominant": self.dominant,
+            "dram_bytes": self.sol.dram_bytes,
+            "sol_us": self.sol.total_us,
+            "sol": self.sol.to_dict(),
+            # Filled by later stages (codegen, build, projected model, GPU runner): null until
+            # a stage has produced them, never made up.
+            "proj_us": None, "measured_us": None, "limiter": None, "occupancy": None,
+            "waves": None, "block_size": None, "grid_size": None, "registers": None,
+            "shared_bytes": None,
+        }
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One fuse or refusal and why: the rule or cost that decided it."""
+
+    action: str                      # "fuse" | "refuse"
+    subject: str                     # e.g. "exponential.3 -> reduce.5", or two kernels
+    reason: str                      # "xla: loop fusion", "would form cycle", "gain -0.3 us"
+    gain_us: float | None = None
+
+    def to_dict(self) -> dict:
+        out = {"action": self.action, "subject": self.subject, "reason": self.reason}
+        if self.gain_us is not None:
+            out["gain_us"] = round(self.gain_us, 4)
+        return out
+
+
+@dataclass
+class FusionPlan:
+    strategy: str
+    device: str
+    kernels: list[Kernel]
+    decisions: list[Decision]
+    explore_ms: float = 0.0
+
+    @property
+    def total_sol_us(self) -> float:
+        return sum(k.sol.total_us for k in self.kernels)
+
+    @property
+    def dram_bytes(self) -> int:
+        return sum(k.sol.dram_bytes for k in self.kernels)
+
+    def owner(self) -> dict[str, str]:
+        """Node name -> name of the kernel that owns it."""
+        return {node: k.name for k in self.kernels for node in k.nodes}
+
+    def kind_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for k in self.kernels:
+            counts[k.kind] = counts.get(k.kind, 0) + 1
+        return counts
+
+    def to_dict(self) -> dict:
+        return {
+            "strategy": self.strategy,
+            "device": self.device,
+            "explore_ms": round(self.explore_ms, 3),
+            "kernel_count": len(self.kernels),
+            "kinds": self.kind_counts(),
+            "total": {"sol_us": self.total_sol_us, "proj_us": None, "measured_us": None,
+                      "dram_bytes": self.dram_bytes},
+            "kernels": [k.to_dict() for k in self.kernels],
+            "decisions": [d.to_dict() for d in self.decisions],
+        }
+
+
+class PlanError(AssertionError):
+    """A plan that breaks an invariant: a bug in the strategy that made it."""
+
+
+# -- building -------------------------------------------------------------------------------------
+
+
+def build_plan(graph: Graph, specs: Sequence[KernelSpec], strategy: str, model: SolModel,
+               decisions: Sequence[Decision] = ()) -> FusionPlan:
+    """The plan for these kernels: inputs, outputs, SOL estimate, kernels in topological order.
+
+    Raises PlanError when the specs break an invariant (overlap, a cycle, ...).
+    """
+    position = {name: i for i, name in enumerate(graph.nodes)}
+    owner: dict[str, int] = {}
+    for index, spec in enumerate(specs):
+        for name in spec.nodes:
+            if name in owner:
+                raise PlanError(f"{strategy}: node '{name}' is owned by two kernels")
+            owner[name] = index
+    computed = [set(spec.nodes) | set(spec.recomputed) for spec in specs]
+    readers = _external_readers(graph)
+    graph_outputs = set(_graph_output_sources(graph))
+
+    kernels = []
+    for index, spec in enumerate(specs):
+        nodes = sorted(spec.nodes, key=position.__getitem__)
+        recomputed = sorted(spec.recomputed, key=position.__getitem__)
+        inside = computed[index]
+        inputs: dict[str, None] = {}
+        for name in sorted(inside, key=position.__getitem__):
+            for operand in graph.nodes[name].operands:
+                if operand not in inside:
+                    inputs[operand] = None
+        outputs = [name for name in nodes
+                   if name in graph_outputs
+                   or any(r not in inside for r in readers[name])]
+        sol = model.estimate(inside, outputs)
+        kernels.append(Kernel(name="", kind=spec.kind, nodes=tuple(nodes),
+                              recomputed=tuple(recomputed), inputs=tuple(inputs),
+                              outputs=tuple(outputs), dominant=spec.dominant, sol=sol))
+    ordered = _topological(graph, kernels, owner)
+    for i, kernel in enumerate(ordered):
+        kernel.name = f"{kernel.kind}.{i}"
+    return FusionPlan(strategy=strategy, device=model.device.name, kernels=ordered,
+                      decisions=list(decisions))
+
+
+def _external_readers(graph: Graph) -> dict[str, list[str]]:
+    """For every node, the kernel-forming nodes that read its value, looking through plumbing.
+
+    A node read by plumbing that leads nowhere but the graph's outputs is caught by
+    `_graph_output_sources` instead.
+    """
+    readers: dict[str, list[str]] = {name: [] for name in graph.nodes}
+    memo: dict[str, list[str]] = {}
+
+    def sources(name: str) -> list[str]:
+        if name not in memo:
+            node = graph.nodes[name]
+            if node_role(node) == PLUMBING:
+                memo[name] = [s for o in node.operands for s in sources(o)]
+            else:
+                memo[name] = [name]
+        return memo[name]
+
+    for node in graph:
+        if node_role(node) in (FUSIBLE, LIBRARY):
+            for operand in node.operands:
+                for source in sources(operand):
+                    readers[source].append(node.name)
+    return readers
+
+
+def _graph_output_sources(graph: Graph) -> list[str]:
+    """The non-plumbing nodes whose values the graph returns (through tuples and GTEs)."""
+    found: list[str] = []
+
+    def walk(name: str) -> None:
+        node = graph.nodes[name]
+        if node_role(node) == PLUMBING:
+            for operand in node.operands:
+                walk(operand)
+        else:
+            found.append(name)
+
+    walk(graph.root)
+    return found
+
+
+def _topological(graph: Graph, kernels: list[Kernel], owner: dict[str, int]) -> list[Kernel]:
+    """Kernels ordered so producers come first; PlanError on a cycle between kernels."""
+    producers: list[set[int]] = []
+    readers = {}
+    for index, kernel in enumerate(kernels):
+        deps = set()
+        for value in kernel.inputs:
+            for source in _plumbing_sources(graph, value, readers):
+                if source in owner and owner[source] != index:
+                    deps.add(owner[source])
+        producers.append(deps)
+    order, state = [], [0] * len(kernels)  # 0 new, 1 on stack, 2 done
+    for start in range(len(kernels)):
+        stack = [(start, iter(sorted(producers[start])))]
+        if state[start]:
+            continue
+        state[start] = 1
+        while stack:
+            index, deps = stack[-1]
+            dep = next(deps, None)
+            if dep is None:
+                stack.pop()
+                state[index] = 2
+                order.append(kernels[index])
+            elif state[dep] == 1:
+                raise PlanError(f"kernels form a cycle through nodes {kernels[dep].nodes[:3]} "
+                                f"and {kernels[index].nodes[:3]}")
+            elif state[dep] == 0:
+                state[dep] = 1
+                stack.append((dep, iter(sorted(producers[dep]))))
+    return order
+
+
+def _plumbing_sources(graph: Graph, name: str, memo: dict) -> list[str]:
+    if name not in memo:
+        node = graph.nodes[name]
+        if node_role(node) == PLUMBING:
+            memo[name] = [s for o in node.operands for s in _plumbing_sources(graph, o, memo)]
+        else:
+            memo[name] = [name]
+    return memo[name]
+
+
+# -- checking -------------------------------------------------------------------------------------
+
+
+def check_plan(graph: Graph, plan: FusionPlan) -> None:
+    """Raise PlanError naming the first broken invariant (see the module docstring)."""
+    where = f"{plan.strategy} plan of {graph.name}"
+    owner = {}
+    for kernel in plan.kernels:
+        if kernel.kind not in KINDS:
+            raise PlanError(f"{where}: kernel {kernel.name} has unknown kind '{kernel.kind}'")
+        for name in kernel.nodes:
+            if name in owner:
+                raise PlanError(f"{where}: '{name}' owned by {owner[name]} and {kernel.name}")
+            owner[name] = kernel.name
+        for name in kernel.computed:
+            role = node_role(graph.nodes[name])
+            if role in (LEAF, PLUMBING):
+                raise PlanError(f"{where}: {role} node '{name}' inside kernel {kernel.name}")
+            if role == LIBRARY and (kernel.kind != "library" or len(kernel.nodes) != 1):
+                raise PlanError(f"{where}: library node '{name}' shares kernel {kernel.name}")
+        if kernel.kind == "library" and any(graph.nodes[n].op not in LIBRARY_OPERAND_VIEWS
+                                            for n in kernel.recomputed):
+            raise PlanError(f"{where}: library kernel {kernel.name} recomputes more than "
+                            f"reshapes: {kernel.recomputed}")
+        for name in kernel.recomputed:
+            if not is_duplicable(graph.nodes[name]):
+                raise PlanError(f"{where}: '{name}' ({graph.nodes[name].op}) is recomputed in "
+                                f"{kernel.name} but is not cheap enough to duplicate")
+
+    readers = _external_readers(graph)
+    graph_outputs = set(_graph_output_sources(graph))
+    computed_in = {}
+    for kernel in plan.kernels:
+        for name in kernel.computed:
+            computed_in.setdefault(name, set()).add(kernel.name)
+    for node in graph:
+        if node_role(node) not in (FUSIBLE, LIBRARY) or node.name in owner:
+            continue
+        if node.name in graph_outputs:
+            raise PlanError(f"{where}: graph output '{node.name}' is owned by no kernel")
+        for reader in readers[node.name]:
+            if not computed_in.get(reader, set()) <= computed_in.get(node.name, set()):
+                raise PlanError(f"{where}: '{node.name}' is owned by no kernel but "
+                                f"'{reader}' reads it without recomputing it")
+        if node.name not in computed_in:
+            raise PlanError(f"{where}: '{node.name}' is computed by no kernel")
+
+    done: set[str] = set()
+    for kernel in plan.kernels:
+        inside = set(kernel.computed)
+        expected_inputs = []
+        for name in kernel.computed:
+            for operand in graph.nodes[name].operands:
+                if operand not in inside and operand not in expected_inputs:
+                    expected_inputs.append(operand)
+        if set(kernel.inputs) != set(expected_inputs):
+            raise PlanError(f"{where}: kernel {kernel.name} inputs {sorted(kernel.inputs)} "
+                            f"!= values it reads from outside {sorted(expected_inputs)}")
+        for value in kernel.inputs:
+            for source in _plumbing_sources(graph, value, {}):
+                if source in owner and owner[source] not in done:
+                    raise PlanError(f"{where}: kernel {kernel.name} reads '{source}' before its "
+                                    f"kernel {owner[source]} runs (cycle or bad order)")
+        expected_outputs = {name for name in kernel.nodes
+                            if name in graph_outputs or any(r not in inside
+                                                            for r in readers[name])}
+        if set(kernel.outputs) != expected_outputs:
+            raise PlanError(f"{where}: kernel {kernel.name} outputs {sorted(kernel.outputs)} "
+                            f"!= its values used outside or returned {sorted(expected_outputs)}")
+        done.add(kernel.name)
+
+
+# -- executing ------------------------------------------------------------------------------------
+
+
+def execute_plan(graph: Graph, plan: FusionPlan, inputs: Sequence[Any]) -> list[Any]:
+    """The graph's outputs, computed kernel by kernel with the reference interpreter.
+
+    Only parameters, constants and the values kernels write (their outputs) cross kernel
+    boundaries, so a plan that forgets to write a value another kernel needs fails here.
+    """
+    from compiler.ir.interpreter import evaluate_all
+
+    memory: dict[str, Any] = {}
+    for name, value in zip(graph.parameters, inputs):
+        memory[name] = value
+
+    def load(name: str) -> Any:
+        """A value from memory: written by a kernel, a parameter, or a leaf/plumbing over them."""
+        if name in memory:
+            return memory[name]
+        node = graph.nodes[name]
+        role = node_role(node)
+        if role in (LEAF, PLUMBING):
+            sub = _single_node_graph(graph, node)
+            memory[name] = evaluate_all(sub, [load(o) for o in sub.parameters])[name]
+        else:
+            raise PlanError(f"{plan.strategy}: '{name}' is read but no kernel wrote it")
+        return memory[name]
+
+    for kernel in plan.kernels:
+        sub = _kernel_graph(graph, kernel)
+        values = evaluate_all(sub, [load(name) for name in kernel.inputs])
+        for name in kernel.outputs:
+            memory[name] = values[name]
+    return [load(name) for name in graph.output_names()]
+
+
+def _kernel_graph(graph: Graph, kernel: Kernel) -> Graph:
+    """The kernel as a stand-alone graph: its inputs become parameters."""
+    sub = Graph(name=kernel.name, computations=graph.computations, source=graph.source)
+    for number, name in enumerate(kernel.inputs):
+        source = graph.nodes[name]
+        sub.add(Node(name=name, op="parameter", operands=(), shape=source.shape,
+                     attrs={"parameter_number": number}))
+        sub.parameters.append(name)
+    computed = set(kernel.computed)
+    for name in graph.nodes:
+        if name in computed:
+            sub.add(graph.nodes[name])
+    root_name = sub.fresh_name("kernel.outputs")
+    outputs = kernel.outputs or kernel.computed[-1:]
+    sub.add(Node(name=root_name, op="tuple", operands=tuple(outputs),
+                 shape=TupleShape(tuple(graph.nodes[o].shape for o in outputs))))
+    sub.root = root_name
+    return sub
+
+
+def _single_node_graph(graph: Graph, node: Node) -> Graph:
+    """`node` alone, its distinct operands as parameters."""
+    sub = Graph(name=node.name, computations=graph.computations)
+    for operand in dict.fromkeys(node.operands):
+        sub.add(Node(name=operand, op="parameter", operands=(), shape=graph.nodes[operand].shape,
+                     attrs={"parameter_number": len(sub.parameters)}))
+        sub.parameters.append(operand)
+    sub.add(node)
+    sub.root = node.name
+    return sub

@@ -1,0 +1,31 @@
+"""The human-readable form of an exploration: strategies side by side, then each plan."""
+
+from __future__ import annotations
+
+
+def format_exploration(result: dict, max_kernels: int = 40) -> str:
+    graph = result["graph"]
+    lines = [f"graph {graph['name']}: {graph['nodes']} nodes, device {result['device']}", ""]
+    lines.append(f"{'strategy':10s} {'kernels':>8s} {'DRAM MB':>10s} {'SOL us':>10s} "
+                 f"{'vs unfused':>10s} {'explore ms':>10s}")
+    for name, plan in result["strategies"].items():
+        total = plan["total"]
+        speedup = total.get("speedup_vs_unfused")
+        lines.append(f"{name:10s} {plan['kernel_count']:8d} {total['dram_bytes'] / 1e6:10.3f} "
+                     f"{total['sol_us']:10.2f} "
+                     f"{(f'{speedup:.2f}x' if speedup else '-'):>10s} {plan['explore_ms']:10.1f}")
+    for name, plan in result["strategies"].items():
+        lines += ["", f"== {name}: {plan['kernel_count']} kernels "
+                      f"({', '.join(f'{k} {n}' for k, n in sorted(plan['kinds'].items()))})"]
+        lines.append(f"  {'kernel':22s} {'nodes':>5s} {'DRAM bytes':>12s} {'SOL us':>8s}  "
+                     f"{'bound':6s} dominant")
+        for kernel in plan["kernels"][:max_kernels]:
+            lines.append(f"  {kernel['name']:22s} {len(kernel['nodes']):5d} "
+                         f"{kernel['dram_bytes']:12,d} {kernel['sol_us']:8.2f}  "
+                         f"{kernel['sol']['bound']:6s} {kernel['dominant'] or ''}")
+        if len(plan["kernels"]) > max_kernels:
+            lines.append(f"  ... {len(plan['kernels']) - max_kernels} more (--json lists all)")
+        refused = sum(1 for d in plan["decisions"] if d["action"] == "refuse")
+        lines.append(f"  decisions: {len(plan['decisions']) - refused} fused, {refused} refused "
+                     "(--json lists them with reasons)")
+    return "\n".join(lines)

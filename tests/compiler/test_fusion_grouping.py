@@ -1,0 +1,114 @@
+"""GroupGraph: merges stay acyclic, checked against a brute-force contraction of the graph."""
+
+from __future__ import annotations
+
+import networkx as nx
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compiler.fusion.grouping import (FUSIBLE, LEAF, LIBRARY, PLUMBING, GroupGraph, is_duplicable,
+                                      node_role)
+from compiler.importers.hlo_text import import_hlo
+
+
+def chain_graph(edges: list[tuple[int, int]], n: int):
+    """An HLO graph of n nodes `v0..v{n-1}` (elementwise adds) with the given edges (i < j)."""
+    lines = ["ENTRY e {", "  p = f32[4] parameter(0)"]
+    for j in range(n):
+        operands = [f"v{i}" for i, k in edges if k == j] or ["p"]
+        while len(operands) < 2:
+            operands.append("p")
+        expr = operands[0]
+        for k, operand in enumerate(operands[1:]):
+            name = f"v{j}" if k == len(operands) - 2 else f"v{j}_{k}"
+            lines.append(f"  {name} = f32[4] add({expr}, {operand})")
+            expr = name
+    lines.append(f"  ROOT r = f32[4] add(v{n - 1}, p)")
+    lines.append("}")
+    return import_hlo("\n".join(lines), "chain.hlo")
+
+
+def contracted_is_acyclic(graph, group_of: dict[str, str]) -> bool:
+    g = nx.DiGraph()
+    g.add_nodes_from(set(group_of.values()))
+    for node in graph:
+        for operand in node.operands:
+            if operand in group_of and node.name in group_of:
+                a, b = group_of[operand], group_of[node.name]
+                if a != b:
+                    g.add_edge(a, b)
+    return nx.is_directed_acyclic_graph(g)
+
+
+@st.composite
+def dags_and_merges(draw):
+    n = draw(st.integers(3, 12))
+    edges = [(i, j) for j in range(n) for i in range(j) if draw(st.booleans())
+             and draw(st.integers(0, 3)) == 0]
+    merges = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=20))
+    return n, edges, merges
+
+
+@settings(max_examples=200, deadline=None)
+@given(dags_and_merges())
+def test_can_merge_agrees_with_brute_force_and_ranks_stay_topological(case):
+    n, edges, merges = case
+    graph = chain_graph(edges, n)
+    groups = GroupGraph(graph)
+    for i, j in merges:
+        a, b = groups.group_of[f"v{i}"], groups.group_of[f"v{j}"]
+        if a == b:
+            continue
+        trial = {node: (a if g == b else g) for node, g in groups.group_of.items()}
+        expected = contracted_is_acyclic(graph, trial)
+        assert groups.can_merge(a, b) == expected
+        if expected:
+            groups.merge(a, b)
+        for group in groups.members:
+            for consumer in groups.consumers(group):
+                assert groups.rank[group] < groups.rank[consumer]
+        assert contracted_is_acyclic(graph, groups.group_of)
+
+
+def test_groups_see_through_tuples_and_skip_leaves():
+    graph = import_hlo("""
+        less {
+          a = f32[] parameter(0)
+          b = f32[] parameter(1)
+          c = f32[] parameter(2)
+          d = f32[] parameter(3)
+          ROOT lt = pred[] compare(a, b), direction=LT
+        }
+        ENTRY e {
+          p = f32[4] parameter(0)
+          c = f32[] constant(1)
+          b = f32[4] broadcast(c), dimensions={}
+          a = f32[4] add(p, b)
+          s = (f32[4], f32[4]) sort(a, p), dimensions={0}, to_apply=less
+          g = f32[4] get-tuple-element(s), index=0
+          m = f32[4] multiply(g, g)
+          ROOT t = (f32[4], f32[4]) tuple(m, a)
+        }
+    """, "t.hlo")
+    groups = GroupGraph(graph)
+    assert set(groups.group_of) == {"b", "a", "s", "m"}
+    assert groups.producers("m") == ["s"] and groups.producers("a") == ["b"]
+    roles = [node_role(graph.node(n)) for n in ("p", "c", "g", "t", "a", "s")]
+    assert roles == [LEAF, LEAF, PLUMBING, PLUMBING, FUSIBLE, LIBRARY]
+
+
+def test_roles_and_duplication_follow_xla():
+    graph = import_hlo("""
+        ENTRY e {
+          p = f32[4,4] parameter(0)
+          x = f32[4,4] exponential(p)
+          n = f32[4,4] negate(p)
+          b = f32[4,4,2] broadcast(n), dimensions={0,1}
+          d = f32[4,4] dot(x, n), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+          ROOT t = (f32[4,4,2], f32[4,4]) tuple(b, d)
+        }
+    """, "r.hlo")
+    assert node_role(graph.node("d")) == LIBRARY
+    assert not is_duplicable(graph.node("x"))  # exp is expensive: never computed twice
+    assert is_duplicable(graph.node("n")) and is_duplicable(graph.node("b"))
+    assert not is_duplicable(graph.node("d"))
