@@ -16,14 +16,15 @@ while body and conditional branch reachable from it (a scope's `call` instructio
 followed into the callee and counted as part of that scope; XLA:CPU wraps small loops in one):
 - `fusions`: the `fusion` instructions by kind (kLoop, kInput, kOutput, kCustom). Each becomes
   one kernel (or one library call for some kCustom kinds). `fusions_single_op` says how many of
-  them wrap a single op (XLA wraps lone ops into fusions so every kernel is a fusion; those are
-  no fusion decision), and `custom_fusion_kinds` the backend kind of the kCustom ones
-  (`__triton_nested_gemm_fusion`, `__ynn_fusion`, ...). `fusions_with_dot_or_conv` counts the
-  fusions (of any kind) that contain a dot or convolution.
-- `unfused_kernel_ops`: the remaining instructions that launch work of their own, i.e. all but
+  the kLoop/kInput/kOutput ones wrap a single op: XLA wraps a lone op into a fusion to emit it
+  as a kernel, so those are no fusion decision. `custom_fusion_kinds` gives the backend kind of
+  the kCustom ones (`__triton_nested_gemm_fusion`, `__ynn_fusion`, ...; a kCustom fusion with
+  no kind is named after its root op, e.g. sorts on the GPU). `fusions_with_dot_or_conv` counts
+  the fusions (of any kind) that contain a dot or convolution.
+- `unfused_kernel_ops`: the remaining instructions that launch work of their own: all but
   parameter, constant, tuple, get-tuple-element, bitcast, copy-start/copy-done and fusion, and
-  but the control flow (while, conditional, call; counted in `control_flow`, their contents
-  are the nested scopes). A plain `copy` is counted: it is a device memcpy.
+  other than control flow (while, conditional, call: counted in `control_flow`; what they run
+  is in the nested scopes). A plain `copy` is counted: it is a device memcpy.
 - `library_calls`: the unfused dot, convolution and custom-call instructions among those.
 - `total` = fusions + unfused_kernel_ops: the kernel launches of one execution of the scope.
 Per module, `entry.total` is the straight-line count; `nested_total` adds each nested scope
@@ -32,8 +33,8 @@ once (not times its trip count).
 Targets:
 - "cpu": XLA:CPU of the jaxlib in use, the device these numbers come from. XLA:CPU runs the
   same family of fusion passes as XLA:GPU (instruction fusion, multi-output/sibling fusion) but
-  with CPU heuristics and its own library calls (dots become YNNPACK/oneDNN kCustom fusions), so
-  its counts are a reference point, not what a GPU would launch.
+  with CPU heuristics and its own library calls (most dots become YNNPACK `__ynn_fusion`
+  kCustom fusions), so its counts are a reference point, not what a GPU would launch.
 - "cuda_h100_aot": XLA:GPU itself, compiled ahead of time for an H100 without a GPU ("deviceless"
   compilation through jax.experimental.topologies and the CUDA PJRT plugin with a
   GpuTargetConfig, below). This needs jax-cuda12-plugin, which the generator venv lacks: give
@@ -48,6 +49,9 @@ Targets:
   compiled thunk sequence (what the runtime launches) is counted too, as `thunks`.
 Both targets compile with the XLA_FLAGS gen_hlo.py sets (--xla_allow_excess_precision=false),
 so bf16 round-trips the HLO spells out are kept, as in the reference outputs.
+
+A full run takes 2.5 to 5 minutes on the 2-core development machine, most of it the 48-layer
+module's XLA:CPU compile. --modules runs a subset and then writes nothing.
 """
 
 from __future__ import annotations
@@ -76,7 +80,7 @@ RESULTS = HERE / "results" / "xla_fusion_counts.json"
 BENCH_LAYERS = (12, 48)
 XLA_FLAGS_BEFORE = os.environ.get("XLA_FLAGS", "")  # before gen_hlo.py appends its flag
 
-# Instructions that launch nothing of their own (the brief's list, plus no-op markers).
+# Instructions that launch nothing of their own (the docstring's list, plus no-op markers).
 NO_LAUNCH = {
     "parameter", "constant", "tuple", "get-tuple-element", "bitcast", "copy-start", "copy-done",
     "after-all", "add-dependency", "opt-barrier",
@@ -87,8 +91,8 @@ FUSION_KINDS = ("kLoop", "kInput", "kOutput", "kCustom")
 # Ops that do not count towards "more than one op" when telling a wrapped single op apart.
 TRIVIAL_IN_FUSION = {"parameter", "constant", "bitcast", "tuple", "get-tuple-element"}
 
-# GpuTargetConfigProto of an H100 SXM 80GB (sm_90), as XLA's GPU tests and JAX users pass it for
-# deviceless compilation (it is what get_topology_for_devices(...).target_config prints there).
+# GpuTargetConfigProto of an H100 SXM 80GB (sm_90): the spec XLA's GPU tests and JAX users pass
+# for deviceless compilation. Not read off a device here (this machine has none).
 H100_TARGET_CONFIG = """\
 gpu_device_info {
   threads_per_block_limit: 1024
@@ -168,7 +172,8 @@ def build(gen, name: str):
 def parse_computations(text: str) -> tuple[dict[str, list[dict]], str]:
     """{computation name: [instruction]} and the ENTRY computation's name.
 
-    An instruction is {"name", "opcode", "attrs"}, attrs being the text after the operands.
+    An instruction is {"name", "opcode", "attrs", "root"}, attrs being the text after the
+    operands.
     """
     comps: dict[str, list[dict]] = {}
     entry = None
@@ -187,7 +192,8 @@ def parse_computations(text: str) -> tuple[dict[str, list[dict]], str]:
         m = re.match(r"^\s+(?:ROOT\s+)?%?(\S+)\s+=\s+(.*)$", line)
         if m:
             opcode, attrs = split_opcode(m.group(2))
-            comps[current].append({"name": m.group(1), "opcode": opcode, "attrs": attrs})
+            comps[current].append({"name": m.group(1), "opcode": opcode, "attrs": attrs,
+                                   "root": line.lstrip().startswith("ROOT ")})
     if entry is None:
         raise ValueError("no ENTRY computation in HLO text")
     return comps, entry
@@ -253,6 +259,10 @@ class HloCounter:
                 ops += self.reachable_opcodes(attr(ins["attrs"], "calls"), seen)
         return ops
 
+    def unnamed_kind(self, comp: str) -> str:
+        root = next((i["opcode"] for i in self.comps.get(comp, []) if i["root"]), "?")
+        return f"(no kind, root {root})"
+
     def flat_instructions(self, comp: str):
         """The instructions of `comp`, with each `call` followed into its callee."""
         for ins in self.comps[comp]:
@@ -275,10 +285,10 @@ class HloCounter:
                 fusions[kind] += 1
                 if kind == "kCustom":
                     m = re.search(r'"kind":"([^"]+)"', a)
-                    custom_kinds[m.group(1) if m else "?"] += 1
+                    custom_kinds[m.group(1) if m else self.unnamed_kind(attr(a, "calls"))] += 1
                 inner = self.reachable_opcodes(attr(a, "calls"))
                 real = sum(n for o, n in inner.items() if o not in TRIVIAL_IN_FUSION)
-                single_op += real <= 1
+                single_op += kind != "kCustom" and real <= 1
                 with_dot += bool(inner["dot"] or inner["convolution"])
             elif op in CONTROL_FLOW:
                 control[op] += 1
@@ -489,19 +499,20 @@ def table(title: str, modules: dict, with_thunks: bool = False) -> str:
     return "\n".join(lines)
 
 
-LEGEND = (
-    "ENTRY computation: fusions by kind, 1op = those wrapping a single op, unfus = kernel-"
-    "launching\nops left unfused, lib = unfused dot/convolution/custom-call, TOTAL = fusions + "
-    "unfus,\nnestd = TOTAL summed over while conditions/bodies and conditional branches "
-    "(each once),\nthunks = top-level launches in XLA:GPU's thunk sequence (kernels and memcpys)."
-)
+LEGEND = """\
+Counts in the ENTRY computation: fusions by kind; 1op = kLoop/kInput/kOutput fusions wrapping
+a single op; unfus = kernel-launching ops left unfused; lib = unfused dot/convolution/
+custom-call; TOTAL = fusions + unfus; nestd = TOTAL summed over while conditions/bodies and
+conditional branches (each once); thunks = top-level launches in XLA:GPU's thunk sequence
+(kernels and memcpys)."""
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gpu-python", help="interpreter with jax-cuda12-plugin, for the "
                         "deviceless XLA:GPU (H100) compile")
-    parser.add_argument("--modules", help="comma-separated subset (default: all)")
+    parser.add_argument("--modules", help="comma-separated subset (default: all); a subset is "
+                        "only printed, not written")
     parser.add_argument("--no-write", action="store_true", help=f"do not write {RESULTS.name}")
     parser.add_argument("--worker-cuda", metavar="JSON", help=argparse.SUPPRESS)
     opts = parser.parse_args()
@@ -553,7 +564,7 @@ def main():
         print(table("", cuda["modules"], with_thunks=True).lstrip("\n"))
     print()
     print(LEGEND)
-    if not opts.no_write:
+    if not (opts.no_write or opts.modules):
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(json.dumps(report, indent=1) + "\n")
         print(f"\nwrote {RESULTS.relative_to(REPO)}")
