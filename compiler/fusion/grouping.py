@@ -65,6 +65,36 @@ def is_duplicable(node: Node) -> bool:
     return info.is_elementwise and node.op not in _EXPENSIVE_OPS
 
 
+def plumbing_sources(graph: Graph, name: str, memo: dict | None = None) -> tuple[str, ...]:
+    """The non-plumbing nodes (leaves included) whose values `name` carries: itself unless it is
+    plumbing, else what its operands carry, through any depth of tuples and GTEs."""
+    memo = {} if memo is None else memo
+    if name not in memo:
+        node = graph.nodes[name]
+        if node_role(node) == PLUMBING:
+            memo[name] = tuple(s for o in node.operands for s in plumbing_sources(graph, o, memo))
+        else:
+            memo[name] = (name,)
+    return memo[name]
+
+
+def graph_output_sources(graph: Graph) -> set[str]:
+    """The non-plumbing nodes whose values the graph returns."""
+    return set(plumbing_sources(graph, graph.root))
+
+
+def value_readers(graph: Graph) -> dict[str, list[str]]:
+    """For every node, the kernel-forming nodes that read its value, looking through plumbing."""
+    readers: dict[str, list[str]] = {name: [] for name in graph.nodes}
+    memo: dict = {}
+    for node in graph:
+        if node_role(node) in (FUSIBLE, LIBRARY):
+            for operand in node.operands:
+                for source in plumbing_sources(graph, operand, memo):
+                    readers[source].append(node.name)
+    return readers
+
+
 class GroupGraph:
     """Disjoint groups of kernel-forming nodes, their dependency edges and topological ranks.
 
@@ -81,7 +111,7 @@ class GroupGraph:
         self.rank: dict[str, int] = {name: i for i, name in enumerate(kernel_nodes)}
         self.succ: dict[str, Counter] = {name: Counter() for name in kernel_nodes}
         self.pred: dict[str, Counter] = {name: Counter() for name in kernel_nodes}
-        self._sources: dict[str, tuple[str, ...]] = {}
+        self._sources: dict = {}  # memo of plumbing_sources
         for name in kernel_nodes:
             for producer in self.producing_nodes(name):
                 if producer in self.group_of and producer != name:
@@ -92,25 +122,10 @@ class GroupGraph:
 
     def producing_nodes(self, name: str) -> tuple[str, ...]:
         """The kernel-forming nodes whose values `name` reads, looking through plumbing."""
-        found: list[str] = []
-        for operand in self.graph.nodes[name].operands:
-            found.extend(self._through_plumbing(operand))
+        found = [source for operand in self.graph.nodes[name].operands
+                 for source in plumbing_sources(self.graph, operand, self._sources)
+                 if node_role(self.graph.nodes[source]) != LEAF]
         return tuple(dict.fromkeys(found))
-
-    def _through_plumbing(self, name: str) -> tuple[str, ...]:
-        cached = self._sources.get(name)
-        if cached is not None:
-            return cached
-        node = self.graph.nodes[name]
-        role = node_role(node)
-        if role == PLUMBING:
-            result = tuple(s for o in node.operands for s in self._through_plumbing(o))
-        elif role == LEAF:
-            result = ()
-        else:
-            result = (name,)
-        self._sources[name] = result
-        return result
 
     def groups(self) -> list[str]:
         """Group ids in topological order."""

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from compiler.cost.sol import SolEstimate, SolModel
-from compiler.fusion.grouping import FUSIBLE, LEAF, LIBRARY, PLUMBING, is_duplicable, node_role
+from compiler.fusion.grouping import (FUSIBLE, LEAF, LIBRARY, PLUMBING, graph_output_sources,
+                                      is_duplicable, node_role, plumbing_sources, value_readers)
 from compiler.ir.graph import Graph, Node
 from compiler.ir.shapes import TupleShape
 
@@ -157,8 +158,7 @@ def build_plan(graph: Graph, specs: Sequence[KernelSpec], strategy: str, model: 
                 raise PlanError(f"{strategy}: node '{name}' is owned by two kernels")
             owner[name] = index
     computed = [set(spec.nodes) | set(spec.recomputed) for spec in specs]
-    readers = _external_readers(graph)
-    graph_outputs = set(_graph_output_sources(graph))
+    written = _written_values(graph, computed)
 
     kernels = []
     for index, spec in enumerate(specs):
@@ -170,9 +170,7 @@ def build_plan(graph: Graph, specs: Sequence[KernelSpec], strategy: str, model: 
             for operand in graph.nodes[name].operands:
                 if operand not in inside:
                     inputs[operand] = None
-        outputs = [name for name in nodes
-                   if name in graph_outputs
-                   or any(r not in inside for r in readers[name])]
+        outputs = [name for name in nodes if name in written]
         sol = model.estimate(inside, outputs)
         kernels.append(Kernel(name="", kind=spec.kind, nodes=tuple(nodes),
                               recomputed=tuple(recomputed), inputs=tuple(inputs),
@@ -184,56 +182,29 @@ def build_plan(graph: Graph, specs: Sequence[KernelSpec], strategy: str, model: 
                       decisions=list(decisions))
 
 
-def _external_readers(graph: Graph) -> dict[str, list[str]]:
-    """For every node, the kernel-forming nodes that read its value, looking through plumbing.
-
-    A node read by plumbing that leads nowhere but the graph's outputs is caught by
-    `_graph_output_sources` instead.
-    """
-    readers: dict[str, list[str]] = {name: [] for name in graph.nodes}
-    memo: dict[str, list[str]] = {}
-
-    def sources(name: str) -> list[str]:
-        if name not in memo:
-            node = graph.nodes[name]
-            if node_role(node) == PLUMBING:
-                memo[name] = [s for o in node.operands for s in sources(o)]
-            else:
-                memo[name] = [name]
-        return memo[name]
-
-    for node in graph:
-        if node_role(node) in (FUSIBLE, LIBRARY):
-            for operand in node.operands:
-                for source in sources(operand):
-                    readers[source].append(node.name)
-    return readers
-
-
-def _graph_output_sources(graph: Graph) -> list[str]:
-    """The non-plumbing nodes whose values the graph returns (through tuples and GTEs)."""
-    found: list[str] = []
-
-    def walk(name: str) -> None:
-        node = graph.nodes[name]
-        if node_role(node) == PLUMBING:
-            for operand in node.operands:
-                walk(operand)
-        else:
-            found.append(name)
-
-    walk(graph.root)
-    return found
+def _written_values(graph: Graph, computed: Sequence[set[str]]) -> set[str]:
+    """The values some kernel must find in memory: graph outputs, and values read by a node
+    that a kernel computes without computing the value itself (when a node is computed in
+    several kernels, each of them needs its operands)."""
+    computed_in: dict[str, list[int]] = {}
+    for index, names in enumerate(computed):
+        for name in names:
+            computed_in.setdefault(name, []).append(index)
+    written = set(graph_output_sources(graph))
+    for value, readers in value_readers(graph).items():
+        if any(value not in computed[k] for reader in readers for k in computed_in.get(reader, ())):
+            written.add(value)
+    return written
 
 
 def _topological(graph: Graph, kernels: list[Kernel], owner: dict[str, int]) -> list[Kernel]:
     """Kernels ordered so producers come first; PlanError on a cycle between kernels."""
     producers: list[set[int]] = []
-    readers = {}
+    memo: dict = {}
     for index, kernel in enumerate(kernels):
         deps = set()
         for value in kernel.inputs:
-            for source in _plumbing_sources(graph, value, readers):
+            for source in plumbing_sources(graph, value, memo):
                 if source in owner and owner[source] != index:
                     deps.add(owner[source])
         producers.append(deps)
@@ -257,16 +228,6 @@ def _topological(graph: Graph, kernels: list[Kernel], owner: dict[str, int]) -> 
                 state[dep] = 1
                 stack.append((dep, iter(sorted(producers[dep]))))
     return order
-
-
-def _plumbing_sources(graph: Graph, name: str, memo: dict) -> list[str]:
-    if name not in memo:
-        node = graph.nodes[name]
-        if node_role(node) == PLUMBING:
-            memo[name] = [s for o in node.operands for s in _plumbing_sources(graph, o, memo)]
-        else:
-            memo[name] = [name]
-    return memo[name]
 
 
 # -- checking -------------------------------------------------------------------------------------
@@ -298,8 +259,10 @@ def check_plan(graph: Graph, plan: FusionPlan) -> None:
                 raise PlanError(f"{where}: '{name}' ({graph.nodes[name].op}) is recomputed in "
                                 f"{kernel.name} but is not cheap enough to duplicate")
 
-    readers = _external_readers(graph)
-    graph_outputs = set(_graph_output_sources(graph))
+    readers = value_readers(graph)
+    graph_outputs = graph_output_sources(graph)
+    written = _written_values(graph, [set(k.computed) for k in plan.kernels])
+    memo: dict = {}
     computed_in = {}
     for kernel in plan.kernels:
         for name in kernel.computed:
@@ -328,13 +291,11 @@ def check_plan(graph: Graph, plan: FusionPlan) -> None:
             raise PlanError(f"{where}: kernel {kernel.name} inputs {sorted(kernel.inputs)} "
                             f"!= values it reads from outside {sorted(expected_inputs)}")
         for value in kernel.inputs:
-            for source in _plumbing_sources(graph, value, {}):
+            for source in plumbing_sources(graph, value, memo):
                 if source in owner and owner[source] not in done:
                     raise PlanError(f"{where}: kernel {kernel.name} reads '{source}' before its "
                                     f"kernel {owner[source]} runs (cycle or bad order)")
-        expected_outputs = {name for name in kernel.nodes
-                            if name in graph_outputs or any(r not in inside
-                                                            for r in readers[name])}
+        expected_outputs = {name for name in kernel.nodes if name in written}
         if set(kernel.outputs) != expected_outputs:
             raise PlanError(f"{where}: kernel {kernel.name} outputs {sorted(kernel.outputs)} "
                             f"!= its values used outside or returned {sorted(expected_outputs)}")
@@ -374,7 +335,16 @@ def execute_plan(graph: Graph, plan: FusionPlan, inputs: Sequence[Any]) -> list[
         values = evaluate_all(sub, [load(name) for name in kernel.inputs])
         for name in kernel.outputs:
             memory[name] = values[name]
-    return [load(name) for name in graph.output_names()]
+    return _flatten([load(name) for name in graph.output_names()])
+
+
+def _flatten(values: list) -> list:
+    """Tuple-valued outputs (a variadic reduce the graph returns) as their elements, in order,
+    as `evaluate` returns them."""
+    flat = []
+    for value in values:
+        flat.extend(_flatten(list(value)) if isinstance(value, tuple) else [value])
+    return flat
 
 
 def _kernel_graph(graph: Graph, kernel: Kernel) -> Graph:

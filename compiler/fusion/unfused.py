@@ -3,8 +3,9 @@
 Eager frameworks (PyTorch eager, CuPy) launch a kernel for every arithmetic op but not for
 views: a reshape or bitcast of contiguous data is free, and a broadcast is a strided view the
 consuming kernel reads. So a view here is recomputed by each kernel that reads it (through
-chains of views) and gets a kernel of its own only when its value must exist in memory: when
-the graph returns it, or a library call (which takes no broadcast operands) reads a broadcast.
+chains of views) and gets a kernel of its own only when its value must exist in memory (the
+graph returns it, or a library call, which takes no broadcast operands, reads a broadcast) or
+when nothing reads it (dead code is launched like any other op).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ def unfused(graph: Graph, model: SolModel) -> FusionPlan:
                 must_own = True  # read by plumbing: the value leaves the kernels
         if graph.nodes[view].op not in LIBRARY_OPERAND_VIEWS:
             must_own |= any(spec.kind == "library" for spec in found)
+        must_own |= not found  # dead code: computed, like every other op, by a kernel
         if must_own:
             own[view] = KernelSpec([view], "loop", dominant=view)
             specs.append(own[view])

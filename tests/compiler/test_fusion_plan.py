@@ -115,3 +115,16 @@ def test_unfused_is_a_valid_plan_that_computes_the_graph(path, plan_checker):
     kernel_forming = [n for n in graph if n.op not in (
         "parameter", "constant", "tuple", "get-tuple-element", "reshape", "bitcast", "broadcast")]
     assert len(plan.kernels) >= len(kernel_forming)  # one per op, plus copies of returned views
+
+
+def test_unfused_gives_a_dead_view_a_kernel(plan_checker):
+    graph = import_hlo("""
+        ENTRY e {
+          p = f32[4,4] parameter(0)
+          dead = f32[16] reshape(p)
+          ROOT n = f32[4,4] negate(p)
+        }
+    """, "dead.hlo")
+    plan = unfused(graph, SolModel(graph, get_device("h100")))
+    plan_checker(graph, plan)
+    assert sorted(k.nodes for k in plan.kernels) == [("dead",), ("n",)]

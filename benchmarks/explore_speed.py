@@ -1,0 +1,116 @@
+"""Exploration time of every fusion strategy, with kernel counts next to XLA's own.
+
+Run:  .venv/bin/python benchmarks/explore_speed.py [--repeat 3] [--write]
+
+For the 12- and 48-layer transformer training steps in benchmarks/data/ (imported once, not
+timed here: see import_speed.py), runs each strategy `repeat` times in a fresh process and
+reports the median wall time, the kernel count, the DRAM bytes and the predicted SOL time on
+the H100 model. XLA's own fusion counts for the same modules (benchmarks/xla_fusion_counts.py,
+from JAX's optimised HLO on the CPU) are printed beside ours when that file exists. --write
+stores the figures in benchmarks/results/explore_speed.json.
+
+Target (issue 3): all four strategies together on the 12-layer module in under 5 s on the
+2-core development machine, and time growing no faster than linearly with module size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from datetime import date
+from pathlib import Path
+
+HERE = Path(__file__).parent
+MODULES = ["transformer_12l", "transformer_48l"]
+STRATEGIES = ["unfused", "xla", "stitch", "cost"]
+
+
+def measure_one(module: str, repeat: int) -> dict:
+    """Runs inside a fresh interpreter: every strategy on one module."""
+    sys.path.insert(0, str(HERE.parent))
+    from compiler.cost.devices import get_device
+    from compiler.cost.sol import SolModel
+    from compiler.fusion.explore import STRATEGIES as REGISTRY
+    from compiler.importers import load_graph
+    from importlib import import_module
+
+    graph = load_graph(str(HERE / "data" / f"{module}.hlo.gz"))
+    model = SolModel(graph, get_device("h100"))
+    rows = {}
+    for name in STRATEGIES:
+        module_name, function = REGISTRY[name]
+        strategy = getattr(import_module(module_name), function)
+        times, plan = [], None
+        for _ in range(repeat):
+            start = time.perf_counter()
+            plan = strategy(graph, model)
+            times.append(time.perf_counter() - start)
+        rows[name] = {"median_s": statistics.median(times), "kernels": len(plan.kernels),
+                      "dram_mb": plan.dram_bytes / 1e6, "sol_us": plan.total_sol_us}
+    return {"module": module, "nodes": len(graph), "strategies": rows}
+
+
+def xla_counts() -> dict[str, dict[str, int]]:
+    """module -> {"XLA:CPU": kernels, "XLA:GPU H100": kernels} from xla_fusion_counts.json."""
+    path = HERE / "results" / "xla_fusion_counts.json"
+    if not path.exists():
+        return {}
+    targets = json.loads(path.read_text())["targets"]
+    labels = {"cpu": "XLA:CPU", "cuda_h100_aot": "XLA:GPU H100"}
+    counts: dict[str, dict[str, int]] = {}
+    for key, label in labels.items():
+        for module, figures in targets.get(key, {}).get("modules", {}).items():
+            counts.setdefault(module, {})[label] = figures["entry"]["total"]
+    return counts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--write", action="store_true")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(measure_one(args.child, args.repeat)))
+        return
+    results = []
+    for module in MODULES:
+        out = subprocess.run([sys.executable, __file__, "--child", module, "--repeat",
+                              str(args.repeat)], check=True, capture_output=True, text=True)
+        results.append(json.loads(out.stdout))
+    xla = xla_counts()
+    for result in results:
+        total = sum(r["median_s"] for r in result["strategies"].values())
+        print(f"{result['module']} ({result['nodes']} nodes): all strategies {total:.2f} s")
+        print(f"  {'strategy':9s} {'time s':>8s} {'kernels':>8s} {'DRAM MB':>9s} {'SOL us':>10s}")
+        for name, r in result["strategies"].items():
+            print(f"  {name:9s} {r['median_s']:8.3f} {r['kernels']:8d} {r['dram_mb']:9.1f} "
+                  f"{r['sol_us']:10.1f}")
+        for label, kernels in xla.get(result["module"], {}).items():
+            print(f"  {label:21s} {kernels:8d}  (kernels in XLA's own optimised HLO)")
+        result["xla_kernels"] = xla.get(result["module"], {})
+        result["all_strategies_s"] = total
+    per_node = [r["all_strategies_s"] / r["nodes"] for r in results]
+    ratio = per_node[1] / per_node[0]
+    print(f"time per node, 48 vs 12 layers: {ratio:.2f}x (1.0 = exactly linear)")
+    if args.write:
+        (HERE / "results").mkdir(exist_ok=True)
+        (HERE / "results" / "explore_speed.json").write_text(json.dumps({
+            "date": date.today().isoformat(),
+            "machine": f"{platform.machine()} {os.cpu_count()} cores",
+            "python": platform.python_version(),
+            "device_model": "h100",
+            "command": ".venv/bin/python benchmarks/explore_speed.py --write",
+            "modules": results,
+            "per_node_ratio_48_vs_12": ratio,
+        }, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1068 @@
+"""The `cost` strategy: PAI's cost-based global fusion search ("V2" of the BladeDISC line of
+work: FusionStitching, Zheng et al. 2020, and AStitch, ASPLOS 2022).
+
+The rule-based strategies (xla, stitch) decide pair by pair with fixed rules. This one prices
+candidate kernels with the speed-of-light model (`SolModel.estimate`) and keeps those that save
+the most time, under legality rules for what one kernel can be.
+
+Algorithm
+---------
+State: the graph cut into *groups* (future kernels) in a `grouping.GroupGraph`, which keeps the
+group graph acyclic. The search starts from the unfused plan (one kernel per op, views
+recomputed by their readers). A group may recompute cheap nodes owned elsewhere or by no
+kernel (`KernelSpec.recomputed`), so the search can start from any plan's grouping (`refine`).
+
+One round:
+1. Candidate patterns, in one walk over the groups in topological order. A pattern is a set of
+   current groups that would become one kernel: at most MAX_PIECES_FIRST in the first round,
+   when groups are single ops, and MAX_PIECES later, when they are kernels already. For each
+   group g the top-k patterns *ending at* g (g is their sink) are: every kept pattern of a
+   producer group p, and p alone, extended with g (vertical fusion); the best of those of
+   several producers merged together with g. Each is priced by its *gain*: the SOL time of the
+   pieces it replaces minus the SOL time of the fused kernel; illegal ones are dropped, the k
+   best kept. Horizontal candidates come beside them: groups reading one value (siblings, which
+   then read it once) and, once vertical fusion has converged, independent groups next to each
+   other in topological order (one launch instead of two).
+2. Greedy plan: all candidates with a positive gain, by decreasing gain. One is accepted when
+   none of its groups was taken by an accepted one this round and merging its groups keeps the
+   group graph acyclic: no path leaves the set and comes back (`_cycle_refusal`, searches
+   within the set's rank window as Pearce-Kelly's; `GroupGraph.merge` checks again).
+3. Rounds repeat, re-scoring patterns against the new groups, until no positive gain is left.
+
+Finally the plan is compared with XLA's (`xla.xla_fusion`): when XLA's is predicted faster,
+the greedy runs again from XLA's grouping (seeding), so the result is never predicted slower
+than the xla plan. The decision log says which happened ("seed from the xla plan"); besides,
+it holds one "fuse" per accepted pattern ("cost: stitch-regional, gain 3.02 us (...)") and one
+"refuse" per considered pair of producer and consumer (or of siblings) that stayed apart, with
+the last reason found: "would form cycle", "gain -0.30 us", "not a legal kernel: two
+reductions with different rows (...)".
+
+What one kernel may be (`_Analysis`)
+------------------------------------
+A kernel's nodes fall into *components*: sets joined by data flow inside the kernel. Each
+component gets a schedule from AStitch's block-locality labels (as `stitch.py`: a node is
+invariant, one value per row of a reduction, row-aligned, or needs data of other blocks):
+- `loop`: no reduction;
+- `input`: reductions of one row space whose results nothing in the kernel reads;
+- `stitch-regional`: reductions of one row space whose results the kernel consumes within a
+  block: the rows fit a block (`row <= max_threads_per_block * ELEMENTS_PER_THREAD`, strided
+  rows do not) and the block's row buffers fit its shared memory;
+- `stitch-global`: anything else (reductions of different rows, values read across rows)
+  when every block of the grid is resident at once (one wave), else not legal;
+- library nodes (dot, custom-call, ...) stay alone in `library` kernels.
+Several components make a `horizontal` kernel when their blocks together fit one wave (they run
+side by side), or a multi-output `loop` / `input` kernel when they share one iteration space.
+A kernel takes at most MAX_KERNEL_PARAMETERS operands and outputs (XLA's fusion budget).
+
+What a kernel costs
+-------------------
+The SOL estimate of its nodes (owned and recomputed), with the outputs `build_plan` will give
+it: an owned value is written when the graph returns it or another kernel computes one of its
+readers without it (`_Search._written`). That depends on the other kernels too; a merge that
+lets a third kernel stop writing a value (it brings the value into every kernel computing its
+readers, which only a seed with recomputed owned nodes allows) does not re-price that kernel,
+`build_plan` settles it. SOL counts each node's work once, but a node that a broadcast (or a
+reduce-window) inside the kernel reuses is computed once per element read, so that extra work
+(flops at the FP32 peak, transcendentals at the XU peak) is added to the kernel's compute
+time: fusing an expensive producer into a consumer that replicates it can then have a
+negative gain.
+
+Complexity
+----------
+Let n be the number of nodes, with bounded degree (real graphs). A round walks the groups
+once; each gets at most MAX_PRODUCERS * (k + 1) vertical candidates and as many merges, each
+of a bounded number of pieces, plus MAX_SIBLINGS sibling and HORIZONTAL_NEIGHBOURS horizontal
+ones. Prices are cached by group versions, so a round prices only candidates holding a group
+that changed. Pricing is incremental: each group keeps its analysis (`_Summary`) and a union
+revisits only the nodes near the edges that become internal (labels and components downstream,
+replication upstream), then `SolModel.estimate` walks the union's nodes. A cycle check visits
+at most SEARCH_BUDGET groups. Groups grow from round to round, so rounds are few (MAX_ROUNDS
+caps them): O(n * k * s) per round for kernels of s nodes, near-linear on sparse graphs.
+`GroupGraph.merge` re-ranks the groups ranked between the merged ones, so the group graph
+starts from an as-soon-as-possible topological order (by depth, then graph order): a node the
+backward pass computes from forward values alone (JAX emits many) then ranks next to them, and
+fusing it there re-ranks a few groups instead of the whole span between the two passes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import heapq
+import itertools
+import math
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from compiler.cost.sol import SolModel
+from compiler.fusion.grouping import (FUSIBLE, LIBRARY, GroupGraph, graph_output_sources,
+                                      node_role, value_readers)
+from compiler.fusion.plan import Decision, FusionPlan, KernelSpec, build_plan
+from compiler.fusion.stitch import (ELEMENTS_PER_THREAD, GLOBAL_BLOCK_THREADS,
+                                    GLOBAL_REGISTERS_PER_THREAD, REGIONAL_BLOCK_THREADS,
+                                    RowSpace)
+from compiler.fusion.unfused import unfused
+from compiler.ir.dtypes import accumulation_dtype
+from compiler.ir.graph import Graph, Node
+from compiler.ir.ops import OPS, flop_count, transcendental_count
+
+STRATEGY = "cost"
+TOP_K = 4                   # patterns kept per group
+MAX_PIECES_FIRST = 4        # groups per candidate pattern in the first round
+MAX_PIECES = 2              # ... in later rounds, when groups are kernels already
+MAX_PRODUCERS = 6           # producer groups a pattern extends from (the latest ones)
+MAX_SIBLINGS = 6            # groups reading one value, paired in topological order
+HORIZONTAL_NEIGHBOURS = 2   # later groups each group is paired with for horizontal fusion
+MAX_ROUNDS = 64
+MAX_KERNEL_PARAMETERS = 96  # XLA's kMaxOperandsAndOutputsPerFusion (gpu_fusible.h)
+MIN_GAIN_US = 1e-6
+SEARCH_BUDGET = 512         # groups a cycle check may visit (see _Search._cycle_refusal)
+
+INV = ("inv", None)         # needs no reduction of the kernel: any block computes it
+GRID = ("grid", None)       # needs values that other blocks computed
+
+
+def cost_fusion(graph: Graph, model: SolModel, top_k: int = TOP_K,
+                xla_plan: FusionPlan | None = None) -> FusionPlan:
+    """The cost-based plan (module docstring), never predicted slower than the xla plan.
+
+    `xla_plan`: the xla strategy's plan of this graph and model when the caller has one
+    already (explore runs xla first); made here otherwise.
+    """
+    with _cyclic_gc_paused():
+        plan = refine(graph, model, unfused(graph, model), top_k)
+        xla = xla_plan if xla_plan is not None else _xla_plan(graph, model)
+        if xla is None:
+            plan.decisions.append(Decision("refuse", "seed from the xla plan",
+                                           "xla strategy not available: not compared"))
+            return plan
+        own, theirs = plan.total_sol_us, xla.total_sol_us
+        if own <= theirs + MIN_GAIN_US:
+            plan.decisions.append(Decision(
+                "refuse", "seed from the xla plan",
+                f"not needed: greedy from the unfused start {own:.2f} us <= xla {theirs:.2f} us",
+                gain_us=theirs - own))
+            return plan
+        seeding = Decision("fuse", "seed from the xla plan",
+                           f"seeded: xla {theirs:.2f} us < greedy from the unfused start "
+                           f"{own:.2f} us, so the greedy restarted from xla's grouping",
+                           gain_us=own - theirs)
+        plan = refine(graph, model, xla, top_k, [seeding])
+        if plan.total_sol_us > theirs:  # the search's replication charge is not SOL's
+            kept = Decision("refuse", "greedy from the xla plan",
+                            f"{plan.total_sol_us:.2f} us > xla {theirs:.2f} us: kept xla's "
+                            "kernels as they are")
+            plan = build_plan(graph, _specs(xla), STRATEGY, model, [seeding, kept])
+        return plan
+
+
+def refine(graph: Graph, model: SolModel, start: FusionPlan, top_k: int = TOP_K,
+           decisions: list[Decision] | None = None) -> FusionPlan:
+    """The greedy search (module docstring, rounds) started from `start`'s kernels: merges
+    groups of them while a merge gains. `decisions` go first in the plan's log."""
+    search = _Search(graph, model, _specs(start), top_k)
+    specs = search.run()
+    return build_plan(graph, specs, STRATEGY, model, (decisions or []) + search.decisions)
+
+
+def _specs(plan: FusionPlan) -> list[KernelSpec]:
+    return [KernelSpec(list(k.nodes), k.kind, list(k.recomputed), k.dominant)
+            for k in plan.kernels]
+
+
+@contextmanager
+def _cyclic_gc_paused():
+    """The search allocates many small objects and no reference cycles; CPython's cyclic
+    collector would rescan every live one (the graph included) each time enough are
+    allocated, which makes the search's time grow faster than the graph (as for importers,
+    compiler/importers/__init__.py)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _xla_plan(graph: Graph, model: SolModel) -> FusionPlan | None:
+    try:
+        from compiler.fusion.xla import xla_fusion
+    except ImportError:
+        return None
+    return xla_fusion(graph, model)
+
+
+@dataclass(frozen=True)
+class _Kernel:
+    """The verdict on one candidate kernel."""
+
+    legal: bool
+    cost_us: float          # SOL plus the replicated-work charge; infinite when illegal
+    kind: str | None
+    reason: str             # what kind of kernel and why, or why it is not legal
+    dominant: str | None
+
+
+@dataclass(frozen=True)
+class _Component:
+    """What decides the schedule of a component (nodes joined by data flow in a kernel)."""
+
+    reductions: tuple[str, ...] = ()
+    stitched: bool = False       # consumes a reduction's result inside the kernel
+    barrier: str | None = None   # a node that reads a reduction's result across rows
+    work: int = 1                # its largest iteration space, in elements
+    largest: tuple = ()          # (elements, -position, name) of its largest owned node
+
+    def join(self, other: _Component) -> _Component:
+        return _Component(self.reductions + other.reductions, self.stitched or other.stitched,
+                          self.barrier or other.barrier, max(self.work, other.work),
+                          max(self.largest, other.largest))
+
+
+@dataclass
+class _Summary:
+    """One kernel's analysis. Kept per group, so that analysing a union of groups revisits only
+    the nodes downstream (labels, components) or upstream (replication) of the edges that
+    become internal."""
+
+    inside: frozenset[str]                # computed here: owned and recomputed nodes
+    owned: frozenset[str]
+    inputs: frozenset[str]                # values read from outside
+    outputs: frozenset[str] = frozenset()
+    parent: dict[str, str] = dataclasses.field(default_factory=dict)  # union-find of owned
+    anchor: dict[str, str] = dataclasses.field(default_factory=dict)  # recomputed -> an owned
+    components: dict[str, _Component] = dataclasses.field(default_factory=dict)  # root -> it
+    labels: dict[str, tuple] = dataclasses.field(default_factory=dict)  # all but INV
+    times: dict[str, float] = dataclasses.field(default_factory=dict)   # computed > once
+
+
+class _Analysis:
+    """Which kernel a set of nodes can be (module docstring: legality), and the work it
+    replicates. `full` analyses a kernel from scratch, `union` several analysed ones merged."""
+
+    def __init__(self, graph: Graph, model: SolModel, written):
+        self.graph = graph
+        self.nodes = nodes = graph.nodes
+        self.device = device = model.device
+        self.written = written  # (value, kernel's summary) -> must the kernel write it
+        self.position = {name: i for i, name in enumerate(nodes)}
+        self.users = graph.users()
+        self.operands = {name: tuple(dict.fromkeys(node.operands))
+                         for name, node in nodes.items()}
+        self.elements = {node.name: sum(leaf.size for leaf in node.shape.leaves())
+                         for node in graph}
+        self.space: dict[str, RowSpace] = {}
+        for node in graph:
+            if node.op == "reduce" and node_role(node) == FUSIBLE:
+                space = _reduce_space(graph, node)
+                if space.length > 1:
+                    self.space[node.name] = space
+        self.row_cap = device.max_threads_per_block * ELEMENTS_PER_THREAD
+        self.per_block = GLOBAL_BLOCK_THREADS * ELEMENTS_PER_THREAD
+        per_sm = min(device.max_blocks_per_sm,
+                     device.max_threads_per_sm // GLOBAL_BLOCK_THREADS,
+                     device.registers_per_sm // (GLOBAL_BLOCK_THREADS
+                                                 * GLOBAL_REGISTERS_PER_THREAD))
+        self.resident = per_sm * device.sm_count
+        self._unit_us: dict[str, float] = {}
+
+    # -- analyses ---------------------------------------------------------------------------------
+
+    def full(self, inside: set[str], owned: set[str]) -> _Summary:
+        inputs = {o for name in inside for o in self.operands[name] if o not in inside}
+        summary = _Summary(frozenset(inside), frozenset(owned), frozenset(inputs))
+        for name in owned:
+            summary.parent[name] = name
+            summary.components[name] = self.component(name)
+        order = sorted(inside, key=self.position.__getitem__)
+        for name in order:
+            self._settle(summary, name)
+        for name in reversed(order):
+            self._count_times(summary, name)
+        summary.outputs = frozenset(v for v in owned if self.written(v, summary))
+        return summary
+
+    def union(self, pieces: list[_Summary]) -> _Summary:
+        inside = frozenset().union(*(piece.inside for piece in pieces))
+        read = frozenset().union(*(piece.inputs for piece in pieces))
+        summary = _Summary(inside, frozenset().union(*(piece.owned for piece in pieces)),
+                           read - inside)
+        parent, anchor, times = summary.parent, summary.anchor, summary.times
+        links = []  # a node two pieces compute (one may own it) joins their components
+        shared: set[str] = set()  # nodes several pieces compute
+        covered: frozenset[str] = frozenset()
+        for piece in pieces:
+            shared |= covered & piece.inside
+            covered |= piece.inside
+            parent.update(piece.parent)  # the pieces own disjoint sets of nodes
+            summary.components.update(piece.components)
+            summary.labels.update(piece.labels)
+            for name, target in piece.anchor.items():
+                if name in anchor:
+                    links.append((anchor[name], target))
+                else:
+                    anchor[name] = target
+            for name, count in piece.times.items():
+                if count > times.get(name, 1.0):
+                    times[name] = count
+        for name in anchor.keys() & summary.owned:  # recomputed by one piece, owned by another
+            links.append((name, anchor.pop(name)))
+        for a, b in links:
+            self._join(summary, a, b)
+        internal = read & inside  # values a piece read from another: edges now inside
+        # Their readers, and the nodes several pieces compute: one piece may have computed
+        # such a node from outside values only, its users there joining no component.
+        relabelled = self._relabel(summary, [*shared, *(user for value in internal
+                                                        for user in self.users_inside(value,
+                                                                                      inside))])
+        self._recount_times(summary, internal.union(*(self.operands[n] for n in relabelled)))
+        # A value written for a reader in another piece, which reads it or computes it too,
+        # may be needed outside no more.
+        outputs = frozenset().union(*(piece.outputs for piece in pieces))
+        summary.outputs = outputs - {v for v in outputs & (internal | shared)
+                                     if not self.written(v, summary)}
+        return summary
+
+    def users_inside(self, name: str, inside) -> list[str]:
+        """The users of `name` among `inside`, from whichever of the two is shorter: a value
+        that every layer reads (a shared constant) must not make each kernel cost its fan-out."""
+        users = self.users[name]
+        if len(users) <= len(inside):
+            return [user for user in users if user in inside]
+        return sorted((user for user in inside if name in self.operands[user]),
+                      key=self.position.__getitem__)
+
+    def component(self, name: str) -> _Component:
+        """The component of an owned node alone."""
+        node = self.nodes[name]
+        work = self.elements[name]
+        if node.op in ("reduce", "reduce-window"):
+            work = max(work, self.elements[node.operands[0]])
+        return _Component(reductions=(name,) if name in self.space else (), work=work,
+                          largest=(self.elements[name], -self.position[name], name))
+
+    def _root(self, summary: _Summary, name: str) -> str:
+        """The component of an owned or anchored node."""
+        return _find(summary.parent, summary.anchor.get(name, name))
+
+    def _join(self, summary: _Summary, a: str, b: str) -> None:
+        parent, components = summary.parent, summary.components
+        root_a, root_b = self._root(summary, a), self._root(summary, b)
+        if root_a != root_b:
+            parent[root_b] = root_a
+            components[root_a] = components[root_a].join(components.pop(root_b))
+
+    # -- block locality (the labels of stitch.py) and components, downstream ----------------------
+
+    def _relabel(self, summary: _Summary, start: list[str]) -> set[str]:
+        """Settle the nodes that read values now inside, then their users as long as something
+        changes. The first ones' users always: a node a piece recomputed from outside values
+        only may now belong to a component its users in that piece did not join. Returns the
+        nodes whose label changed."""
+        position, inside = self.position, summary.inside
+        first = set(start)
+        queued = set(first)
+        heap = [(position[name], name) for name in queued]
+        heapq.heapify(heap)
+        relabelled: set[str] = set()
+        while heap:
+            _, name = heapq.heappop(heap)
+            before = summary.labels.get(name, INV)
+            if self._settle(summary, name) or name in first:
+                if summary.labels.get(name, INV) != before:
+                    relabelled.add(name)
+                for user in self.users_inside(name, inside):
+                    if user not in queued:
+                        queued.add(user)
+                        heapq.heappush(heap, (position[user], user))
+        return relabelled
+
+    def _settle(self, summary: _Summary, name: str) -> bool:
+        """Join `name` to the components of its operands inside and give it its label; True
+        when that changed something its users depend on."""
+        parent, anchor = summary.parent, summary.anchor
+        labels, components = summary.labels, summary.components
+        anchored = [o for o in self.operands[name]
+                    if o in summary.inside and (o in parent or o in anchor)]
+        changed = False
+        if anchored and name not in parent and name not in anchor:
+            # a recomputed node now fed from inside belongs to its operands' component
+            anchor[name] = owner = anchored[0] if anchored[0] in parent else anchor[anchored[0]]
+            root = _find(parent, owner)
+            components[root] = components[root].join(_Component(work=self.elements[name]))
+            changed = True
+        for operand in anchored:
+            self._join(summary, name, operand)
+        node = self.nodes[name]
+        label, flag = self._label(node, [labels.get(o, INV) for o in node.operands])
+        if label != labels.get(name, INV):
+            changed = True
+            if label == INV:
+                del labels[name]
+            else:
+                labels[name] = label
+        if flag is not None and (name in parent or name in anchor):
+            root = self._root(summary, name)
+            component = components[root]
+            if flag == "stitched" and not component.stitched:
+                components[root] = dataclasses.replace(component, stitched=True)
+            elif flag == "barrier" and component.barrier is None:
+                components[root] = dataclasses.replace(component, barrier=name)
+        return changed
+
+    def _label(self, node: Node, operand_labels: list[tuple]) -> tuple[tuple, str | None]:
+        """The node's label and flag ("stitched": consumes a reduction's result within a
+        block, "barrier": needs one across rows) from its operands' labels."""
+        space = self.space.get(node.name)
+        if space is not None:
+            source, inits = operand_labels[0], operand_labels[len(operand_labels) // 2:]
+            fits = space.contiguous and space.length <= self.row_cap
+            if any(label != INV for label in inits):
+                return GRID, "barrier"
+            if source == INV:
+                return (("row", space) if fits else GRID), None
+            if source == ("full", space) and fits:
+                return ("row", space), "stitched"
+            if source == GRID or fits:
+                return GRID, "barrier"
+            return GRID, "stitched"  # partial rows meet in global memory: a global kernel
+        dependent = [label for label in operand_labels if label != INV]
+        if not dependent:
+            return INV, None
+        mapped = None if GRID in dependent else self._map_rows(node, dependent)
+        if mapped is None:
+            return GRID, "barrier"
+        return mapped, "stitched"
+
+    def _map_rows(self, node: Node, dependent: list[tuple]) -> tuple | None:
+        label = dependent[0]
+        if any(other != label for other in dependent[1:]):
+            return None
+        kind, space = label
+        size = self.elements[node.name]
+        expected = space.rows if kind == "row" else space.rows * space.length
+        op = node.op
+        if op in ("reshape", "bitcast") or op == "reduce":
+            return label if size == expected else None
+        if op == "broadcast":
+            if not _keeps_row_major_order(self.graph, node):
+                return None
+            if size == expected:
+                return label
+            if kind == "row" and size == space.rows * space.length:
+                return ("full", space)
+            return None
+        if op == "transpose":
+            return label if _transpose_keeps_order(self.graph, node) else None
+        info = OPS.get(op)
+        return label if info is not None and info.is_elementwise else None
+
+    # -- replicated work, upstream ----------------------------------------------------------------
+
+    def _factor(self, summary: _Summary, user: str, operand: str) -> float:
+        """How often `user` makes each element of `operand` be computed."""
+        count = 1.0 if user in summary.labels else summary.times.get(user, 1.0)
+        node = self.nodes[user]
+        if node.op == "broadcast" and self.elements[user] > self.elements[operand]:
+            count *= self.elements[user] / max(1, self.elements[operand])
+        elif node.op == "reduce-window":
+            count *= math.prod(node.attrs.get("window", {}).get("size", (1,)))
+        return count
+
+    def _count_times(self, summary: _Summary, name: str) -> bool:
+        """How often each element of `name` is computed: the most any user inside asks for
+        (its users' counts must be final). True when it changed."""
+        inside, times = summary.inside, summary.times
+        count = 1.0
+        for user in self.users_inside(name, inside):
+            count = max(count, self._factor(summary, user, name))
+        if count == times.get(name, 1.0):
+            return False
+        if count > 1:
+            times[name] = count
+        else:
+            del times[name]
+        return True
+
+    def _recount_times(self, summary: _Summary, start: set[str]) -> None:
+        """Recount the nodes whose users inside changed, then upstream while counts change
+        (users before operands: decreasing graph position)."""
+        position, operands, inside = self.position, self.operands, summary.inside
+        queued = {name for name in start if name in inside}
+        heap = [(-position[name], name) for name in queued]
+        heapq.heapify(heap)
+        while heap:
+            _, name = heapq.heappop(heap)
+            if self._count_times(summary, name):
+                for operand in operands[name]:
+                    if operand in inside and operand not in queued:
+                        queued.add(operand)
+                        heapq.heappush(heap, (-position[operand], operand))
+
+    def _charge_us(self, summary: _Summary) -> float:
+        """The work SOL does not count: invariant nodes computed once per element a broadcast
+        (or a reduce-window) inside the kernel reads them for."""
+        total = 0.0
+        for name, count in summary.times.items():
+            if count > 1 and name not in summary.labels:
+                total += (count - 1) * self._unit(name)
+        return total
+
+    def _unit(self, name: str) -> float:
+        if name not in self._unit_us:
+            node, device = self.nodes[name], self.device
+            shapes = [self.nodes[o].shape for o in node.operands]
+            self._unit_us[name] = (flop_count(node, shapes) / device.peak_fp32_flops
+                                   + transcendental_count(node)
+                                   / device.peak_transcendentals_per_s) * 1e6
+        return self._unit_us[name]
+
+    # -- kinds ------------------------------------------------------------------------------------
+
+    def verdict(self, summary: _Summary) -> tuple[str | None, str, str | None, float]:
+        """(kind or None when not a legal kernel, reason, dominant node, charge in us)."""
+        components = list(summary.components.values())
+        verdicts = [self._component_kind(c, summary.inside) for c in components]
+        refused = next((v for v in verdicts if v[0] is None), None)
+        if refused is not None:
+            return None, refused[1], None, 0.0
+        kind, reason = self._combine(components, verdicts)
+        if kind is None:
+            return None, reason, None, 0.0
+        return kind, reason, self._dominant(components), self._charge_us(summary)
+
+    def _component_kind(self, component: _Component, inside) -> tuple[str | None, str]:
+        reductions = component.reductions
+        if not reductions:
+            return "loop", "loop"
+        spaces = sorted({self.space[r] for r in reductions}, key=str)
+        if component.barrier is None and len(spaces) == 1:
+            if not component.stitched:
+                return "input", f"input fusion (rows {spaces[0]}, nothing stitched)"
+            fits, figures = self._regional_fit(reductions, inside)
+            if fits:
+                return "stitch-regional", f"regional stitch ({figures})"
+            why = f"rows do not fit a block: {figures}"
+        elif len(spaces) > 1:
+            why = f"two reductions with different rows ({spaces[0]} and {spaces[1]})"
+        else:
+            why = f"{component.barrier} reads a reduction's result across rows"
+        blocks = max(1, -(-component.work // self.per_block))
+        if blocks > self.resident:
+            return None, (f"not a legal kernel: {why}, and a global stitch needs {blocks} "
+                          f"blocks > {self.resident} resident")
+        return "stitch-global", f"global stitch ({why}; {blocks} blocks <= {self.resident})"
+
+    def _regional_fit(self, reductions: tuple[str, ...], inside) -> tuple[bool, str]:
+        """Rows fit a block's threads and its row buffers the block's shared memory (the
+        figures of stitch.py's regional schedule)."""
+        nodes, device = self.nodes, self.device
+        dominant = max(reductions, key=lambda r: (self.elements[nodes[r].operands[0]],
+                                                  -self.position[r]))
+        space = self.space[dominant]
+        if not space.contiguous:
+            return False, f"{dominant} reduces strided rows ({space})"
+        if space.length > self.row_cap:
+            return False, f"row {space.length} > {self.row_cap} elements per block"
+        per_row, seen = 0, set()
+        for reduction in reductions:
+            per_row += math.ceil(accumulation_dtype(nodes[reduction].shape.dtype).itemsize)
+            source = nodes[reduction].operands[0]
+            if source in seen:
+                continue
+            seen.add(source)
+            reread = any(nodes[u].op != "reduce" for u in self.users_inside(source, inside))
+            if source == nodes[dominant].operands[0] or reread:
+                item = accumulation_dtype(nodes[source].shape.dtype).itemsize
+                per_row += math.ceil(space.length * item)
+        warp = device.warp_size
+        row_threads = min(device.max_threads_per_block,
+                          max(warp, -(-space.length // ELEMENTS_PER_THREAD // warp) * warp))
+        rows_per_block = max(1, REGIONAL_BLOCK_THREADS // row_threads)
+        block_bytes = per_row * rows_per_block
+        limit = device.shared_memory_per_block_bytes
+        figures = f"rows {space}, {block_bytes} B shared memory per block"
+        if block_bytes > limit:
+            return False, f"{figures} > {limit} B"
+        return True, figures
+
+    def _combine(self, components: list[_Component], verdicts: list[tuple]
+                 ) -> tuple[str | None, str]:
+        if len(components) == 1:
+            return verdicts[0]
+        kinds = {kind for kind, _ in verdicts}
+        if kinds == {"loop"} and len({c.work for c in components}) == 1:
+            return "loop", f"multi-output loop fusion of {len(components)} parts"
+        if kinds == {"input"} and len({self.space[r] for c in components
+                                       for r in c.reductions}) == 1:
+            return "input", f"multi-output input fusion of {len(components)} parts"
+        # Side by side in one grid: a grid-wide barrier (global stitch) then holds for all.
+        kind = "stitch-global" if "stitch-global" in kinds else "horizontal"
+        blocks = sum(max(1, -(-c.work // self.per_block)) for c in components)
+        if blocks > self.resident:
+            return None, (f"not a legal kernel: {len(components)} parts side by side need "
+                          f"{blocks} blocks > {self.resident} resident (one wave)")
+        return kind, (f"{len(components)} parts side by side ({blocks} blocks <= "
+                      f"{self.resident} resident)")
+
+    def _dominant(self, components: list[_Component]) -> str:
+        reductions = [r for c in components for r in c.reductions]
+        if reductions:
+            return max(reductions, key=lambda r: (self.elements[self.nodes[r].operands[0]],
+                                                  -self.position[r]))
+        return max(c.largest for c in components)[2]
+
+
+def _find(parent: dict[str, str], name: str) -> str:
+    root = name
+    while parent[root] != root:
+        root = parent[root]
+    while parent[name] != root:
+        parent[name], name = root, parent[name]
+    return root
+
+
+def _reduce_space(graph: Graph, node: Node) -> RowSpace:
+    dims = graph.nodes[node.operands[0]].shape.dims
+    reduced = set(node.attrs.get("dimensions", ()))
+    rows = math.prod(d for i, d in enumerate(dims) if i not in reduced)
+    length = math.prod(d for i, d in enumerate(dims) if i in reduced)
+    kept = [i for i, d in enumerate(dims) if i not in reduced and d != 1]
+    moving = [i for i, d in enumerate(dims) if i in reduced and d != 1]
+    return RowSpace(rows, length, not kept or not moving or min(moving) > max(kept))
+
+
+def _keeps_row_major_order(graph: Graph, node: Node) -> bool:
+    """A broadcast whose operand's elements keep their row-major order and lead the output."""
+    operand = graph.nodes[node.operands[0]].shape.dims
+    out = node.shape.dims
+    mapped = [d for i, d in enumerate(node.attrs.get("dimensions", ())) if operand[i] != 1]
+    if mapped != sorted(mapped):
+        return False
+    last = mapped[-1] if mapped else -1
+    return all(d in mapped or out[d] == 1 for d in range(last + 1))
+
+
+def _transpose_keeps_order(graph: Graph, node: Node) -> bool:
+    operand = graph.nodes[node.operands[0]].shape.dims
+    moved = [d for d in node.attrs.get("dimensions", ()) if operand[d] != 1]
+    return moved == sorted(moved)
+
+
+# -- the search -----------------------------------------------------------------------------------
+
+
+class _Search:
+    """Groups, their prices and the greedy rounds (module docstring)."""
+
+    def __init__(self, graph: Graph, model: SolModel, seed: list[KernelSpec], top_k: int):
+        self.graph = graph
+        self.model = model
+        self.top_k = top_k
+        self.nodes = graph.nodes
+        self.role = {node.name: node_role(node) for node in graph}
+        self.decisions: list[Decision] = []
+        self.readers = value_readers(graph)
+        self.graph_outputs = graph_output_sources(graph)
+        self.analysis = _Analysis(graph, model, self._written)
+        self.position = self.analysis.position
+        self._cache: dict[frozenset, _Kernel] = {}
+        self._unions: dict[frozenset, _Summary] = {}  # this round's legal candidates
+        self._cycles: dict[frozenset, str | None] = {}  # _cycle_refusal, by group versions
+        self._notes: dict[str, tuple[tuple[str, str], str, float | None]] = {}
+        self._seed(seed)
+
+    def _seed(self, seed: list[KernelSpec]) -> None:
+        """Groups = the seed's kernels, plus one for each kernel-forming node no seed kernel
+        computes (a view nothing reads). The group graph's edges are what each kernel really
+        reads: a node it recomputes is replaced by that node's operands."""
+        nodes, position = self.nodes, self.position
+        computed = {n for spec in seed for n in (*spec.nodes, *spec.recomputed)}
+        seed = seed + [KernelSpec([name], "library" if role == LIBRARY else "loop", [], name)
+                       for name, role in self.role.items()
+                       if role in (FUSIBLE, LIBRARY) and name not in computed]
+        view_nodes = dict(nodes)
+        for spec in seed:
+            if not spec.recomputed:
+                continue
+            recomputed = set(spec.recomputed)
+            for name in spec.nodes:
+                operands = nodes[name].operands
+                if any(o in recomputed for o in operands):
+                    view_nodes[name] = dataclasses.replace(
+                        nodes[name], operands=_expand(nodes, operands, recomputed))
+        view = Graph(name=self.graph.name, nodes=view_nodes, root=self.graph.root,
+                     computations=self.graph.computations)
+        depth: dict[str, int] = {}  # ranks as soon as possible (module docstring, complexity)
+        for name, node in nodes.items():
+            depth[name] = 1 + max((depth[o] for o in node.operands), default=-1)
+        self.gg = gg = GroupGraph(view, sorted((n for spec in seed for n in spec.nodes),
+                                               key=lambda n: (depth[n], position[n])))
+        self.summary: dict[str, _Summary] = {}
+        self.kernel: dict[str, _Kernel] = {}
+        self.recomputers: dict[str, set[str]] = {}
+        self._tokens = itertools.count()
+        self.token: dict[str, int] = {}
+        self.dirty: set[str] = set()
+        heads = []
+        for spec in seed:  # every group first: what a kernel writes depends on the others
+            members = sorted(spec.nodes, key=position.__getitem__)
+            head = members[0]
+            heads.append(head)
+            for member in members[1:]:
+                gg.merge(head, member)
+            self.summary[head] = _Summary(frozenset(members) | frozenset(spec.recomputed),
+                                          frozenset(members), frozenset())
+            for name in spec.recomputed:
+                self.recomputers.setdefault(name, set()).add(head)
+        for head, spec in zip(heads, seed):
+            summary, charge = self.summary[head], 0.0
+            if self.is_library(head):
+                summary.outputs = frozenset(v for v in summary.owned
+                                            if self._written(v, summary))
+            else:
+                summary = self.analysis.full(set(summary.inside), set(summary.owned))
+                charge = self.analysis.verdict(summary)[3]
+            self.summary[head] = summary
+            sol = self.model.estimate(summary.inside, summary.outputs)
+            self.kernel[head] = _Kernel(True, _charged(sol, charge), spec.kind,
+                                        f"seed {spec.kind}", spec.dominant)
+            self.token[head] = next(self._tokens)
+            self.dirty.add(head)
+
+    def _written(self, value: str, kernel: _Summary) -> bool:
+        """Whether a kernel that owns `value` must write it (`build_plan`'s rule): the graph
+        returns it, or some other kernel computes one of its readers without computing it. A
+        group is inside the kernel when its id (one of its nodes) is among the kernel's."""
+        if value in self.graph_outputs:
+            return True
+        group_of, summary = self.gg.group_of, self.summary
+        for reader in self.readers[value]:
+            owner = group_of.get(reader)
+            if owner is not None and owner not in kernel.owned \
+                    and value not in summary[owner].inside:
+                return True
+            for other in self.recomputers.get(reader, ()):
+                if other not in kernel.owned and value not in summary[other].inside:
+                    return True
+        return False
+
+    # -- pricing ----------------------------------------------------------------------------------
+
+    def is_library(self, group: str) -> bool:
+        return self.role[group] == LIBRARY
+
+    def _key(self, pieces: frozenset) -> frozenset:
+        return frozenset(self.token[p] for p in pieces)
+
+    def price(self, pieces: frozenset) -> _Kernel:
+        """The verdict on merging these groups into one kernel (cached by group versions)."""
+        if len(pieces) == 1:
+            return self.kernel[next(iter(pieces))]
+        key = self._key(pieces)
+        found = self._cache.get(key)
+        if found is None:
+            found = self._cache[key] = self._price(pieces, key)
+        return found
+
+    def _union(self, pieces: frozenset) -> _Summary:
+        ordered = sorted(pieces, key=self.gg.rank.__getitem__)
+        return self.analysis.union([self.summary[p] for p in ordered])
+
+    def _price(self, pieces: frozenset, key: frozenset) -> _Kernel:
+        union = self._union(pieces)
+        kind, reason, dominant, charge = self.analysis.verdict(union)
+        refusal = self._parameters(union) or (None if kind else reason)
+        if refusal:
+            return _Kernel(False, math.inf, None, refusal, None)
+        self._unions[key] = union
+        sol = self.model.estimate(union.inside, union.outputs)
+        return _Kernel(True, _charged(sol, charge), kind, reason, dominant)
+
+    def _parameters(self, union: _Summary) -> str | None:
+        nodes, elements = self.nodes, self.analysis.elements
+        count = len(union.outputs) + sum(
+            1 for v in union.inputs if not (nodes[v].op == "constant" and elements[v] == 1))
+        if count > MAX_KERNEL_PARAMETERS:
+            return (f"not a legal kernel: {count} operands and outputs > "
+                    f"{MAX_KERNEL_PARAMETERS}")
+        return None
+
+    def gain(self, pieces: frozenset) -> tuple[float | None, _Kernel]:
+        fused = self.price(pieces)
+        if not fused.legal:
+            return None, fused
+        before = sum(self.kernel[p].cost_us for p in sorted(pieces, key=self.position.get))
+        return before - fused.cost_us, fused
+
+    # -- rounds -----------------------------------------------------------------------------------
+
+    def run(self) -> list[KernelSpec]:
+        horizontal, pieces = False, MAX_PIECES_FIRST
+        for _ in range(MAX_ROUNDS):
+            applied = self._round(horizontal, pieces)
+            pieces = MAX_PIECES
+            if applied == 0:
+                if horizontal:
+                    break
+                horizontal = True
+        self._log_refusals()
+        return self.specs()
+
+    def _round(self, horizontal: bool, max_pieces: int) -> int:
+        """One enumeration and greedy pass; returns how many patterns it applied."""
+        gg = self.gg
+        order = [g for g in gg.groups() if not self.is_library(g)]
+        candidates: dict[frozenset, tuple] = {}  # pieces -> (gain, sink, shared value)
+        top: dict[str, list[tuple[float, frozenset]]] = {}
+        for group in order:
+            top[group] = self._patterns_ending_at(group, top, candidates, max_pieces)
+        self._sibling_candidates(candidates)
+        if horizontal:
+            for i, group in enumerate(order):
+                for other in order[i + 1:i + 1 + HORIZONTAL_NEIGHBOURS]:
+                    self._consider(frozenset((group, other)), candidates, note=False)
+
+        rank = gg.rank
+        ranked = sorted(candidates.items(), key=lambda item: (  # gains equal up to rounding tie
+            -round(item[1][0], 9), len(item[0]), min(rank[p] for p in item[0]),
+            max(rank[p] for p in item[0])))
+        taken: set[str] = set()
+        self.dirty = set()
+        for pieces, (gain, sink, shared) in ranked:
+            if taken.intersection(pieces):
+                continue
+            subject, ends = self._describe(pieces, sink, shared)
+            key = self._key(pieces)
+            if key not in self._cycles:  # a path between groups stays while they do
+                self._cycles[key] = self._cycle_refusal(pieces)
+            refusal = self._cycles[key]
+            if refusal:
+                self._note(subject, ends, refusal, None)
+                continue
+            fused = self.price(pieces)
+            head = self._merge(pieces, fused)
+            taken.update(pieces)
+            self.dirty.add(head)
+            self.decisions.append(Decision(
+                "fuse", subject, f"cost: {fused.kind}, gain {gain:.2f} us ({fused.reason})",
+                gain_us=gain))
+        self._unions.clear()
+        return len(self.dirty)
+
+    def _patterns_ending_at(self, group: str, top: dict, candidates: dict, max_pieces: int
+                            ) -> list[tuple[float, frozenset]]:
+        """The top-k patterns with `group` as their sink (module docstring, step 1)."""
+        own = frozenset((group,))
+        rank = self.gg.rank
+        producers = sorted((p for p in self.gg.pred[group] if not self.is_library(p)),
+                           key=rank.__getitem__)[-MAX_PRODUCERS:]
+        found: dict[frozenset, float] = {}
+        extensions: list[tuple[float, frozenset]] = []
+        for producer in producers:
+            for _, pattern in [(0.0, frozenset((producer,)))] + top.get(producer, []):
+                pieces = pattern | own
+                if len(pieces) > max_pieces or pieces in found:
+                    continue
+                gain = self._consider(pieces, candidates, note=len(pattern) == 1, sink=group)
+                if gain is not None:
+                    found[pieces] = gain
+                    extensions.append((gain, pieces))
+        extensions.sort(key=lambda item: -item[0])
+        if len(extensions) > 1:  # merge the best extensions of several producers
+            best_gain, best = extensions[0]
+            for _, pieces in extensions[1:2 * MAX_PRODUCERS]:
+                union = best | pieces
+                if union == best or len(union) > max(max_pieces, 3) or union in found:
+                    continue
+                gain = self._consider(union, candidates, note=False, sink=group)
+                if gain is not None:
+                    found[union] = gain
+                    if gain > best_gain:
+                        best_gain, best = gain, union
+        ranked = sorted(found.items(), key=lambda item: -item[1])[:self.top_k]
+        return [(gain, pieces) for pieces, gain in ranked]
+
+    def _sibling_candidates(self, candidates: dict) -> None:
+        """Groups reading one value, paired in topological order: fused, they read it once.
+        Only values read by a group that changed last round can have new pairs."""
+        group_of, rank, summary = self.gg.group_of, self.gg.rank, self.summary
+        elements = self.analysis.elements
+        values = {value for group in self.dirty if group in summary
+                  for value in summary[group].inputs if elements[value] > 1}
+        for value in sorted(values, key=self.position.__getitem__):
+            groups: dict[str, None] = {}
+            for reader in self.readers[value]:
+                for group in (group_of.get(reader), *self.recomputers.get(reader, ())):
+                    if group is not None and not self.is_library(group) \
+                            and value not in summary[group].inside:
+                        groups[group] = None
+            if len(groups) < 2:
+                continue
+            ordered = sorted(groups, key=rank.__getitem__)[:MAX_SIBLINGS]
+            for a, b in zip(ordered, ordered[1:]):
+                self._consider(frozenset((a, b)), candidates, shared=value)
+
+    def _consider(self, pieces: frozenset, candidates: dict, note: bool = True,
+                  sink: str | None = None, shared: str | None = None) -> float | None:
+        """Price a candidate (vertical ones end at `sink`, siblings share value `shared`);
+        keep it if it gains, note why its pair was refused if not. Returns its gain, None when
+        it is not a legal kernel."""
+        gain, fused = self.gain(pieces)
+        if gain is None:
+            if note:
+                self._note(*self._describe(pieces, sink, shared), fused.reason, None)
+            return None
+        if gain > MIN_GAIN_US:
+            known = candidates.get(pieces)
+            if known is None or known[0] < gain:
+                candidates[pieces] = (gain, sink, shared)
+        elif note:
+            self._note(*self._describe(pieces, sink, shared), f"gain {gain:.2f} us", gain)
+        return gain
+
+    def _describe(self, pieces: frozenset, sink: str | None, shared: str | None
+                  ) -> tuple[str, tuple[str, str]]:
+        """A decision's subject ("producer -> consumer" nodes for two groups joined by data,
+        "a + b + c -> sink" for bigger patterns, "a + b" for horizontal ones) and two of its
+        nodes, which stay apart if the decision was a refusal."""
+        ordered = sorted(pieces, key=self.position.__getitem__)
+        if sink is None:
+            subject = " + ".join(ordered)
+            return (f"{subject} (both read {shared})" if shared else subject), (ordered[0],
+                                                                                 ordered[-1])
+        producers = [p for p in ordered if p != sink]
+        if len(producers) == 1:
+            edge = self._edge(producers[0], sink)
+            if edge:
+                return f"{edge[0]} -> {edge[1]}", edge
+        return f"{' + '.join(producers)} -> {sink}", (producers[-1], sink)
+
+    def _edge(self, producer: str, consumer: str) -> tuple[str, str] | None:
+        """A value of `producer` and the node of `consumer` that reads it (through nodes the
+        consumer recomputes, if that is how it reads it)."""
+        summary, analysis = self.summary[consumer], self.analysis
+        for value in sorted(summary.inputs & self.summary[producer].owned,
+                            key=self.position.__getitem__):
+            readers = analysis.users_inside(value, summary.inside)
+            while readers:
+                owned = [r for r in readers if r in summary.owned]
+                if owned:
+                    return value, owned[0]
+                readers = analysis.users_inside(readers[0], summary.inside)
+        return None
+
+    def _note(self, subject: str, ends: tuple[str, str], reason: str,
+              gain: float | None) -> None:
+        self._notes[subject] = (ends, reason, gain)
+
+    def _log_refusals(self) -> None:
+        """One refusal per considered subject (pair of producer and consumer, or of groups)
+        whose nodes stayed apart, with the last reason found."""
+        group_of = self.gg.group_of
+        for subject, ((a, b), reason, gain) in self._notes.items():
+            if group_of[a] != group_of[b]:
+                self.decisions.append(Decision("refuse", subject, reason, gain))
+
+    # -- merging ----------------------------------------------------------------------------------
+
+    def _cycle_refusal(self, pieces: frozenset) -> str | None:
+        """Why merging these groups would break the group graph's acyclicity, or None.
+
+        A path that leaves the set and comes back passes only groups ranked between the set's
+        lowest and highest member (Pearce-Kelly's window), and either search finds it alone:
+        forward from the set or backward to it. The two run in turns and the first to finish
+        without coming back proves the merge safe, so a far producer that a consumer reads
+        (a forward value reduced in the backward pass) is cheap to check when one side of the
+        window is small. Together they visit at most SEARCH_BUDGET groups; a pair whose window
+        is wider on both sides is refused rather than searched. `GroupGraph.merge` then checks
+        once more as it re-ranks."""
+        rank = self.gg.rank
+        ranks = [rank[p] for p in pieces]
+        low, high = min(ranks), max(ranks)
+        searches = [_WindowSearch(pieces, self.gg.succ, lambda r: r < high, rank),
+                    _WindowSearch(pieces, self.gg.pred, lambda r: r > low, rank)]
+        visited = 0
+        while visited <= SEARCH_BUDGET:
+            for search in searches:
+                found = search.step()
+                if found == "cycle":
+                    return "would form cycle"
+                if found == "done":
+                    return None
+                visited += 1
+        return (f"too far apart: more than {SEARCH_BUDGET} kernels on both sides of the window "
+                "to check for a cycle")
+
+    def _merge(self, pieces: frozenset, fused: _Kernel) -> str:
+        gg = self.gg
+        ordered = sorted(pieces, key=gg.rank.__getitem__)
+        union = self._unions.get(self._key(pieces)) or self._union(pieces)
+        head = ordered[0]
+        for piece in pieces:
+            for name in self.summary.pop(piece).inside.difference(gg.members[piece]):
+                self.recomputers[name].discard(piece)
+            del self.kernel[piece], self.token[piece]
+        for piece in ordered[1:]:
+            gg.merge(head, piece)
+        for name in union.inside.difference(gg.members[head]):
+            self.recomputers[name].add(head)
+        self.summary[head] = union
+        self.kernel[head] = fused
+        self.token[head] = next(self._tokens)
+        return head
+
+    def specs(self) -> list[KernelSpec]:
+        position = self.position
+        specs = []
+        for group in self.gg.groups():
+            owned = self.gg.members[group]
+            recomputed = self.summary[group].inside.difference(owned)
+            kernel = self.kernel[group]
+            specs.append(KernelSpec(sorted(owned, key=position.__getitem__), kernel.kind,
+                                    sorted(recomputed, key=position.__getitem__),
+                                    kernel.dominant))
+        return specs
+
+
+class _WindowSearch:
+    """One side of `_Search._cycle_refusal`: a depth-first search from a set of groups along
+    `edges` (successors or predecessors), through groups whose rank is `inside_window`."""
+
+    def __init__(self, pieces: frozenset, edges: dict, inside_window, rank: dict[str, int]):
+        self.pieces, self.edges, self.inside_window, self.rank = pieces, edges, inside_window, rank
+        self.stack = [n for p in pieces for n in edges[p]
+                      if n not in pieces and inside_window(rank[n])]
+        self.seen = set(self.stack)
+
+    def step(self) -> str | None:
+        """Visit one group: "cycle" when it leads back into the set, "done" when nothing is
+        left to visit, else None."""
+        if not self.stack:
+            return "done"
+        for nxt in self.edges[self.stack.pop()]:
+            if nxt in self.pieces:
+                return "cycle"
+            if nxt not in self.seen and self.inside_window(self.rank[nxt]):
+                self.seen.add(nxt)
+                self.stack.append(nxt)
+        return None
+
+
+def _charged(sol, charge_us: float) -> float:
+    """A kernel's price: its SOL time with the replicated work added to its compute time."""
+    return max(sol.memory_us, sol.compute_us + charge_us) + sol.launch_us
+
+
+def _expand(nodes: dict[str, Node], operands, recomputed: set[str]) -> tuple[str, ...]:
+    """Operands with every recomputed node replaced by its own operands, transitively."""
+    found, stack, seen = [], list(reversed(operands)), set()
+    while stack:
+        name = stack.pop()
+        if name not in recomputed:
+            found.append(name)
+        elif name not in seen:
+            seen.add(name)
+            stack.extend(reversed(nodes[name].operands))
+    return tuple(dict.fromkeys(found))

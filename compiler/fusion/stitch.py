@@ -1,0 +1,790 @@
+"""The `stitch` strategy: AStitch's operator stitching (Zheng et al., "AStitch: Enabling a New
+Multi-dimensional Optimization Space for Memory-Intensive ML Training and Inference on Modern
+SIMT Architectures", ASPLOS 2022; PAI's "V1" in BladeDISC).
+
+XLA ends a fusion at every reduction whose result is broadcast back and consumed, so layer
+norm costs it three or four kernels. AStitch instead *stitches* the sub-kernels on either side
+of such a boundary into one kernel and passes the reduction's result between them on chip.
+Its §3.1 names the ways two stitched ops can hand data over: *independent* (no dependence:
+both packed into one kernel), *local* (element to element, in registers), *regional* (one
+reduced row to the many elements of its consumers, through shared memory inside one thread
+block) and *global* (through global memory, behind a grid-wide barrier). This module models
+the fusion decision of that scheme at plan level; it does not generate code.
+
+The model
+---------
+Every kernel-forming node starts as its own group (`grouping.GroupGraph`, which keeps the group
+graph acyclic: a merge that would close a cycle is refused, "would form cycle"). Groups merge
+along producer -> consumer edges, in graph order, whenever the merged group still has a legal
+schedule. Then independent groups merge horizontally (§3.1's independent scheme; XLA's sibling
+multi-output and horizontal loop fusion do the same for its fusions): the groups that read one
+value, which is then loaded once, and the groups whose values one node reads, which then take
+one launch instead of several, again only when the merged group has a legal schedule. A
+group's schedule is decided as AStitch's §4 decides it (dominant identification, op grouping,
+then the stitching scheme), from its *dominant* op:
+
+- Dominant op: reductions dominate (the one with the largest input, the first in graph order
+  on a tie); without a reduction, the largest elementwise output or transpose. The dominant's
+  iteration space is the thread mapping: its *rows* are the kept dimensions, its *row length*
+  the reduced ones. A reduction is a *row* reduction when its reduced dimensions are the
+  innermost ones (size-1 dimensions ignored, row-major order); a reduction whose reduced
+  dimensions all have size 1 moves no data and is treated like a reshape.
+- Block locality. Every node of a group gets a label: `inv` (depends on no reduction of the
+  group: any block computes the elements it needs from memory), `row` (one value per row of a
+  row space), `full` (element i belongs to row i // length), `moved` (whole rows of a `full`
+  value transposed to other places) or `grid` (needs values other blocks computed). A
+  reduction of a `full` or `inv` input whose rows fit a block gives `row`; broadcasting a
+  `row` value along the row (the kept dimensions leading), reshapes and transposes that keep
+  the row-major order, and elementwise ops keep the label; anything else that reads a `row`,
+  `full` or `moved` value (a transpose across rows, a slice, a reduction over other
+  dimensions, a row space that does not fit a block) gives `grid`, and the node needs a
+  grid-wide barrier.
+- Regional stitch (`stitch-regional`, §3.1/§4): all reductions reduce the same rows, the rows
+  fit a block, no node needs a barrier and at least one node consumes a reduction's result
+  in the kernel. A row fits when its length is at most `max_threads_per_block *
+  ELEMENTS_PER_THREAD` (8192 on every listed device) and the block's shared memory holds its
+  rows: per row, the dominant's input row in the accumulation dtype ("row 32 f32 = 128 B"),
+  the row of every other reduced tensor that a non-reduction node of the kernel also reads
+  (a value re-read after the block barrier, like softmax's exp), and one accumulator per
+  reduction (the per-row result handed to consumers). Rows are packed into blocks of about
+  REGIONAL_BLOCK_THREADS threads, a warp or more per row, up to `ELEMENTS_PER_THREAD`
+  elements per thread; the block's bytes must not exceed `shared_memory_per_block_bytes`.
+  Layer norm, RMS norm and softmax forward are each one regional kernel.
+- Global stitch (`stitch-global`, §3.1/§4): a reduction's row does not fit a block (a strided
+  "column" reduction, a row longer than a block processes, rows too big for shared memory), a
+  node reads across rows, or reductions of different rows share the kernel. The kernel then
+  stitches through global memory with a grid-wide barrier, which deadlocks unless every block
+  of the grid is resident at once: blocks waiting at the barrier hold their SMs, so blocks not
+  yet launched never arrive (AStitch sizes a globally stitched grid to the co-resident blocks
+  for this reason; CUDA's cooperative launch refuses larger grids). A global kernel runs
+  GLOBAL_BLOCK_THREADS threads per block, ELEMENTS_PER_THREAD elements per thread over its
+  largest iteration space, GLOBAL_REGISTERS_PER_THREAD registers per thread; its blocks per SM
+  are the least of `max_blocks_per_sm`, `max_threads_per_sm / 512` and `registers_per_sm /
+  (512 * 32)` (4 on an H100, so 132 x 4 = 528 resident blocks). More blocks than that and the
+  merge is refused: "global stitch refused: needs 4096 blocks > 528 resident: would deadlock".
+- `input`: reductions of one row space whose results nothing in the kernel reads (a plain
+  reduction with its producers, or sibling reductions with several outputs): nothing is
+  stitched, so no limit applies. `loop`: no reduction; fused as XLA's loop fusion, except that
+  an expensive producer (XLA's list: exp, divide, tanh, ...) is not fused into a consumer that
+  reads each of its elements many times (a growing broadcast, a reduce-window, a gather) —
+  the consumer would recompute it per element. `horizontal`: loops that share no value,
+  packed into one launch. Library ops stay alone in `library` kernels.
+- Multiple outputs of different shapes are allowed: a stitched kernel may write a row
+  statistic and the normalised tensor.
+
+Cheap values are recomputed instead of stored, as XLA duplicates them into its fusions: a
+cheap node (grouping.is_duplicable) whose operands are all parameters, constants or such nodes
+is owned by no kernel and recomputed by every kernel reading it; and after grouping, a cheap
+node that other kernels read is recomputed by them when that reads no more bytes than storing
+it would (a broadcast or reshape of a reduction's result). Both only when the bytes its
+recomputation loads are at most its own, so recomputing never costs more DRAM traffic than
+storing and loading it.
+
+Merging in graph order, GroupGraph's cycle check walks the groups ranked between the two being
+merged. Ranked in the graph's own order, a training step lists ops that depend only on forward
+values among the backward pass, thousands of ranks after the forward kernel they join, and the
+walks made the search quadratic (the 48-layer step took 7x as long as the 12-layer one). The
+groups are therefore ranked by their longest path from the inputs, which keeps such merges
+short and the search linear.
+
+Thresholds: ELEMENTS_PER_THREAD = 8 (the per-thread work cap: rows up to 1024 x 8 = 8192
+elements are regional), REGIONAL_BLOCK_THREADS = 256, GLOBAL_BLOCK_THREADS = 512 and
+GLOBAL_REGISTERS_PER_THREAD = 32 (the launch the deadlock guard assumes); the device's
+`shared_memory_per_block_bytes` (the opt-in maximum, 227 KiB on an H100) bounds a block's rows.
+
+Every merge and refusal goes into the decision log with the scheme and the figure that decided
+it ("regional stitch: row 32 f32 = 128 B; ...", "global stitch refused: needs 4096 blocks > 528
+resident: would deadlock").
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+
+from compiler.cost.sol import SolModel
+from compiler.fusion.grouping import (FUSIBLE, LEAF, LIBRARY, PLUMBING, GroupGraph,
+                                      graph_output_sources, is_duplicable, node_role,
+                                      plumbing_sources)
+from compiler.fusion.plan import (LIBRARY_OPERAND_VIEWS, Decision, FusionPlan, KernelSpec,
+                                  build_plan)
+from compiler.ir.dtypes import accumulation_dtype
+from compiler.ir.graph import Graph, Node
+from compiler.ir.ops import OPS
+
+# The per-thread work cap: a thread of a stitched kernel handles at most this many elements of
+# the dominant's row (regional) or iteration space (global).
+ELEMENTS_PER_THREAD = 8
+# Regional kernels pack short rows together into blocks of about this many threads.
+REGIONAL_BLOCK_THREADS = 256
+# The launch shape of a global-stitch kernel, for the co-residency (deadlock) guard.
+GLOBAL_BLOCK_THREADS = 512
+GLOBAL_REGISTERS_PER_THREAD = 32
+
+STRATEGY = "stitch"
+
+
+@dataclass(frozen=True)
+class RowSpace:
+    """A reduction's iteration space: `rows` kept elements, each reducing `length` elements."""
+
+    rows: int
+    length: int
+    contiguous: bool  # the reduced dimensions are the innermost: a row is contiguous
+
+    def __str__(self) -> str:
+        return f"{self.rows}x{self.length}" + ("" if self.contiguous else " strided")
+
+
+# Labels (kind, row space, detail): where a node's elements can be computed (module docstring,
+# "block locality"). A `moved` value holds whole rows of a `full` one at transposed places.
+INV = ("inv", None, None)
+GRID = ("grid", None, None)
+
+
+def _row_label(space: RowSpace) -> tuple:
+    return ("row", space, None)
+
+
+def _full_label(space: RowSpace) -> tuple:
+    return ("full", space, None)
+
+
+@dataclass(frozen=True)
+class _NodeState:
+    label: tuple
+    barrier: bool = False   # needs values from other blocks: a grid-wide barrier
+    stitched: bool = False  # consumes a reduction's result inside the kernel
+    carries: str | None = None  # an expensive op this `inv` value is computed from, in-group
+    reuse: str | None = None    # such an op, when this node reads its value many times
+
+
+@dataclass
+class _Group:
+    """A candidate kernel's schedule-relevant totals (members live in the GroupGraph)."""
+
+    reductions: list[str] = field(default_factory=list)
+    barrier: int = 0
+    stitched: int = 0
+    reuse: int = 0          # nodes that would recompute an expensive producer per element
+    work: int = 0           # the largest iteration space of its nodes, in elements
+    misfit: str | None = None  # a reduction whose rows do not fit a block
+
+
+@dataclass
+class _Verdict:
+    kind: str | None        # None: refused
+    reason: str
+
+
+class _Stitcher:
+    def __init__(self, graph: Graph, model: SolModel):
+        self.graph = graph
+        self.device = model.device
+        self.model = model
+        self.position = {name: i for i, name in enumerate(graph.nodes)}
+        self.users = graph.users()
+        self.role = {node.name: node_role(node) for node in graph}
+        self.elements = {node.name: sum(leaf.size for leaf in node.shape.leaves())
+                         for node in graph}
+        self.outputs = graph_output_sources(graph)
+        self.space: dict[str, RowSpace] = {}  # the fusible reductions that move data
+        for node in graph:
+            if node.op == "reduce" and self.role[node.name] == FUSIBLE:
+                space = _reduce_space(graph, node)
+                if space.length > 1:
+                    self.space[node.name] = space
+        # XLA's expensive ops and the rest it never duplicates; a reduction is not among them:
+        # one that moves data gives a `row` or `grid` value, never recomputed per element.
+        self.expensive = {name for name, role in self.role.items()
+                          if role == FUSIBLE and not is_duplicable(graph.nodes[name])
+                          and graph.nodes[name].op != "reduce"}
+        self.row_cap = self.device.max_threads_per_block * ELEMENTS_PER_THREAD
+        # Unowned reshapes and bitcasts of memory a library kernel may read in place.
+        self.view_chains: set[str] = set()
+        self.free = self._free_nodes()
+        self.decisions: list[Decision] = []
+        self.state: dict[str, _NodeState] = {}
+
+    # -- node analysis ------------------------------------------------------------------------
+
+    def _load_bytes(self, name: str, free: dict[str, int]) -> int:
+        """Bytes a kernel loads to have `name`: a free node's own loads, a scalar constant's
+        none (an immediate), anything else its size."""
+        if name in free:
+            return free[name]
+        node = self.graph.nodes[name]
+        if node.op == "constant" and self.elements[name] == 1:
+            return 0
+        return node.shape.nbytes
+
+    def _free_nodes(self) -> dict[str, int]:
+        """Cheap nodes computed from leaves alone, recomputed by every kernel that reads them:
+        name -> the bytes recomputing one loads."""
+        free: dict[str, int] = {}
+        for node in self.graph:
+            name = node.name
+            if self.role[name] != FUSIBLE or not is_duplicable(node) or name in self.outputs:
+                continue
+            if not all(self.role[o] == LEAF or o in free for o in node.operands):
+                continue
+            users = self.users[name]
+            if not users or any(self.role[u] == PLUMBING for u in users):
+                continue
+            loads = sum(self._load_bytes(o, free) for o in dict.fromkeys(node.operands))
+            if loads > node.shape.nbytes:
+                continue  # reading its operands costs more than reading it
+            is_view = node.op in LIBRARY_OPERAND_VIEWS and all(
+                o in self.view_chains or self.role[o] == LEAF for o in node.operands)
+            if not is_view and any(self.role[u] == LIBRARY for u in users):
+                continue  # a library call takes no computed operand but a view
+            free[name] = loads
+            if is_view:
+                self.view_chains.add(name)
+        return free
+
+    def _fits(self, reduction: str) -> bool:
+        space = self.space[reduction]
+        return space.contiguous and space.length <= self.row_cap
+
+    def _reuses(self, node: Node, index: int) -> bool:
+        """Whether `node` reads each element of operand `index` many times (XLA's
+        ReusesOperandElements: a growing broadcast, a reduce-window, a gather)."""
+        if node.op == "broadcast":
+            return self.elements[node.name] > self.elements[node.operands[0]]
+        if node.op == "reduce-window":
+            return index < len(node.operands) // 2 and \
+                math.prod(node.attrs.get("window", {}).get("size", (1,))) > 1
+        return node.op == "gather" and index == 0
+
+    def _evaluate(self, name: str, state_of) -> _NodeState:
+        """A node's state given its operands' (`state_of(o)`: None outside the group)."""
+        node = self.graph.nodes[name]
+        states = [state_of(o) for o in node.operands]
+        reuse = next((state.carries for i, state in enumerate(states) if state is not None
+                      and state.carries and self._reuses(node, i)), None)
+        space = self.space.get(name)
+        if space is not None:
+            return self._evaluate_reduction(name, space, states, reuse)
+        dependent = [s.label for s in states if s is not None and s.label != INV]
+        if not dependent:
+            carries = name if name in self.expensive else next(
+                (s.carries for s in states if s is not None and s.carries), None)
+            return _NodeState(INV, carries=carries, reuse=reuse)
+        if GRID in dependent:
+            return _NodeState(GRID, barrier=True, reuse=reuse)
+        mapped = self._map_rows(node, dependent)
+        if mapped is None:
+            return _NodeState(GRID, barrier=True, reuse=reuse)
+        return _NodeState(mapped, stitched=True, reuse=reuse)
+
+    def _evaluate_reduction(self, name: str, space: RowSpace, states: list,
+                            reuse: str | None) -> _NodeState:
+        labels = [INV if state is None else state.label for state in states]
+        source = labels[0]
+        if any(label != INV for label in labels[1:]):
+            return _NodeState(GRID, barrier=True, reuse=reuse)  # a computed init value
+        fits = self._fits(name)
+        if source == INV:
+            return _NodeState(_row_label(space) if fits else GRID, reuse=reuse)
+        if source == _full_label(space) and fits:
+            return _NodeState(_row_label(space), stitched=True, reuse=reuse)
+        if source == GRID or fits:
+            return _NodeState(GRID, barrier=True, reuse=reuse)
+        # A row that does not fit a block, reduced from block-local values: partial results
+        # meet in global memory (the kernel holds two row spaces, so it is global anyway).
+        return _NodeState(GRID, stitched=True, reuse=reuse)
+
+    def _map_rows(self, node: Node, dependent: list) -> tuple | None:
+        """The label of `node` computed from `row`/`full` operands, None if not block-local."""
+        label = dependent[0]
+        if any(other != label for other in dependent[1:]):
+            return None
+        kind, space, _ = label
+        op = node.op
+        if kind == "moved":
+            return label if OPS[op].is_elementwise else None
+        size = self.elements[node.name]
+        expected = space.rows if kind == "row" else space.rows * space.length
+        if op in ("reshape", "bitcast") or (op == "reduce" and node.name not in self.space):
+            return label if size == expected else None
+        if op == "broadcast":
+            if not _keeps_row_major_order(self.graph, node):
+                return None
+            if size == expected:
+                return label
+            if kind == "row" and size == space.rows * space.length:
+                return _full_label(space)
+            return None
+        if op == "transpose":
+            if _transpose_keeps_order(self.graph, node):
+                return label
+            if kind == "full" and _transpose_keeps_rows(self.graph, node, space.length):
+                operand = self.graph.nodes[node.operands[0]].shape.dims
+                return ("moved", space, (node.attrs["dimensions"], operand))
+            return None
+        if OPS[op].is_elementwise:
+            return label
+        return None
+
+    # -- groups -------------------------------------------------------------------------------
+
+    def run(self) -> FusionPlan:
+        graph = self.graph
+        members = [name for name, role in self.role.items()
+                   if role in (FUSIBLE, LIBRARY) and name not in self.free]
+        self.groups_graph = GroupGraph(graph, self._as_soon_as_possible(members))
+        self.groups: dict[str, _Group] = {}
+        for name in members:
+            if self.role[name] == LIBRARY:
+                continue
+            self.state[name] = self._evaluate(name, lambda operand: None)
+            self.groups[name] = self._tally(_Group(), name, self.state[name])
+        self._merge_producers_into_consumers()
+        self._merge_independent()
+        return self._build()
+
+    def _as_soon_as_possible(self, members: list[str]) -> list[str]:
+        """`members` in a topological order that puts each node right after its operands'
+        longest path: ops that depend only on forward values rank next to the forward pass
+        even where the graph lists them among the backward pass."""
+        level: dict[str, int] = {}
+        for node in self.graph:
+            level[node.name] = 1 + max((level[o] for o in node.operands), default=-1)
+        return sorted(members, key=lambda name: (level[name], self.position[name]))
+
+    def _tally(self, group: _Group, name: str, state: _NodeState) -> _Group:
+        """`group` with node `name` (in state `state`) added to its totals."""
+        group.barrier += state.barrier
+        group.stitched += state.stitched
+        group.reuse += bool(state.reuse)
+        node = self.graph.nodes[name]
+        group.work = max(group.work, self.elements[name])
+        if node.op == "reduce":
+            group.work = max(group.work, self.elements[node.operands[0]])
+        if name in self.space:
+            group.reductions.append(name)
+            if not self._fits(name) and group.misfit is None:
+                group.misfit = name
+        return group
+
+    def _group_of(self, name: str) -> str | None:
+        return self.groups_graph.group_of.get(name)
+
+    def _merge_producers_into_consumers(self) -> None:
+        for name, node in self.graph.nodes.items():
+            if name not in self.groups_graph.group_of or self.role[name] == LIBRARY:
+                continue
+            for operand in dict.fromkeys(node.operands):
+                group = self._group_of(operand)
+                if group is None or self.role[operand] == LIBRARY:
+                    continue
+                if group != self._group_of(name):
+                    self._try_merge(group, self._group_of(name), f"{operand} -> {name}")
+
+    def _merge_independent(self) -> None:
+        """Horizontal merges (§3.1's independent scheme), as XLA's multi-output and horizontal
+        fusion passes do for its fusions: the kernels that read one value (which they then read
+        once), then the kernels whose values one node reads (one launch instead of several),
+        whenever the merged kernel still has a schedule (regional for the same rows within the
+        shared-memory limit, else global within one wave; no cycle)."""
+        for value in self.graph.nodes:
+            if self.elements[value] > 1 and value not in self.free:  # not an init value
+                self._merge_all([u for u in self.users[value]], f"both read {value}")
+        for name, node in self.graph.nodes.items():
+            self._merge_all(plumbing_sources(self.graph, name) if self.role[name] == PLUMBING
+                            else node.operands, f"both feed {name}")
+
+    def _merge_all(self, members: list[str], why: str) -> None:
+        """Merge the groups of `members` into the first one, the first with reductions if any
+        (the dominant kernel): one decision per group considered."""
+        groups = list(dict.fromkeys(self._group_of(m) for m in members
+                                    if self._group_of(m) in self.groups))
+        if len(groups) < 2:
+            return
+        anchor = next((m for m in members if self._group_of(m) in self.groups and
+                       self.groups[self._group_of(m)].reductions), None)
+        anchor = anchor or next(m for m in members if self._group_of(m) in self.groups)
+        for group in groups:
+            a = self._group_of(anchor)
+            b = self._group_of(group)
+            if a != b:
+                subject = f"{self._dominant(a)} + {self._dominant(b)} ({why})"
+                self._try_merge(a, b, subject, horizontal=True)
+
+    def _dominant(self, group: str) -> str:
+        """A group's dominant reduction, or its first node (for the decision log)."""
+        reductions = self.groups[group].reductions
+        return self._dominant_reduction(reductions) if reductions else group
+
+    def _try_merge(self, a: str, b: str, subject: str, horizontal: bool = False) -> bool:
+        groups_graph = self.groups_graph
+        changed, through_plumbing = self._relabel(a, b)
+        if through_plumbing:
+            self._log("refuse", subject, f"{through_plumbing} reads the other group through a "
+                                         "tuple")
+            return False
+        merged = self._combine(a, b, changed)
+        verdict = self._verdict(merged, changed, lambda name: self._group_of(name) in (a, b))
+        if verdict.kind is None:
+            self._log("refuse", subject, verdict.reason)
+            return False
+        try:
+            kept = groups_graph.merge(a, b)
+        except ValueError:
+            self._log("refuse", subject, "would form cycle")
+            return False
+        prefix = "horizontal " if horizontal else ""
+        self._log("fuse", subject, prefix + verdict.reason)
+        self.state.update(changed)
+        del self.groups[b if kept == a else a]
+        self.groups[kept] = merged
+        return True
+
+    def _relabel(self, a: str, b: str) -> tuple[dict[str, _NodeState], str | None]:
+        """New states of the nodes whose in-group operands change when a and b merge, and a
+        node that reads the other group through plumbing (such a merge is refused)."""
+        groups_graph = self.groups_graph
+        group_of = groups_graph.group_of
+        small, other = (a, b) if len(groups_graph.members[a]) <= len(groups_graph.members[b]) \
+            else (b, a)
+        pair = (a, b)
+        queue: list[tuple[int, str]] = []
+        queued: set[str] = set()
+
+        def push(name: str) -> None:
+            if name not in queued:
+                queued.add(name)
+                heapq.heappush(queue, (self.position[name], name))
+
+        for member in groups_graph.members[small]:
+            for operand in self.graph.nodes[member].operands:
+                if group_of.get(operand) == other:
+                    push(member)
+                elif self.role[operand] == PLUMBING and any(
+                        group_of.get(s) == other for s in plumbing_sources(self.graph, operand)):
+                    return {}, member
+            for user in self.users[member]:
+                if group_of.get(user) == other:
+                    push(user)
+                elif self.role[user] == PLUMBING and self._plumbing_reaches(user, other):
+                    return {}, member
+
+        changed: dict[str, _NodeState] = {}
+
+        def state_of(operand: str) -> _NodeState | None:
+            if group_of.get(operand) not in pair:
+                return None
+            return changed.get(operand) or self.state[operand]
+
+        while queue:
+            _, name = heapq.heappop(queue)
+            state = self._evaluate(name, state_of)
+            if state != (changed.get(name) or self.state[name]):
+                changed[name] = state
+                for user in self.users[name]:
+                    if group_of.get(user) in pair:
+                        push(user)
+        return changed, None
+
+    def _plumbing_reaches(self, plumbing: str, group: str) -> bool:
+        """Whether a kernel-forming node of `group` reads through plumbing node `plumbing`."""
+        stack, seen = [plumbing], set()
+        while stack:
+            name = stack.pop()
+            for user in self.users[name]:
+                if self.role[user] == PLUMBING:
+                    if user not in seen:
+                        seen.add(user)
+                        stack.append(user)
+                elif self._group_of(user) == group:
+                    return True
+        return False
+
+    def _combine(self, a: str, b: str, changed: dict[str, _NodeState]) -> _Group:
+        first, second = self.groups[a], self.groups[b]
+        merged = _Group(reductions=first.reductions + second.reductions,
+                        barrier=first.barrier + second.barrier,
+                        stitched=first.stitched + second.stitched,
+                        reuse=first.reuse + second.reuse,
+                        work=max(first.work, second.work),
+                        misfit=first.misfit or second.misfit)
+        for name, new in changed.items():
+            old = self.state[name]
+            merged.barrier += new.barrier - old.barrier
+            merged.stitched += new.stitched - old.stitched
+            merged.reuse += bool(new.reuse) - bool(old.reuse)
+        return merged
+
+    # -- schedules ----------------------------------------------------------------------------
+
+    def _verdict(self, group: _Group, changed: dict[str, _NodeState], inside) -> _Verdict:
+        """The merged group's kernel kind and why, or a refusal and why (module docstring).
+        `changed`: its nodes whose state the merge changed; `inside(name)`: membership."""
+        if group.reuse:
+            consumer, state = next((n, s) for n, s in changed.items() if s.reuse)
+            return _Verdict(None, f"{consumer} would recompute {state.reuse} for every element "
+                                  "it reads (xla: no expensive producer into a reusing consumer)")
+        if not group.reductions:
+            return _Verdict("loop", "loop fusion")
+        dominant = self._dominant_reduction(group.reductions)
+        spaces = {self.space[r] for r in group.reductions}
+        if group.barrier == 0 and len(spaces) == 1:
+            if group.stitched == 0:
+                return _Verdict("input", f"input fusion into {dominant} (rows "
+                                         f"{self.space[dominant]}, nothing stitched)")
+            fits, figures = self._regional_fit(group.reductions, dominant, inside)
+            if fits:
+                return _Verdict("stitch-regional", f"regional stitch: {figures}")
+            why = f"regional refused: {figures}"
+        elif group.misfit:
+            why = self._misfit(group.misfit)
+        elif len(spaces) > 1:
+            why = "rows " + " and ".join(sorted(map(str, spaces))) + " in one kernel"
+        else:
+            barrier = next((n for n, s in changed.items() if s.barrier), None)
+            why = (f"{barrier} reads a reduction's result across rows" if barrier
+                   else "joins a kernel that reads a reduction's result across rows")
+        return self._global(group, why)
+
+    def _global(self, group: _Group, why: str) -> _Verdict:
+        device = self.device
+        per_block = GLOBAL_BLOCK_THREADS * ELEMENTS_PER_THREAD
+        blocks = max(1, -(-group.work // per_block))
+        per_sm = min(device.max_blocks_per_sm,
+                     device.max_threads_per_sm // GLOBAL_BLOCK_THREADS,
+                     device.registers_per_sm // (GLOBAL_BLOCK_THREADS *
+                                                 GLOBAL_REGISTERS_PER_THREAD))
+        resident = per_sm * device.sm_count
+        if blocks > resident:
+            return _Verdict(None, f"global stitch refused: needs {blocks} blocks > {resident} "
+                                  f"resident: would deadlock ({why})")
+        return _Verdict("stitch-global", f"global stitch ({why}): {blocks} "
+                                         f"block{'s' if blocks > 1 else ''} <= {resident} "
+                                         f"resident ({device.sm_count} SMs x {per_sm})")
+
+    def _dominant_reduction(self, reductions: list[str]) -> str:
+        return max(reductions, key=lambda r: (self.elements[self.graph.nodes[r].operands[0]],
+                                              -self.position[r]))
+
+    def _misfit(self, reduction: str) -> str:
+        """Why the rows of a reduction that does not fit a block do not."""
+        space = self.space[reduction]
+        if not space.contiguous:
+            return f"{reduction} reduces strided rows ({space})"
+        return (f"{reduction}: row {space.length} > {self.row_cap} elements per block "
+                f"({self.device.max_threads_per_block} threads x {ELEMENTS_PER_THREAD})")
+
+    def _regional_fit(self, reductions: list[str], dominant: str,
+                      inside) -> tuple[bool, str]:
+        """Whether the rows (which fit a block's threads) fit its shared memory, with the
+        figures."""
+        device = self.device
+        space = self.space[dominant]
+        nodes = self.graph.nodes
+        dominant_input = nodes[dominant].operands[0]
+        acc = accumulation_dtype(nodes[dominant_input].shape.dtype)
+        row_bytes = math.ceil(space.length * acc.itemsize)
+        per_row, buffered, seen = 0, 0, set()
+        for reduction in reductions:
+            per_row += math.ceil(accumulation_dtype(nodes[reduction].shape.dtype).itemsize)
+            source = nodes[reduction].operands[0]
+            if source in seen:
+                continue
+            seen.add(source)
+            reread = any(inside(u) and nodes[u].op != "reduce"
+                         for u in self.users[source])
+            if source == dominant_input or reread:
+                buffered += 1
+                item = accumulation_dtype(nodes[source].shape.dtype).itemsize
+                per_row += math.ceil(space.length * item)
+        warp = device.warp_size
+        per_row_threads = min(device.max_threads_per_block,
+                              max(warp, -(-space.length // ELEMENTS_PER_THREAD // warp) * warp))
+        rows_per_block = max(1, REGIONAL_BLOCK_THREADS // per_row_threads)
+        block_bytes = per_row * rows_per_block
+        limit = device.shared_memory_per_block_bytes
+        figures = (f"row {space.length} {acc} = {row_bytes} B; {buffered} row buffer"
+                   f"{'s' if buffered != 1 else ''} + {len(reductions)} row result"
+                   f"{'s' if len(reductions) != 1 else ''} = {per_row} B/row x "
+                   f"{rows_per_block} rows/block = {block_bytes} B")
+        if block_bytes > limit:
+            return False, f"{figures} > {limit} B shared memory per block"
+        return True, f"{figures} <= {limit} B shared memory per block"
+
+    # -- the plan -----------------------------------------------------------------------------
+
+    def _build(self) -> FusionPlan:
+        groups_graph = self.groups_graph
+        owner = dict(groups_graph.group_of)
+        kernels = {group: list(groups_graph.members[group]) for group in groups_graph.members}
+        computed_by = self._sink_cheap_nodes(owner, kernels)
+        recomputed: dict[str, list[str]] = {group: [] for group in kernels}
+        for name, computers in computed_by.items():
+            if name not in owner:
+                for group in computers:
+                    recomputed[group].append(name)
+
+        specs = []
+        for group in groups_graph.groups():
+            nodes = kernels[group]
+            if not nodes:
+                continue  # every node it had is recomputed by its readers now
+            if self.role[group] == LIBRARY:
+                specs.append(KernelSpec(nodes, "library", recomputed[group], dominant=group))
+                continue
+            kind, dominant = self._final_schedule(nodes, recomputed[group])
+            specs.append(KernelSpec(nodes, kind, recomputed[group], dominant=dominant))
+        return build_plan(self.graph, specs, STRATEGY, self.model, self.decisions)
+
+    def _sink_cheap_nodes(self, owner: dict[str, str],
+                          kernels: dict[str, list[str]]) -> dict[str, set[str]]:
+        """Let the kernels reading a cheap node recompute it instead of loading it, when that
+        loads no more bytes (a broadcast or reshape of a reduction's result): the node leaves
+        its owner. Returns the kernels that compute each node (owned, free or sunk)."""
+        graph = self.graph
+        library_kernels = {group for group in kernels if self.role[group] == LIBRARY}
+        loads = dict(self.free)          # unowned node -> bytes recomputing it loads
+        computed_by: dict[str, set[str]] = {}
+        for name in reversed(graph.nodes):
+            readers = set().union(*(computed_by.get(u, ()) for u in self.users[name]))
+            group = owner.get(name)
+            if name in self.free:
+                computed_by[name] = readers
+            elif group is None:
+                continue
+            elif readers <= {group} or not self._sinkable(name, readers, owner,
+                                                         readers & library_kernels, loads):
+                computed_by[name] = {group}
+            else:
+                node = graph.nodes[name]
+                loads[name] = self._operand_loads(node, loads)
+                self._log("fuse", f"{name} -> its readers",
+                          f"recomputed by {len(readers - {group})} other kernel(s) instead of "
+                          f"stored: loads {loads[name]} B <= {node.shape.nbytes} B")
+                if self._is_view_chain(node):
+                    self.view_chains.add(name)
+                del owner[name]
+                kernels[group].remove(name)
+                computed_by[name] = readers
+        return computed_by
+
+    def _sinkable(self, name: str, readers: set[str], owner: dict[str, str],
+                  library_readers: set[str], loads: dict[str, int]) -> bool:
+        node = self.graph.nodes[name]
+        if not is_duplicable(node) or name in self.outputs:
+            return False
+        if any(self.role[u] == PLUMBING for u in self.users[name]):
+            return False
+        if any(owner.get(o) in readers for o in node.operands):
+            # The kernel owning an operand would recompute the node too, and a plan stores a
+            # value only for readers outside its owner (plan.build_plan), so the other kernels
+            # would find the operand missing from memory.
+            return False
+        if library_readers and not self._is_view_chain(node):
+            return False  # a library call recomputes nothing but views of memory
+        return self._operand_loads(node, loads) <= node.shape.nbytes
+
+    def _operand_loads(self, node: Node, loads: dict[str, int]) -> int:
+        """Bytes a kernel loads to recompute `node` (its unowned operands recomputed too)."""
+        return sum(self._load_bytes(o, loads) for o in dict.fromkeys(node.operands))
+
+    def _is_view_chain(self, node: Node) -> bool:
+        """A view a library call reads in place: a reshape or bitcast of memory or of such
+        views (unowned operands only, owned ones are in memory)."""
+        return node.op in LIBRARY_OPERAND_VIEWS and all(
+            self.role[o] != FUSIBLE or o in self.view_chains or o in self.groups_graph.group_of
+            for o in node.operands)
+
+    def _final_schedule(self, owned: list[str], recomputed: list[str]) -> tuple[str, str]:
+        """The kind and dominant node of a finished kernel, from its nodes alone."""
+        nodes = set(owned) | set(recomputed)
+        states: dict[str, _NodeState] = {}
+        group = _Group()
+        for name in sorted(nodes, key=self.position.__getitem__):
+            states[name] = self._evaluate(name, states.get)
+            self._tally(group, name, states[name])
+        kind = self._verdict(group, {}, nodes.__contains__).kind
+        if group.reductions:
+            return kind, self._dominant_reduction(group.reductions)
+        if self._independent_parts(owned) > 1:
+            kind = "horizontal"
+        return kind, max(owned, key=lambda n: (self.elements[n], self._prefers(n),
+                                               self.position[n]))
+
+    def _independent_parts(self, owned: list[str]) -> int:
+        """How many parts of a kernel share no value: packed loops are a horizontal kernel."""
+        parent = {name: name for name in owned}
+
+        def root(name: str) -> str:
+            while parent[name] != name:
+                parent[name] = parent[parent[name]]
+                name = parent[name]
+            return name
+
+        for name in owned:
+            for operand in self.graph.nodes[name].operands:
+                if operand in parent:
+                    parent[root(operand)] = root(name)
+        return sum(1 for name in owned if root(name) == name)
+
+    def _prefers(self, name: str) -> bool:
+        """Without a reduction, an elementwise op or a transpose dominates (module docstring)."""
+        node = self.graph.nodes[name]
+        return node.op == "transpose" or OPS[node.op].is_elementwise
+
+    def _log(self, action: str, subject: str, reason: str) -> None:
+        self.decisions.append(Decision(action, subject, reason))
+
+
+def _reduce_space(graph: Graph, node: Node) -> RowSpace:
+    dims = graph.nodes[node.operands[0]].shape.dims
+    reduced = set(node.attrs.get("dimensions", ()))
+    rows = math.prod(d for i, d in enumerate(dims) if i not in reduced)
+    length = math.prod(d for i, d in enumerate(dims) if i in reduced)
+    kept = [i for i, d in enumerate(dims) if i not in reduced and d != 1]
+    moving = [i for i, d in enumerate(dims) if i in reduced and d != 1]
+    contiguous = not kept or not moving or min(moving) > max(kept)
+    return RowSpace(rows, length, contiguous)
+
+
+def _keeps_row_major_order(graph: Graph, node: Node) -> bool:
+    """A broadcast whose operand's elements keep their row-major order and lead the output:
+    output element i reads operand element i // (output size / operand size)."""
+    operand = graph.nodes[node.operands[0]].shape.dims
+    out = node.shape.dims
+    mapped = [d for i, d in enumerate(node.attrs.get("dimensions", ())) if operand[i] != 1]
+    if mapped != sorted(mapped):
+        return False
+    last = mapped[-1] if mapped else -1
+    return all(d in mapped or out[d] == 1 for d in range(last + 1))
+
+
+def _transpose_keeps_order(graph: Graph, node: Node) -> bool:
+    """A transpose that only moves size-1 dimensions: the row-major order stays."""
+    operand = graph.nodes[node.operands[0]].shape.dims
+    moved = [d for d in node.attrs.get("dimensions", ()) if operand[d] != 1]
+    return moved == sorted(moved)
+
+
+def _transpose_keeps_rows(graph: Graph, node: Node, length: int) -> bool:
+    """A transpose that moves whole rows of `length` elements: the innermost dimensions that
+    make up a row stay innermost, in order (size-1 dimensions ignored)."""
+    operand = graph.nodes[node.operands[0]].shape.dims
+    row_dims, elements = [], 1
+    for d in reversed(range(len(operand))):
+        if elements == length:
+            break
+        if operand[d] != 1:
+            row_dims.insert(0, d)
+            elements *= operand[d]
+    if elements != length:
+        return False
+    moved = [d for d in node.attrs.get("dimensions", ()) if operand[d] != 1]
+    return moved[len(moved) - len(row_dims):] == row_dims
+
+
+def stitch_fusion(graph: Graph, model: SolModel) -> FusionPlan:
+    """Fuse memory-intensive ops across reduction boundaries by stitching (module docstring)."""
+    return _Stitcher(graph, model).run()
