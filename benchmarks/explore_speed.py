@@ -22,7 +22,6 @@ import platform
 import statistics
 import subprocess
 import sys
-import time
 from datetime import date
 from pathlib import Path
 
@@ -32,27 +31,20 @@ STRATEGIES = ["unfused", "xla", "stitch", "cost"]
 
 
 def measure_one(module: str, repeat: int) -> dict:
-    """Runs inside a fresh interpreter: every strategy on one module."""
+    """Runs inside a fresh interpreter: `explore` with every strategy, `repeat` times, as the
+    CLI and the web app run it (the cost search reuses the xla plan)."""
     sys.path.insert(0, str(HERE.parent))
-    from compiler.cost.devices import get_device
-    from compiler.cost.sol import SolModel
-    from compiler.fusion.explore import STRATEGIES as REGISTRY
+    from compiler.fusion.explore import explore
     from compiler.importers import load_graph
-    from importlib import import_module
 
     graph = load_graph(str(HERE / "data" / f"{module}.hlo.gz"))
-    model = SolModel(graph, get_device("h100"))
+    runs = [explore(graph, "h100", STRATEGIES) for _ in range(repeat)]
     rows = {}
     for name in STRATEGIES:
-        module_name, function = REGISTRY[name]
-        strategy = getattr(import_module(module_name), function)
-        times, plan = [], None
-        for _ in range(repeat):
-            start = time.perf_counter()
-            plan = strategy(graph, model)
-            times.append(time.perf_counter() - start)
-        rows[name] = {"median_s": statistics.median(times), "kernels": len(plan.kernels),
-                      "dram_mb": plan.dram_bytes / 1e6, "sol_us": plan.total_sol_us}
+        plan = runs[-1][name]
+        rows[name] = {"median_s": statistics.median(r[name].explore_ms for r in runs) / 1e3,
+                      "kernels": len(plan.kernels), "dram_mb": plan.dram_bytes / 1e6,
+                      "sol_us": plan.total_sol_us}
     return {"module": module, "nodes": len(graph), "strategies": rows}
 
 

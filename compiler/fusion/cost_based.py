@@ -87,11 +87,9 @@ fusing it there re-ranks a few groups instead of the whole span between the two 
 from __future__ import annotations
 
 import dataclasses
-import gc
 import heapq
 import itertools
 import math
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 from compiler.cost.sol import SolModel
@@ -102,6 +100,7 @@ from compiler.fusion.stitch import (ELEMENTS_PER_THREAD, GLOBAL_BLOCK_THREADS,
                                     GLOBAL_REGISTERS_PER_THREAD, REGIONAL_BLOCK_THREADS,
                                     RowSpace)
 from compiler.fusion.unfused import unfused
+from compiler.gc_pause import cyclic_gc_paused
 from compiler.ir.dtypes import accumulation_dtype
 from compiler.ir.graph import Graph, Node
 from compiler.ir.ops import OPS, flop_count, transcendental_count
@@ -129,7 +128,7 @@ def cost_fusion(graph: Graph, model: SolModel, top_k: int = TOP_K,
     `xla_plan`: the xla strategy's plan of this graph and model when the caller has one
     already (explore runs xla first); made here otherwise.
     """
-    with _cyclic_gc_paused():
+    with cyclic_gc_paused():
         plan = refine(graph, model, unfused(graph, model), top_k)
         xla = xla_plan if xla_plan is not None else _xla_plan(graph, model)
         if xla is None:
@@ -168,21 +167,6 @@ def refine(graph: Graph, model: SolModel, start: FusionPlan, top_k: int = TOP_K,
 def _specs(plan: FusionPlan) -> list[KernelSpec]:
     return [KernelSpec(list(k.nodes), k.kind, list(k.recomputed), k.dominant)
             for k in plan.kernels]
-
-
-@contextmanager
-def _cyclic_gc_paused():
-    """The search allocates many small objects and no reference cycles; CPython's cyclic
-    collector would rescan every live one (the graph included) each time enough are
-    allocated, which makes the search's time grow faster than the graph (as for importers,
-    compiler/importers/__init__.py)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _xla_plan(graph: Graph, model: SolModel) -> FusionPlan | None:
@@ -694,11 +678,7 @@ class _Search:
                         nodes[name], operands=_expand(nodes, operands, recomputed))
         view = Graph(name=self.graph.name, nodes=view_nodes, root=self.graph.root,
                      computations=self.graph.computations)
-        depth: dict[str, int] = {}  # ranks as soon as possible (module docstring, complexity)
-        for name, node in nodes.items():
-            depth[name] = 1 + max((depth[o] for o in node.operands), default=-1)
-        self.gg = gg = GroupGraph(view, sorted((n for spec in seed for n in spec.nodes),
-                                               key=lambda n: (depth[n], position[n])))
+        self.gg = gg = GroupGraph(view, [n for spec in seed for n in spec.nodes])
         self.summary: dict[str, _Summary] = {}
         self.kernel: dict[str, _Kernel] = {}
         self.recomputers: dict[str, set[str]] = {}

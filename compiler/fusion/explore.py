@@ -13,6 +13,7 @@ from compiler.cost.devices import get_device
 from compiler.cost.sol import SolModel
 from compiler.errors import InputError
 from compiler.fusion.plan import FusionPlan
+from compiler.gc_pause import cyclic_gc_paused
 from compiler.ir.graph import Graph
 
 # Strategy name -> (module, function). Imported on first use, so one strategy's import cost
@@ -45,8 +46,11 @@ def explore(graph: Graph, device: str = "h100", strategies=tuple(STRATEGIES)
     for name in strategies:
         module, function = STRATEGIES[name]
         strategy = getattr(import_module(module), function)
+        # The cost search compares itself with the xla plan; hand it over when there is one.
+        extra = {"xla_plan": plans["xla"]} if name == "cost" and "xla" in plans else {}
         start = time.perf_counter()
-        plan = strategy(graph, model)
+        with cyclic_gc_paused():
+            plan = strategy(graph, model, **extra)
         plan.explore_ms = (time.perf_counter() - start) * 1e3
         plans[name] = plan
     return plans

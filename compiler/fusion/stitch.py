@@ -334,7 +334,7 @@ class _Stitcher:
         graph = self.graph
         members = [name for name, role in self.role.items()
                    if role in (FUSIBLE, LIBRARY) and name not in self.free]
-        self.groups_graph = GroupGraph(graph, self._as_soon_as_possible(members))
+        self.groups_graph = GroupGraph(graph, members)
         self.groups: dict[str, _Group] = {}
         for name in members:
             if self.role[name] == LIBRARY:
@@ -344,15 +344,6 @@ class _Stitcher:
         self._merge_producers_into_consumers()
         self._merge_independent()
         return self._build()
-
-    def _as_soon_as_possible(self, members: list[str]) -> list[str]:
-        """`members` in a topological order that puts each node right after its operands'
-        longest path: ops that depend only on forward values rank next to the forward pass
-        even where the graph lists them among the backward pass."""
-        level: dict[str, int] = {}
-        for node in self.graph:
-            level[node.name] = 1 + max((level[o] for o in node.operands), default=-1)
-        return sorted(members, key=lambda name: (level[name], self.position[name]))
 
     def _tally(self, group: _Group, name: str, state: _NodeState) -> _Group:
         """`group` with node `name` (in state `state`) added to its totals."""

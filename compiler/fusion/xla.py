@@ -74,7 +74,7 @@ from compiler.fusion.grouping import (FUSIBLE, LEAF, LIBRARY, PLUMBING, GroupGra
 from compiler.fusion.plan import (LIBRARY_OPERAND_VIEWS, Decision, FusionPlan, KernelSpec,
                                   build_plan)
 from compiler.fusion.unfused import VIEWS
-from compiler.importers import _cyclic_gc_paused
+from compiler.gc_pause import cyclic_gc_paused
 from compiler.ir.graph import Graph, Node
 from compiler.ir.ops import OPS
 
@@ -105,9 +105,7 @@ _SLOTS_CAP = 1 << 20  # duplication copies are estimated up to this many
 
 def xla_fusion(graph: Graph, model: SolModel) -> FusionPlan:
     """The kernels XLA:GPU's fusion passes would make of `graph` (module docstring)."""
-    # The passes allocate many small sets and no garbage cycles; left on, the cyclic collector
-    # would rescan the whole graph again and again and time would grow faster than linearly.
-    with _cyclic_gc_paused():
+    with cyclic_gc_paused():  # compiler/gc_pause.py: keeps planning time linear
         fusion = _XlaFusion(graph, model)
         fusion.instruction_fusion()
         fusion.group_graph()
@@ -505,8 +503,7 @@ class _XlaFusion:
         follow: each kernel stands as its head, reading exactly the values the kernel reads
         from memory (what it recomputes is not read), so the edges are the kernels' own.
 
-        Ranks follow depth (longest path from the inputs), then graph order: fusions that could
-        merge sit at similar depths, which keeps GroupGraph's re-ranking windows short.
+        GroupGraph ranks the kernels as soon as possible (grouping.as_soon_as_possible).
         """
         heads = [h for h in self.kernel_nodes if self.head_of[h] == h and h not in self.ghosts]
 
@@ -519,17 +516,13 @@ class _XlaFusion:
             if self.role[name] == PLUMBING:
                 view_nodes[name] = dataclasses.replace(
                     node, operands=tuple(owner(o) for o in node.operands))
-        depth: dict[str, int] = {}
         for head in heads:
             operands = tuple(dict.fromkeys(
                 owner(v) for v in sorted(self.inputs[head], key=self.position.__getitem__)))
             view_nodes[head] = dataclasses.replace(self.nodes[head], operands=operands)
-            producers = [owner(source) for operand in operands for source in self.sources(operand)
-                         if source in self.head_of]
-            depth[head] = 1 + max((depth[p] for p in producers), default=0)
         view = Graph(name=self.graph.name, nodes=view_nodes, root=self.graph.root,
                      computations=self.graph.computations)
-        self.gg = GroupGraph(view, sorted(heads, key=lambda h: (depth[h], self.position[h])))
+        self.gg = GroupGraph(view, heads)
         # Owned values some kernel reads through a tuple: they must stay in memory.
         self.pinned = {h: {n for n in self.members[h] if n in self.plumbing_read} for h in heads}
         self.group_reductions = {h: [n for n in self.members[h] if is_reduction(self.nodes[n])]

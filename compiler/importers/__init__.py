@@ -7,12 +7,11 @@ an unknown suffix, from the content) and returns the verified graphs.
 
 from __future__ import annotations
 
-import gc
 import os
 import zlib
-from contextlib import contextmanager
 
 from compiler.errors import InputError, LimitError
+from compiler.gc_pause import cyclic_gc_paused
 from compiler.ir.graph import Graph
 from compiler.limits import Limits, check_input_size, decode_utf8, read_limited
 
@@ -51,7 +50,7 @@ def import_bytes(data: bytes, filename: str, limits: Limits | None = None,
         data = _gunzip(data, filename, limits)
         name = filename[:-3] if filename.endswith(".gz") else filename
     fmt = fmt or detect_format(name, data)
-    with _cyclic_gc_paused():
+    with cyclic_gc_paused():
         return _import(data, filename, limits, fmt)
 
 
@@ -67,20 +66,6 @@ def _import(data: bytes, filename: str, limits: Limits, fmt: str) -> list[Graph]
         from compiler.importers.hlo_text import import_hlo_modules
         return import_hlo_modules(text, filename, limits)
     raise InputError(f"unknown format '{fmt}' (known: {', '.join(FORMATS)})", filename)
-
-
-@contextmanager
-def _cyclic_gc_paused():
-    """Importing allocates many small objects and no garbage cycles, yet CPython's cyclic
-    collector rescans every live object each time enough have been allocated: left on, it makes
-    import time grow faster than linearly with module size (benchmarks/import_speed.py)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def detect_format(filename: str, data: bytes) -> str:

@@ -1,7 +1,8 @@
-"""Shared for compiler tests: a report of what the XLA corpus run rejected or dropped.
+"""Shared for compiler tests: a run report, random inputs and the fusion-plan checker.
 
-Tests append lines to the `corpus_report` fixture; pytest prints them in a section of its
-closing summary, so every CI log lists the rejected corpus files and why, without -s.
+Tests append lines to the `run_report` fixture (rejected corpus files and why, kernel counts
+per strategy); pytest prints them in a section of its closing summary, so every CI log shows
+them without -s.
 """
 
 import pytest
@@ -10,13 +11,13 @@ _REPORT: list[str] = []
 
 
 @pytest.fixture(scope="session")
-def corpus_report() -> list[str]:
+def run_report() -> list[str]:
     return _REPORT
 
 
 def pytest_terminal_summary(terminalreporter):
     if _REPORT:
-        terminalreporter.section("XLA corpus: rejected files and dropped computations")
+        terminalreporter.section("Fusion Explorer report: rejected inputs, kernel counts")
         for line in _REPORT:
             terminalreporter.write_line(line)
 

@@ -328,7 +328,7 @@ MAX_EXECUTED_BYTES = 256 << 20  # test_hlo.txt: one convolution over 1 GiB, a mi
 
 @pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: p.name)
 def test_xla_corpus_plans_keep_the_invariants_and_compute_the_graph(path, plan_checker,
-                                                                    corpus_report):
+                                                                    run_report):
     try:
         graphs = load_graphs(str(path))
     except InputError as error:
@@ -346,7 +346,7 @@ def test_xla_corpus_plans_keep_the_invariants_and_compute_the_graph(path, plan_c
         if why_not is not None:
             not_executed.append(f"{path.name} ({graph.name}): xla plan checked, not executed: "
                                 f"{why_not}")
-    corpus_report.extend(not_executed)
+    run_report.extend(not_executed)
     if len(not_executed) == len(graphs):
         pytest.skip("; ".join(not_executed))
 

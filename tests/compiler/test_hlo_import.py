@@ -289,18 +289,18 @@ REJECTED = {
 
 
 @pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: p.name)
-def test_every_corpus_file_imports_or_is_rejected_with_a_specific_message(path, corpus_report):
+def test_every_corpus_file_imports_or_is_rejected_with_a_specific_message(path, run_report):
     if path.name in REJECTED:
         with pytest.raises(InputError) as info:
             load_graphs(str(path))
-        corpus_report.append(f"rejected: {info.value}")
+        run_report.append(f"rejected: {info.value}")
         assert str(info.value).startswith(path.name + ":")
         assert REJECTED[path.name] in str(info.value)
         return
     graphs = load_graphs(str(path))
     for graph in graphs:
         verify(graph)
-        corpus_report.extend(f"{path.name}: {note}" for note in graph.notes)
+        run_report.extend(f"{path.name}: {note}" for note in graph.notes)
     assert graphs and all(len(g) > 0 for g in graphs)
 
 

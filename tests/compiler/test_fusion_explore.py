@@ -1,0 +1,95 @@
+"""What must hold across the strategies, on the real modules: the ordering of predicted times,
+stitch's single kernels, and the kernel counts of all four (printed in the run's summary)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from compiler.fusion.explore import explore, parse_strategies
+from compiler.errors import InputError
+from compiler.importers import load_graph
+
+ROOT = Path(__file__).parents[2]
+DATA = ROOT / "tests" / "data"
+MODULES = sorted((DATA / "hlo").glob("*.hlo")) + sorted((DATA / "onnx").glob("*.onnx"))
+# Layer norm and softmax forward, the cases AStitch's regional stitching is for.
+SINGLE_KERNEL = ["layer_norm_fwd.hlo", "softmax.hlo", "rms_norm.hlo"]
+
+_COUNTS: list[str] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def kernel_count_report(run_report):
+    yield
+    run_report.append("kernels per strategy (unfused / xla / stitch / cost), SOL us on h100:")
+    run_report.extend(_COUNTS)
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)
+def test_cost_is_never_slower_than_xla_and_xla_never_slower_than_unfused(path):
+    graph = load_graph(str(path))
+    plans = explore(graph, "h100")
+    sol = {name: plan.total_sol_us for name, plan in plans.items()}
+    assert sol["cost"] <= sol["xla"] * (1 + 1e-9)
+    assert sol["xla"] <= sol["unfused"] * (1 + 1e-9)
+    counts = " / ".join(str(len(plans[s].kernels)) for s in ("unfused", "xla", "stitch", "cost"))
+    _COUNTS.append(f"  {path.name:42s} {counts:22s} "
+                   f"{' / '.join(f'{sol[s]:.1f}' for s in ('unfused', 'xla', 'stitch', 'cost'))}")
+
+
+@pytest.mark.parametrize("name", SINGLE_KERNEL)
+def test_stitch_makes_a_normalisation_forward_one_kernel(name):
+    graph = load_graph(str(DATA / "hlo" / name))
+    plan = explore(graph, "h100", ["stitch"])["stitch"]
+    assert [k.kind for k in plan.kernels] == ["stitch-regional"]
+
+
+def test_strategies_are_parsed_and_checked():
+    assert parse_strategies("all") == ["unfused", "xla", "stitch", "cost"]
+    assert parse_strategies("xla, cost") == ["xla", "cost"]
+    with pytest.raises(InputError, match="unknown strategy fancy"):
+        parse_strategies("xla,fancy")
+
+
+def test_explore_json_keeps_the_documented_shape():
+    result = subprocess.run(
+        [sys.executable, "-m", "compiler", "explore", str(DATA / "hlo" / "softmax.hlo"),
+         "--json", "--device", "a100"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["device"] == "a100" and data["graph"]["nodes"] > 0
+    assert set(data["strategies"]) == {"unfused", "xla", "stitch", "cost"}
+    for plan in data["strategies"].values():
+        assert plan["explore_ms"] >= 0
+        assert plan["total"]["sol_us"] > 0
+        assert plan["total"]["proj_us"] is None and plan["total"]["measured_us"] is None
+        for kernel in plan["kernels"]:
+            for key in ("name", "kind", "nodes", "sol_us", "proj_us", "measured_us", "limiter",
+                        "occupancy", "waves", "block_size", "grid_size", "registers",
+                        "shared_bytes"):
+                assert key in kernel
+        assert isinstance(plan["decisions"], list)
+    nodes = [n for k in data["strategies"]["stitch"]["kernels"] for n in k["nodes"]]
+    assert "exp.1" in nodes or any(n.startswith("exp") for n in nodes)  # names as in the input
+
+
+def test_explore_text_puts_the_strategies_side_by_side():
+    result = subprocess.run(
+        [sys.executable, "-m", "compiler", "explore", str(DATA / "hlo" / "layer_norm_fwd.hlo"),
+         "--strategy", "unfused,stitch"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "unfused" in result.stdout and "stitch-regional" in result.stdout
+    assert "xla" not in result.stdout.split("==")[0]
+
+
+def test_explore_rejects_an_unknown_device_with_the_known_ones():
+    result = subprocess.run(
+        [sys.executable, "-m", "compiler", "explore", str(DATA / "hlo" / "softmax.hlo"),
+         "--device", "tpu"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1 and "h100" in result.stderr
+    assert "Traceback" not in result.stderr
