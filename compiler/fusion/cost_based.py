@@ -98,7 +98,8 @@ from compiler.fusion.grouping import (FUSIBLE, LIBRARY, GroupGraph, graph_output
 from compiler.fusion.plan import Decision, FusionPlan, KernelSpec, build_plan
 from compiler.fusion.stitch import (ELEMENTS_PER_THREAD, GLOBAL_BLOCK_THREADS,
                                     GLOBAL_REGISTERS_PER_THREAD, REGIONAL_BLOCK_THREADS,
-                                    RowSpace)
+                                    RowSpace, keeps_row_major_order, reduce_space,
+                                    transpose_keeps_order)
 from compiler.fusion.unfused import unfused
 from compiler.gc_pause import cyclic_gc_paused
 from compiler.ir.dtypes import accumulation_dtype
@@ -239,7 +240,7 @@ class _Analysis:
         self.space: dict[str, RowSpace] = {}
         for node in graph:
             if node.op == "reduce" and node_role(node) == FUSIBLE:
-                space = _reduce_space(graph, node)
+                space = reduce_space(graph, node)
                 if space.length > 1:
                     self.space[node.name] = space
         self.row_cap = device.max_threads_per_block * ELEMENTS_PER_THREAD
@@ -430,7 +431,7 @@ class _Analysis:
         if op in ("reshape", "bitcast") or op == "reduce":
             return label if size == expected else None
         if op == "broadcast":
-            if not _keeps_row_major_order(self.graph, node):
+            if not keeps_row_major_order(self.graph, node):
                 return None
             if size == expected:
                 return label
@@ -438,7 +439,7 @@ class _Analysis:
                 return ("full", space)
             return None
         if op == "transpose":
-            return label if _transpose_keeps_order(self.graph, node) else None
+            return label if transpose_keeps_order(self.graph, node) else None
         info = OPS.get(op)
         return label if info is not None and info.is_elementwise else None
 
@@ -605,33 +606,6 @@ def _find(parent: dict[str, str], name: str) -> str:
     while parent[name] != root:
         parent[name], name = root, parent[name]
     return root
-
-
-def _reduce_space(graph: Graph, node: Node) -> RowSpace:
-    dims = graph.nodes[node.operands[0]].shape.dims
-    reduced = set(node.attrs.get("dimensions", ()))
-    rows = math.prod(d for i, d in enumerate(dims) if i not in reduced)
-    length = math.prod(d for i, d in enumerate(dims) if i in reduced)
-    kept = [i for i, d in enumerate(dims) if i not in reduced and d != 1]
-    moving = [i for i, d in enumerate(dims) if i in reduced and d != 1]
-    return RowSpace(rows, length, not kept or not moving or min(moving) > max(kept))
-
-
-def _keeps_row_major_order(graph: Graph, node: Node) -> bool:
-    """A broadcast whose operand's elements keep their row-major order and lead the output."""
-    operand = graph.nodes[node.operands[0]].shape.dims
-    out = node.shape.dims
-    mapped = [d for i, d in enumerate(node.attrs.get("dimensions", ())) if operand[i] != 1]
-    if mapped != sorted(mapped):
-        return False
-    last = mapped[-1] if mapped else -1
-    return all(d in mapped or out[d] == 1 for d in range(last + 1))
-
-
-def _transpose_keeps_order(graph: Graph, node: Node) -> bool:
-    operand = graph.nodes[node.operands[0]].shape.dims
-    moved = [d for d in node.attrs.get("dimensions", ()) if operand[d] != 1]
-    return moved == sorted(moved)
 
 
 # -- the search -----------------------------------------------------------------------------------

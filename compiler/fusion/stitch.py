@@ -192,7 +192,7 @@ class _Stitcher:
         self.space: dict[str, RowSpace] = {}  # the fusible reductions that move data
         for node in graph:
             if node.op == "reduce" and self.role[node.name] == FUSIBLE:
-                space = _reduce_space(graph, node)
+                space = reduce_space(graph, node)
                 if space.length > 1:
                     self.space[node.name] = space
         # XLA's expensive ops and the rest it never duplicates; a reduction is not among them:
@@ -310,7 +310,7 @@ class _Stitcher:
         if op in ("reshape", "bitcast") or (op == "reduce" and node.name not in self.space):
             return label if size == expected else None
         if op == "broadcast":
-            if not _keeps_row_major_order(self.graph, node):
+            if not keeps_row_major_order(self.graph, node):
                 return None
             if size == expected:
                 return label
@@ -318,7 +318,7 @@ class _Stitcher:
                 return _full_label(space)
             return None
         if op == "transpose":
-            if _transpose_keeps_order(self.graph, node):
+            if transpose_keeps_order(self.graph, node):
                 return label
             if kind == "full" and _transpose_keeps_rows(self.graph, node, space.length):
                 operand = self.graph.nodes[node.operands[0]].shape.dims
@@ -729,7 +729,7 @@ class _Stitcher:
         self.decisions.append(Decision(action, subject, reason))
 
 
-def _reduce_space(graph: Graph, node: Node) -> RowSpace:
+def reduce_space(graph: Graph, node: Node) -> RowSpace:
     dims = graph.nodes[node.operands[0]].shape.dims
     reduced = set(node.attrs.get("dimensions", ()))
     rows = math.prod(d for i, d in enumerate(dims) if i not in reduced)
@@ -740,7 +740,7 @@ def _reduce_space(graph: Graph, node: Node) -> RowSpace:
     return RowSpace(rows, length, contiguous)
 
 
-def _keeps_row_major_order(graph: Graph, node: Node) -> bool:
+def keeps_row_major_order(graph: Graph, node: Node) -> bool:
     """A broadcast whose operand's elements keep their row-major order and lead the output:
     output element i reads operand element i // (output size / operand size)."""
     operand = graph.nodes[node.operands[0]].shape.dims
@@ -752,7 +752,7 @@ def _keeps_row_major_order(graph: Graph, node: Node) -> bool:
     return all(d in mapped or out[d] == 1 for d in range(last + 1))
 
 
-def _transpose_keeps_order(graph: Graph, node: Node) -> bool:
+def transpose_keeps_order(graph: Graph, node: Node) -> bool:
     """A transpose that only moves size-1 dimensions: the row-major order stays."""
     operand = graph.nodes[node.operands[0]].shape.dims
     moved = [d for d in node.attrs.get("dimensions", ()) if operand[d] != 1]

@@ -17,25 +17,15 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from compiler.cost import SolModel, get_device
-from compiler.errors import UnsupportedError
 from compiler.fusion.plan import check_plan
 from compiler.fusion.stitch import stitch_fusion
 from compiler.fusion.unfused import unfused
-from compiler.importers import import_bytes, load_graph, load_graphs
-from compiler.importers.hlo_text import split_modules
+from compiler.importers import import_bytes, load_graph
 from compiler.importers.onnx import import_onnx
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 JAX_MODULES = sorted(p.stem for p in (DATA / "hlo").glob("*.hlo"))
 ONNX_FILES = sorted((DATA / "onnx").glob("*.onnx"))
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "xla"
-CORPUS_FILES = sorted(p for p in CORPUS.glob("*") if p.suffix in (".hlo", ".txt")
-                      and p.name != "print_indexing_test.hlo")  # invalid HLO (test_hlo_import)
-# (file, module index) for every module of every corpus file.
-CORPUS_GRAPHS = [(path, module) for path in CORPUS_FILES
-                 for module in range(len(split_modules(path.read_text())))]
-EXECUTE_BELOW_NODES = 2000
-EXECUTE_BELOW_ELEMENTS = 1 << 26  # the interpreter runs a 1 GiB convolution for minutes
 
 
 def plan_of(graph, device=None):
@@ -359,26 +349,3 @@ def test_every_onnx_export_gets_a_correct_plan_no_slower_than_unfused(path, plan
     plan, model = plan_of(graph)
     plan_checker(graph, plan, onnx_inputs(path))
     assert plan.total_sol_us <= unfused(graph, model).total_sol_us
-
-
-def test_the_corpus_is_there():
-    assert len(CORPUS_FILES) >= 100, f"expected XLA's corpus in {CORPUS}"
-
-
-@pytest.mark.parametrize("path, module", CORPUS_GRAPHS, ids=lambda v: getattr(v, "name", v))
-def test_every_corpus_graph_gets_a_valid_plan(path, module, plan_checker):
-    graph = load_graphs(str(path))[module]
-    plan, model = plan_of(graph)
-    check_plan(graph, plan)
-    assert plan.total_sol_us <= unfused(graph, model).total_sol_us
-    if len(graph) >= EXECUTE_BELOW_NODES:
-        pytest.skip(f"{len(graph)} nodes: planned and checked, not executed")
-    arrays = [node for node in graph if not node.shape.is_tuple]
-    biggest = max(arrays, key=lambda node: node.shape.size, default=None)
-    if biggest is not None and biggest.shape.size > EXECUTE_BELOW_ELEMENTS:
-        pytest.skip(f"planned and checked, not executed: {biggest.name} is {biggest.shape}, "
-                    f"over {EXECUTE_BELOW_ELEMENTS} elements")
-    try:
-        plan_checker(graph, plan)
-    except UnsupportedError as error:
-        pytest.skip(f"planned and checked, not executed: {error}")

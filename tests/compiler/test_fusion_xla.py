@@ -13,19 +13,14 @@ import numpy as np
 import pytest
 
 from compiler.cost import SolModel, get_device
-from compiler.errors import InputError, UnsupportedError
-from compiler.fusion.plan import check_plan
 from compiler.fusion.unfused import unfused
 from compiler.fusion.xla import MAX_OPERANDS_AND_OUTPUTS, xla_fusion
-from compiler.importers import load_graph, load_graphs
+from compiler.importers import load_graph
 from compiler.importers.hlo_text import import_hlo
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 JAX_MODULES = sorted(DATA.glob("hlo/*.hlo"))
 ONNX_EXPORTS = sorted(DATA.glob("onnx/*.onnx"))
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "xla"
-CORPUS_FILES = sorted(p for p in CORPUS.glob("*") if p.suffix in (".hlo", ".txt")
-                      and p.name != "print_indexing_test.hlo")  # invalid HLO, by design
 
 ADD = """
 add {
@@ -319,44 +314,3 @@ def test_onnx_exports_plan_correctly_and_no_slower_than_unfused(path, plan_check
 
 def test_the_test_data_is_there():
     assert len(JAX_MODULES) >= 12 and len(ONNX_EXPORTS) >= 8
-    assert len(CORPUS_FILES) >= 100, f"expected XLA's corpus in {CORPUS}"
-
-
-NOT_EXECUTED_OPS = {"rng", "rng-bit-generator", "rng-get-and-update-state", "infeed"}
-MAX_EXECUTED_BYTES = 256 << 20  # test_hlo.txt: one convolution over 1 GiB, a minute to run
-
-
-@pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: p.name)
-def test_xla_corpus_plans_keep_the_invariants_and_compute_the_graph(path, plan_checker,
-                                                                    run_report):
-    try:
-        graphs = load_graphs(str(path))
-    except InputError as error:
-        pytest.skip(f"not imported: {error}")
-    not_executed = []
-    for graph in graphs:
-        plan = xla_fusion(graph, SolModel(graph, get_device("h100")))
-        check_plan(graph, plan)
-        why_not = _why_not_executed(graph)
-        if why_not is None:
-            try:
-                plan_checker(graph, plan)
-            except UnsupportedError as error:
-                why_not = f"the interpreter cannot run it: {error}"
-        if why_not is not None:
-            not_executed.append(f"{path.name} ({graph.name}): xla plan checked, not executed: "
-                                f"{why_not}")
-    run_report.extend(not_executed)
-    if len(not_executed) == len(graphs):
-        pytest.skip("; ".join(not_executed))
-
-
-def _why_not_executed(graph) -> str | None:
-    if len(graph) >= 2000:
-        return f"{len(graph)} nodes"
-    random_ops = sorted({node.op for node in graph if node.op in NOT_EXECUTED_OPS})
-    if random_ops:
-        return f"it has {', '.join(random_ops)}"
-    if sum(node.shape.nbytes for node in graph) > MAX_EXECUTED_BYTES:
-        return f"its values take over {MAX_EXECUTED_BYTES >> 20} MiB"
-    return None
