@@ -1,0 +1,637 @@
+"""The elemental emitter: the CUDA C statements that compute one node's value at one index.
+
+Like XLA's elemental IR emitter, it asks for a node's value at a multi-index and recursively
+asks for the operands' values at the indices the op derives (index propagation through
+broadcast, reshape, transpose, slice, pad, concatenate, reverse, dynamic slices). Each
+(node, index) pair is computed once per thread and kept in a named local (the value cache);
+branches (pad, concatenate, dynamic-update-slice) and loops open a cache scope whose values
+are forgotten when it closes, since C locals declared there are not visible after it.
+
+Numerics are the reference interpreter's (compiler/ir/interpreter.py): f16/bf16 values live in
+`float` locals rounded to their type after every op; reductions accumulate in
+`accumulation_dtype` (f32 for 16-bit floats) and round once; integer arithmetic wraps (done in
+unsigned arithmetic, where C would call signed overflow undefined); XLA's rules for division by
+zero, shifts and float-to-int conversion come from helpers in fx_prelude.cuh.
+
+Schedules (emit.py) own the loops and the thread mapping; this module only writes the
+straight-line code inside them through a `Body`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import numpy as np
+
+from compiler.ir.dtypes import S32 as _S32, DType, accumulation_dtype
+from compiler.ir.graph import Graph, Node
+from compiler.ir.ops import OPS
+from compiler.codegen.indexing import Index, Ix, delinearize, linear_expr, linearize
+
+
+class CodegenUnsupported(Exception):
+    """The kernel uses something the generator cannot emit yet; the message says what."""
+
+
+# -- C types --------------------------------------------------------------------------------
+
+_INT_CTYPES = {("sint", 8): "int8_t", ("sint", 16): "int16_t", ("sint", 32): "int32_t",
+               ("sint", 64): "int64_t", ("uint", 8): "uint8_t", ("uint", 16): "uint16_t",
+               ("uint", 32): "uint32_t", ("uint", 64): "uint64_t"}
+
+
+def value_ctype(dtype: DType) -> str:
+    """The C type of a local holding a value of `dtype` (16-bit floats live in float)."""
+    if dtype.kind == "pred":
+        return "bool"
+    if dtype.is_float and dtype.name in ("f16", "bf16", "f32"):
+        return "float"
+    if dtype.name == "f64":
+        return "double"
+    if (dtype.kind, dtype.bits) in _INT_CTYPES:
+        return _INT_CTYPES[(dtype.kind, dtype.bits)]
+    raise CodegenUnsupported(f"no CUDA code for element type {dtype.name}")
+
+
+def storage_ctype(dtype: DType) -> str:
+    """The C type of an element in a buffer."""
+    if dtype.name == "f16":
+        return "__half"
+    if dtype.name == "bf16":
+        return "__nv_bfloat16"
+    return value_ctype(dtype)
+
+
+def _unsigned_ctype(dtype: DType) -> str:
+    return _INT_CTYPES[("uint", dtype.bits)]
+
+
+def _wide_unsigned(dtype: DType) -> str:
+    """The unsigned type integer arithmetic of `dtype` wraps in without undefined behaviour."""
+    return "uint64_t" if dtype.bits == 64 else "uint32_t"
+
+
+def _round(dtype: DType, expr: str) -> str:
+    """`expr` (computed in f32) rounded to a 16-bit float type; unchanged for other types."""
+    if dtype.name == "bf16":
+        return f"fx_round_bf16({expr})"
+    if dtype.name == "f16":
+        return f"fx_round_f16({expr})"
+    return expr
+
+
+def load_expr(dtype: DType, element: str) -> str:
+    if dtype.name == "bf16":
+        return f"__bfloat162float({element})"
+    if dtype.name == "f16":
+        return f"__half2float({element})"
+    return element
+
+
+def store_expr(dtype: DType, value: str) -> str:
+    if dtype.name == "bf16":
+        return f"__float2bfloat16_rn({value})"
+    if dtype.name == "f16":
+        return f"__float2half_rn({value})"
+    return value
+
+
+def literal(dtype: DType, value) -> str:
+    """A C literal of the value, exact for its dtype (16-bit floats as f32 literals)."""
+    if dtype.kind == "pred":
+        return "true" if bool(value) else "false"
+    if dtype.is_float:
+        double = dtype.name == "f64"
+        x = float(value)
+        if math.isnan(x):
+            return "FX_NAN_D" if double else "FX_NAN_F"
+        if math.isinf(x):
+            return ("-" if x < 0 else "") + ("FX_INF_D" if double else "FX_INF_F")
+        if double:
+            text = repr(x)
+        else:
+            text = f"{float(np.float32(x)):.9g}"
+        if not any(ch in text for ch in ".en"):
+            text += ".0"
+        return text if double else text + "f"
+    ctype = value_ctype(dtype)
+    v = int(value)
+    if dtype.bits == 64:
+        return f"{ctype}({v}{'ULL' if dtype.kind == 'uint' else 'LL'})"
+    if ctype == "int32_t":
+        return str(v) if v > -2**31 else f"int32_t({v}LL)"
+    return f"{ctype}({v})" if ctype != "int32_t" else str(v)
+
+
+def c_identifier(name: str) -> str:
+    text = re.sub(r"[^0-9A-Za-z_]", "_", name)
+    return text if text and not text[0].isdigit() else f"n_{text}"
+
+
+_REDUCER_FUNCTORS = {"add": "FxAdd", "multiply": "FxMul", "maximum": "FxMax",
+                     "minimum": "FxMin", "and": "FxAnd", "or": "FxOr", "xor": "FxXor"}
+
+
+def reducer_functor(reducer: str) -> str:
+    return _REDUCER_FUNCTORS[reducer]
+
+
+def reducer_identity(reducer: str, dtype: DType) -> str:
+    """The identity of the reducer in `dtype` (each thread starts from it; the init value is
+    combined once, at the end, so a non-identity init counts once as in the interpreter)."""
+    if reducer in ("add", "or", "xor"):
+        return literal(dtype, 0)
+    if reducer == "multiply":
+        return literal(dtype, 1)
+    if reducer == "and":
+        return literal(dtype, True if dtype.kind == "pred" else -1 if dtype.kind == "sint"
+                       else (1 << dtype.bits) - 1)
+    if dtype.is_float:
+        return literal(dtype, -math.inf if reducer == "maximum" else math.inf)
+    if dtype.kind == "pred":
+        return literal(dtype, reducer == "minimum")
+    low = -(1 << (dtype.bits - 1)) if dtype.kind == "sint" else 0
+    high = (1 << (dtype.bits - 1)) - 1 if dtype.kind == "sint" else (1 << dtype.bits) - 1
+    return literal(dtype, low if reducer == "maximum" else high)
+
+
+# -- elementwise ops ------------------------------------------------------------------------
+
+_FLOAT_UNARY = {
+    "exponential": "exp", "exponential-minus-one": "expm1", "log": "log",
+    "log-plus-one": "log1p", "sqrt": "sqrt", "cbrt": "cbrt", "tanh": "tanh", "sine": "sin",
+    "cosine": "cos", "tan": "tan", "erf": "erf", "acos": "acos", "acosh": "acosh",
+    "asin": "asin", "asinh": "asinh", "atan": "atan", "atanh": "atanh", "cosh": "cosh",
+    "sinh": "sinh", "abs": "fabs", "floor": "floor", "ceil": "ceil",
+    "round-nearest-afz": "round", "round-nearest-even": "rint",
+}
+_ARITHMETIC = {"add": "+", "subtract": "-", "multiply": "*"}
+_COMPARISONS = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
+
+
+def _math(dtype: DType, function: str, *args: str) -> str:
+    suffix = "" if dtype.name == "f64" else "f"
+    return f"{function}{suffix}({', '.join(args)})"
+
+
+def unary_expr(op: str, dtype: DType, x: str) -> str:
+    """C expression of a unary elementwise op on a value of `dtype` (the result's type)."""
+    if dtype.is_float:
+        one = literal(dtype, 1)
+        if op in _FLOAT_UNARY:
+            return _round(dtype, _math(dtype, _FLOAT_UNARY[op], x))
+        if op == "rsqrt":
+            return _round(dtype, f"{one} / {_math(dtype, 'sqrt', x)}")
+        if op == "logistic":
+            return _round(dtype, f"{one} / ({one} + {_math(dtype, 'exp', f'-{x}')})")
+        if op == "negate":
+            return f"-{x}"
+        if op == "sign":
+            return f"fx_sign({x})"
+        if op == "copy":
+            return x
+    elif dtype.kind == "pred":
+        if op == "not":
+            return f"!{x}"
+        if op in ("copy", "abs"):
+            return x
+    else:
+        ctype, unsigned = value_ctype(dtype), _unsigned_ctype(dtype)
+        if op == "negate":
+            return f"{ctype}({_wide_unsigned(dtype)}(0) - {_wide_unsigned(dtype)}({x}))"
+        if op == "abs":
+            return f"fx_iabs({x})"
+        if op == "not":
+            return f"{ctype}(~{x})"
+        if op == "sign":
+            return f"fx_sign({x})"
+        if op == "popcnt":
+            return f"{ctype}(fx_popcount<{unsigned}>({unsigned}({x})))"
+        if op == "count-leading-zeros":
+            return f"{ctype}(fx_count_leading_zeros<{unsigned}>({unsigned}({x})))"
+        if op == "copy":
+            return x
+    raise CodegenUnsupported(f"no CUDA code for {op} on {dtype.name}")
+
+
+def binary_expr(op: str, dtype: DType, a: str, b: str) -> str:
+    """C expression of a binary elementwise op whose operands and result have `dtype`."""
+    if dtype.is_float:
+        if op in _ARITHMETIC:
+            return _round(dtype, f"{a} {_ARITHMETIC[op]} {b}")
+        if op == "divide":
+            return _round(dtype, f"{a} / {b}")
+        if op == "remainder":
+            return _round(dtype, _math(dtype, "fmod", a, b))
+        if op == "power":
+            return _round(dtype, _math(dtype, "pow", a, b))
+        if op == "atan2":
+            return _round(dtype, _math(dtype, "atan2", a, b))
+        if op == "maximum":
+            return f"fx_max({a}, {b})"
+        if op == "minimum":
+            return f"fx_min({a}, {b})"
+    elif dtype.kind == "pred":
+        table = {"and": "&&", "or": "||", "xor": "!=", "maximum": "||", "minimum": "&&",
+                 "add": "||", "multiply": "&&"}
+        if op in table:
+            return f"({a} {table[op]} {b})"
+    else:
+        ctype, unsigned, wide = value_ctype(dtype), _unsigned_ctype(dtype), _wide_unsigned(dtype)
+        if op in _ARITHMETIC:
+            return f"{ctype}({wide}({a}) {_ARITHMETIC[op]} {wide}({b}))"
+        functions = {"divide": "fx_idiv", "remainder": "fx_irem", "maximum": "fx_max",
+                     "minimum": "fx_min", "power": "fx_ipow"}
+        if op in functions:
+            return f"{functions[op]}<{ctype}>({a}, {b})"
+        bitwise = {"and": "&", "or": "|", "xor": "^"}
+        if op in bitwise:
+            return f"{ctype}({a} {bitwise[op]} {b})"
+        shifts = {"shift-left": "fx_shl", "shift-right-logical": "fx_shr_logical",
+                  "shift-right-arithmetic": "fx_shr_arith"}
+        if op in shifts:
+            return f"{shifts[op]}<{ctype}, {unsigned}>({a}, {b})"
+    raise CodegenUnsupported(f"no CUDA code for {op} on {dtype.name}")
+
+
+def convert_expr(source: DType, target: DType, x: str) -> str:
+    """XLA's convert: to pred is x != 0; float -> int truncates, saturates, NaN -> 0."""
+    if target.kind == "pred":
+        return f"({x} != 0)"
+    if source == target or (source.name in ("f16", "bf16") and target.name == "f32"):
+        return x
+    target_ctype = value_ctype(target)
+    if target.is_float:
+        return _round(target, f"{target_ctype}({x})")
+    if source.is_float:
+        low = -(1 << (target.bits - 1)) if target.kind == "sint" else 0
+        high = (1 << (target.bits - 1)) - 1 if target.kind == "sint" else (1 << target.bits) - 1
+        return (f"fx_float_to_int<{target_ctype}>(double({x}), {float(low)!r}, "
+                f"{float(high)!r}, {target_ctype}({literal(target, low)}), "
+                f"{target_ctype}({literal(target, high)}))")
+    return f"{target_ctype}({x})"
+
+
+# -- the body: lines with the nodes they compute ---------------------------------------------
+
+
+@dataclass
+class Body:
+    """Lines of C inside a kernel, indented, each with the graph node it computes (or None)."""
+
+    lines: list[tuple[str, str | None]] = field(default_factory=list)
+    depth: int = 1
+
+    def line(self, text: str, node: str | None = None) -> None:
+        self.lines.append(("  " * self.depth + text, node))
+
+    @contextmanager
+    def block(self, opener: str, node: str | None = None, closer: str = "}") -> Iterator[None]:
+        self.line(opener, node)
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+            self.line(closer)
+
+
+# -- the emitter ----------------------------------------------------------------------------
+
+
+class Elemental:
+    """Computes node values at indices, writing statements into `body`.
+
+    `buffers` maps the kernel's input values (node names) to their C parameter names; any
+    other node must be one the kernel computes, or a scalar constant (inlined as a literal).
+    """
+
+    def __init__(self, graph: Graph, computed: set[str], buffers: dict[str, str], body: Body):
+        self.graph = graph
+        self.computed = computed
+        self.buffers = buffers
+        self.body = body
+        self.scopes: list[dict[tuple, str]] = [{}]
+        self.used_names: set[str] = set()
+
+    # -- names and scopes -----------------------------------------------------------------
+
+    def fresh(self, base: str) -> str:
+        base = c_identifier(base)
+        name, i = base, 1
+        while name in self.used_names:
+            name = f"{base}_{i}"
+            i += 1
+        self.used_names.add(name)
+        return name
+
+    @contextmanager
+    def scope(self) -> Iterator[None]:
+        self.scopes.append({})
+        try:
+            yield
+        finally:
+            self.scopes.pop()
+
+    def remember(self, node: str, index: Index, expr: str) -> None:
+        self.scopes[-1][(node, tuple(ix.c() for ix in index))] = expr
+
+    def _cached(self, node: str, index: Index) -> str | None:
+        key = (node, tuple(ix.c() for ix in index))
+        for scope in reversed(self.scopes):
+            if key in scope:
+                return scope[key]
+        return None
+
+    def new_index_local(self, expr: str, bound: int) -> str:
+        name = self.fresh("idx")
+        self.body.line(f"const int {name} = {expr};")
+        return name
+
+    def delinearize(self, linear: Ix, dims) -> Index:
+        return delinearize(linear, dims, self.new_index_local)
+
+    def linearize(self, index: Index, dims) -> Ix:
+        return linearize(index, dims, self.new_index_local)
+
+    def address(self, node: Node, index: Index) -> str:
+        """Offset of the element at `index` in the node's buffer, honouring its layout."""
+        shape = node.array_shape
+        major_to_minor = list(reversed(shape.minor_to_major))
+        physical = tuple(index[d] for d in major_to_minor)
+        return linear_expr(physical, [shape.dims[d] for d in major_to_minor])
+
+    # -- values ---------------------------------------------------------------------------
+
+    def value(self, name: str, index: Index) -> str:
+        """A C expression (a local or a literal) of node `name`'s value at `index`."""
+        cached = self._cached(name, index)
+        if cached is not None:
+            return cached
+        node = self.graph.nodes[name]
+        if node.op == "constant" and node.array_shape.size == 1 and node.attrs.get("value") \
+                is not None:
+            return literal(node.array_shape.dtype, np.asarray(node.attrs["value"]).reshape(-1)[0])
+        if name in self.buffers:
+            expr = self._load(node, index)
+        elif name in self.computed:
+            expr = self._compute(node, index)
+        else:
+            raise CodegenUnsupported(f"'{name}' is neither an input nor computed by the kernel")
+        self.remember(name, index, expr)
+        return expr
+
+    def declare(self, node: Node, expr: str) -> str:
+        local = self.fresh(node.name)
+        self.body.line(f"const {value_ctype(node.array_shape.dtype)} {local} = {expr};",
+                       node.name)
+        return local
+
+    def _load(self, node: Node, index: Index) -> str:
+        if node.shape.is_tuple:
+            raise CodegenUnsupported(f"input '{node.name}' is a tuple")
+        element = f"{self.buffers[node.name]}[{self.address(node, index)}]"
+        return self.declare(node, load_expr(node.array_shape.dtype, element))
+
+    def store(self, node: Node, buffer: str, index: Index) -> None:
+        value = self.value(node.name, index)
+        target = f"{buffer}[{self.address(node, index)}]"
+        self.body.line(f"{target} = {store_expr(node.array_shape.dtype, value)};", node.name)
+
+    def _compute(self, node: Node, index: Index) -> str:
+        op = node.op
+        if node.shape.is_tuple:
+            raise CodegenUnsupported(f"{op} '{node.name}' has a tuple shape")
+        handler = getattr(self, "_op_" + op.replace("-", "_"), None)
+        if handler is not None:
+            return handler(node, index)
+        dtype = node.array_shape.dtype
+        operands = node.operands
+        info = OPS.get(op)
+        if info is None or not info.is_elementwise:
+            raise CodegenUnsupported(f"no CUDA code for {op}")
+        if len(operands) == 1:
+            return self.declare(node, unary_expr(op, dtype, self.value(operands[0], index)))
+        a, b = (self.value(o, index) for o in operands)
+        return self.declare(node, binary_expr(op, dtype, a, b))
+
+    def _operand_dtype(self, node: Node, k: int = 0) -> DType:
+        return self.graph.nodes[node.operands[k]].array_shape.dtype
+
+    # elementwise with special shapes of arguments
+
+    def _op_compare(self, node: Node, index: Index) -> str:
+        dtype = self._operand_dtype(node)
+        if node.attrs.get("type") == "TOTALORDER" and dtype.is_float:
+            raise CodegenUnsupported("compare with type=TOTALORDER")
+        a, b = (self.value(o, index) for o in node.operands)
+        return self.declare(node, f"({a} {_COMPARISONS[node.attrs['direction']]} {b})")
+
+    def _op_is_finite(self, node: Node, index: Index) -> str:
+        return self.declare(node, f"isfinite({self.value(node.operands[0], index)})")
+
+    def _op_select(self, node: Node, index: Index) -> str:
+        predicate = self.graph.nodes[node.operands[0]].array_shape
+        p = self.value(node.operands[0], index if predicate.rank else ())
+        a, b = (self.value(o, index) for o in node.operands[1:])
+        return self.declare(node, f"{p} ? {a} : {b}")
+
+    def _op_clamp(self, node: Node, index: Index) -> str:
+        low, x, high = (self.value(o, index) for o in node.operands)
+        return self.declare(node, f"fx_min(fx_max({x}, {low}), {high})")
+
+    def _op_convert(self, node: Node, index: Index) -> str:
+        x = self.value(node.operands[0], index)
+        return self.declare(node, convert_expr(self._operand_dtype(node),
+                                               node.array_shape.dtype, x))
+
+    def _op_bitcast_convert(self, node: Node, index: Index) -> str:
+        source, target = self._operand_dtype(node), node.array_shape.dtype
+        if source.bits != target.bits or source.bits not in (32, 64) or \
+                self.graph.nodes[node.operands[0]].array_shape.dims != node.array_shape.dims:
+            raise CodegenUnsupported(f"bitcast-convert {source.name} -> {target.name}")
+        x = self.value(node.operands[0], index)
+        return self.declare(node, f"fx_bitcast<{value_ctype(target)}>({x})")
+
+    def _op_iota(self, node: Node, index: Index) -> str:
+        position = index[node.attrs["iota_dimension"]].c()
+        return self.declare(node, convert_expr(_S32, node.array_shape.dtype, f"({position})"))
+
+    # movement: the operand's index derived from the output's
+
+    def _op_copy(self, node: Node, index: Index) -> str:
+        return self.value(node.operands[0], index)
+
+    def _op_broadcast(self, node: Node, index: Index) -> str:
+        dims = node.attrs.get("dimensions", ())
+        return self.value(node.operands[0], tuple(index[d] for d in dims))
+
+    def _op_reshape(self, node: Node, index: Index) -> str:
+        source = self.graph.nodes[node.operands[0]].array_shape
+        linear = self.linearize(index, node.array_shape.dims)
+        return self.value(node.operands[0], self.delinearize(linear, source.dims))
+
+    def _op_bitcast(self, node: Node, index: Index) -> str:
+        """Logical index -> the target's physical order -> the source's physical order."""
+        source = self.graph.nodes[node.operands[0]].array_shape
+        target = node.array_shape
+        if source.dtype != target.dtype:
+            raise CodegenUnsupported("bitcast that changes the element type")
+        target_order = list(reversed(target.minor_to_major))
+        source_order = list(reversed(source.minor_to_major))
+        linear = self.linearize(tuple(index[d] for d in target_order),
+                                [target.dims[d] for d in target_order])
+        physical = self.delinearize(linear, [source.dims[d] for d in source_order])
+        logical: list[Ix] = [Ix.const(0)] * source.rank
+        for position, d in enumerate(source_order):
+            logical[d] = physical[position]
+        return self.value(node.operands[0], tuple(logical))
+
+    def _op_transpose(self, node: Node, index: Index) -> str:
+        operand: list[Ix] = [Ix.const(0)] * len(index)
+        for i, d in enumerate(node.attrs["dimensions"]):
+            operand[d] = index[i]
+        return self.value(node.operands[0], tuple(operand))
+
+    def _op_slice(self, node: Node, index: Index) -> str:
+        operand = tuple(ix.times(stride).plus(start)
+                        for ix, (start, _, stride) in zip(index, node.attrs["slice"]))
+        return self.value(node.operands[0], operand)
+
+    def _op_reverse(self, node: Node, index: Index) -> str:
+        dims = node.array_shape.dims
+        flipped = set(node.attrs["dimensions"])
+        operand = tuple(ix.times(-1).plus(dims[d] - 1) if d in flipped else ix
+                        for d, ix in enumerate(index))
+        return self.value(node.operands[0], operand)
+
+    def _branch_value(self, node: Node, arms: list[tuple[str | None, callable]]) -> str:
+        """`T v; if (cond0) { v = arm0(); } else if ... else { v = last(); }`: each arm computes
+        its value in its own cache scope, so nothing it reads out of bounds is evaluated."""
+        local = self.fresh(node.name)
+        self.body.line(f"{value_ctype(node.array_shape.dtype)} {local};", node.name)
+        for k, (condition, arm) in enumerate(arms):
+            if k == 0:
+                opener = f"if ({condition}) {{"
+            elif condition is None:
+                opener = "} else {"
+            else:
+                opener = f"}} else if ({condition}) {{"
+            if k > 0:
+                self.body.depth -= 1
+            self.body.line(opener, node.name)
+            self.body.depth += 1
+            with self.scope():
+                self.body.line(f"{local} = {arm()};", node.name)
+        self.body.depth -= 1
+        self.body.line("}")
+        return local
+
+    def _op_pad(self, node: Node, index: Index) -> str:
+        source = self.graph.nodes[node.operands[0]].array_shape
+        pad_value = self.value(node.operands[1], ())
+        conditions, operand = [], []
+        for ix, n, (low, high, interior) in zip(index, source.dims, node.attrs["padding"]):
+            shifted = ix.plus(-low)
+            step = interior + 1
+            if low > 0:
+                conditions.append(f"{shifted.c()} >= 0")
+            if interior > 0:
+                conditions.append(f"({shifted.c()}) % {step} == 0")
+                position = Ix.var(self.new_index_local(f"({shifted.c()}) / {step}",
+                                                       max(n, 1)), max(n, 1))
+            else:
+                position = shifted
+            if high > 0 or interior > 0:
+                conditions.append(f"{position.c()} < {n}")
+            operand.append(position)
+        if not conditions:
+            return self.value(node.operands[0], tuple(operand))
+        return self._branch_value(node, [
+            (" && ".join(conditions), lambda: self.value(node.operands[0], tuple(operand))),
+            (None, lambda: pad_value)])
+
+    def _op_concatenate(self, node: Node, index: Index) -> str:
+        axis = node.attrs["dimensions"][0]
+        arms, start = [], 0
+        for k, name in enumerate(node.operands):
+            size = self.graph.nodes[name].array_shape.dims[axis]
+            piece = tuple(ix.plus(-start) if d == axis else ix for d, ix in enumerate(index))
+            condition = None if k == len(node.operands) - 1 else f"{index[axis].c()} < " \
+                                                                 f"{start + size}"
+            arms.append((condition, lambda name=name, piece=piece: self.value(name, piece)))
+            start += size
+        if len(arms) == 1:
+            return arms[0][1]()
+        return self._branch_value(node, arms)
+
+    def _clamped_starts(self, node: Node, first: int, dims, sizes) -> list[str]:
+        """XLA clamps dynamic start indices so the window lies inside the operand."""
+        starts = []
+        for k, (n, size) in enumerate(zip(dims, sizes)):
+            raw = self.value(node.operands[first + k], ())
+            name = self.fresh(f"{node.name}_start{k}")
+            self.body.line(f"const int {name} = min(max(int({raw}), 0), {max(n - size, 0)});",
+                           node.name)
+            starts.append(name)
+        return starts
+
+    def _op_dynamic_slice(self, node: Node, index: Index) -> str:
+        source = self.graph.nodes[node.operands[0]].array_shape
+        starts = self._clamped_starts(node, 1, source.dims, node.array_shape.dims)
+        operand = tuple(Ix.var(self.new_index_local(f"{s} + {ix.c()}", n), n)
+                        for s, ix, n in zip(starts, index, source.dims))
+        return self.value(node.operands[0], operand)
+
+    def _op_dynamic_update_slice(self, node: Node, index: Index) -> str:
+        update = self.graph.nodes[node.operands[1]].array_shape
+        dims = node.array_shape.dims
+        starts = self._clamped_starts(node, 2, dims, update.dims)
+        inside = " && ".join(f"{ix.c()} >= {s} && {ix.c()} < {s} + {k}"
+                             for ix, s, k in zip(index, starts, update.dims)) or "true"
+
+        def from_update() -> str:
+            at = tuple(Ix.var(self.new_index_local(f"{ix.c()} - {s}", k), k)
+                       for ix, s, k in zip(index, starts, update.dims))
+            return self.value(node.operands[1], at)
+
+        return self._branch_value(node, [(inside, from_update),
+                                         (None, lambda: self.value(node.operands[0], index))])
+
+    # reductions, computed serially by one thread (schedules replace this for their hero)
+
+    def _op_reduce(self, node: Node, index: Index) -> str:
+        reducer = node.attrs.get("reducer")
+        if reducer is None or len(node.operands) != 2:
+            raise CodegenUnsupported("reduce with a general reducer")
+        source = self.graph.nodes[node.operands[0]].array_shape
+        reduced = sorted(node.attrs["dimensions"])
+        dtype = node.array_shape.dtype
+        acc_dtype = accumulation_dtype(dtype)
+        init = self.value(node.operands[1], ())
+        acc = self.fresh(f"{node.name}_acc")
+        self.body.line(f"{value_ctype(acc_dtype)} {acc} = {init};", node.name)
+        count = math.prod(source.dims[d] for d in reduced)
+        k = self.fresh("k")
+        with self.body.block(f"for (int {k} = 0; {k} < {count}; ++{k}) {{", node.name):
+            with self.scope():
+                inner = self.delinearize(Ix.var(k, count), [source.dims[d] for d in reduced])
+                operand = self.reduce_operand_index(node, index, inner)
+                x = self.value(node.operands[0], operand)
+                self.body.line(f"{acc} = {binary_expr(reducer, acc_dtype, acc, x)};", node.name)
+        return self.declare(node, _round(dtype, acc) if dtype != acc_dtype else acc)
+
+    def reduce_operand_index(self, node: Node, kept: Index, reduced: Index) -> Index:
+        """The operand index of a reduce from its output index and its reduced dims' index."""
+        source = self.graph.nodes[node.operands[0]].array_shape
+        dims = set(node.attrs["dimensions"])
+        kept_it, reduced_it = iter(kept), iter(reduced)
+        return tuple(next(reduced_it) if d in dims else next(kept_it)
+                     for d in range(source.rank))
+
+
+

@@ -1,0 +1,336 @@
+"""Render one kernel of a fusion plan as CUDA C, under one CodeGenPlan.
+
+The schedule (plan.py) owns the loops and the thread mapping; the elemental emitter
+(elemental.py) writes the straight-line code for each value inside them. The text follows
+notes/cuda_contract.md: `#include "fx_prelude.cuh"`, one `extern "C" __global__` function per
+kernel whose parameters are the input buffers (`const T* __restrict__`, in the kernel's input
+order; scalar constants are inlined instead) then the output buffers, sizes as constants,
+dynamic shared memory only through FX_SHARED_MEMORY. Every statement that computes a node ends
+with `// <node name>`, and `EmittedKernel.line_nodes` maps source lines to nodes (and
+`node_lines` back) for the UI.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from compiler.codegen.elemental import (Body, CodegenUnsupported, Elemental, _round,
+                                        c_identifier, reducer_functor, reducer_identity,
+                                        storage_ctype, value_ctype)
+from compiler.codegen.indexing import Index, Ix
+from compiler.codegen.plan import ROW_SCHEDULES, WARP, CodeGenPlan, row_split
+from compiler.fusion.plan import Kernel
+from compiler.ir.dtypes import accumulation_dtype
+from compiler.ir.graph import Graph, Node
+
+PRELUDE = "fx_prelude.cuh"
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str        # C parameter name
+    node: str        # the graph value it holds
+    dtype: str
+    dims: tuple[int, ...]
+    role: str        # "input" | "output"
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "node": self.node, "dtype": self.dtype,
+                "dims": list(self.dims), "role": self.role}
+
+
+@dataclass
+class EmittedKernel:
+    name: str
+    source: str
+    params: list[Param]
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_bytes: int
+    cooperative: bool
+    plan: CodeGenPlan | None
+    library: bool = False          # dot, convolution, ...: a library call, no generated code
+    line_nodes: dict[int, list[str]] = field(default_factory=dict)  # 1-based line -> nodes
+
+    @property
+    def node_lines(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for line, nodes in sorted(self.line_nodes.items()):
+            for node in nodes:
+                out.setdefault(node, []).append(line)
+        return out
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "source": self.source,
+                "params": [p.to_dict() for p in self.params], "grid": list(self.grid),
+                "block": list(self.block), "shared_bytes": self.shared_bytes,
+                "cooperative": self.cooperative, "library": self.library,
+                "plan": None if self.plan is None else self.plan.to_dict(),
+                "line_nodes": {str(k): v for k, v in self.line_nodes.items()}}
+
+
+def emit_kernel(graph: Graph, kernel: Kernel, plan: CodeGenPlan | None,
+                name: str) -> EmittedKernel:
+    """The CUDA source of `kernel` under `plan`; CodegenUnsupported names what is missing."""
+    if kernel.kind == "library":
+        return EmittedKernel(name=name, source="", params=[], grid=(0, 0, 0), block=(0, 0, 0),
+                             shared_bytes=0, cooperative=False, plan=None, library=True)
+    if plan is None:
+        raise ValueError("a generated kernel needs a CodeGenPlan")
+    name = c_identifier(name)
+    largest = max((graph.nodes[n].array_shape.size for n in (*kernel.computed, *kernel.inputs)
+                   if not graph.nodes[n].shape.is_tuple), default=0)
+    if largest >= 2**31:
+        raise CodegenUnsupported(f"arrays of {largest} elements need 64-bit indices")
+    params, buffers, outputs = _params(graph, kernel)
+    body = Body()
+    emitter = Elemental(graph, set(kernel.computed), buffers, body)
+    emitter.used_names.update(p.name for p in params)
+    output_nodes = [graph.nodes[n] for n in kernel.outputs]
+    if plan.schedule == "elementwise":
+        _elementwise(emitter, output_nodes, outputs, plan)
+    elif plan.schedule in ROW_SCHEDULES:
+        _rows(graph, kernel, emitter, output_nodes, outputs, plan)
+    else:
+        raise CodegenUnsupported(f"schedule {plan.schedule} is not implemented")
+    return _render(graph, kernel, plan, name, params, body)
+
+
+def _params(graph: Graph, kernel: Kernel) -> tuple[list[Param], dict[str, str], dict[str, str]]:
+    params: list[Param] = []
+    buffers: dict[str, str] = {}
+    outputs: dict[str, str] = {}
+    used: set[str] = set()
+
+    def unique(base: str) -> str:
+        name, i = c_identifier(base), 1
+        while name in used:
+            name = f"{c_identifier(base)}_{i}"
+            i += 1
+        used.add(name)
+        return name
+
+    for value in kernel.inputs:
+        node = graph.nodes[value]
+        if node.shape.is_tuple:
+            raise CodegenUnsupported(f"input '{value}' is a tuple")
+        if node.op == "constant" and node.array_shape.size == 1 and \
+                node.attrs.get("value") is not None:
+            continue  # inlined as a literal
+        buffers[value] = unique(value)
+        params.append(Param(buffers[value], value, node.array_shape.dtype.name,
+                            node.array_shape.dims, "input"))
+    for value in kernel.outputs:
+        node = graph.nodes[value]
+        if node.shape.is_tuple:
+            raise CodegenUnsupported(f"output '{value}' is a tuple")
+        outputs[value] = unique(value + "_out")
+        params.append(Param(outputs[value], value, node.array_shape.dtype.name,
+                            node.array_shape.dims, "output"))
+    return params, buffers, outputs
+
+
+def _render(graph: Graph, kernel: Kernel, plan: CodeGenPlan, name: str, params: list[Param],
+            body: Body) -> EmittedKernel:
+    from compiler.ir.dtypes import dtype as dtype_named
+
+    header = [f'#include "{PRELUDE}"', "",
+              f"// Kernel {kernel.name} ({kernel.kind}), schedule {plan.schedule}: "
+              f"{plan.block_size} threads x {plan.grid_size} blocks"
+              + (f", {plan.threads_per_row} threads per row" if plan.threads_per_row else "")
+              + (f", {plan.vector_width} elements per thread" if plan.vector_width > 1 else ""),
+              f"// Computes: {', '.join(kernel.nodes)}"]
+    if kernel.recomputed:
+        header.append(f"// Recomputes: {', '.join(kernel.recomputed)}")
+    header.append(f"// Writes: {', '.join(kernel.outputs)}")
+    signature = []
+    for p in params:
+        ctype = storage_ctype(dtype_named(p.dtype))
+        qualifier = "const " if p.role == "input" else ""
+        signature.append(f"    {qualifier}{ctype}* __restrict__ {p.name}")
+    lines = [(text, None) for text in header]
+    lines.append((f'extern "C" __global__ void __launch_bounds__({plan.block_size}) '
+                  f"{name}(", None))
+    lines.extend((text + ("," if k < len(signature) - 1 else ") {"), None)
+                 for k, text in enumerate(signature))
+    if not signature:
+        lines.append(("    ) {", None))
+    lines.extend(body.lines)
+    lines.append(("}", None))
+    text, line_nodes = [], {}
+    for number, (line, node) in enumerate(lines, start=1):
+        if node is not None:
+            line = f"{line}  // {node}"
+            line_nodes[number] = [node]
+        text.append(line)
+    return EmittedKernel(name=name, source="\n".join(text) + "\n", params=params,
+                         grid=(plan.grid_size, 1, 1), block=(plan.block_size, 1, 1),
+                         shared_bytes=plan.shared_bytes, cooperative=plan.cooperative,
+                         plan=plan, line_nodes=line_nodes)
+
+
+# -- elementwise ----------------------------------------------------------------------------
+
+
+def _elementwise(emitter: Elemental, output_nodes: list[Node], buffers: dict[str, str],
+                 plan: CodeGenPlan, groups_done: set[int] | None = None) -> None:
+    """Grid-stride loops, one per distinct output element count; each thread computes
+    `vector_width` consecutive elements per iteration, every output of that count at each."""
+    body = emitter.body
+    sizes: dict[int, list[Node]] = {}
+    for node in output_nodes:
+        sizes.setdefault(node.array_shape.size, []).append(node)
+    for size, nodes in sizes.items():
+        if groups_done is not None and size in groups_done:
+            continue
+        width = plan.vector_width if size % plan.vector_width == 0 else 1
+        i = emitter.fresh("i")
+        step = "gridDim.x * blockDim.x" + (f" * {width}" if width > 1 else "")
+        start = "blockIdx.x * blockDim.x + threadIdx.x"
+        start = f"({start}) * {width}" if width > 1 else start
+        body.line(f"// {', '.join(n.name for n in nodes)}: {size} elements")
+        with body.block(f"for (int {i} = {start}; {i} < {size}; {i} += {step}) {{"):
+            for lane in range(width):
+                with emitter.scope():
+                    if width == 1:
+                        element = i
+                    else:
+                        element = emitter.fresh(f"e{lane}")
+                        body.line(f"const int {element} = {i} + {lane};")
+                    linear = Ix.var(element, size)
+                    for node in nodes:
+                        index = emitter.delinearize(linear, node.array_shape.dims)
+                        emitter.store(node, buffers[node.name], index)
+
+
+# -- rows -----------------------------------------------------------------------------------
+
+
+def _split_index(emitter: Elemental, dims, rows: int, row: Ix, column: Ix) -> Index:
+    """Index of an element of an array with rows * row_length elements: row digits over the
+    leading dims whose product is `rows`, column digits over the rest (else via the linear
+    position, a local)."""
+    prefix = 1
+    for k, n in enumerate(dims):
+        if prefix == rows:
+            return emitter.delinearize(row, dims[:k]) + emitter.delinearize(column, dims[k:])
+        prefix *= n
+    if prefix == rows:
+        return emitter.delinearize(row, dims) + ()
+    total = math.prod(dims)
+    linear = emitter.new_index_local(f"{row.c()} * {total // rows} + {column.c()}", total)
+    return emitter.delinearize(Ix.var(linear, total), dims)
+
+
+def _rows(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes: list[Node],
+          buffers: dict[str, str], plan: CodeGenPlan) -> None:
+    """One row per `threads_per_row` threads, several rows per block when they are short.
+
+    For each reduction over the same rows, in graph order (a phase): the row's threads stride
+    over its columns accumulating in the accumulation type, combine with shuffles within a
+    warp and through shared memory across warps, and all end with the result, which later
+    phases and the epilogue find in the value cache at the row's index. Then the epilogue
+    writes the outputs with the reduction's input size (per column) and with its output size
+    (one thread per row). Outputs of other sizes get grid-stride loops after the row loop.
+    """
+    body = emitter.body
+    rows, length = plan.rows, plan.row_length
+    threads, per_block = plan.threads_per_row, plan.rows_per_block
+    reductions = [graph.nodes[n] for n in kernel.computed if graph.nodes[n].op == "reduce"
+                  and row_split(graph, n) == (rows, length)]
+    order = {name: k for k, name in enumerate(graph.nodes)}
+    reductions.sort(key=lambda n: order[n.name])
+    warps_per_row = threads // WARP
+    if warps_per_row > 1:
+        body.line("FX_SHARED_MEMORY(shared);")
+    body.line(f"const int t = threadIdx.x % {threads};  // thread within the row")
+    body.line(f"const int row_slot = threadIdx.x / {threads};")
+    emitter.used_names.update({"t", "row_slot", "r", "row_base", "c", "shared", "w"})
+    row_ix, column_ix = Ix.var("r", rows), Ix.var("c", length)
+    shared_offset = 0
+    loop = (f"for (int row_base = blockIdx.x * {per_block}; row_base < {rows}; "
+            f"row_base += gridDim.x * {per_block}) {{")
+    with body.block(loop), emitter.scope():
+        body.line("const int r = row_base + row_slot;")
+        for node in reductions:
+            shared_offset = _row_phase(graph, emitter, node, plan, row_ix, column_ix,
+                                       shared_offset)
+        wide = [n for n in output_nodes if n.array_shape.size == rows * length and length > 1]
+        narrow = [n for n in output_nodes if n.array_shape.size == rows and n not in wide]
+        if wide:
+            with body.block(f"if (r < {rows}) {{"), emitter.scope():
+                with body.block(f"for (int c = t; c < {length}; c += {threads}) {{"), \
+                        emitter.scope():
+                    for node in wide:
+                        index = _split_index(emitter, node.array_shape.dims, rows, row_ix,
+                                             column_ix)
+                        emitter.store(node, buffers[node.name], index)
+        if narrow:
+            with body.block(f"if (r < {rows} && t == 0) {{"), emitter.scope():
+                for node in narrow:
+                    index = emitter.delinearize(row_ix, node.array_shape.dims)
+                    emitter.store(node, buffers[node.name], index)
+    done = {rows * length, rows}
+    others = [n for n in output_nodes if n.array_shape.size not in done]
+    if others:
+        _elementwise(emitter, others, buffers, plan)
+
+
+def _row_phase(graph: Graph, emitter: Elemental, node: Node, plan: CodeGenPlan, row: Ix,
+               column: Ix, shared_offset: int) -> int:
+    body = emitter.body
+    rows, length, threads = plan.rows, plan.row_length, plan.threads_per_row
+    reducer = node.attrs["reducer"]
+    dtype = node.array_shape.dtype
+    acc_dtype = accumulation_dtype(dtype)
+    acc_ctype = value_ctype(acc_dtype)
+    shuffle_ctype = _shuffle_ctype(acc_ctype)
+    functor = reducer_functor(reducer)
+    identity = reducer_identity(reducer, acc_dtype)
+    acc = emitter.fresh(f"{node.name}_acc")
+    body.line(f"// {node.name}: {reducer} over each row of {length}")
+    body.line(f"{shuffle_ctype} {acc} = {identity};", node.name)
+    with body.block(f"if (r < {rows}) {{", node.name), emitter.scope():
+        with body.block(f"for (int c = t; c < {length}; c += {threads}) {{", node.name), \
+                emitter.scope():
+            source = graph.nodes[node.operands[0]].array_shape
+            kept = [n for d, n in enumerate(source.dims) if d not in node.attrs["dimensions"]]
+            reduced = [source.dims[d] for d in sorted(node.attrs["dimensions"])]
+            index = emitter.reduce_operand_index(
+                node, emitter.delinearize(row, kept), emitter.delinearize(column, reduced))
+            x = emitter.value(node.operands[0], index)
+            body.line(f"{acc} = {functor}()({acc}, {shuffle_ctype}({x}));", node.name)
+    width = min(threads, WARP)
+    body.line(f"{acc} = fx_group_allreduce({acc}, {width}, {functor}());", node.name)
+    if threads > WARP:
+        warps = threads // WARP
+        partial = emitter.fresh(f"{node.name}_partial")
+        body.line(f"{shuffle_ctype}* {partial} = reinterpret_cast<{shuffle_ctype}*>"
+                  f"(shared + {shared_offset}) + row_slot * {warps};", node.name)
+        body.line(f"if (t % {WARP} == 0) {partial}[t / {WARP}] = {acc};", node.name)
+        body.line("__syncthreads();", node.name)
+        body.line(f"{acc} = {identity};", node.name)
+        body.line(f"for (int w = 0; w < {warps}; ++w) {acc} = {functor}()({acc}, "
+                  f"{partial}[w]);", node.name)
+        body.line("__syncthreads();  // the partials are reused by the next row", node.name)
+        shared_offset += 8 * plan.rows_per_block * warps
+    init = emitter.value(node.operands[1], ())
+    combined = f"{functor}()({shuffle_ctype}({init}), {acc})"
+    result = emitter.declare(node, _round(dtype, f"{acc_ctype}({combined})")
+                             if dtype != acc_dtype else f"{acc_ctype}({combined})")
+    emitter.remember(node.name, emitter.delinearize(row, node.array_shape.dims), result)
+    return shared_offset
+
+
+def _shuffle_ctype(ctype: str) -> str:
+    """The type accumulators live in so warp shuffles can move them."""
+    if ctype in ("float", "double"):
+        return ctype
+    if ctype in ("int64_t",):
+        return "long long"
+    if ctype in ("uint64_t",):
+        return "unsigned long long"
+    if ctype in ("uint32_t", "uint16_t", "uint8_t"):
+        return "unsigned"
+    return "int"  # bool, int8/16/32
