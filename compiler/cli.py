@@ -11,12 +11,13 @@ import argparse
 import json
 import sys
 import zipfile
+from pathlib import Path
 
 import numpy as np
 
 from compiler.errors import InputError
 from compiler.fusion.explore import exploration_to_dict, explore, parse_strategies
-from compiler.fusion.report import format_exploration
+from compiler.fusion.report import format_codegen, format_exploration
 from compiler.importers import load_graphs, pick_module
 from compiler.ir.interpreter import InterpreterOptions, evaluate
 from compiler.ir.summary import format_summary, summarize
@@ -57,6 +58,28 @@ def _parser() -> argparse.ArgumentParser:
     explore.add_argument("--module", type=int, default=0, metavar="N",
                          help="which module of a multi-module HLO file (default 0)")
 
+    codegen = commands.add_parser(
+        "codegen", help="CUDA source per kernel, nvcc resources, optional CPU emulation",
+        description="Generate CUDA C for every kernel of the chosen strategies' plans, compile "
+                    "it with nvcc for the device's architecture and report registers, shared "
+                    "memory and spills. --emulate runs every kernel on the CPU emulator "
+                    "against the reference interpreter (on random inputs) and reports the "
+                    "largest error per kernel.")
+    codegen.add_argument("file", help="the graph file")
+    codegen.add_argument("--device", default="h100",
+                         help="device model: v100, a100, h100, h200, l4 (default h100)")
+    codegen.add_argument("--strategy", default="cost", metavar="all|unfused,xla,stitch,cost",
+                         help="strategies to generate code for (default cost)")
+    codegen.add_argument("--emulate", action="store_true",
+                         help="run every kernel on the CPU emulator against the interpreter")
+    codegen.add_argument("--out", metavar="DIR",
+                         help="write each kernel's source to DIR/<strategy>/<function>.cu")
+    codegen.add_argument("--json", action="store_true",
+                         help="one JSON object on stdout: the explore object plus per-kernel "
+                              "code fields")
+    codegen.add_argument("--module", type=int, default=0, metavar="N",
+                         help="which module of a multi-module HLO file (default 0)")
+
     run = commands.add_parser(
         "run", help="evaluate the graph with the reference interpreter",
         description="Evaluate the graph with the reference interpreter. Inputs are arg0..argN "
@@ -75,7 +98,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        command = {"inspect": _inspect, "explore": _explore, "run": _run}[args.command]
+        command = {"inspect": _inspect, "explore": _explore, "codegen": _codegen,
+                   "run": _run}[args.command]
         return command(args)
     except (InputError, ConfigurationError) as error:
         print(f"error: {error}", file=sys.stderr)
@@ -112,6 +136,37 @@ def _explore(args) -> int:
         sys.stdout.write("\n")
     else:
         print(format_exploration(result))
+    return 0
+
+
+def _codegen(args) -> int:
+    from compiler.codegen.stage import emulate, generate
+    from compiler.cost.devices import get_device
+    from compiler.ir.interpreter import evaluate_all
+    from compiler.runtime.inputs import random_inputs
+
+    strategies = parse_strategies(args.strategy)
+    graph, _ = _load(args)
+    device = get_device(args.device)
+    plans = explore(graph, args.device, strategies)
+    result = exploration_to_dict(summarize(graph), args.device, plans)
+    values = evaluate_all(graph, random_inputs(graph)) if args.emulate else None
+    for name, plan in plans.items():
+        codes = generate(graph, plan, device)
+        if values is not None:
+            emulate(graph, codes, values)
+        for entry, code in zip(result["strategies"][name]["kernels"], codes):
+            entry.update(code.fields())
+            if args.out and code.emitted is not None and code.emitted.source:
+                path = Path(args.out) / name / f"{code.function}.cu"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(code.emitted.source)
+                entry["source_path"] = str(path)
+    if args.json:
+        json.dump(result, sys.stdout)
+        sys.stdout.write("\n")
+    else:
+        print(format_codegen(result))
     return 0
 
 

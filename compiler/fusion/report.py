@@ -29,3 +29,27 @@ def format_exploration(result: dict, max_kernels: int = 40) -> str:
         lines.append(f"  decisions: {len(plan['decisions']) - refused} fused, {refused} refused "
                      "(--json lists them with reasons)")
     return "\n".join(lines)
+
+
+def format_codegen(result: dict) -> str:
+    """Per strategy, per kernel: schedule, launch, ptxas resources, emulation error."""
+    lines = [f"graph {result['graph']['name']}: device {result['device']}"]
+    for name, plan in result["strategies"].items():
+        lines += ["", f"== {name}: {plan['kernel_count']} kernels"]
+        lines.append(f"  {'function':28s} {'schedule':20s} {'block':>5s} {'grid':>7s} "
+                     f"{'regs':>4s} {'smem':>6s} {'spill':>5s} {'max err':>9s}  notes")
+        for k in plan["kernels"]:
+            if k["kind"] == "library":
+                lines.append(f"  {k['name']:28s} {'library call':20s}")
+                continue
+
+            def show(value, fmt):
+                return "-" if value is None else format(value, fmt)
+
+            lines.append(
+                f"  {(k['function'] or k['name']):28s} {(k['schedule'] or '-'):20s} "
+                f"{show(k['block_size'], '5d')} {show(k['grid_size'], '7d')} "
+                f"{show(k['registers'], '4d')} {show(k['shared_bytes'], '6d')} "
+                f"{show(k['spill_bytes'], '5d')} {show(k['max_abs_error'], '9.2e')}  "
+                f"{k['codegen_error'] or ''}"[:400])
+    return "\n".join(lines)

@@ -26,28 +26,7 @@ def pytest_terminal_summary(terminalreporter):
 
 import numpy as np  # noqa: E402
 
-
-def random_inputs(graph, seed: int = 0) -> list:
-    """Arguments for every parameter of `graph`: small values, so integer indices stay in
-    range often and exp() does not overflow."""
-    rng = np.random.default_rng(seed)
-    values = []
-    for node in graph.parameter_nodes():
-        shape = node.shape
-        if shape.is_tuple or not shape.dtype.is_array_type:
-            values.append(None)
-            continue
-        dtype = shape.dtype
-        if dtype.kind == "pred":
-            array = rng.random(shape.dims) < 0.5
-        elif dtype.is_integer:
-            array = rng.integers(0, 4, size=shape.dims)
-        elif dtype.kind == "complex":
-            array = rng.standard_normal(shape.dims) + 1j * rng.standard_normal(shape.dims)
-        else:
-            array = rng.standard_normal(shape.dims)
-        values.append(np.asarray(array).astype(dtype.numpy))
-    return values
+from compiler.runtime.inputs import random_inputs  # noqa: E402
 
 
 def assert_plan_computes_the_graph(graph, plan, inputs) -> None:

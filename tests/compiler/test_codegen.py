@@ -11,7 +11,6 @@ cannot emit yet are listed in the run report with the reason.
 from __future__ import annotations
 
 import collections
-import math
 from pathlib import Path
 
 import numpy as np
@@ -29,8 +28,7 @@ from compiler.fusion.plan import KernelSpec, build_plan
 from compiler.importers.hlo_text import import_hlo
 from compiler.ir.dtypes import dtype as dtype_named
 from compiler.ir.interpreter import evaluate_all
-
-from conftest import random_inputs
+from compiler.runtime.inputs import random_inputs
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "hlo"
 
@@ -355,3 +353,24 @@ def test_every_generated_kernel_of_every_plan_matches_the_interpreter(module, ru
     for reason, n in sorted(skipped.items()):
         run_report.append(f"codegen {module}: not generated ({n}): {reason}")
     assert not failures, failures
+
+
+def test_the_codegen_command_builds_and_emulates_every_kernel(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    root = Path(__file__).parents[2]
+    result = subprocess.run(
+        [sys.executable, "-m", "compiler", "codegen", str(DATA / "softmax.hlo"), "--strategy",
+         "xla,stitch", "--emulate", "--json", "--out", str(tmp_path)],
+        cwd=root, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    for strategy in ("xla", "stitch"):
+        for kernel in data["strategies"][strategy]["kernels"]:
+            assert kernel["codegen_error"] is None, kernel["codegen_error"]
+            assert kernel["registers"] > 0 and kernel["block_size"] > 0
+            assert kernel["max_abs_error"] is not None and kernel["max_abs_error"] < 1e-5
+            assert kernel["candidate_plans"] and kernel["schedule"]
+            assert Path(kernel["source_path"]).read_text().startswith('#include "fx_prelude.cuh"')

@@ -1,0 +1,99 @@
+"""The codegen stage of a fusion plan: CUDA source per kernel, built with nvcc, optionally
+checked on the CPU emulator against the reference interpreter.
+
+`generate(graph, plan, device)` returns one `KernelCode` per kernel: the candidate CodeGen
+plans, the chosen one, the emitted source, what ptxas reports for it (one nvcc batch for the
+whole plan), and — after `emulate(...)` — the largest error against the interpreter. A kernel
+the emitter cannot generate yet, or whose source does not compile, carries the reason in
+`error`; the rest of the plan still completes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from compiler.build import BuildResult, arch_for_device, build_kernels
+from compiler.codegen.check import PRELUDE_DIR, compare, emulate_kernel, max_abs_error
+from compiler.codegen.elemental import CodegenUnsupported, c_identifier
+from compiler.codegen.emit import EmittedKernel, emit_kernel
+from compiler.codegen.plan import CodeGenPlan, choose_plan, enumerate_plans
+from compiler.fusion.plan import FusionPlan, Kernel
+from compiler.ir.graph import Graph
+
+
+@dataclass
+class KernelCode:
+    kernel: Kernel
+    function: str                                   # the CUDA function's name
+    candidates: list[CodeGenPlan] = field(default_factory=list)
+    emitted: EmittedKernel | None = None
+    build: BuildResult | None = None
+    error: str | None = None                        # why there is no (working) code
+    max_abs_error: float | None = None              # after emulate()
+    mismatches: list = field(default_factory=list)
+
+    @property
+    def chosen(self) -> CodeGenPlan | None:
+        return self.emitted.plan if self.emitted else None
+
+    def fields(self) -> dict:
+        """The per-kernel fields `codegen --json` adds to the plan's kernel entry."""
+        emitted, build = self.emitted, self.build
+        generated = emitted is not None and not emitted.library
+        return {
+            "function": self.function if generated else None,
+            "schedule": self.chosen.schedule if self.chosen else None,
+            "codegen_plan": self.chosen.to_dict() if self.chosen else None,
+            "candidate_plans": [p.to_dict() for p in self.candidates],
+            "block_size": emitted.block[0] * emitted.block[1] * emitted.block[2]
+            if generated else None,
+            "grid_size": emitted.grid[0] * emitted.grid[1] * emitted.grid[2]
+            if generated else None,
+            "registers": build.registers if build and build.ok else None,
+            "shared_bytes": (emitted.shared_bytes + build.shared_static_bytes)
+            if generated and build and build.ok else None,
+            "spill_bytes": (build.spill_store_bytes + build.spill_load_bytes)
+            if build and build.ok else None,
+            "max_abs_error": self.max_abs_error,
+            "codegen_error": self.error,
+        }
+
+
+def generate(graph: Graph, plan: FusionPlan, device, arch: str | None = None) -> list[KernelCode]:
+    """Emit every kernel of `plan` and build the generated ones in one nvcc batch."""
+    arch = arch or arch_for_device(device.name)
+    codes = []
+    for kernel in plan.kernels:
+        code = KernelCode(kernel, c_identifier(f"{plan.strategy}_{kernel.name}"))
+        try:
+            if kernel.kind == "library":
+                code.emitted = emit_kernel(graph, kernel, None, code.function)
+            else:
+                code.candidates = enumerate_plans(graph, kernel)
+                code.emitted = emit_kernel(graph, kernel, choose_plan(code.candidates),
+                                           code.function)
+        except CodegenUnsupported as error:
+            code.error = f"not generated yet: {error}"
+        codes.append(code)
+    sources = {c.function: c.emitted.source for c in codes
+               if c.emitted is not None and not c.emitted.library}
+    if sources:
+        results = build_kernels(sources, arch, [str(PRELUDE_DIR)])
+        for code in codes:
+            if code.function in results:
+                code.build = results[code.function]
+                if not code.build.ok:
+                    code.error = f"does not compile (a codegen bug): {code.build.error}"
+    return codes
+
+
+def emulate(graph: Graph, codes: list[KernelCode], values: dict) -> None:
+    """Run every generated kernel on the CPU emulator with the interpreter's values of its
+    inputs (`values`: evaluate_all's result) and record the largest error of its outputs."""
+    for code in codes:
+        if code.emitted is None or code.emitted.library or code.error:
+            continue
+        got = emulate_kernel(graph, code.emitted, values)
+        code.max_abs_error = max((max_abs_error(v, values[n]) for n, v in got.items()),
+                                 default=0.0)
+        code.mismatches = compare(graph, got, values)
