@@ -48,15 +48,8 @@ def _parser() -> argparse.ArgumentParser:
                     "kernel's speed-of-light time on the device: unfused (one kernel per op), "
                     "xla (XLA's GPU fusion rules), stitch (AStitch's regional and global "
                     "stitching), cost (a cost-based search scored by the SOL model).")
-    explore.add_argument("file", help="the graph file")
-    explore.add_argument("--device", default="h100",
-                         help="device model: v100, a100, h100, h200, l4 (default h100)")
-    explore.add_argument("--strategy", default="all", metavar="all|unfused,xla,stitch,cost",
-                         help="strategies to run (default all)")
-    explore.add_argument("--json", action="store_true",
-                         help="one JSON object on stdout, with every kernel and the decision log")
-    explore.add_argument("--module", type=int, default=0, metavar="N",
-                         help="which module of a multi-module HLO file (default 0)")
+    _plan_arguments(explore, default_strategy="all",
+                    json_help="one JSON object on stdout, with every kernel and the decision log")
 
     codegen = commands.add_parser(
         "codegen", help="CUDA source per kernel, nvcc resources, optional CPU emulation",
@@ -65,20 +58,13 @@ def _parser() -> argparse.ArgumentParser:
                     "memory and spills. --emulate runs every kernel on the CPU emulator "
                     "against the reference interpreter (on random inputs) and reports the "
                     "largest error per kernel.")
-    codegen.add_argument("file", help="the graph file")
-    codegen.add_argument("--device", default="h100",
-                         help="device model: v100, a100, h100, h200, l4 (default h100)")
-    codegen.add_argument("--strategy", default="cost", metavar="all|unfused,xla,stitch,cost",
-                         help="strategies to generate code for (default cost)")
+    _plan_arguments(codegen, default_strategy="cost",
+                    json_help="one JSON object on stdout: the explore object plus per-kernel "
+                              "code fields")
     codegen.add_argument("--emulate", action="store_true",
                          help="run every kernel on the CPU emulator against the interpreter")
     codegen.add_argument("--out", metavar="DIR",
                          help="write each kernel's source to DIR/<strategy>/<function>.cu")
-    codegen.add_argument("--json", action="store_true",
-                         help="one JSON object on stdout: the explore object plus per-kernel "
-                              "code fields")
-    codegen.add_argument("--module", type=int, default=0, metavar="N",
-                         help="which module of a multi-module HLO file (default 0)")
 
     run = commands.add_parser(
         "run", help="evaluate the graph with the reference interpreter",
@@ -93,6 +79,20 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--module", type=int, default=0, metavar="N",
                      help="which module of a multi-module HLO file (default 0)")
     return parser
+
+
+def _plan_arguments(command: argparse.ArgumentParser, default_strategy: str,
+                    json_help: str) -> None:
+    """The arguments `explore` and `codegen` share."""
+    command.add_argument("file", help="the graph file")
+    command.add_argument("--device", default="h100",
+                         help="device model: v100, a100, h100, h200, l4 (default h100)")
+    command.add_argument("--strategy", default=default_strategy,
+                         metavar="all|unfused,xla,stitch,cost",
+                         help=f"strategies to run (default {default_strategy})")
+    command.add_argument("--json", action="store_true", help=json_help)
+    command.add_argument("--module", type=int, default=0, metavar="N",
+                         help="which module of a multi-module HLO file (default 0)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -43,6 +43,13 @@ def emulate_kernel(graph: Graph, emitted: EmittedKernel, values: dict) -> dict[s
     from compiler.runtime.emulate import compile_for_emulation
 
     module = compile_for_emulation(emitted.source, [emitted.name], [str(PRELUDE_DIR)])
+    return launch_emulated(graph, module, emitted, values)
+
+
+def launch_emulated(graph: Graph, module, emitted: EmittedKernel,
+                    values: dict) -> dict[str, np.ndarray]:
+    """Launch `emitted` from an emulated `module` on the interpreter's `values` of its inputs
+    (laid out in memory as the graph's layouts say); {output node: value}."""
     args, outputs = [], {}
     for param in emitted.params:
         shape = graph.nodes[param.node].array_shape

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compiler.codegen.check import PRELUDE_DIR, _from_memory, _to_memory, compare
+from compiler.codegen.check import PRELUDE_DIR, compare, launch_emulated
 from compiler.codegen.elemental import CodegenUnsupported
 from compiler.codegen.emit import emit_kernel
 from compiler.codegen.indexing import Ix, delinearize, linear_expr, linearize
@@ -26,7 +26,6 @@ from compiler.cost.sol import SolModel
 from compiler.fusion.grouping import FUSIBLE, node_role
 from compiler.fusion.plan import KernelSpec, build_plan
 from compiler.importers.hlo_text import import_hlo
-from compiler.ir.dtypes import dtype as dtype_named
 from compiler.ir.interpreter import evaluate_all
 from compiler.runtime.inputs import random_inputs
 
@@ -68,25 +67,8 @@ def run_emitted(graph, emitted_list, values):
         return {}
     source = "\n".join(e.source for e in emitted_list)
     module = compile_for_emulation(source, [e.name for e in emitted_list], [str(PRELUDE_DIR)])
-    results = {}
-    for emitted in emitted_list:
-        args, outputs = [], {}
-        for param in emitted.params:
-            shape = graph.nodes[param.node].array_shape
-            numpy_type = dtype_named(param.dtype).numpy
-            if param.role == "input":
-                value = np.asarray(values[param.node]).astype(numpy_type)
-                args.append(_to_memory(value, shape.minor_to_major))
-            else:
-                outputs[param.node] = np.zeros(shape.size, numpy_type)
-                args.append(outputs[param.node])
-        module.launch(emitted.name, emitted.grid, emitted.block, emitted.shared_bytes, args,
-                      cooperative=emitted.cooperative)
-        results[emitted.name] = {
-            name: _from_memory(flat, graph.nodes[name].array_shape.dims,
-                               graph.nodes[name].array_shape.minor_to_major)
-            for name, flat in outputs.items()}
-    return results
+    return {emitted.name: launch_emulated(graph, module, emitted, values)
+            for emitted in emitted_list}
 
 
 def check_all_plans(text: str, kind: str, dominant: str, expect_schedules: set[str]):
