@@ -1,0 +1,509 @@
+"""Run a fusion plan's kernels on a real GPU with CuPy: check them, time them.
+
+    ok, reason = gpu_available()          # (False, "no GPU: CuPy is not installed") here
+    run = run_plan(graph, plan, codes, inputs)   # GpuUnavailable(reason) without a GPU
+    run.kernels[0].measured_us, run.total_us, run.end_to_end
+
+Without a GPU nothing here returns a number: `GpuRunner()` and `run_plan` raise
+`GpuUnavailable` with the reason, and callers say "not measured: no GPU worker online".
+Importing this module never imports CuPy.
+
+How a plan runs (`run_plan`):
+1. Every kernel becomes a step, in plan order. A generated kernel loads its cubin (or, when
+   the cubin is for another architecture, its PTX, compiled by the driver) and is launched
+   with the EmittedKernel's grid, block and dynamic shared memory; a cooperative one through
+   CuPy's cooperative launch (cuLaunchCooperativeKernel), after checking that its grid is
+   co-resident, because CuPy would otherwise shrink the grid with only a warning. A library
+   dot runs as `cupy.einsum` following the dot's dimension numbers (cuBLAS underneath), then
+   is copied into the plan's buffer in the output's layout. Other library ops, bf16 dots
+   (CuPy has no bfloat16) and kernels with no code are steps that are not measured, with
+   the reason.
+2. Check: each step runs once on its own buffers, filled with the reference interpreter's
+   values of its inputs (as the CPU emulator does, so one kernel's rounding does not travel
+   into the next kernel's check), and its outputs are compared with the interpreter's using
+   `compiler.codegen.check.compare` (per-dtype tolerances).
+3. Time: each step alone, then the whole sequence, where every input some earlier step
+   writes is read from that step's output buffer (so the sequence sees the plan's real data
+   flow, L2 reuse between kernels included). Every timed run starts with the L2 flushed by
+   writing a buffer twice its size; a run is bracketed by CUDA events on the stream.
+   `Timing` keeps the samples with their median, minimum and coefficient of variation.
+
+Buffers are raw bytes on the device in the graph's memory layout (`minor_to_major`), so
+dtypes CuPy lacks (bf16, fp8) move through generated kernels unchanged.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from compiler.codegen.check import Mismatch, _from_memory, _to_memory, compare, max_abs_error
+from compiler.fusion.plan import FusionPlan, Kernel
+from compiler.ir.graph import Graph
+
+WARMUP_RUNS = 3
+TIMED_RUNS = 20
+# Without the opt-in attribute a kernel may use at most this much dynamic shared memory.
+DEFAULT_DYNAMIC_SHARED_LIMIT = 48 * 1024
+# cuda.h's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, where CuPy does not export it.
+_MAX_DYNAMIC_SHARED_ATTRIBUTE = 8
+# NumPy type characters CuPy has arrays of (bool, integers, f16/f32/f64, complex).
+_CUPY_TYPE_CHARS = set("?bBhHiIlLqQefdFD")
+
+
+class GpuUnavailable(RuntimeError):
+    """No GPU to run on; the message says why (no CuPy, no device, a driver error)."""
+
+
+class StepNotRunnable(Exception):
+    """A kernel this runner cannot run or measure; the message is the reason shown."""
+
+
+def gpu_available(device_index: int = 0) -> tuple[bool, str]:
+    """(True, device name) or (False, why not). Never raises."""
+    try:
+        import cupy
+    except ImportError:
+        return False, "no GPU: CuPy is not installed"
+    except Exception as error:  # noqa: BLE001 - a broken CUDA install must not crash callers
+        return False, f"no GPU: CuPy failed to import: {error}"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as error:  # noqa: BLE001 - CUDARuntimeError, or no driver at all
+        return False, f"no CUDA device found: {error}"
+    if count == 0:
+        return False, "no CUDA device found"
+    if not 0 <= device_index < count:
+        return False, f"no CUDA device {device_index}: {count} device(s) found"
+    try:
+        return True, _device_name(cupy, device_index)
+    except Exception as error:  # noqa: BLE001
+        return False, f"CUDA device {device_index} cannot be queried: {error}"
+
+
+def _device_name(cupy, device_index: int) -> str:
+    name = cupy.cuda.runtime.getDeviceProperties(device_index)["name"]
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+# -- timings ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Event-timed runs of one launch (or sequence), each after an L2 flush, microseconds."""
+
+    samples_us: tuple[float, ...]
+    warmup_runs: int
+
+    def __post_init__(self):
+        if not self.samples_us:
+            raise ValueError("a Timing needs at least one timed run")
+
+    @property
+    def runs(self) -> int:
+        return len(self.samples_us)
+
+    @property
+    def median_us(self) -> float:
+        return statistics.median(self.samples_us)
+
+    @property
+    def min_us(self) -> float:
+        return min(self.samples_us)
+
+    @property
+    def cv(self) -> float:
+        """Coefficient of variation: sample standard deviation over the mean (0 for one run)."""
+        mean = statistics.fmean(self.samples_us)
+        if len(self.samples_us) < 2 or mean == 0:
+            return 0.0
+        return statistics.stdev(self.samples_us) / mean
+
+    def to_dict(self) -> dict:
+        return {"median_us": self.median_us, "min_us": self.min_us, "cv": self.cv,
+                "runs": self.runs, "warmup_runs": self.warmup_runs,
+                "samples_us": list(self.samples_us)}
+
+
+# -- results ----------------------------------------------------------------------------------
+
+
+@dataclass
+class KernelRun:
+    """One plan kernel on the GPU: its check against the interpreter and its timing, or the
+    reason it was not run (`not_measured`)."""
+
+    kernel: str
+    kind: str
+    function: str | None = None       # the CUDA function, for generated kernels
+    timing: Timing | None = None
+    max_abs_error: float | None = None
+    mismatches: list[Mismatch] = field(default_factory=list)
+    not_measured: str | None = None
+
+    @property
+    def measured_us(self) -> float | None:
+        return self.timing.median_us if self.timing else None
+
+    def to_dict(self) -> dict:
+        return {"name": self.kernel, "kind": self.kind, "function": self.function,
+                "measured_us": self.measured_us,
+                "timing": self.timing.to_dict() if self.timing else None,
+                "max_abs_error": self.max_abs_error,
+                "mismatches": [vars(m) for m in self.mismatches],
+                "not_measured": self.not_measured}
+
+
+@dataclass
+class PlanRun:
+    strategy: str
+    device: str                       # the GPU's name, as the driver reports it
+    kernels: list[KernelRun]
+    end_to_end: Timing | None = None  # the whole sequence, launched back to back
+    not_measured: str | None = None   # why there is no total (some kernel not measured)
+
+    @property
+    def total_us(self) -> float | None:
+        """Sum of the kernels' medians, in plan order; None unless every kernel was measured."""
+        if self.not_measured is not None:
+            return None
+        return sum(k.timing.median_us for k in self.kernels)
+
+    @property
+    def mismatched(self) -> list[KernelRun]:
+        return [k for k in self.kernels if k.mismatches]
+
+    def to_dict(self) -> dict:
+        return {"strategy": self.strategy, "device": self.device, "total_us": self.total_us,
+                "end_to_end": self.end_to_end.to_dict() if self.end_to_end else None,
+                "not_measured": self.not_measured,
+                "kernels": [k.to_dict() for k in self.kernels]}
+
+
+# -- the runner -------------------------------------------------------------------------------
+
+
+class GpuRunner:
+    """One CUDA device: loads generated kernels, launches them and times launches."""
+
+    def __init__(self, device_index: int = 0):
+        available, reason = gpu_available(device_index)
+        if not available:
+            raise GpuUnavailable(reason)
+        import cupy
+        from cupy.cuda import function as cuda_function
+
+        self.cupy = cupy
+        self._module_type = cuda_function.Module
+        # What a failed CUDA call raises: the step is reported as not measured, with it.
+        self.cuda_errors = (cupy.cuda.driver.CUDADriverError,
+                            cupy.cuda.runtime.CUDARuntimeError)
+        self.device = cupy.cuda.Device(device_index)
+        self.device.use()
+        self.name = reason
+        attributes = self.device.attributes
+        self.l2_bytes = int(attributes["L2CacheSize"])
+        self.sm_count = int(attributes["MultiProcessorCount"])
+        self.cooperative_launch = bool(attributes.get("CooperativeLaunch", 0))
+        self.arch = f"sm_{self.device.compute_capability}"
+        # Writing twice the L2's size evicts every line the previous run left there.
+        self._flush = cupy.empty(max(2 * self.l2_bytes, 1), dtype=cupy.uint8)
+        self._functions: dict[tuple, object] = {}
+
+    # loading
+
+    def load(self, function: str, build) -> object:
+        """The CUDA function `function` from a BuildResult: its cubin when built for this
+        device's architecture, else (or when the driver refuses the cubin) its PTX, which
+        the driver compiles."""
+        if build is None or not build.ok:
+            raise StepNotRunnable("not measured: the kernel was not built")
+        # Plans of different graphs reuse function names: the binary is part of the key.
+        key = (function, build.cubin, build.ptx)
+        if key in self._functions:
+            return self._functions[key]
+        images, problems = [], []
+        if build.cubin and build.arch == self.arch:
+            images.append(("cubin", bytes(build.cubin)))
+        else:
+            problems.append(f"no cubin for {self.arch} (built for {build.arch})")
+        if build.ptx:
+            # CPython keeps bytes NUL-terminated, as cuModuleLoadData wants PTX text.
+            images.append(("PTX", build.ptx.encode()))
+        for kind, image in images:
+            module = self._module_type()
+            try:
+                module.load(image)
+            except self.cuda_errors as error:
+                problems.append(f"the driver refused the {kind}: {error}")
+                continue
+            self._functions[key] = module.get_function(function)
+            return self._functions[key]
+        raise StepNotRunnable(f"not measured: cannot load {function}: {'; '.join(problems)}")
+
+    # launching
+
+    def launcher(self, kernel, grid: tuple, block: tuple, shared_bytes: int, args: Sequence,
+                 cooperative: bool = False) -> Callable[[], None]:
+        """A function that launches `kernel` with `args` (device arrays, in parameter order)
+        on the current stream; StepNotRunnable when this launch cannot be made."""
+        driver = self.cupy.cuda.driver
+        threads = block[0] * block[1] * block[2]
+        if shared_bytes > DEFAULT_DYNAMIC_SHARED_LIMIT:
+            try:
+                attribute = getattr(driver, "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES",
+                                    _MAX_DYNAMIC_SHARED_ATTRIBUTE)
+                driver.funcSetAttribute(kernel.ptr, attribute, shared_bytes)
+            except Exception as error:  # noqa: BLE001
+                raise StepNotRunnable(f"not measured: {shared_bytes} bytes of dynamic shared "
+                                      f"memory are not available: {error}") from error
+        grid, block, args = tuple(grid), tuple(block), tuple(args)
+        if not cooperative:
+            return lambda: kernel(grid, block, args, shared_mem=shared_bytes)
+        if not self.cooperative_launch:
+            raise StepNotRunnable("not measured: this GPU does not support cooperative launches")
+        per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.ptr, threads,
+                                                                  shared_bytes)
+        blocks = grid[0] * grid[1] * grid[2]
+        if blocks > per_sm * self.sm_count:
+            raise StepNotRunnable(
+                f"not measured: cooperative grid of {blocks} blocks is not co-resident on this "
+                f"GPU ({per_sm} per SM x {self.sm_count} SMs)")
+        return lambda: kernel(grid, block, args, shared_mem=shared_bytes,
+                              enable_cooperative_groups=True)
+
+    def synchronize(self) -> None:
+        self.cupy.cuda.get_current_stream().synchronize()
+
+    # timing
+
+    def time(self, launch: Callable[[], None], warmup: int = WARMUP_RUNS,
+             runs: int = TIMED_RUNS) -> Timing:
+        """Warm-up runs, then `runs` runs each after an L2 flush, timed with CUDA events."""
+        cuda = self.cupy.cuda
+        for _ in range(warmup):
+            launch()
+        self.synchronize()
+        start, end = cuda.Event(), cuda.Event()
+        samples = []
+        for _ in range(runs):
+            self._flush.fill(0)
+            start.record()
+            launch()
+            end.record()
+            end.synchronize()
+            samples.append(cuda.get_elapsed_time(start, end) * 1e3)  # ms -> us
+        return Timing(tuple(samples), warmup)
+
+
+# -- running a plan ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Step:
+    """A runnable plan kernel: the same launch bound to its own buffers (`alone`, for the
+    check and its own timing) and to the plan's data flow (`chained`)."""
+
+    alone: Callable[[], None]
+    chained: Callable[[], None]
+    outputs: dict[str, object]        # output node -> its own device buffer (raw bytes)
+
+
+class _Buffers:
+    """Device buffers in the graph's layouts: uploads of the interpreter's values and the
+    output buffers steps write, which later steps read in the chained sequence."""
+
+    def __init__(self, cupy, graph: Graph, values: dict):
+        self.cupy, self.graph, self.values = cupy, graph, values
+        self.written: dict[str, object] = {}      # node -> output buffer of an earlier step
+
+    def numpy_type(self, node: str):
+        return self.graph.nodes[node].array_shape.dtype.numpy
+
+    def upload(self, node: str):
+        shape = self.graph.nodes[node].array_shape
+        value = np.asarray(self.values[node]).astype(self.numpy_type(node))
+        flat = _to_memory(value, shape.minor_to_major)
+        return self.cupy.asarray(flat.view(np.uint8))
+
+    def output(self, node: str):
+        shape = self.graph.nodes[node].array_shape
+        return self.cupy.zeros(shape.size * np.dtype(self.numpy_type(node)).itemsize,
+                               dtype=self.cupy.uint8)
+
+    def chained(self, node: str, alone):
+        """The buffer the chained sequence reads `node` from."""
+        return self.written.get(node, alone)
+
+    def download(self, node: str, buffer) -> np.ndarray:
+        shape = self.graph.nodes[node].array_shape
+        flat = self.cupy.asnumpy(buffer).view(self.numpy_type(node))
+        return _from_memory(flat, shape.dims, shape.minor_to_major)
+
+
+def run_plan(graph: Graph, plan: FusionPlan, codes: list, inputs: Sequence,
+             runner: GpuRunner | None = None, warmup: int = WARMUP_RUNS,
+             runs: int = TIMED_RUNS) -> PlanRun:
+    """Check and time every kernel of `plan` (codes: `codegen.stage.generate`'s KernelCode
+    per kernel, in plan order) on `inputs` (in parameter order); GpuUnavailable without a
+    GPU."""
+    if runner is None:
+        runner = GpuRunner()
+    if [code.kernel.name for code in codes] != [kernel.name for kernel in plan.kernels]:
+        raise ValueError(f"codes do not match the {plan.strategy} plan's kernels")
+    from compiler.ir.interpreter import evaluate_all
+
+    values = evaluate_all(graph, inputs)
+    buffers = _Buffers(runner.cupy, graph, values)
+    results, steps = [], []
+    for code in codes:
+        result = KernelRun(code.kernel.name, code.kernel.kind)
+        results.append(result)
+        try:
+            step = _prepare(runner, graph, code, buffers, result)
+            step.alone()
+            runner.synchronize()
+            got = {node: buffers.download(node, buffer) for node, buffer in step.outputs.items()}
+            result.max_abs_error = max((max_abs_error(v, values[n]) for n, v in got.items()),
+                                       default=0.0)
+            result.mismatches = compare(graph, got, values)
+            result.timing = runner.time(step.alone, warmup, runs)
+        except StepNotRunnable as reason:
+            result.not_measured = str(reason)
+            continue
+        except runner.cuda_errors as error:
+            result.not_measured = f"not measured: CUDA error: {error}"
+            continue
+        buffers.written.update(step.outputs)
+        steps.append(step)
+    missing = [r.kernel for r in results if r.timing is None]
+    run = PlanRun(plan.strategy, runner.name, results)
+    if missing:
+        run.not_measured = (f"not measured: {len(missing)} of {len(results)} kernels did not "
+                            f"run ({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''})")
+    else:
+        run.end_to_end = runner.time(lambda: [step.chained() for step in steps], warmup, runs)
+    return run
+
+
+def _prepare(runner: GpuRunner, graph: Graph, code, buffers: _Buffers,
+             result: KernelRun) -> _Step:
+    if code.error:
+        raise StepNotRunnable(f"not measured: {code.error}")
+    if code.emitted is None:
+        raise StepNotRunnable("not measured: no code was emitted")
+    if code.emitted.library:
+        return _library_step(runner, graph, code.kernel, buffers)
+    emitted = code.emitted
+    result.function = code.function
+    kernel = runner.load(emitted.name, code.build)
+    alone_args, chained_args, outputs = [], [], {}
+    for param in emitted.params:
+        if param.role == "input":
+            buffer = buffers.upload(param.node)
+            alone_args.append(buffer)
+            chained_args.append(buffers.chained(param.node, buffer))
+        else:
+            buffer = outputs[param.node] = buffers.output(param.node)
+            alone_args.append(buffer)
+            chained_args.append(buffer)
+    launch = [runner.launcher(kernel, emitted.grid, emitted.block, emitted.shared_bytes, args,
+                              emitted.cooperative) for args in (alone_args, chained_args)]
+    return _Step(alone=launch[0], chained=launch[1], outputs=outputs)
+
+
+# -- library kernels --------------------------------------------------------------------------
+
+
+def _library_step(runner: GpuRunner, graph: Graph, kernel: Kernel, buffers: _Buffers) -> _Step:
+    """A library dot through cupy.einsum; any other library op is not measured."""
+    (name,) = kernel.nodes
+    node = graph.nodes[name]
+    if node.op != "dot":
+        raise StepNotRunnable(f"not measured: the GPU runner has no library call for "
+                              f"{node.op}")
+    involved = [name, *kernel.inputs, *kernel.recomputed]
+    unsupported = sorted({graph.nodes[n].array_shape.dtype.name for n in involved
+                          if not _cupy_has(buffers.numpy_type(n))})
+    if unsupported:
+        raise StepNotRunnable(f"not measured: CuPy has no {', '.join(unsupported)} arrays for "
+                              f"the library dot")
+    cupy = runner.cupy
+    spec = _einsum_spec(node.attrs, *(graph.nodes[o].array_shape.rank for o in node.operands))
+    out_shape = node.array_shape
+    out_type = buffers.numpy_type(name)
+    compute_type = np.result_type(out_type, np.float32) if out_shape.dtype.is_float \
+        else np.dtype(out_type)
+    output = buffers.output(name)
+    out_order = tuple(reversed(out_shape.minor_to_major))
+    out_physical = output.view(out_type).reshape([out_shape.dims[d] for d in out_order])
+
+    def bind(memory: dict[str, object]) -> Callable[[], None]:
+        def logical(value: str):
+            if value in memory:
+                shape = graph.nodes[value].array_shape
+                order = tuple(reversed(shape.minor_to_major))
+                physical = memory[value].view(buffers.numpy_type(value))
+                physical = physical.reshape([shape.dims[d] for d in order])
+                return cupy.transpose(physical, tuple(np.argsort(order)))
+            view = graph.nodes[value]
+            return cupy.reshape(logical(view.operands[0]), view.array_shape.dims)
+
+        def launch() -> None:
+            lhs, rhs = (logical(o).astype(compute_type, copy=False) for o in node.operands)
+            product = cupy.einsum(spec, lhs, rhs).astype(out_type, copy=False)
+            out_physical[...] = cupy.transpose(product, out_order)
+        return launch
+
+    for view in kernel.recomputed:
+        _check_library_view(graph, view)
+    alone = {value: buffers.upload(value) for value in kernel.inputs}
+    chained = {value: buffers.chained(value, alone[value]) for value in kernel.inputs}
+    return _Step(alone=bind(alone), chained=bind(chained), outputs={name: output})
+
+
+def _cupy_has(numpy_type) -> bool:
+    return np.dtype(numpy_type).char in _CUPY_TYPE_CHARS
+
+
+def _check_library_view(graph: Graph, name: str) -> None:
+    """A reshape, or a bitcast that is one (row-major on both sides), read as a reshape."""
+    node = graph.nodes[name]
+    if node.op == "reshape":
+        return
+    source = graph.nodes[node.operands[0]].array_shape
+    if node.op == "bitcast" and _row_major(source) and _row_major(node.array_shape):
+        return
+    raise StepNotRunnable(f"not measured: the library dot reads '{name}' ({node.op}), which "
+                          f"the GPU runner cannot apply")
+
+
+def _row_major(shape) -> bool:
+    return tuple(shape.minor_to_major) == tuple(reversed(range(len(shape.dims))))
+
+
+def _einsum_spec(attrs: dict, lhs_rank: int, rhs_rank: int) -> str:
+    """The einsum of a dot_general: output dims are batch, lhs free, rhs free (as XLA)."""
+    letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    lhs: list = [None] * lhs_rank
+    rhs: list = [None] * rhs_rank
+    batch = list(zip(attrs.get("lhs_batch_dims", ()), attrs.get("rhs_batch_dims", ())))
+    contracting = zip(attrs.get("lhs_contracting_dims", ()), attrs.get("rhs_contracting_dims", ()))
+    for l_dim, r_dim in [*batch, *contracting]:
+        lhs[l_dim] = rhs[r_dim] = next(letters)
+    lhs_free = [d for d, label in enumerate(lhs) if label is None]
+    rhs_free = [d for d, label in enumerate(rhs) if label is None]
+    for labels, free in ((lhs, lhs_free), (rhs, rhs_free)):
+        for d in free:
+            labels[d] = next(letters)
+    output = [lhs[l_dim] for l_dim, _ in batch] + [lhs[d] for d in lhs_free] \
+        + [rhs[d] for d in rhs_free]
+    return f"{''.join(lhs)},{''.join(rhs)}->{''.join(output)}"
+
+
+__all__ = ["GpuRunner", "GpuUnavailable", "KernelRun", "PlanRun", "StepNotRunnable", "Timing",
+           "gpu_available", "run_plan"]
