@@ -10,12 +10,13 @@ that differs in its last bit can round the other way), integers and pred exactly
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from compiler.codegen.emit import EmittedKernel
+from compiler.codegen.emit import SCRATCH, EmittedKernel
 from compiler.ir.dtypes import dtype as dtype_named
 from compiler.ir.graph import Graph
 
@@ -26,13 +27,13 @@ TOLERANCES = {"f32": (1e-5, 1e-6), "f64": (1e-12, 1e-14), "bf16": (2.0 ** -7, 1e
               "f16": (2.0 ** -10, 1e-7)}
 
 
-def _to_memory(array: np.ndarray, minor_to_major) -> np.ndarray:
+def to_memory(array: np.ndarray, minor_to_major) -> np.ndarray:
     """The array's elements in buffer order for a layout (major-to-minor transpose)."""
     order = tuple(reversed(minor_to_major))
     return np.ascontiguousarray(np.transpose(array, order)).reshape(-1)
 
 
-def _from_memory(flat: np.ndarray, dims, minor_to_major) -> np.ndarray:
+def from_memory(flat: np.ndarray, dims, minor_to_major) -> np.ndarray:
     order = tuple(reversed(minor_to_major))
     physical = flat.reshape([dims[d] for d in order])
     return np.transpose(physical, np.argsort(order))
@@ -49,21 +50,28 @@ def emulate_kernel(graph: Graph, emitted: EmittedKernel, values: dict) -> dict[s
 def launch_emulated(graph: Graph, module, emitted: EmittedKernel,
                     values: dict) -> dict[str, np.ndarray]:
     """Launch `emitted` from an emulated `module` on the interpreter's `values` of its inputs
-    (laid out in memory as the graph's layouts say); {output node: value}."""
+    (laid out in memory as the graph's layouts say); {output node: value}. A globally stitched
+kernel's `scratch` parameter gets a zeroed buffer of its size, not read back."""
     args, outputs = [], {}
     for param in emitted.params:
+        if param.name == SCRATCH:
+            args.append(np.zeros(param.dims, np.uint8))
+            continue
         shape = graph.nodes[param.node].array_shape
         numpy_type = dtype_named(param.dtype).numpy
         if param.role == "input":
             value = np.asarray(values[param.node]).astype(numpy_type)
-            args.append(_to_memory(value, shape.minor_to_major))
+            args.append(to_memory(value, shape.minor_to_major))
         else:
             buffer = np.zeros(shape.size, numpy_type)
             outputs[param.node] = buffer
             args.append(buffer)
+    threads = math.prod(emitted.grid) * math.prod(emitted.block)
+    # The plan sized a cooperative grid to be co-resident on a GPU; the emulator runs it all.
     module.launch(emitted.name, emitted.grid, emitted.block, emitted.shared_bytes, args,
-                  cooperative=emitted.cooperative)
-    return {name: _from_memory(flat, graph.nodes[name].array_shape.dims,
+                  cooperative=emitted.cooperative,
+                  cooperative_thread_cap=threads if emitted.cooperative else None)
+    return {name: from_memory(flat, graph.nodes[name].array_shape.dims,
                                graph.nodes[name].array_shape.minor_to_major)
             for name, flat in outputs.items()}
 

@@ -317,8 +317,19 @@ class Elemental:
         self.body = body
         self.scopes: list[dict[tuple, str]] = [{}]
         self.used_names: set[str] = set()
+        self.tags: dict[str, str] = {}
 
     # -- names and scopes -----------------------------------------------------------------
+
+    def tag(self, name: str) -> str:
+        """The node's canonical C name: `v<k>_<op>` (`v<k>_load` for an input), k counting
+        the nodes in the order the kernel first touches them. Graph node names never reach the
+        source, so kernels of the same structure have the same text (and compile once);
+        `Body` keeps the node names in the line map instead."""
+        if name not in self.tags:
+            op = "load" if name in self.buffers else self.graph.nodes[name].op
+            self.tags[name] = f"v{len(self.tags)}_{c_identifier(op)}"
+        return self.tags[name]
 
     def fresh(self, base: str) -> str:
         base = c_identifier(base)
@@ -386,7 +397,7 @@ class Elemental:
         return expr
 
     def declare(self, node: Node, expr: str) -> str:
-        local = self.fresh(node.name)
+        local = self.fresh(self.tag(node.name))
         self.body.line(f"const {value_ctype(node.array_shape.dtype)} {local} = {expr};",
                        node.name)
         return local
@@ -512,7 +523,7 @@ class Elemental:
     def _branch_value(self, node: Node, arms: list[tuple[str | None, callable]]) -> str:
         """`T v; if (cond0) { v = arm0(); } else if ... else { v = last(); }`: each arm computes
         its value in its own cache scope, so nothing it reads out of bounds is evaluated."""
-        local = self.fresh(node.name)
+        local = self.fresh(self.tag(node.name))
         self.body.line(f"{value_ctype(node.array_shape.dtype)} {local};", node.name)
         for k, (condition, arm) in enumerate(arms):
             if k == 0:
@@ -574,7 +585,7 @@ class Elemental:
         starts = []
         for k, (n, size) in enumerate(zip(dims, sizes)):
             raw = self.value(node.operands[first + k], ())
-            name = self.fresh(f"{node.name}_start{k}")
+            name = self.fresh(f"{self.tag(node.name)}_start{k}")
             self.body.line(f"const int {name} = min(max(int({raw}), 0), {max(n - size, 0)});",
                            node.name)
             starts.append(name)
@@ -613,7 +624,7 @@ class Elemental:
         dtype = node.array_shape.dtype
         acc_dtype = accumulation_dtype(dtype)
         init = self.value(node.operands[1], ())
-        acc = self.fresh(f"{node.name}_acc")
+        acc = self.fresh(f"{self.tag(node.name)}_acc")
         self.body.line(f"{value_ctype(acc_dtype)} {acc} = {init};", node.name)
         count = math.prod(source.dims[d] for d in reduced)
         k = self.fresh("k")

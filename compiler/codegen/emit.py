@@ -5,13 +5,19 @@ The schedule (plan.py) owns the loops and the thread mapping; the elemental emit
 notes/cuda_contract.md: `#include "fx_prelude.cuh"`, one `extern "C" __global__` function per
 kernel whose parameters are the input buffers (`const T* __restrict__`, in the kernel's input
 order; scalar constants are inlined instead) then the output buffers, sizes as constants,
-dynamic shared memory only through FX_SHARED_MEMORY. Every statement that computes a node ends
-with `// <node name>`, and `EmittedKernel.line_nodes` maps source lines to nodes (and
-`node_lines` back) for the UI.
+dynamic shared memory only through FX_SHARED_MEMORY.
+
+No graph node name reaches the text: parameters are `in<k>`/`out<k>`, a node's local is its
+canonical tag `v<k>_<op>` (k counts nodes in the order the kernel first touches them), and the
+statement computing a node ends with `// <tag>`. So kernels of the same structure (the same
+block in every layer of a model) have the same source but for the function name, and the build
+compiles them once (compiler/build/nvcc.py, point 4). The node names live in
+`EmittedKernel.line_nodes` (source line -> nodes) and `node_lines` (node -> lines) for the UI.
 """
 
 from __future__ import annotations
 
+import collections
 import math
 from dataclasses import dataclass, field
 
@@ -19,12 +25,18 @@ from compiler.codegen.elemental import (Body, CodegenUnsupported, Elemental, _ro
                                         c_identifier, reducer_functor, reducer_identity,
                                         storage_ctype, value_ctype)
 from compiler.codegen.indexing import Index, Ix
-from compiler.codegen.plan import ROW_SCHEDULES, WARP, CodeGenPlan, row_split
+from compiler.codegen.plan import (COLUMN_SCHEDULE, ROW_SCHEDULES, WARP, CodeGenPlan,
+                                   column_reductions, column_split, global_reductions,
+                                   row_split)
 from compiler.fusion.plan import Kernel
 from compiler.ir.dtypes import accumulation_dtype
 from compiler.ir.graph import Graph, Node
 
 PRELUDE = "fx_prelude.cuh"
+# A globally stitched kernel's last parameter: `plan.scratch_bytes` bytes of global memory the
+# launch allocates (uninitialised is fine: phase 1 writes before the grid barrier, phase 2
+# reads after). Its role is "output" (a writable pointer) and its node "" (no graph value).
+SCRATCH = "scratch"
 
 
 @dataclass(frozen=True)
@@ -84,6 +96,8 @@ def emit_kernel(graph: Graph, kernel: Kernel, plan: CodeGenPlan | None,
     if largest >= 2**31:
         raise CodegenUnsupported(f"arrays of {largest} elements need 64-bit indices")
     params, buffers, outputs = _params(graph, kernel)
+    if plan.scratch_bytes:
+        params.append(Param(SCRATCH, "", "u8", (plan.scratch_bytes,), "output"))
     body = Body()
     emitter = Elemental(graph, set(kernel.computed), buffers, body)
     emitter.used_names.update(p.name for p in params)
@@ -92,25 +106,19 @@ def emit_kernel(graph: Graph, kernel: Kernel, plan: CodeGenPlan | None,
         _elementwise(emitter, output_nodes, outputs, plan)
     elif plan.schedule in ROW_SCHEDULES:
         _rows(graph, kernel, emitter, output_nodes, outputs, plan)
+    elif plan.schedule == COLUMN_SCHEDULE:
+        _columns(graph, kernel, emitter, output_nodes, outputs, plan, plan.dominant)
     else:
         raise CodegenUnsupported(f"schedule {plan.schedule} is not implemented")
-    return _render(graph, kernel, plan, name, params, body)
+    return _render(kernel, plan, name, params, emitter)
 
 
 def _params(graph: Graph, kernel: Kernel) -> tuple[list[Param], dict[str, str], dict[str, str]]:
+    """Inputs `in0, in1, ...` (scalar constants are inlined instead) then outputs `out0, ...`:
+    names by position, so kernels of the same structure have the same signature."""
     params: list[Param] = []
     buffers: dict[str, str] = {}
     outputs: dict[str, str] = {}
-    used: set[str] = set()
-
-    def unique(base: str) -> str:
-        name, i = c_identifier(base), 1
-        while name in used:
-            name = f"{c_identifier(base)}_{i}"
-            i += 1
-        used.add(name)
-        return name
-
     for value in kernel.inputs:
         node = graph.nodes[value]
         if node.shape.is_tuple:
@@ -118,32 +126,35 @@ def _params(graph: Graph, kernel: Kernel) -> tuple[list[Param], dict[str, str], 
         if node.op == "constant" and node.array_shape.size == 1 and \
                 node.attrs.get("value") is not None:
             continue  # inlined as a literal
-        buffers[value] = unique(value)
+        buffers[value] = f"in{len(buffers)}"
         params.append(Param(buffers[value], value, node.array_shape.dtype.name,
                             node.array_shape.dims, "input"))
     for value in kernel.outputs:
         node = graph.nodes[value]
         if node.shape.is_tuple:
             raise CodegenUnsupported(f"output '{value}' is a tuple")
-        outputs[value] = unique(value + "_out")
+        outputs[value] = f"out{len(outputs)}"
         params.append(Param(outputs[value], value, node.array_shape.dtype.name,
                             node.array_shape.dims, "output"))
     return params, buffers, outputs
 
 
-def _render(graph: Graph, kernel: Kernel, plan: CodeGenPlan, name: str, params: list[Param],
-            body: Body) -> EmittedKernel:
+def _render(kernel: Kernel, plan: CodeGenPlan, name: str, params: list[Param],
+            emitter: Elemental) -> EmittedKernel:
+    """The text: the header comment says only what is structural (kind, schedule, op counts),
+    each statement's comment names its value by its canonical tag, and the graph's node names
+    go into `line_nodes` alone."""
     from compiler.ir.dtypes import dtype as dtype_named
 
+    graph = emitter.graph
+    ops = collections.Counter(graph.nodes[n].op for n in kernel.computed)
     header = [f'#include "{PRELUDE}"', "",
-              f"// Kernel {kernel.name} ({kernel.kind}), schedule {plan.schedule}: "
+              f"// A {kernel.kind} kernel, schedule {plan.schedule}: "
               f"{plan.block_size} threads x {plan.grid_size} blocks"
               + (f", {plan.threads_per_row} threads per row" if plan.threads_per_row else "")
               + (f", {plan.vector_width} elements per thread" if plan.vector_width > 1 else ""),
-              f"// Computes: {', '.join(kernel.nodes)}"]
-    if kernel.recomputed:
-        header.append(f"// Recomputes: {', '.join(kernel.recomputed)}")
-    header.append(f"// Writes: {', '.join(kernel.outputs)}")
+              f"// {len(kernel.nodes)} nodes computed, {len(kernel.recomputed)} recomputed: "
+              + ", ".join(f"{op} {n}" for op, n in sorted(ops.items()))]
     signature = []
     for p in params:
         ctype = storage_ctype(dtype_named(p.dtype))
@@ -156,12 +167,12 @@ def _render(graph: Graph, kernel: Kernel, plan: CodeGenPlan, name: str, params: 
                  for k, text in enumerate(signature))
     if not signature:
         lines.append(("    ) {", None))
-    lines.extend(body.lines)
+    lines.extend(emitter.body.lines)
     lines.append(("}", None))
     text, line_nodes = [], {}
     for number, (line, node) in enumerate(lines, start=1):
         if node is not None:
-            line = f"{line}  // {node}"
+            line = f"{line}  // {emitter.tag(node)}"
             line_nodes[number] = [node]
         text.append(line)
     return EmittedKernel(name=name, source="\n".join(text) + "\n", params=params,
@@ -189,7 +200,7 @@ def _elementwise(emitter: Elemental, output_nodes: list[Node], buffers: dict[str
         step = "gridDim.x * blockDim.x" + (f" * {width}" if width > 1 else "")
         start = "blockIdx.x * blockDim.x + threadIdx.x"
         start = f"({start}) * {width}" if width > 1 else start
-        body.line(f"// {', '.join(n.name for n in nodes)}: {size} elements")
+        body.line(f"// {', '.join(buffers[n.name] for n in nodes)}: {size} elements")
         with body.block(f"for (int {i} = {start}; {i} < {size}; {i} += {step}) {{"):
             for lane in range(width):
                 with emitter.scope():
@@ -241,8 +252,15 @@ def _rows(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes: list[N
                   and row_split(graph, n) == (rows, length)]
     order = {name: k for k, name in enumerate(graph.nodes)}
     reductions.sort(key=lambda n: order[n.name])
+    second = global_reductions(graph, kernel) if plan.cooperative else []
+    scratch = _scratch_pointers(graph, emitter, reductions) if second else {}
+    if second:
+        late = {n.name for n in output_nodes if _depends_on(graph, n.name, set(second),
+                                                            set(kernel.computed))}
+        output_nodes, phase2 = ([n for n in output_nodes if n.name not in late],
+                                [n for n in output_nodes if n.name in late])
     warps_per_row = threads // WARP
-    if warps_per_row > 1:
+    if warps_per_row > 1 or second:
         body.line("FX_SHARED_MEMORY(shared);")
     body.line(f"const int t = threadIdx.x % {threads};  // thread within the row")
     body.line(f"const int row_slot = threadIdx.x / {threads};")
@@ -266,15 +284,40 @@ def _rows(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes: list[N
                         index = _split_index(emitter, node.array_shape.dims, rows, row_ix,
                                              column_ix)
                         emitter.store(node, buffers[node.name], index)
-        if narrow:
+        if narrow or scratch:
             with body.block(f"if (r < {rows} && t == 0) {{"), emitter.scope():
                 for node in narrow:
                     index = emitter.delinearize(row_ix, node.array_shape.dims)
                     emitter.store(node, buffers[node.name], index)
+                for node in reductions if scratch else ():
+                    index = emitter.delinearize(row_ix, node.array_shape.dims)
+                    emitter.store(node, scratch[node.name], index)
     done = {rows * length, rows}
     others = [n for n in output_nodes if n.array_shape.size not in done]
-    if others:
+    if second:
+        body.line("fx_grid_sync();  // every row's results are in scratch")
+        with emitter.scope():
+            saved = dict(emitter.buffers)
+            emitter.buffers.update(scratch)  # phase 2 reads the row results back
+            _columns(graph, kernel, emitter, others + phase2, buffers, plan, second[0])
+            emitter.buffers.clear()
+            emitter.buffers.update(saved)
+    elif others:
         _elementwise(emitter, others, buffers, plan)
+
+
+def _scratch_pointers(graph: Graph, emitter: Elemental, reductions: list[Node]) -> dict[str, str]:
+    """{row reduction: a typed pointer into scratch}, each slice 16-byte aligned."""
+    pointers, offset = {}, 0
+    for node in reductions:
+        shape = node.array_shape
+        ctype = storage_ctype(shape.dtype)
+        pointer = emitter.fresh(f"{emitter.tag(node.name)}_scratch")
+        emitter.body.line(f"{ctype}* {pointer} = reinterpret_cast<{ctype}*>({SCRATCH} + "
+                          f"{offset});", node.name)
+        pointers[node.name] = pointer
+        offset += -(-shape.size * shape.dtype.bits // 8 // 16) * 16
+    return pointers
 
 
 def _row_phase(graph: Graph, emitter: Elemental, node: Node, plan: CodeGenPlan, row: Ix,
@@ -288,8 +331,8 @@ def _row_phase(graph: Graph, emitter: Elemental, node: Node, plan: CodeGenPlan, 
     shuffle_ctype = _shuffle_ctype(acc_ctype)
     functor = reducer_functor(reducer)
     identity = reducer_identity(reducer, acc_dtype)
-    acc = emitter.fresh(f"{node.name}_acc")
-    body.line(f"// {node.name}: {reducer} over each row of {length}")
+    acc = emitter.fresh(f"{emitter.tag(node.name)}_acc")
+    body.line(f"// {emitter.tag(node.name)}: {reducer} over each row of {length}")
     body.line(f"{shuffle_ctype} {acc} = {identity};", node.name)
     with body.block(f"if (r < {rows}) {{", node.name), emitter.scope():
         with body.block(f"for (int c = t; c < {length}; c += {threads}) {{", node.name), \
@@ -305,7 +348,7 @@ def _row_phase(graph: Graph, emitter: Elemental, node: Node, plan: CodeGenPlan, 
     body.line(f"{acc} = fx_group_allreduce({acc}, {width}, {functor}());", node.name)
     if threads > WARP:
         warps = threads // WARP
-        partial = emitter.fresh(f"{node.name}_partial")
+        partial = emitter.fresh(f"{emitter.tag(node.name)}_partial")
         body.line(f"{shuffle_ctype}* {partial} = reinterpret_cast<{shuffle_ctype}*>"
                   f"(shared + {shared_offset}) + row_slot * {warps};", node.name)
         body.line(f"if (t % {WARP} == 0) {partial}[t / {WARP}] = {acc};", node.name)
@@ -334,3 +377,108 @@ def _shuffle_ctype(ctype: str) -> str:
     if ctype in ("uint32_t", "uint16_t", "uint8_t"):
         return "unsigned"
     return "int"  # bool, int8/16/32
+
+
+# -- columns --------------------------------------------------------------------------------
+
+
+def _depends_on(graph: Graph, name: str, targets: set[str], within: set[str]) -> bool:
+    """Whether the kernel's value `name` reads any of `targets` (through nodes in `within`)."""
+    stack, seen = [name], set()
+    while stack:
+        current = stack.pop()
+        if current in targets:
+            return True
+        if current in seen or current not in within:
+            continue
+        seen.add(current)
+        stack.extend(graph.nodes[current].operands)
+    return False
+
+
+def _columns(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes: list[Node],
+             buffers: dict[str, str], plan: CodeGenPlan, dominant_name: str) -> None:
+    """A tile of `column_tile` columns per block, `groups` row groups striding over the rows.
+
+    Thread (x, g) accumulates column `col` = tile + x over rows g, g + groups, ... for every
+    reduction of the loop, writing the outputs of the operand's shape that do not read a
+    reduction as it goes; the row groups' partials meet in shared memory, where row group 0
+    combines them and writes the outputs of the reduction's size. Outputs of other sizes,
+    or reading a reduction at every element, get grid-stride loops after the column loop.
+    """
+    body = emitter.body
+    columns, length = column_split(graph, dominant_name)
+    tile = plan.column_tile
+    groups = plan.block_size // tile
+    dominant = graph.nodes[dominant_name]
+    reductions = [graph.nodes[n] for n in column_reductions(graph, kernel, dominant_name)]
+    source = graph.nodes[dominant.operands[0]].array_shape
+    reduced_dims = sorted(dominant.attrs["dimensions"])
+    kept_dims = [n for d, n in enumerate(source.dims) if d not in reduced_dims]
+    names = {n.name for n in reductions}
+    computed = set(kernel.computed)
+    wide = [n for n in output_nodes if n.array_shape.dims == source.dims and length > 1
+            and n.name not in names and not _depends_on(graph, n.name, names, computed)]
+    narrow = [n for n in output_nodes if n.array_shape.size == columns and n not in wide]
+    if groups > 1 and "shared" not in emitter.used_names:
+        body.line("FX_SHARED_MEMORY(shared);")
+    body.line(f"const int x = threadIdx.x % {tile};  // column within the tile")
+    body.line(f"const int g = threadIdx.x / {tile};  // row group")
+    emitter.used_names.update({"x", "g", "tile", "col", "j", "shared", "w"})
+    column_ix, row_ix = Ix.var("col", columns), Ix.var("j", length)
+    loop = (f"for (int tile = blockIdx.x * {tile}; tile < {columns}; "
+            f"tile += gridDim.x * {tile}) {{")
+    with body.block(loop), emitter.scope():
+        body.line("const int col = tile + x;")
+        accumulators = []
+        for node in reductions:
+            acc_ctype = _shuffle_ctype(value_ctype(accumulation_dtype(node.array_shape.dtype)))
+            acc = emitter.fresh(f"{emitter.tag(node.name)}_acc")
+            identity = reducer_identity(node.attrs["reducer"],
+                                        accumulation_dtype(node.array_shape.dtype))
+            body.line(f"{acc_ctype} {acc} = {identity};", node.name)
+            accumulators.append((node, acc, acc_ctype, identity))
+        with body.block(f"if (col < {columns}) {{"), emitter.scope():
+            with body.block(f"for (int j = g; j < {length}; j += {groups}) {{"), \
+                    emitter.scope():
+                index = emitter.reduce_operand_index(
+                    dominant, emitter.delinearize(column_ix, kept_dims),
+                    emitter.delinearize(row_ix, [source.dims[d] for d in reduced_dims]))
+                for node, acc, acc_ctype, _ in accumulators:
+                    x = emitter.value(node.operands[0], index)
+                    body.line(f"{acc} = {reducer_functor(node.attrs['reducer'])}()({acc}, "
+                              f"{acc_ctype}({x}));", node.name)
+                for node in wide:
+                    emitter.store(node, buffers[node.name], index)
+        if groups > 1:
+            partials = []
+            for k, (node, acc, acc_ctype, _) in enumerate(accumulators):
+                partial = emitter.fresh(f"{emitter.tag(node.name)}_partial")
+                body.line(f"{acc_ctype}* {partial} = reinterpret_cast<{acc_ctype}*>"
+                          f"(shared + {8 * plan.block_size * k});", node.name)
+                body.line(f"{partial}[threadIdx.x] = {acc};", node.name)
+                partials.append(partial)
+            body.line("__syncthreads();")
+            for (node, acc, acc_ctype, identity), partial in zip(accumulators, partials):
+                functor = reducer_functor(node.attrs["reducer"])
+                body.line(f"{acc} = {identity};", node.name)
+                body.line(f"for (int w = 0; w < {groups}; ++w) {acc} = {functor}()({acc}, "
+                          f"{partial}[w * {tile} + x]);", node.name)
+            body.line("__syncthreads();  // the partials are reused by the next tile")
+        for node, acc, acc_ctype, _ in accumulators:
+            dtype, acc_dtype = node.array_shape.dtype, accumulation_dtype(node.array_shape.dtype)
+            init = emitter.value(node.operands[1], ())
+            combined = f"{reducer_functor(node.attrs['reducer'])}()({acc_ctype}({init}), {acc})"
+            value = f"{value_ctype(acc_dtype)}({combined})"
+            result = emitter.declare(node, _round(dtype, value) if dtype != acc_dtype else value)
+            emitter.remember(node.name, emitter.delinearize(column_ix, node.array_shape.dims),
+                             result)
+        if narrow:
+            with body.block(f"if (col < {columns} && g == 0) {{"), emitter.scope():
+                for node in narrow:
+                    emitter.store(node, buffers[node.name],
+                                  emitter.delinearize(column_ix, node.array_shape.dims))
+    others = [n for n in output_nodes if n not in wide and n not in narrow]
+    if others:
+        _elementwise(emitter, others, buffers, plan)
+

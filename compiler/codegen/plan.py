@@ -17,12 +17,27 @@ Schedules:
   kernel over the same rows is one phase; its result is known to all threads of the row, so
   later phases and the elementwise epilogue over the row read it (regional stitching): used
   for `input` and `stitch-regional` kernels alike.
+- "column-reduce": the dominant reduction keeps an inner dimension (reduced dims outermost or
+  interleaved: a bias gradient summing over the batch). A block owns a tile of
+  `column_tile` consecutive output elements ("columns", 32 when there are that many) and
+  `block_size / column_tile` row groups; each thread strides over the reduced elements
+  ("rows") of its column, so a warp's loads of one row are consecutive, and the row groups
+  combine through shared memory. Every reduction over the same operand shape and dimensions
+  shares the loop, and outputs of the operand's shape are written in it.
+- Global stitching (a `stitch-global` kernel with a row schedule whose kernel also reduces
+  over the rows, as layer norm's backward pass sums gamma's and beta's gradients over the
+  batch): `cooperative` plans. Phase 1 is the row schedule; it writes each row reduction's
+  result to a global scratch buffer. `fx_grid_sync()`; phase 2 is the column schedule over the
+  column reductions, reading the row results from scratch instead of recomputing them. The
+  grid is capped at `COOPERATIVE_GRID` blocks (and `COOPERATIVE_THREADS`) so that every block
+  is resident at once (the fuser's one-wave bound is larger; both phases are grid-stride
+  loops, so any grid is right).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from compiler.fusion.plan import Kernel
 from compiler.ir.graph import Graph
@@ -34,6 +49,14 @@ WARP = 32
 MAX_GRID = 65535
 
 ROW_SCHEDULES = ("row-reduce-warp", "row-reduce-multirow", "row-reduce-block")
+COLUMN_SCHEDULE = "column-reduce"
+COLUMN_BLOCK_SIZES = (64, 128, 256, 512, 1024)
+# One block per SM of the smallest GPU the explorer targets (an L4 has 58 SMs): co-resident
+# anywhere at the block sizes used, whatever the registers.
+COOPERATIVE_GRID = 58
+# ... and at most this many threads in all: the CPU emulator runs a cooperative grid's threads
+# as fibers all at once, so larger grids cannot be checked there (see the report's "left").
+COOPERATIVE_THREADS = 8192
 
 
 @dataclass(frozen=True)
@@ -47,8 +70,11 @@ class CodeGenPlan:
     rows_per_block: int = 0    # row schedules: block_size // threads_per_row
     shared_bytes: int = 0      # dynamic shared memory the launch passes
     rows: int = 0              # row schedules: number of rows (reduce output elements)
-    row_length: int = 0        # row schedules: elements reduced into each
-    cooperative: bool = False
+    row_length: int = 0        # row and column schedules: elements reduced into each output
+    columns: int = 0           # column schedule: reduce output elements
+    column_tile: int = 0       # column schedule: columns per block (block_size / row groups)
+    cooperative: bool = False   # launched cooperatively: the kernel calls fx_grid_sync()
+    scratch_bytes: int = 0      # global scratch the launch allocates (the `scratch` parameter)
 
     def key(self) -> str:
         return ",".join(f"{k}={v}" for k, v in asdict(self).items())
@@ -69,6 +95,19 @@ def row_split(graph: Graph, reduce_name: str) -> tuple[int, int] | None:
         return None
     length = math.prod(source.dims[d] for d in dims)
     return math.prod(source.dims) // max(length, 1), length
+
+
+def column_split(graph: Graph, reduce_name: str) -> tuple[int, int] | None:
+    """(columns, reduced length) of a reduce whose reduced dimensions are not all innermost
+    (those are rows: `row_split`), else None."""
+    node = graph.nodes[reduce_name]
+    if node.op != "reduce" or node.attrs.get("reducer") is None or len(node.operands) != 2:
+        return None
+    if row_split(graph, reduce_name) is not None:
+        return None
+    source = graph.nodes[node.operands[0]].array_shape
+    length = math.prod(source.dims[d] for d in node.attrs["dimensions"])
+    return node.array_shape.size, length
 
 
 def _elementwise_size(graph: Graph, kernel: Kernel) -> int:
@@ -107,12 +146,17 @@ def enumerate_plans(graph: Graph, kernel: Kernel) -> list[CodeGenPlan]:
                 options.append(("row-reduce-multirow", max(2, _next_power_of_two(length))))
             for schedule, threads in options:
                 per_block = block // threads
-                plans.append(CodeGenPlan(
+                plan = CodeGenPlan(
                     schedule=schedule, dominant=dominant, block_size=block,
                     grid_size=max(1, min(MAX_GRID, -(-rows // per_block))),
                     threads_per_row=threads, rows_per_block=per_block,
                     shared_bytes=_row_shared_bytes(graph, kernel, per_block, threads),
-                    rows=rows, row_length=length))
+                    rows=rows, row_length=length)
+                plans.append(_globally_stitched(graph, kernel, plan))
+    columns = column_split(graph, dominant) if kernel.kind in (
+        "input", "stitch-regional", "stitch-global") else None
+    if columns is not None:
+        plans.extend(_column_plans(graph, kernel, dominant, *columns))
     size = _elementwise_size(graph, kernel)
     for block in BLOCK_SIZES:
         for width in VECTOR_WIDTHS:
@@ -124,6 +168,65 @@ def enumerate_plans(graph: Graph, kernel: Kernel) -> list[CodeGenPlan]:
     return plans
 
 
+def global_reductions(graph: Graph, kernel: Kernel) -> list[str]:
+    """The reductions a row-scheduled `stitch-global` kernel leaves to its second phase: the
+    first column reduction and those sharing its loop."""
+    if kernel.kind != "stitch-global":
+        return []
+    first = next((n for n in kernel.computed if column_split(graph, n) is not None), None)
+    return column_reductions(graph, kernel, first) if first else []
+
+
+def _globally_stitched(graph: Graph, kernel: Kernel, plan: CodeGenPlan) -> CodeGenPlan:
+    """`plan` with a column phase behind a grid barrier when the kernel needs one."""
+    second = global_reductions(graph, kernel)
+    if not second:
+        return plan
+    columns, _ = column_split(graph, second[0])
+    tile = min(WARP, _next_power_of_two(columns))
+    row_results = [n for n in kernel.computed if row_split(graph, n) is not None]
+    scratch = sum(-(-graph.nodes[n].array_shape.size * graph.nodes[n].array_shape.dtype.bits
+                    // 8 // 16) * 16 for n in row_results)
+    column_shared = 8 * plan.block_size * len(second) if plan.block_size > tile else 0
+    grid = min(plan.grid_size, COOPERATIVE_GRID, max(1, COOPERATIVE_THREADS // plan.block_size))
+    return replace(plan, grid_size=grid, cooperative=True,
+                   columns=columns, column_tile=tile, scratch_bytes=max(scratch, 16),
+                   shared_bytes=max(plan.shared_bytes, column_shared))
+
+
+def _column_plans(graph: Graph, kernel: Kernel, dominant: str, columns: int,
+                  length: int) -> list[CodeGenPlan]:
+    tile = min(WARP, _next_power_of_two(columns))
+    source = graph.nodes[graph.nodes[dominant].operands[0]].array_shape
+    dims = sorted(graph.nodes[dominant].attrs["dimensions"])
+    reductions = sum(1 for name in kernel.computed
+                     if _column_key(graph, name) == (source.dims, tuple(dims)))
+    plans = []
+    for block in COLUMN_BLOCK_SIZES:
+        groups = block // tile
+        plans.append(CodeGenPlan(
+            schedule=COLUMN_SCHEDULE, dominant=dominant, block_size=block,
+            grid_size=max(1, min(MAX_GRID, -(-columns // tile))), row_length=length,
+            columns=columns, column_tile=tile,
+            shared_bytes=8 * block * reductions if groups > 1 else 0))
+    return plans
+
+
+def _column_key(graph: Graph, name: str) -> tuple | None:
+    """Reductions with equal keys share a column loop: the operand's dims, the reduced dims."""
+    if column_split(graph, name) is None:
+        return None
+    node = graph.nodes[name]
+    source = graph.nodes[node.operands[0]].array_shape
+    return (source.dims, tuple(sorted(node.attrs["dimensions"])))
+
+
+def column_reductions(graph: Graph, kernel: Kernel, dominant: str) -> list[str]:
+    """The kernel's reductions that share the dominant's column loop, in kernel order."""
+    key = _column_key(graph, dominant)
+    return [name for name in kernel.computed if _column_key(graph, name) == key]
+
+
 def choose_plan(plans: list[CodeGenPlan]) -> CodeGenPlan:
     """The heuristic until a cost model ranks the candidates.
 
@@ -133,6 +236,8 @@ def choose_plan(plans: list[CodeGenPlan]) -> CodeGenPlan:
       the row length), 256 threads; rows up to 1024 elements: a warp per row, 256 threads (8
       rows per block: no shared memory, no __syncthreads); longer rows: a block per row, with
       enough threads for about 8 elements each (128 to 1024).
+    - Columns: 32 columns per block (fewer when there are fewer), and as many row groups as
+      the rows can keep busy, up to 256 threads (8 row groups).
     - Elementwise: 256 threads (a common occupancy sweet spot on A100/H100), the widest
       vector width that divides the size while leaving at least one block per 4 elements.
     """
@@ -149,6 +254,11 @@ def choose_plan(plans: list[CodeGenPlan]) -> CodeGenPlan:
             wanted = "row-reduce-block"
             block = min(1024, max(128, _next_power_of_two(-(-length // 8))))
         return next(p for p in rows if p.schedule == wanted and p.block_size == block)
+    columns = [p for p in plans if p.schedule == COLUMN_SCHEDULE]
+    if columns:
+        tile, length = columns[0].column_tile, columns[0].row_length
+        block = min(256, max(COLUMN_BLOCK_SIZES[0], tile * _next_power_of_two(length)))
+        return min(columns, key=lambda p: abs(p.block_size - block))
     elementwise = [p for p in plans if p.schedule == "elementwise" and p.block_size == 256]
     return max(elementwise, key=lambda p: (p.grid_size > 1 or p.vector_width == 1,
                                            p.vector_width))

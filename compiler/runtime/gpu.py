@@ -40,7 +40,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from compiler.codegen.check import Mismatch, _from_memory, _to_memory, compare, max_abs_error
+from compiler.codegen.check import Mismatch, compare, from_memory, max_abs_error, to_memory
+from compiler.codegen.emit import SCRATCH
 from compiler.fusion.plan import FusionPlan, Kernel
 from compiler.ir.graph import Graph
 
@@ -327,7 +328,7 @@ class _Buffers:
     def upload(self, node: str):
         shape = self.graph.nodes[node].array_shape
         value = np.asarray(self.values[node]).astype(self.numpy_type(node))
-        flat = _to_memory(value, shape.minor_to_major)
+        flat = to_memory(value, shape.minor_to_major)
         return self.cupy.asarray(flat.view(np.uint8))
 
     def output(self, node: str):
@@ -342,7 +343,7 @@ class _Buffers:
     def download(self, node: str, buffer) -> np.ndarray:
         shape = self.graph.nodes[node].array_shape
         flat = self.cupy.asnumpy(buffer).view(self.numpy_type(node))
-        return _from_memory(flat, shape.dims, shape.minor_to_major)
+        return from_memory(flat, shape.dims, shape.minor_to_major)
 
 
 def run_plan(graph: Graph, plan: FusionPlan, codes: list, inputs: Sequence,
@@ -403,7 +404,11 @@ def _prepare(runner: GpuRunner, graph: Graph, code, buffers: _Buffers,
     kernel = runner.load(emitted.name, code.build)
     alone_args, chained_args, outputs = [], [], {}
     for param in emitted.params:
-        if param.role == "input":
+        if param.name == SCRATCH:  # a globally stitched kernel's scratch: zeroed, not read back
+            buffer = runner.cupy.zeros(param.dims, dtype=runner.cupy.uint8)
+            alone_args.append(buffer)
+            chained_args.append(buffer)
+        elif param.role == "input":
             buffer = buffers.upload(param.node)
             alone_args.append(buffer)
             chained_args.append(buffers.chained(param.node, buffer))

@@ -172,10 +172,57 @@ def test_every_statement_names_its_node_and_the_line_map_goes_both_ways():
     assert emitted.name == "k_0"
     assert 'extern "C" __global__' in emitted.source
     lines = emitted.source.splitlines()
+    tags = {}
     for number, nodes in emitted.line_nodes.items():
-        assert lines[number - 1].endswith(f"// {nodes[0]}")
+        tag = lines[number - 1].rsplit("// ", 1)[1]
+        op = "load" if graph.nodes[nodes[0]].op == "parameter" else graph.nodes[nodes[0]].op
+        assert tag.endswith("_" + op.replace("-", "_"))
+        assert tags.setdefault(nodes[0], tag) == tag  # one tag per node
+    assert len(set(tags.values())) == len(tags)
     assert set(emitted.node_lines) >= {"e", "s", "m", "d"}
+    for node, numbers in emitted.node_lines.items():
+        assert all(node in emitted.line_nodes[n] for n in numbers)
     assert [p.role for p in emitted.params] == ["input"] * 3 + ["output"] * 3
+    assert [p.name for p in emitted.params] == ["in0", "in1", "in2", "out0", "out1", "out2"]
+
+
+TWO_LAYERS = """
+HloModule layers
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY main {
+  x = f32[8,40] parameter(0)
+  zero = f32[] constant(0)
+  layer0.exp = f32[8,40] exponential(x)
+  layer0.sum = f32[8] reduce(layer0.exp, zero), dimensions={1}, to_apply=add
+  layer0.b = f32[8,40] broadcast(layer0.sum), dimensions={0}
+  layer0.y = f32[8,40] divide(layer0.exp, layer0.b)
+  block1.e = f32[8,40] exponential(layer0.y)
+  block1.total = f32[8] reduce(block1.e, zero), dimensions={1}, to_apply=add
+  block1.bc = f32[8,40] broadcast(block1.total), dimensions={0}
+  ROOT block1.out = f32[8,40] divide(block1.e, block1.bc)
+}
+"""
+
+
+def test_kernels_of_the_same_structure_have_the_same_source_but_for_their_name():
+    graph = import_hlo(TWO_LAYERS, "layers.hlo")
+    model = SolModel(graph, get_device("h100"))
+    specs = [KernelSpec(nodes=[f"{p}.{n}" for n in names], kind="stitch-regional",
+                        dominant=f"{p}.{names[1]}")
+             for p, names in (("layer0", ("exp", "sum", "b", "y")),
+                              ("block1", ("e", "total", "bc", "out")))]
+    first, second = build_plan(graph, specs, "test", model).kernels
+    a, b = (emit_kernel(graph, k, choose_plan(enumerate_plans(graph, k)), "k")
+            for k in (first, second))
+    assert a.source == b.source
+    assert "layer0" not in a.source and "block1" not in b.source
+    assert {"x", "layer0.exp", "layer0.sum", "layer0.y"} == set(a.node_lines)
+    assert {"layer0.y", "block1.e", "block1.total", "block1.out"} == set(b.node_lines)
+    assert a.line_nodes.keys() == b.line_nodes.keys()  # the broadcasts are index arithmetic
 
 
 # -- row reductions -------------------------------------------------------------------------
@@ -224,6 +271,60 @@ def test_row_reductions_match_the_interpreter_for_every_plan(rows, length, dtype
     check_all_plans(_row_reduce(rows, length, dtype), "input", "ss", expected)
 
 
+# -- column reductions ----------------------------------------------------------------------
+
+
+def _column_reduce(shape: tuple, dims: tuple, dtype: str = "f32") -> str:
+    """A bias-gradient-like kernel: sum and max of x over `dims` (not innermost), with a
+    multi-output sibling of x's shape and a consumer of the sum."""
+    text = ",".join(map(str, shape))
+    kept = [n for d, n in enumerate(shape) if d not in dims]
+    out = ",".join(map(str, kept))
+    dims_text = ",".join(map(str, dims))
+    return f"""
+HloModule columns
+add {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}}
+max {{
+  a = {dtype}[] parameter(0)
+  b = {dtype}[] parameter(1)
+  ROOT m = {dtype}[] maximum(a, b)
+}}
+ENTRY main {{
+  x = {dtype}[{text}] parameter(0)
+  w = f32[{text}] convert(x)
+  sq = f32[{text}] multiply(w, w)
+  zero = f32[] constant(0)
+  ss = f32[{out}] reduce(sq, zero), dimensions={{{dims_text}}}, to_apply=add
+  ninf = {dtype}[] constant(-inf)
+  mx = {dtype}[{out}] reduce(x, ninf), dimensions={{{dims_text}}}, to_apply=max
+  two = f32[] constant(2)
+  twos = f32[{out}] broadcast(two), dimensions={{}}
+  ep = f32[{out}] multiply(ss, twos)
+  ROOT out = (f32[{out}], {dtype}[{out}], f32[{text}]) tuple(ep, mx, sq)
+}}
+"""
+
+
+@pytest.mark.parametrize("shape, dims, dtype", [
+    ((300, 77), (0,), "f32"),       # columns not a power of two
+    ((4099, 3), (0,), "f32"),       # few columns, many rows
+    ((2, 9, 40), (0, 1), "bf16"),   # bf16, two leading dims reduced
+    ((6, 5, 7), (0, 2), "f32"),     # reduced dims interleaved with a kept one
+    ((1, 1, 32), (0, 1), "f32"),    # nothing to reduce
+])
+def test_column_reductions_match_the_interpreter_for_every_plan(shape, dims, dtype):
+    _, _, plans, emitted = check_all_plans(_column_reduce(shape, dims, dtype), "input", "ss",
+                                           {"column-reduce"})
+    chosen = choose_plan(plans)
+    assert chosen.schedule == "column-reduce"
+    column_source = next(e.source for p, e in zip(plans, emitted) if p == chosen)
+    assert column_source.count("for (int j = g;") == 1  # both reductions share one loop
+
+
 SOFTMAX = """
 HloModule softmax
 max {
@@ -259,6 +360,32 @@ def test_regional_stitching_of_softmax_matches_the_interpreter_for_every_plan():
     assert chosen.count("fx_group_allreduce") == 2  # one phase per reduction, no recompute
 
 
+def test_global_stitching_shares_column_sums_across_blocks_behind_a_grid_barrier():
+    """layer_norm_bwd's stitch kernel: row reductions per block, then gamma's and beta's
+    gradients summed over every row after fx_grid_sync(), for every candidate plan."""
+    from compiler.fusion.explore import explore
+
+    graph = import_hlo((DATA / "layer_norm_bwd.hlo").read_text(), "layer_norm_bwd.hlo")
+    (kernel,) = explore(graph, "h100", ["stitch"])["stitch"].kernels
+    assert kernel.kind == "stitch-global"
+    plans = [p for p in enumerate_plans(graph, kernel) if p.cooperative]
+    assert plans and choose_plan(enumerate_plans(graph, kernel)).cooperative
+    emitted = [emit_kernel(graph, kernel, plan, f"g{i}") for i, plan in enumerate(plans)]
+    inputs = np.load(DATA / "layer_norm_bwd.inputs.npz")
+    values = evaluate_all(graph, [inputs[f"arg{i}"] for i in range(len(graph.parameters))])
+    results = run_emitted(graph, emitted, values)
+    for plan, e in zip(plans, emitted):
+        assert e.cooperative and e.source.count("fx_grid_sync();") == 1
+        assert e.params[-1].name == "scratch" and e.params[-1].dims == (plan.scratch_bytes,)
+        assert e.grid[0] <= 58
+        problems = compare(graph, results[e.name], values)
+        assert not problems, f"{plan.key()}: {problems}"
+    build_kernels = _nvcc()
+    for arch in ("sm_80", "sm_90"):
+        built = build_kernels({e.name: e.source for e in emitted[:3]}, arch, [str(PRELUDE_DIR)])
+        assert all(r.ok for r in built.values()), {n: r.error for n, r in built.items()}
+
+
 def test_library_kernels_are_not_generated():
     text = """
 HloModule dot
@@ -281,6 +408,8 @@ def test_emitted_kernels_compile_with_nvcc_for_sm80_and_sm90():
     for i, (text, kind, dominant) in enumerate([
             (ELEMENTWISE, "loop", "m"), (BF16, "loop", "s"),
             (_row_reduce(6, 100), "input", "ss"), (_row_reduce(37, 5, "bf16"), "input", "ss"),
+            (_column_reduce((300, 77), (0,)), "input", "ss"),
+            (_column_reduce((2, 9, 40), (0, 1), "bf16"), "input", "ss"),
             (SOFTMAX, "stitch-regional", "s")]):
         graph = import_hlo(text, "t.hlo")
         kernel = one_kernel(graph, kind, dominant)
