@@ -2,7 +2,9 @@
 
 Like XLA's elemental IR emitter, it asks for a node's value at a multi-index and recursively
 asks for the operands' values at the indices the op derives (index propagation through
-broadcast, reshape, transpose, slice, pad, concatenate, reverse, dynamic slices). Each
+broadcast, reshape, transpose, slice, pad, concatenate, reverse, dynamic slices, gather, whose
+start indices it reads elementally from the indices operand). Reductions (reduce,
+reduce-window) are serial loops inside the thread that needs the value. Each
 (node, index) pair is computed once per thread and kept in a named local (the value cache);
 branches (pad, concatenate, dynamic-update-slice) and loops open a cache scope whose values
 are forgotten when it closes, since C locals declared there are not visible after it.
@@ -586,7 +588,7 @@ class Elemental:
         for k, (n, size) in enumerate(zip(dims, sizes)):
             raw = self.value(node.operands[first + k], ())
             name = self.fresh(f"{self.tag(node.name)}_start{k}")
-            self.body.line(f"const int {name} = min(max(int({raw}), 0), {max(n - size, 0)});",
+            self.body.line(f"const int {name} = fx_clamp_index({raw}, {max(n - size, 0)});",
                            node.name)
             starts.append(name)
         return starts
@@ -613,6 +615,62 @@ class Elemental:
         return self._branch_value(node, [(inside, from_update),
                                          (None, lambda: self.value(node.operands[0], index))])
 
+    def _op_gather(self, node: Node, index: Index) -> str:
+        """XLA's gather, as the interpreter computes it: the output dims not in offset_dims
+        are the batch index (the start indices' index without index_vector_dim); operand dim
+        d reads clamp(start_d) + offset_d, where start_d is the index vector's component that
+        start_index_map sends to d (read from the indices operand at this batch index), the
+        batch index along the matching start_indices_batching_dim for an operand batching
+        dim, else 0; offset_d is the output index at the offset dim of a window dim (neither
+        collapsed nor batching), else 0. Starts clamp so the slice lies inside the operand."""
+        attrs = node.attrs
+        operand = self.graph.nodes[node.operands[0]].array_shape
+        indices = self.graph.nodes[node.operands[1]].array_shape
+        offset_dims = tuple(attrs["offset_dims"])
+        sizes = tuple(attrs["slice_sizes"])
+        index_map = tuple(attrs["start_index_map"])
+        batching = tuple(attrs.get("operand_batching_dims", ()))
+        indices_batching = tuple(attrs.get("start_indices_batching_dims", ()))
+        vector_dim = attrs["index_vector_dim"]
+        skipped = set(attrs["collapsed_slice_dims"]) | set(batching)
+        window_dims = [d for d in range(operand.rank) if d not in skipped]
+        batch = [ix for d, ix in enumerate(index) if d not in offset_dims]
+        offsets = [index[offset_dims[j]] for j in range(len(window_dims))]
+
+        def batch_axis(indices_dim: int) -> int:
+            return indices_dim if indices_dim < vector_dim else indices_dim - 1
+
+        operand_index: list[Ix] = []
+        for d, n in enumerate(operand.dims):
+            high = max(n - sizes[d], 0)
+            offset = offsets[window_dims.index(d)] if d in window_dims else Ix.const(0)
+            if d in index_map and high > 0:
+                component = index_map.index(d)
+                at = list(batch)
+                if vector_dim < indices.rank:
+                    at.insert(vector_dim, Ix.const(component))
+                raw = self.value(node.operands[1], tuple(at))
+                start = self.fresh(f"{self.tag(node.name)}_start{d}")
+                self.body.line(f"const int {start} = fx_clamp_index({raw}, {high});", node.name)
+                if offset.is_const and offset.offset == 0:
+                    operand_index.append(Ix.var(start, high + 1))
+                else:
+                    operand_index.append(Ix.var(self.new_index_local(
+                        f"{start} + {offset.c()}", n), n))
+            elif d in batching and high > 0:
+                start = batch[batch_axis(indices_batching[batching.index(d)])]
+                if start.max_value() > high:
+                    start = Ix.var(self.new_index_local(f"min({start.c()}, {high})",
+                                                        high + 1), high + 1)
+                if offset.is_const and offset.offset == 0:
+                    operand_index.append(start)
+                else:
+                    operand_index.append(Ix.var(self.new_index_local(
+                        f"{start.c()} + {offset.c()}", n), n))
+            else:
+                operand_index.append(offset)  # the start clamps to 0
+        return self.value(node.operands[0], tuple(operand_index))
+
     # reductions, computed serially by one thread (schedules replace this for their hero)
 
     def _op_reduce(self, node: Node, index: Index) -> str:
@@ -634,6 +692,76 @@ class Elemental:
                 operand = self.reduce_operand_index(node, index, inner)
                 x = self.value(node.operands[0], operand)
                 self.body.line(f"{acc} = {binary_expr(reducer, acc_dtype, acc, x)};", node.name)
+        return self.declare(node, _round(dtype, acc) if dtype != acc_dtype else acc)
+
+    def _op_reduce_window(self, node: Node, index: Index) -> str:
+        """One thread loops over its output element's window, as the interpreter does: the
+        accumulator starts at the init value and combines every tap in row-major window order
+        that falls on an operand element (taps in padding or in a base-dilation hole are
+        skipped); the operand position along d is q = o * stride + k * window_dilation -
+        pad_low, valid when 0 <= q <= (n - 1) * base_dilation and q % base_dilation == 0, and
+        reads element q / base_dilation. 16-bit floats accumulate in f32, rounded once."""
+        from compiler.ir.interpreter import _Window
+
+        reducer = node.attrs.get("reducer")
+        if reducer is None or len(node.operands) != 2:
+            raise CodegenUnsupported("reduce-window with a general reducer")
+        source = self.graph.nodes[node.operands[0]].array_shape
+        window = _Window.parse(node.attrs.get("window", {}), source.rank)
+        dtype = node.array_shape.dtype
+        acc_dtype = accumulation_dtype(dtype)
+        init = self.value(node.operands[1], ())
+        acc = self.fresh(f"{self.tag(node.name)}_acc")
+        self.body.line(f"{value_ctype(acc_dtype)} {acc} = {init};", node.name)
+        opened = 0
+        conditions: list[str] = []
+        operand: list[Ix] = []
+        self.scopes.append({})
+        for d, (o, n) in enumerate(zip(index, source.dims)):
+            size, stride = window.size[d], window.stride[d]
+            low = window.pad[d][0]
+            base, dilation = window.base_dilation[d], window.window_dilation[d]
+            o_low = min(o.offset, o.offset + o.scale * (o.term_range() - 1))
+            lowest = o_low * stride - low
+            highest = o.max_value() * stride + (size - 1) * dilation - low
+            if size > 1:
+                k = self.fresh(f"k{d}")
+                self.body.line(f"for (int {k} = 0; {k} < {size}; ++{k}) {{", node.name)
+                self.body.depth += 1
+                opened += 1
+                self.scopes.append({})
+                tap = f"{k} * {dilation}" if dilation != 1 else k
+                term = f"({o.c()}) * {stride}" if stride != 1 else o.c()
+                expr = f"{term} + {tap}" + (f" - {low}" if low > 0 else
+                                            f" + {-low}" if low < 0 else "")
+                q_text = self.new_index_local(expr, max(highest + 1, 1))
+                q = Ix.var(q_text, max((n - 1) * base + 1, 1))  # read only where in range
+            else:
+                q = o.times(stride).plus(-low)
+                q_text = q.c()
+            if lowest < 0:
+                conditions.append(f"{q_text} >= 0")
+            if highest > (n - 1) * base:
+                conditions.append(f"{q_text} <= {(n - 1) * base}")
+            if base > 1:
+                conditions.append(f"({q_text}) % {base} == 0")
+                operand.append(Ix.var(self.new_index_local(f"({q_text}) / {base}", n), n))
+            else:
+                operand.append(q)  # inside the conditions: 0 <= q < n
+        if conditions:
+            self.body.line(f"if ({' && '.join(conditions)}) {{", node.name)
+            self.body.depth += 1
+        with self.scope():
+            x = self.value(node.operands[0], tuple(operand))
+            self.body.line(f"{acc} = {binary_expr(reducer, acc_dtype, acc, x)};", node.name)
+        if conditions:
+            self.body.depth -= 1
+            self.body.line("}")
+        for _ in range(opened):
+            self.scopes.pop()
+            self.body.depth -= 1
+            self.body.line("}")
+        self.scopes.pop()
         return self.declare(node, _round(dtype, acc) if dtype != acc_dtype else acc)
 
     def reduce_operand_index(self, node: Node, kept: Index, reduced: Index) -> Index:

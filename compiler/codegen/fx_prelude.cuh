@@ -68,6 +68,14 @@ __device__ __forceinline__ I fx_float_to_int(double x, double lo, double hi, I l
   return I(t);
 }
 
+// -- index helpers ---------------------------------------------------------------------------
+
+// A dynamic start index (any integer type, read as int64 like XLA) clamped into [0, high].
+template <typename T> __device__ __forceinline__ int fx_clamp_index(T raw, int high) {
+  const long long v = (long long)(raw);
+  return v < 0 ? 0 : (v > (long long)high ? high : int(v));
+}
+
 // -- integer helpers: XLA's rules where C leaves the result undefined ------------------------
 
 // x / 0 = -1 (all ones); INT_MIN / -1 = INT_MIN. U is the unsigned type of the same width.

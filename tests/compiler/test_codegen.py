@@ -3,14 +3,18 @@ computes what the reference interpreter computes.
 
 Hand-written modules cover each finished schedule and its edge cases (rows that are not a
 power of two, shorter than a warp, longer than a block; bf16); every candidate plan of them is
-emulated, not only the chosen one. Then every generated kernel of every strategy's plan of the
-JAX modules in tests/data/hlo is emulated on the module's real inputs; kernels the generator
-cannot emit yet are listed in the run report with the reason.
+emulated, not only the chosen one. Then coverage: every kernel of every strategy's plan of
+every module in tests/data (the JAX modules in hlo/ and the ONNX exports in onnx/) is a library
+call or is generated, built with nvcc for sm_80 and sm_90, and emulated on the module's real
+inputs against the interpreter; nothing is skipped (the run report has the counts).
 """
 
 from __future__ import annotations
 
 import collections
+import concurrent.futures
+import dataclasses
+import re
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +42,15 @@ def _emulator():
     except ImportError as err:  # the emulator is written alongside; skip until it exists
         pytest.skip(f"CPU emulator not available: {err}")
     return compile_for_emulation
+
+
+def _toolchain_found() -> bool:
+    try:
+        from compiler.build.toolchain import find_toolchain
+        find_toolchain()
+    except Exception:  # noqa: BLE001 - any missing piece of the toolchain
+        return False
+    return True
 
 
 def _nvcc():
@@ -422,36 +435,201 @@ def test_emitted_kernels_compile_with_nvcc_for_sm80_and_sm90():
         assert not failed, failed
 
 
-# -- the JAX modules --------------------------------------------------------------------------
+# -- gather and reduce-window -----------------------------------------------------------------
 
-MODULES = sorted(p.stem for p in DATA.glob("*.hlo"))
+GATHER = """
+HloModule gathers
+ENTRY main {
+  table = f32[10,8] parameter(0)
+  ids = s32[2,3] parameter(1)
+  x = f32[6,7] parameter(2)
+  pairs = s32[4,3,2] parameter(3)
+  columns = s32[2,5] parameter(4)
+  cube = f32[3,4,5] parameter(5)
+  picks = s32[3,2,1] parameter(6)
+  wide = s64[5] parameter(7)
+  emb = f32[2,3,8] gather(table, ids),
+      offset_dims={2}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=2,
+      slice_sizes={1,8}
+  scaled = f32[2,3,8] multiply(emb, emb)
+  take = f32[4,3] gather(x, pairs),
+      offset_dims={}, collapsed_slice_dims={0,1}, start_index_map={0,1}, index_vector_dim=2,
+      slice_sizes={1,1}
+  rows = f32[3,5] gather(x, columns),
+      offset_dims={0}, collapsed_slice_dims={0}, start_index_map={0,1}, index_vector_dim=0,
+      slice_sizes={1,3}
+  batched = f32[3,2,2] gather(cube, picks),
+      offset_dims={2}, collapsed_slice_dims={2}, start_index_map={2}, operand_batching_dims={0},
+      start_indices_batching_dims={0}, index_vector_dim=2, slice_sizes={1,2,1}
+  far = f32[8,5] gather(table, wide),
+      offset_dims={0}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1,
+      slice_sizes={1,8}
+  ROOT out = (f32[2,3,8], f32[4,3], f32[3,5], f32[3,2,2], f32[8,5])
+      tuple(scaled, take, rows, batched, far)
+}
+"""
 
 
-@pytest.mark.parametrize("module", MODULES)
-def test_every_generated_kernel_of_every_plan_matches_the_interpreter(module, run_report):
+def _gather_inputs(graph) -> list:
+    """Indices in range, below 0 and past the end (XLA clamps the start into the operand)."""
+    rng = np.random.default_rng(3)
+    shapes = [graph.nodes[p].array_shape for p in graph.parameters]
+    args = []
+    for shape in shapes:
+        if shape.dtype.is_float:
+            args.append(rng.standard_normal(shape.dims).astype(shape.dtype.numpy))
+        else:
+            args.append(rng.integers(-4, 14, shape.dims).astype(shape.dtype.numpy))
+    args[1].reshape(-1)[:3] = [0, -3, 12]
+    args[7][:] = [2, -(2**40), 2**40, 9, 2**31 + 1]
+    return args
+
+
+REDUCE_WINDOW = """
+HloModule windows
+max {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(a, b)
+}
+min {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] minimum(a, b)
+}
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+iadd {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT s = s32[] add(a, b)
+}
+badd {
+  a = bf16[] parameter(0)
+  b = bf16[] parameter(1)
+  ROOT s = bf16[] add(a, b)
+}
+ENTRY main {
+  x = f32[2,9,9,3] parameter(0)
+  c = f32[4,12] parameter(1)
+  n = s32[4,12] parameter(2)
+  h = bf16[7,6] parameter(3)
+  ninf = f32[] constant(-inf)
+  pool = f32[2,5,5,3] reduce-window(x, ninf),
+      window={size=1x3x3x1 stride=1x2x2x1 pad=0_0x1_1x1_1x0_0}, to_apply=max
+  zero = f32[] constant(0)
+  zeros = f32[2,5,5,3] broadcast(zero), dimensions={}
+  relu = f32[2,5,5,3] maximum(pool, zeros)
+  half = f32[] constant(0.5)
+  low = f32[2,4,4,3] reduce-window(x, half),
+      window={size=1x2x3x1 stride=1x2x2x1 pad=0_0x0_0x0_0x0_0}, to_apply=min
+  cumsum = f32[4,12] reduce-window(c, zero), window={size=1x12 pad=0_0x11_0}, to_apply=add
+  izero = s32[] constant(0)
+  icumsum = s32[4,12] reduce-window(n, izero), window={size=4x1 pad=3_0x0_0}, to_apply=iadd
+  bzero = bf16[] constant(0)
+  dilated = bf16[7,6] reduce-window(h, bzero),
+      window={size=2x3 stride=2x1 pad=1_0x2_2 lhs_dilate=2x1 rhs_dilate=1x2}, to_apply=badd
+  ROOT out = (f32[2,5,5,3], f32[2,4,4,3], f32[4,12], s32[4,12], bf16[7,6])
+      tuple(relu, low, cumsum, icumsum, dilated)
+}
+"""
+
+
+@pytest.mark.parametrize("text, inputs", [(GATHER, _gather_inputs), (REDUCE_WINDOW, None)],
+                         ids=["gather", "reduce-window"])
+def test_gathers_and_reduce_windows_match_the_interpreter_and_build(text, inputs):
+    graph = import_hlo(text, "t.hlo")
+    kernel = one_kernel(graph, "loop", graph.nodes[graph.root].operands[0])
+    plans = enumerate_plans(graph, kernel)
+    emitted = [emit_kernel(graph, kernel, plan, f"k{i}") for i, plan in enumerate(plans)]
+    args = inputs(graph) if inputs else random_inputs(graph, seed=1)
+    values = evaluate_all(graph, args)
+    results = run_emitted(graph, emitted, values)
+    for plan, e in zip(plans, emitted):
+        problems = compare(graph, results[e.name], values)
+        assert not problems, f"{plan.key()}: {problems}\n{e.source}"
+    build_kernels = _nvcc()
+    for arch in ("sm_80", "sm_90"):
+        built = build_kernels({e.name: e.source for e in emitted[:2]}, arch, [str(PRELUDE_DIR)])
+        assert all(r.ok for r in built.values()), {n: r.error for n, r in built.items()}
+
+
+# -- every module of tests/data: coverage --------------------------------------------------
+
+ONNX_DATA = DATA.parent / "onnx"
+MODULE_FILES = sorted(DATA.glob("*.hlo")) + sorted(ONNX_DATA.glob("*.onnx"))
+
+
+def _module_values(path: Path, graph) -> dict:
+    """The interpreter's values of every node on the module's real inputs (the .inputs.npz
+    beside the file; the ONNX exports of one model share theirs)."""
+    inputs = np.load(path.parent / f"{path.name.split('.')[0]}.inputs.npz")
+    return evaluate_all(graph, [inputs[f"arg{i}"] for i in range(len(graph.parameters))])
+
+
+def _structure(emitted) -> str:
+    """The source with its function's name taken out: kernels of the same structure share it."""
+    return re.sub(rf"\b{emitted.name}\b", "FX_KERNEL", emitted.source)
+
+
+def run_emitted_deduplicated(graph, emitted_list, values):
+    """`run_emitted`, compiling each distinct structure once: every kernel still runs on its
+    own inputs, launched through the function of the first kernel with its source."""
+    compile_for_emulation = _emulator()
+    representative: dict[str, object] = {}
+    for e in emitted_list:
+        representative.setdefault(_structure(e), e)
+    if not representative:
+        return {}
+    unique = list(representative.values())
+    module = compile_for_emulation("\n".join(e.source for e in unique),
+                                   [e.name for e in unique], [str(PRELUDE_DIR)])
+    return {e.name: launch_emulated(graph, module,
+                                    dataclasses.replace(e, name=representative[_structure(e)].name),
+                                    values)
+            for e in emitted_list}
+
+
+@pytest.mark.parametrize("path", MODULE_FILES, ids=lambda p: p.name)
+def test_every_kernel_of_every_plan_is_generated_built_and_matches_the_interpreter(path,
+                                                                                    run_report):
+    """Coverage: for every module in tests/data and every strategy, each kernel is a library
+    call or is generated, and every generated kernel matches the interpreter on the CPU
+    emulator (on the module's real inputs) and builds with nvcc for sm_80 and sm_90."""
     from compiler.fusion.explore import explore
+    from compiler.importers import load_graph
 
-    _emulator()
-    graph = import_hlo((DATA / f"{module}.hlo").read_text(), f"{module}.hlo")
-    inputs = np.load(DATA / f"{module}.inputs.npz")
-    values = evaluate_all(graph, [inputs[f"arg{i}"] for i in range(len(graph.parameters))])
+    graph = load_graph(str(path))
+    values = _module_values(path, graph)
     counts: collections.Counter = collections.Counter()
-    skipped: collections.Counter = collections.Counter()
-    emitted, kinds = [], {}
+    emitted, kinds, not_generated = [], {}, []
     for strategy, plan in explore(graph).items():
         for kernel in plan.kernels:
             if kernel.kind == "library":
-                counts["library (not generated)"] += 1
+                counts["library"] += 1
                 continue
             codegen_plan = choose_plan(enumerate_plans(graph, kernel))
-            name = f"{strategy}_{kernel.name}"
             try:
-                emitted.append(emit_kernel(graph, kernel, codegen_plan, name))
+                emitted.append(emit_kernel(graph, kernel, codegen_plan,
+                                           f"{strategy}_{kernel.name}"))
             except CodegenUnsupported as err:
-                skipped[f"{kernel.kind}: {err}"] += 1
+                not_generated.append(f"{strategy} {kernel.name} ({kernel.kind}): {err}")
                 continue
             kinds[emitted[-1].name] = f"{kernel.kind}/{codegen_plan.schedule}"
-    results = run_emitted(graph, emitted, values)
+    sources = {e.name: e.source for e in emitted}
+    builds = {}
+    if sources and _toolchain_found():
+        # nvcc for both architectures runs while g++ compiles the emulated module.
+        from compiler.build.nvcc import build_kernels
+
+        pool = concurrent.futures.ThreadPoolExecutor(2)
+        builds = {arch: pool.submit(build_kernels, sources, arch, [str(PRELUDE_DIR)])
+                  for arch in ("sm_80", "sm_90")}
+        pool.shutdown(wait=False)
+    results = run_emitted_deduplicated(graph, emitted, values)
     failures = []
     for e in emitted:
         problems = compare(graph, results[e.name], values)
@@ -459,11 +637,19 @@ def test_every_generated_kernel_of_every_plan_matches_the_interpreter(module, ru
             failures.append((e.name, problems))
         else:
             counts[kinds[e.name]] += 1
+    library = counts.pop("library", 0)
     summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-    run_report.append(f"codegen {module}: emulated correctly: {summary}")
-    for reason, n in sorted(skipped.items()):
-        run_report.append(f"codegen {module}: not generated ({n}): {reason}")
+    distinct = len({_structure(e) for e in emitted})
+    run_report.append(f"codegen {path.name}: {len(emitted)} generated ({distinct} distinct "
+                      f"sources), {sum(counts.values())} emulated correctly ({summary}), "
+                      f"{library} library, {len(not_generated)} not generated")
+    assert not not_generated, not_generated
     assert not failures, failures
+    if sources:
+        _nvcc()  # skips here when there is no toolchain
+    for arch, built in builds.items():
+        failed = {name: r.error for name, r in built.result().items() if not r.ok}
+        assert not failed, (arch, failed)
 
 
 def test_the_codegen_command_builds_and_emulates_every_kernel(tmp_path):
