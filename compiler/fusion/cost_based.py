@@ -96,10 +96,9 @@ from compiler.cost.sol import SolModel
 from compiler.fusion.grouping import (FUSIBLE, LIBRARY, GroupGraph, graph_output_sources,
                                       node_role, value_readers)
 from compiler.fusion.plan import Decision, FusionPlan, KernelSpec, build_plan
-from compiler.fusion.stitch import (ELEMENTS_PER_THREAD, GLOBAL_BLOCK_THREADS,
-                                    GLOBAL_REGISTERS_PER_THREAD, REGIONAL_BLOCK_THREADS,
-                                    RowSpace, keeps_row_major_order, reduce_space,
-                                    transpose_keeps_order)
+from compiler.fusion.stitch import (ELEMENTS_PER_THREAD, GLOBAL_BLOCK_THREADS, RowSpace,
+                                    global_blocks_per_sm, keeps_row_major_order, reduce_space,
+                                    regional_rows_per_block, transpose_keeps_order)
 from compiler.fusion.unfused import unfused
 from compiler.gc_pause import cyclic_gc_paused
 from compiler.ir.dtypes import accumulation_dtype
@@ -245,11 +244,7 @@ class _Analysis:
                     self.space[node.name] = space
         self.row_cap = device.max_threads_per_block * ELEMENTS_PER_THREAD
         self.per_block = GLOBAL_BLOCK_THREADS * ELEMENTS_PER_THREAD
-        per_sm = min(device.max_blocks_per_sm,
-                     device.max_threads_per_sm // GLOBAL_BLOCK_THREADS,
-                     device.registers_per_sm // (GLOBAL_BLOCK_THREADS
-                                                 * GLOBAL_REGISTERS_PER_THREAD))
-        self.resident = per_sm * device.sm_count
+        self.resident = global_blocks_per_sm(device) * device.sm_count
         self._unit_us: dict[str, float] = {}
 
     # -- analyses ---------------------------------------------------------------------------------
@@ -561,11 +556,7 @@ class _Analysis:
             if source == nodes[dominant].operands[0] or reread:
                 item = accumulation_dtype(nodes[source].shape.dtype).itemsize
                 per_row += math.ceil(space.length * item)
-        warp = device.warp_size
-        row_threads = min(device.max_threads_per_block,
-                          max(warp, -(-space.length // ELEMENTS_PER_THREAD // warp) * warp))
-        rows_per_block = max(1, REGIONAL_BLOCK_THREADS // row_threads)
-        block_bytes = per_row * rows_per_block
+        block_bytes = per_row * regional_rows_per_block(device, space.length)
         limit = device.shared_memory_per_block_bytes
         figures = f"rows {space}, {block_bytes} B shared memory per block"
         if block_bytes > limit:

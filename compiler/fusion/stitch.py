@@ -543,10 +543,7 @@ class _Stitcher:
         device = self.device
         per_block = GLOBAL_BLOCK_THREADS * ELEMENTS_PER_THREAD
         blocks = max(1, -(-group.work // per_block))
-        per_sm = min(device.max_blocks_per_sm,
-                     device.max_threads_per_sm // GLOBAL_BLOCK_THREADS,
-                     device.registers_per_sm // (GLOBAL_BLOCK_THREADS *
-                                                 GLOBAL_REGISTERS_PER_THREAD))
+        per_sm = global_blocks_per_sm(device)
         resident = per_sm * device.sm_count
         if blocks > resident:
             return _Verdict(None, f"global stitch refused: needs {blocks} blocks > {resident} "
@@ -590,10 +587,7 @@ class _Stitcher:
                 buffered += 1
                 item = accumulation_dtype(nodes[source].shape.dtype).itemsize
                 per_row += math.ceil(space.length * item)
-        warp = device.warp_size
-        per_row_threads = min(device.max_threads_per_block,
-                              max(warp, -(-space.length // ELEMENTS_PER_THREAD // warp) * warp))
-        rows_per_block = max(1, REGIONAL_BLOCK_THREADS // per_row_threads)
+        rows_per_block = regional_rows_per_block(device, space.length)
         block_bytes = per_row * rows_per_block
         limit = device.shared_memory_per_block_bytes
         figures = (f"row {space.length} {acc} = {row_bytes} B; {buffered} row buffer"
@@ -727,6 +721,23 @@ class _Stitcher:
 
     def _log(self, action: str, subject: str, reason: str) -> None:
         self.decisions.append(Decision(action, subject, reason))
+
+
+def global_blocks_per_sm(device) -> int:
+    """Blocks of a globally stitched kernel resident on one SM at once (GLOBAL_BLOCK_THREADS
+    threads of GLOBAL_REGISTERS_PER_THREAD registers each): the grid barrier's bound."""
+    return min(device.max_blocks_per_sm,
+               device.max_threads_per_sm // GLOBAL_BLOCK_THREADS,
+               device.registers_per_sm // (GLOBAL_BLOCK_THREADS * GLOBAL_REGISTERS_PER_THREAD))
+
+
+def regional_rows_per_block(device, length: int) -> int:
+    """Rows a regional-stitch block of REGIONAL_BLOCK_THREADS threads holds: a row of `length`
+    gets a whole number of warps, ELEMENTS_PER_THREAD elements per thread."""
+    warp = device.warp_size
+    row_threads = min(device.max_threads_per_block,
+                      max(warp, -(-length // ELEMENTS_PER_THREAD // warp) * warp))
+    return max(1, REGIONAL_BLOCK_THREADS // row_threads)
 
 
 def reduce_space(graph: Graph, node: Node) -> RowSpace:
