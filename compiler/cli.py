@@ -131,11 +131,7 @@ def _explore(args) -> int:
     graph, _ = _load(args)
     plans = explore(graph, args.device, strategies)
     result = exploration_to_dict(summarize(graph), args.device, plans)
-    if args.json:
-        json.dump(result, sys.stdout)
-        sys.stdout.write("\n")
-    else:
-        print(format_exploration(result))
+    _print(result, args.json, format_exploration)
     return 0
 
 
@@ -162,12 +158,17 @@ def _codegen(args) -> int:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(code.emitted.source)
                 entry["source_path"] = str(path)
-    if args.json:
+    _print(result, args.json, format_codegen)
+    return 0
+
+
+def _print(result: dict, as_json: bool, format_text) -> None:
+    """`result` as one JSON object on stdout, or in its human-readable form."""
+    if as_json:
         json.dump(result, sys.stdout)
         sys.stdout.write("\n")
     else:
-        print(format_codegen(result))
-    return 0
+        print(format_text(result))
 
 
 def _run(args) -> int:
