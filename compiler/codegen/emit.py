@@ -25,7 +25,8 @@ from compiler.codegen.elemental import (Body, CodegenUnsupported, Elemental, _ro
                                         c_identifier, reducer_functor, reducer_identity,
                                         storage_ctype, value_ctype)
 from compiler.codegen.indexing import Index, Ix
-from compiler.codegen.plan import (COLUMN_SCHEDULE, ROW_SCHEDULES, WARP, CodeGenPlan,
+from compiler.codegen.plan import (COLUMN_SCHEDULE, ROW_SCHEDULES, SPLIT_SCHEDULES,
+                                   TRANSPOSE_SCHEDULE, WARP, CodeGenPlan,
                                    column_reductions, column_split, global_reductions,
                                    row_split)
 from compiler.fusion.plan import Kernel
@@ -108,6 +109,12 @@ def emit_kernel(graph: Graph, kernel: Kernel, plan: CodeGenPlan | None,
         _rows(graph, kernel, emitter, output_nodes, outputs, plan)
     elif plan.schedule == COLUMN_SCHEDULE:
         _columns(graph, kernel, emitter, output_nodes, outputs, plan, plan.dominant)
+    elif plan.schedule in SPLIT_SCHEDULES:
+        from compiler.codegen.split import emit_split  # split.py builds on this module
+        emit_split(graph, kernel, emitter, output_nodes, outputs, plan)
+    elif plan.schedule == TRANSPOSE_SCHEDULE:
+        from compiler.codegen.transpose import emit_transpose  # builds on this module too
+        emit_transpose(graph, kernel, emitter, output_nodes, outputs, plan)
     else:
         raise CodegenUnsupported(f"schedule {plan.schedule} is not implemented")
     return _render(kernel, plan, name, params, emitter)

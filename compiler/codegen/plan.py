@@ -50,6 +50,12 @@ MAX_GRID = 65535
 
 ROW_SCHEDULES = ("row-reduce-warp", "row-reduce-multirow", "row-reduce-block")
 COLUMN_SCHEDULE = "column-reduce"
+# Task splitting: a row (or a column's reduced elements) is cut into `splits` chunks reduced by
+# different blocks, combined in a second step (emitted by compiler/codegen/split.py).
+SPLIT_SCHEDULES = ("row-reduce-split", "column-reduce-split")
+# A transpose of the innermost dimension staged through a shared-memory tile
+# (emitted by compiler/codegen/transpose.py).
+TRANSPOSE_SCHEDULE = "transpose-tiled"
 COLUMN_BLOCK_SIZES = (64, 128, 256, 512, 1024)
 # One block per SM of the smallest GPU the explorer targets (an L4 has 58 SMs): co-resident
 # anywhere at the block sizes used, whatever the registers.
@@ -75,6 +81,8 @@ class CodeGenPlan:
     column_tile: int = 0       # column schedule: columns per block (block_size / row groups)
     cooperative: bool = False   # launched cooperatively: the kernel calls fx_grid_sync()
     scratch_bytes: int = 0      # global scratch the launch allocates (the `scratch` parameter)
+    splits: int = 0             # split schedules: chunks each row / column is cut into
+    tile: int = 0               # transpose schedule: the square tile's edge in elements
 
     def key(self) -> str:
         return ",".join(f"{k}={v}" for k, v in asdict(self).items())
@@ -157,6 +165,8 @@ def enumerate_plans(graph: Graph, kernel: Kernel) -> list[CodeGenPlan]:
         "input", "stitch-regional", "stitch-global") else None
     if columns is not None:
         plans.extend(_column_plans(graph, kernel, dominant, *columns))
+    plans.extend(_split_plans(graph, kernel, dominant))
+    plans.extend(_transpose_plans(graph, kernel, dominant))
     size = _elementwise_size(graph, kernel)
     for block in BLOCK_SIZES:
         for width in VECTOR_WIDTHS:
@@ -227,6 +237,32 @@ def column_reductions(graph: Graph, kernel: Kernel, dominant: str) -> list[str]:
     return [name for name in kernel.computed if _column_key(graph, name) == key]
 
 
+# -- task splitting (emitted by split.py) ----------------------------------------------------
+
+
+def _split_plans(graph: Graph, kernel: Kernel, dominant: str) -> list[CodeGenPlan]:
+    """Split-row / split-column candidates for the kernel (none yet)."""
+    return []
+
+
+def _choose_split(plans: list[CodeGenPlan]) -> CodeGenPlan | None:
+    """The split plan the heuristic prefers, or None to fall through to the others."""
+    return None
+
+
+# -- transposes through shared memory (emitted by transpose.py) ------------------------------
+
+
+def _transpose_plans(graph: Graph, kernel: Kernel, dominant: str) -> list[CodeGenPlan]:
+    """Tiled-transpose candidates for the kernel (none yet)."""
+    return []
+
+
+def _choose_transpose(plans: list[CodeGenPlan]) -> CodeGenPlan | None:
+    """The tiled-transpose plan the heuristic prefers, or None."""
+    return None
+
+
 def choose_plan(plans: list[CodeGenPlan]) -> CodeGenPlan:
     """The heuristic until a cost model ranks the candidates.
 
@@ -243,6 +279,9 @@ def choose_plan(plans: list[CodeGenPlan]) -> CodeGenPlan:
     """
     if not plans:
         raise ValueError("no plans to choose from (a library kernel?)")
+    for preferred in (_choose_split(plans), _choose_transpose(plans)):
+        if preferred is not None:
+            return preferred
     rows = [p for p in plans if p.schedule in ROW_SCHEDULES]
     if rows:
         length = rows[0].row_length
