@@ -43,19 +43,25 @@ def _parser() -> argparse.ArgumentParser:
                               "(0-based, default 0)")
 
     explore = commands.add_parser(
-        "explore", help="fusion plans of several strategies side by side, with SOL times",
+        "explore", help="fusion plans of several strategies side by side, with SOL and "
+                        "projected times",
         description="Cut the graph into GPU kernels with each fusion strategy and predict each "
-                    "kernel's speed-of-light time on the device: unfused (one kernel per op), "
-                    "xla (XLA's GPU fusion rules), stitch (AStitch's regional and global "
-                    "stitching), cost (a cost-based search scored by the SOL model).")
+                    "kernel's speed-of-light time and projected time (limiter, occupancy, "
+                    "waves; registers estimated, the CodeGen plan chosen by the heuristic) on "
+                    "the device: unfused (one kernel per op), xla (XLA's GPU fusion rules), "
+                    "stitch (AStitch's regional and global stitching), cost (a cost-based "
+                    "search scored by the SOL model).")
     _plan_arguments(explore, default_strategy="all",
                     json_help="one JSON object on stdout, with every kernel and the decision log")
 
     codegen = commands.add_parser(
         "codegen", help="CUDA source per kernel, nvcc resources, optional CPU emulation",
-        description="Generate CUDA C for every kernel of the chosen strategies' plans, compile "
-                    "it with nvcc for the device's architecture and report registers, shared "
-                    "memory and spills. --emulate runs every kernel on the CPU emulator "
+        description="Generate CUDA C for every kernel of the chosen strategies' plans under "
+                    "the CodeGen plan the projected cost model ranks fastest, compile it with "
+                    "nvcc for the device's architecture and report registers, shared memory, "
+                    "spills and the projected breakdown (with ptxas' registers); --json lists "
+                    "every candidate plan with its projected time. --emulate runs every kernel "
+                    "on the CPU emulator "
                     "against the reference interpreter (on random inputs) and reports the "
                     "largest error per kernel.")
     _plan_arguments(codegen, default_strategy="cost",
@@ -65,6 +71,17 @@ def _parser() -> argparse.ArgumentParser:
                          help="run every kernel on the CPU emulator against the interpreter")
     codegen.add_argument("--out", metavar="DIR",
                          help="write each kernel's source to DIR/<strategy>/<function>.cu")
+
+    calibrate = commands.add_parser(
+        "calibrate", help="fit the projected model's derating constants to measured times",
+        description="Read calibration records (JSON lines: a kernel's workload, its ptxas "
+                    "resources and its measured time on the device, as the GPU runner writes "
+                    "them), fit the projected model's derating constants for the device and "
+                    "report the error (MAPE, median and largest APE) before and after.")
+    calibrate.add_argument("records", help="a .jsonl file of calibration records")
+    calibrate.add_argument("--device", default="h100",
+                           help="the device the records were measured on (default h100)")
+    calibrate.add_argument("--json", action="store_true", help="one JSON object on stdout")
 
     run = commands.add_parser(
         "run", help="evaluate the graph with the reference interpreter",
@@ -99,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         command = {"inspect": _inspect, "explore": _explore, "codegen": _codegen,
-                   "run": _run}[args.command]
+                   "calibrate": _calibrate, "run": _run}[args.command]
         return command(args)
     except (InputError, ConfigurationError) as error:
         print(f"error: {error}", file=sys.stderr)
@@ -158,7 +175,29 @@ def _codegen(args) -> int:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(code.emitted.source)
                 entry["source_path"] = str(path)
+        result["strategies"][name]["total"]["proj_us"] = plan.total_projected_us
     _print(result, args.json, format_codegen)
+    return 0
+
+
+def _calibrate(args) -> int:
+    from compiler.cost.calibrate import fit, load_records
+    from compiler.cost.devices import get_device
+
+    device = get_device(args.device)
+    _, report = fit(device, load_records(args.records))
+    result = {"device": device.name, **report}
+
+    def text(r: dict) -> str:
+        lines = [f"{r['before']['count']} records on {r['device']}",
+                 f"{'':8s} {'MAPE %':>8s} {'median %':>9s} {'max %':>8s}"]
+        for when in ("before", "after"):
+            e = r[when]
+            lines.append(f"{when:8s} {e['mape']:8.1f} {e['median_ape']:9.1f} {e['max_ape']:8.1f}")
+        lines.append("constants: " + ", ".join(f"{k} {v:.3f}" for k, v in r["constants"].items()))
+        return "\n".join(lines)
+
+    _print(result, args.json, text)
     return 0
 
 

@@ -2,10 +2,13 @@
 checked on the CPU emulator against the reference interpreter.
 
 `generate(graph, plan, device)` returns one `KernelCode` per kernel: the candidate CodeGen
-plans, the chosen one, the emitted source, what ptxas reports for it (one nvcc batch for the
-whole plan), and — after `emulate(...)` — the largest error against the interpreter. A kernel
-the emitter cannot generate yet, or whose source does not compile, carries the reason in
-`error`; the rest of the plan still completes.
+plans ranked by the projected cost model (compiler/cost/projected.py, with estimated
+registers: nothing is compiled to rank), the fastest one emitted, what ptxas reports for it
+(one nvcc batch for the whole plan), its projected breakdown with ptxas' registers, shared
+memory and spills, and — after `emulate(...)` — the largest error against the interpreter.
+Plans the workload model does not cover fall back to `choose_plan`'s heuristic. A kernel the
+emitter cannot generate yet, or whose source does not compile, carries the reason in `error`;
+the rest of the plan still completes.
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from compiler.codegen.check import PRELUDE_DIR, compare, emulate_kernel, max_abs
 from compiler.codegen.elemental import CodegenUnsupported, c_identifier
 from compiler.codegen.emit import EmittedKernel, emit_kernel
 from compiler.codegen.plan import CodeGenPlan, choose_plan, enumerate_plans
-from compiler.fusion.plan import FusionPlan, Kernel
+from compiler.cost.projected import (Breakdown, Resources, project_kernel, project_library,
+                                     rank_plans)
+from compiler.fusion.plan import FusionPlan, Kernel, projected_fields
 from compiler.ir.graph import Graph
 
 
@@ -26,6 +31,8 @@ class KernelCode:
     kernel: Kernel
     function: str                                   # the CUDA function's name
     candidates: list[CodeGenPlan] = field(default_factory=list)
+    ranking: list[tuple[CodeGenPlan, Breakdown]] = field(default_factory=list)  # fastest first
+    breakdown: Breakdown | None = None              # the chosen plan, with ptxas' resources
     emitted: EmittedKernel | None = None
     build: BuildResult | None = None
     error: str | None = None                        # why there is no (working) code
@@ -41,10 +48,11 @@ class KernelCode:
         emitted, build = self.emitted, self.build
         generated = emitted is not None and not emitted.library
         return {
+            **projected_fields(self.breakdown),
             "function": self.function if generated else None,
             "schedule": self.chosen.schedule if self.chosen else None,
             "codegen_plan": self.chosen.to_dict() if self.chosen else None,
-            "candidate_plans": [p.to_dict() for p in self.candidates],
+            "candidate_plans": self._candidates(),
             "block_size": emitted.block[0] * emitted.block[1] * emitted.block[2]
             if generated else None,
             "grid_size": emitted.grid[0] * emitted.grid[1] * emitted.grid[2]
@@ -59,8 +67,23 @@ class KernelCode:
         }
 
 
+    def _candidates(self) -> list[dict]:
+        """Every candidate plan; ranked ones carry their projected figures (estimated
+        registers), fastest first, then the ones the workload model does not cover."""
+        out, ranked = [], set()
+        for plan, breakdown in self.ranking:
+            ranked.add(plan)
+            out.append({**plan.to_dict(), "projected_us": round(breakdown.projected_us, 4),
+                        "limiter": breakdown.limiter,
+                        "occupancy": round(breakdown.occupancy, 4),
+                        "registers_estimated": breakdown.registers})
+        out.extend(p.to_dict() for p in self.candidates if p not in ranked)
+        return out
+
+
 def generate(graph: Graph, plan: FusionPlan, device, arch: str | None = None) -> list[KernelCode]:
-    """Emit every kernel of `plan` and build the generated ones in one nvcc batch."""
+    """Emit every kernel of `plan` under its fastest projected CodeGen plan and build the
+    generated ones in one nvcc batch."""
     arch = arch or arch_for_device(device.name)
     codes = []
     for kernel in plan.kernels:
@@ -70,8 +93,9 @@ def generate(graph: Graph, plan: FusionPlan, device, arch: str | None = None) ->
                 code.emitted = emit_kernel(graph, kernel, None, code.function)
             else:
                 code.candidates = enumerate_plans(graph, kernel)
-                code.emitted = emit_kernel(graph, kernel, choose_plan(code.candidates),
-                                           code.function)
+                code.ranking = rank_plans(graph, kernel, code.candidates, device)
+                chosen = code.ranking[0][0] if code.ranking else choose_plan(code.candidates)
+                code.emitted = emit_kernel(graph, kernel, chosen, code.function)
         except CodegenUnsupported as error:
             code.error = f"not generated yet: {error}"
         codes.append(code)
@@ -84,6 +108,20 @@ def generate(graph: Graph, plan: FusionPlan, device, arch: str | None = None) ->
                 code.build = results[code.function]
                 if not code.build.ok:
                     code.error = f"does not compile (a codegen bug): {code.build.error}"
+    for code in codes:
+        if code.kernel.kind == "library":
+            code.breakdown = project_library(code.kernel, device)
+        elif code.emitted is not None and code.chosen is not None:
+            build = code.build if code.build is not None and code.build.ok else None
+            resources = None if build is None else Resources(
+                registers=build.registers, static_shared_bytes=build.shared_static_bytes,
+                spill_bytes=build.spill_store_bytes + build.spill_load_bytes)
+            try:
+                code.breakdown = project_kernel(graph, code.kernel, code.chosen, device,
+                                                resources)
+            except ValueError:
+                code.breakdown = None  # a schedule the workload model does not cover
+        code.kernel.projected = code.breakdown
     return codes
 
 

@@ -40,7 +40,10 @@ def parse_strategies(text: str) -> list[str]:
 
 def explore(graph: Graph, device: str = "h100", strategies=tuple(STRATEGIES)
             ) -> dict[str, FusionPlan]:
-    """One plan per strategy, each with the wall time its strategy took (explore_ms)."""
+    """One plan per strategy, each with the wall time its strategy took (explore_ms) and every
+    kernel's quick projected breakdown (`project_plan`)."""
+    from compiler.cost.projected import project_plan  # the projected model reads codegen
+
     model = SolModel(graph, get_device(device))
     plans = {}
     for name in strategies:
@@ -52,6 +55,8 @@ def explore(graph: Graph, device: str = "h100", strategies=tuple(STRATEGIES)
         with cyclic_gc_paused():
             plan = strategy(graph, model, **extra)
         plan.explore_ms = (time.perf_counter() - start) * 1e3
+        with cyclic_gc_paused():
+            project_plan(graph, plan, model.device)
         plans[name] = plan
     return plans
 

@@ -56,6 +56,7 @@ class Kernel:
     outputs: tuple[str, ...]        # owned values written to memory
     dominant: str | None
     sol: SolEstimate
+    projected: object = None        # compiler.cost.projected.Breakdown, once projected
 
     @property
     def computed(self) -> tuple[str, ...]:
@@ -78,7 +79,21 @@ class Kernel:
             "proj_us": None, "measured_us": None, "limiter": None, "occupancy": None,
             "waves": None, "block_size": None, "grid_size": None, "registers": None,
             "shared_bytes": None,
+            **projected_fields(self.projected),
         }
+
+
+def projected_fields(breakdown) -> dict:
+    """The kernel-entry fields a projected breakdown fills (none when there is none)."""
+    if breakdown is None:
+        return {}
+    fields = {"proj_us": round(breakdown.projected_us, 4), "limiter": breakdown.limiter,
+              "occupancy": breakdown.occupancy, "waves": breakdown.waves,
+              "block_size": breakdown.block, "grid_size": breakdown.grid,
+              "projected": breakdown.to_dict()}
+    if breakdown.registers_source == "ptxas":  # an estimate is not ptxas' figure
+        fields.update(registers=breakdown.registers, shared_bytes=breakdown.shared_bytes)
+    return fields
 
 
 @dataclass(frozen=True)
@@ -113,6 +128,13 @@ class FusionPlan:
     def dram_bytes(self) -> int:
         return sum(k.sol.dram_bytes for k in self.kernels)
 
+    @property
+    def total_projected_us(self) -> float | None:
+        """The kernels' projected times in order; None unless every kernel has one."""
+        if any(k.projected is None for k in self.kernels):
+            return None
+        return round(sum(k.projected.projected_us for k in self.kernels), 4)
+
     def owner(self) -> dict[str, str]:
         """Node name -> name of the kernel that owns it."""
         return {node: k.name for k in self.kernels for node in k.nodes}
@@ -130,8 +152,8 @@ class FusionPlan:
             "explore_ms": round(self.explore_ms, 3),
             "kernel_count": len(self.kernels),
             "kinds": self.kind_counts(),
-            "total": {"sol_us": self.total_sol_us, "proj_us": None, "measured_us": None,
-                      "dram_bytes": self.dram_bytes},
+            "total": {"sol_us": self.total_sol_us, "proj_us": self.total_projected_us,
+                      "measured_us": None, "dram_bytes": self.dram_bytes},
             "kernels": [k.to_dict() for k in self.kernels],
             "decisions": [d.to_dict() for d in self.decisions],
         }

@@ -7,22 +7,23 @@ def format_exploration(result: dict, max_kernels: int = 40) -> str:
     graph = result["graph"]
     lines = [f"graph {graph['name']}: {graph['nodes']} nodes, device {result['device']}", ""]
     lines.append(f"{'strategy':10s} {'kernels':>8s} {'DRAM MB':>10s} {'SOL us':>10s} "
-                 f"{'vs unfused':>10s} {'explore ms':>10s}")
+                 f"{'proj us':>10s} {'vs unfused':>10s} {'explore ms':>10s}")
     for name, plan in result["strategies"].items():
         total = plan["total"]
         speedup = total.get("speedup_vs_unfused")
         lines.append(f"{name:10s} {plan['kernel_count']:8d} {total['dram_bytes'] / 1e6:10.3f} "
-                     f"{total['sol_us']:10.2f} "
+                     f"{total['sol_us']:10.2f} {_number(total.get('proj_us'), '10.2f')} "
                      f"{(f'{speedup:.2f}x' if speedup else '-'):>10s} {plan['explore_ms']:10.1f}")
     for name, plan in result["strategies"].items():
         lines += ["", f"== {name}: {plan['kernel_count']} kernels "
                       f"({', '.join(f'{k} {n}' for k, n in sorted(plan['kinds'].items()))})"]
-        lines.append(f"  {'kernel':22s} {'nodes':>5s} {'DRAM bytes':>12s} {'SOL us':>8s}  "
-                     f"{'bound':6s} dominant")
+        lines.append(f"  {'kernel':22s} {'nodes':>5s} {'DRAM bytes':>12s} {'SOL us':>8s} "
+                     f"{'proj us':>8s}  {'limiter':8s} dominant")
         for kernel in plan["kernels"][:max_kernels]:
             lines.append(f"  {kernel['name']:22s} {len(kernel['nodes']):5d} "
-                         f"{kernel['dram_bytes']:12,d} {kernel['sol_us']:8.2f}  "
-                         f"{kernel['sol']['bound']:6s} {kernel['dominant'] or ''}")
+                         f"{kernel['dram_bytes']:12,d} {kernel['sol_us']:8.2f} "
+                         f"{_number(kernel.get('proj_us'), '8.2f')}  "
+                         f"{(kernel.get('limiter') or '-'):8s} {kernel['dominant'] or ''}")
         if len(plan["kernels"]) > max_kernels:
             lines.append(f"  ... {len(plan['kernels']) - max_kernels} more (--json lists all)")
         refused = sum(1 for d in plan["decisions"] if d["action"] == "refuse")
@@ -31,13 +32,19 @@ def format_exploration(result: dict, max_kernels: int = 40) -> str:
     return "\n".join(lines)
 
 
+def _number(value, fmt: str) -> str:
+    width = fmt.split(".")[0]
+    return format("-", f">{width}") if value is None else format(value, fmt)
+
+
 def format_codegen(result: dict) -> str:
     """Per strategy, per kernel: schedule, launch, ptxas resources, emulation error."""
     lines = [f"graph {result['graph']['name']}: device {result['device']}"]
     for name, plan in result["strategies"].items():
         lines += ["", f"== {name}: {plan['kernel_count']} kernels"]
         lines.append(f"  {'function':28s} {'schedule':20s} {'block':>5s} {'grid':>7s} "
-                     f"{'regs':>4s} {'smem':>6s} {'spill':>5s} {'max err':>9s}  notes")
+                     f"{'regs':>4s} {'smem':>6s} {'spill':>5s} {'proj us':>8s} {'limiter':8s} "
+                     f"{'occ':>4s} {'max err':>9s}  notes")
         for k in plan["kernels"]:
             if k["kind"] == "library":
                 lines.append(f"  {k['name']:28s} {'library call':20s}")
@@ -50,6 +57,9 @@ def format_codegen(result: dict) -> str:
                 f"  {(k['function'] or k['name']):28s} {(k['schedule'] or '-'):20s} "
                 f"{show(k['block_size'], '5d')} {show(k['grid_size'], '7d')} "
                 f"{show(k['registers'], '4d')} {show(k['shared_bytes'], '6d')} "
-                f"{show(k['spill_bytes'], '5d')} {show(k['max_abs_error'], '9.2e')}  "
+                f"{show(k['spill_bytes'], '5d')} {show(k.get('proj_us'), '8.2f')} "
+                f"{(k.get('limiter') or '-'):8s} "
+                f"{show(None if k.get('occupancy') is None else 100 * k['occupancy'], '3.0f')}% "
+                f"{show(k['max_abs_error'], '9.2e')}  "
                 f"{k['codegen_error'] or ''}"[:400])
     return "\n".join(lines)

@@ -67,7 +67,14 @@ def test_explore_json_keeps_the_documented_shape():
     for plan in data["strategies"].values():
         assert plan["explore_ms"] >= 0
         assert plan["total"]["sol_us"] > 0
-        assert plan["total"]["proj_us"] is None and plan["total"]["measured_us"] is None
+        # Projected now (the sum of the kernels' times, each above its launch overhead and
+        # SOL time); measured only where a GPU worker ran it.
+        assert plan["total"]["measured_us"] is None
+        kernels_proj = [k["proj_us"] for k in plan["kernels"]]
+        assert plan["total"]["proj_us"] == pytest.approx(sum(kernels_proj), rel=1e-3)
+        for kernel in plan["kernels"]:
+            assert kernel["proj_us"] >= kernel["sol_us"] - 1e-6
+            assert kernel["limiter"] and kernel["measured_us"] is None
         for kernel in plan["kernels"]:
             for key in ("name", "kind", "nodes", "sol_us", "proj_us", "measured_us", "limiter",
                         "occupancy", "waves", "block_size", "grid_size", "registers",

@@ -1,0 +1,296 @@
+"""The projected cost model (AStitch/PAI's "Proj" level): time and its breakdown for one kernel
+under one CodeGenPlan on one device, from its workload (workload.py) and its resources.
+
+    throughput time = max over pipes p of  busiest SM's instructions_p / (lanes_p x e_pipe)
+                      and  DRAM bytes / (peak bandwidth x e_dram),  L2 bytes / (L2 bandwidth x e_l2)
+    latency time    = ceil(waves) x (sum over the busiest thread's loop iterations of
+                      (round trips x memory latency + dependent arithmetic) + sync) x s_latency
+    projected time  = max(throughput time, latency time) + grid barriers + launch overhead
+
+- The busiest SM runs ceil(blocks / SMs) of the blocks (the block scheduler hands blocks out
+  round-robin): a kernel with fewer blocks than SMs leaves SMs idle, and its pipe time is that
+  of one SM's share, not the chip's.
+- Waves = blocks / (blocks per SM x SMs), with blocks per SM from the occupancy calculator
+  (occupancy.py, CUDA's rules); each wave's threads walk their loops with one DRAM round trip
+  per iteration (two through a gather's index), the dependent arithmetic of the iteration and
+  the shuffles and barriers of their reductions: memory latency not hidden by enough resident
+  warps shows up here, as the throughput term cannot see it.
+- The limiter is the largest term: a pipe ("fma", "alu", "xu", "fp64", "conv", "lsu",
+  "shfl"), "dram", "l2", or "latency". Utilisation of each pipe and of DRAM is its time over the
+  projected time (without launch overhead).
+- e_pipe, e_dram, e_l2 and s_latency are the derating constants (`Derating`); their defaults
+  are below with their sources, and `compiler.cost.calibrate` fits them to measured times.
+
+Figures that are not in devices.py and where they come from:
+- L2-to-SM bandwidth: [A100-WP] gives 5120 bytes/clock for A100 and 2048 for V100 ("2.3x");
+  NVIDIA publishes no figure for H100, H200 or L4, so they get A100's 47.4 bytes/clock per SM
+  (the H100's ~12 TB/s that follows is in line with public microbenchmarks).
+- A grid barrier (cooperative groups' grid.sync) costs about 2 us on a full V100 (Zhang et al.,
+  "A Study of Single and Multi-device Synchronization Methods in Nvidia GPUs", IPDPS 2020:
+  grid-level synchronisation in the low microseconds); taken as 2 us everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+
+from compiler.cost.devices import Device
+from compiler.cost.occupancy import occupancy
+from compiler.cost.workload import PIPES, Workload
+
+# [A100-WP]: "A100 L2 cache read bandwidth: 5120 bytes/clk", V100: 2048 bytes/clk.
+L2_BYTES_PER_CYCLE = {"v100": 2048, "a100": 5120}
+L2_BYTES_PER_CYCLE_PER_SM_ASSUMED = 5120 / 108
+GRID_SYNC_US = 2.0
+
+
+@dataclass(frozen=True)
+class Derating:
+    """What fraction of each peak a real kernel reaches (fitted by calibrate.py).
+
+    - dram_efficiency 0.88: streaming copy/triad kernels reach 85-92 % of the datasheet DRAM
+      bandwidth on V100, A100 and H100 (BabelStream results published by its authors, Deakin
+      et al., and vendors' STREAM runs); refresh and page misses take the rest.
+    - l2_efficiency 0.7, pipe_efficiency 0.8: issue slots lost to dependencies and to the
+      other pipes sharing the dispatch port; round figures until calibrated.
+    - latency_scale 1.0: the latency term as the formula gives it.
+    """
+    dram_efficiency: float = 0.88
+    l2_efficiency: float = 0.7
+    pipe_efficiency: float = 0.8
+    latency_scale: float = 1.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What the kernel asks of an SM: from ptxas for a built kernel, else estimated."""
+    registers: int
+    static_shared_bytes: int = 0
+    spill_bytes: int = 0
+    source: str = "ptxas"          # "ptxas" | "estimated"
+
+
+@dataclass
+class Breakdown:
+    """Everything the UI shows about one kernel under one plan (all times in microseconds)."""
+    projected_us: float
+    throughput_us: float
+    latency_us: float
+    launch_us: float
+    grid_sync_us: float
+    limiter: str
+    utilisation: dict[str, float]          # pipe / "dram" / "l2" -> percent of projected time
+    achieved_bandwidth_gbs: float
+    dram_bytes: int
+    # Launch figures; None for a library call (cuBLAS picks its own kernels and launches).
+    occupancy: float | None                # theoretical, 0..1
+    occupancy_limiter: str | None
+    blocks_per_sm: int | None
+    active_warps_per_sm: int | None
+    waves: float | None
+    tail_fraction: float | None            # idle share of the last wave's block slots
+    sms_used: int | None
+    registers: int | None
+    registers_source: str | None
+    shared_bytes: int | None               # static + dynamic per block
+    spill_bytes: int | None
+    grid: int | None
+    block: int | None
+    sol_us: float | None = None
+    arithmetic_intensity: float | None = None   # flops per DRAM byte (the roofline's x)
+    flops: int | None = None
+    terms_us: dict[str, float] = field(default_factory=dict)   # every throughput term
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        for key in ("projected_us", "throughput_us", "latency_us", "waves", "tail_fraction",
+                    "achieved_bandwidth_gbs", "occupancy"):
+            if out[key] is not None:
+                out[key] = round(out[key], 4)
+        out["utilisation"] = {k: round(v, 2) for k, v in self.utilisation.items()}
+        out["terms_us"] = {k: round(v, 4) for k, v in self.terms_us.items()}
+        return out
+
+
+def l2_bytes_per_second(device: Device) -> float:
+    per_cycle = L2_BYTES_PER_CYCLE.get(device.name,
+                                       L2_BYTES_PER_CYCLE_PER_SM_ASSUMED * device.sm_count)
+    return per_cycle * device.clock_hz
+
+
+def pipe_lanes(device: Device) -> dict[str, float]:
+    """Results per clock per SM of each pipe the workload counts ([PG] throughput table)."""
+    return {
+        "fma": device.fp32_ops_per_cycle_per_sm,
+        "alu": device.int32_ops_per_cycle_per_sm,
+        "xu": device.transcendental_ops_per_cycle_per_sm,
+        "fp64": device.fp64_ops_per_cycle_per_sm,
+        # [PG]: "all other type conversions" and warp shuffles: 16 and 32 per clock per SM
+        # on compute capability 7.0 to 9.0.
+        "conv": 16,
+        "lsu": device.lsu_ops_per_cycle_per_sm,
+        "shfl": 32,
+    }
+
+
+def estimate_registers(workload: Workload) -> int:
+    """A register count for ranking plans before any is compiled: 24 for the indices and
+    pointers, 2 per input value per vector lane, 8 for a reduction's accumulators and partials.
+    Only the plan that is built gets ptxas' figure."""
+    reads = len({a.value for a in workload.accesses if a.role == "read"})
+    vector = max((4 if a.vectorized else 1 for a in workload.accesses), default=1)
+    reductions = 8 if workload.schedule != "elementwise" else 0
+    return int(min(255, 24 + 2 * reads * vector + reductions))
+
+
+class ProjectedModel:
+    """Projected times on one device, with its derating constants."""
+
+    def __init__(self, device: Device, derating: Derating | None = None):
+        self.device = device
+        self.derating = derating or Derating()
+        self.lanes = pipe_lanes(device)
+
+    def project(self, workload: Workload, resources: Resources, sol_us: float | None = None,
+                flops: int | None = None) -> Breakdown:
+        device, d = self.device, self.derating
+        clock = device.clock_hz
+        grid, block = max(1, workload.grid), max(1, workload.block)
+        shared = workload.shared_bytes + resources.static_shared_bytes
+        occ = occupancy(device, block, max(1, resources.registers),
+                        shared_static_bytes=resources.static_shared_bytes,
+                        shared_dynamic_bytes=workload.shared_bytes)
+        blocks_per_sm = max(1, occ.blocks_per_sm)
+        sms_used = min(device.sm_count, grid)
+        busiest_share = math.ceil(grid / device.sm_count) / grid  # of all blocks' work
+
+        terms: dict[str, float] = {}
+        for pipe in PIPES:
+            count = workload.instructions.get(pipe, 0.0)
+            if count:
+                cycles = count * busiest_share / (self.lanes[pipe] * d.pipe_efficiency)
+                terms[pipe] = cycles / clock * 1e6
+        if workload.dram_bytes:
+            terms["dram"] = workload.dram_bytes / (device.dram_bytes_per_s * d.dram_efficiency) \
+                * 1e6
+        if workload.l2_bytes:
+            terms["l2"] = workload.l2_bytes / (l2_bytes_per_second(device) * d.l2_efficiency) \
+                * 1e6
+        throughput_us = max(terms.values(), default=0.0)
+
+        waves = grid / (blocks_per_sm * device.sm_count)
+        warp_cycles = workload.latency_cycles_per_thread + workload.sync_cycles_per_thread
+        latency_us = math.ceil(waves) * warp_cycles * d.latency_scale / clock * 1e6
+        busy_us = max(throughput_us, latency_us)
+        grid_sync_us = workload.grid_syncs * GRID_SYNC_US
+        launch_us = device.kernel_launch_overhead_us
+        projected = busy_us + grid_sync_us + launch_us
+        if latency_us > throughput_us:
+            limiter = "latency"
+        else:
+            limiter = max(terms, key=terms.get) if terms else "launch"
+        utilisation = {name: 100.0 * t / busy_us if busy_us else 0.0 for name, t in terms.items()}
+        fraction = waves - math.floor(waves)
+        tail = 0.0 if waves < 1 or fraction == 0 else 1.0 - fraction
+        return Breakdown(
+            projected_us=projected, throughput_us=throughput_us, latency_us=latency_us,
+            launch_us=launch_us, grid_sync_us=grid_sync_us, limiter=limiter,
+            utilisation=utilisation,
+            achieved_bandwidth_gbs=workload.dram_bytes / (projected * 1e-6) / 1e9,
+            dram_bytes=workload.dram_bytes, occupancy=occ.occupancy,
+            occupancy_limiter=occ.limiter, blocks_per_sm=occ.blocks_per_sm,
+            active_warps_per_sm=occ.active_warps_per_sm, waves=waves, tail_fraction=tail,
+            sms_used=sms_used, registers=resources.registers,
+            registers_source=resources.source, shared_bytes=shared,
+            spill_bytes=resources.spill_bytes, grid=grid, block=block, sol_us=sol_us,
+            arithmetic_intensity=(flops / workload.dram_bytes) if flops is not None
+            and workload.dram_bytes else None,
+            flops=flops, terms_us=terms)
+
+    def with_derating(self, **changes) -> ProjectedModel:
+        return ProjectedModel(self.device, replace(self.derating, **changes))
+
+
+# -- kernels of a fusion plan -----------------------------------------------------------------
+
+
+def project_kernel(graph, kernel, plan, device: Device, resources: Resources | None = None,
+                   derating: Derating | None = None, sol=None) -> Breakdown:
+    """The breakdown of `kernel` (a fusion-plan Kernel) under CodeGenPlan `plan`; registers
+    are estimated when `resources` is None. `sol` is the kernel's SolEstimate, if known."""
+    from compiler.cost.workload import kernel_workload
+
+    workload = kernel_workload(graph, kernel, plan, device)
+    sol = sol if sol is not None else getattr(kernel, "sol", None)
+    if resources is None:
+        resources = Resources(registers=estimate_registers(workload), source="estimated")
+    return ProjectedModel(device, derating).project(
+        workload, resources, sol_us=sol.total_us if sol is not None else None,
+        flops=sol.flops if sol is not None else None)
+
+
+def rank_plans(graph, kernel, plans, device: Device,
+               derating: Derating | None = None) -> list[tuple[object, Breakdown]]:
+    """(plan, breakdown) for every candidate the workload model covers, fastest first (ties
+    keep the enumeration order)."""
+    ranked = []
+    for k, plan in enumerate(plans):
+        try:
+            breakdown = project_kernel(graph, kernel, plan, device, derating=derating)
+        except ValueError:
+            continue  # a schedule the workload model does not know: not ranked
+        ranked.append((breakdown.projected_us, k, plan, breakdown))
+    ranked.sort(key=lambda item: (item[0], item[1]))
+    return [(plan, breakdown) for _, _, plan, breakdown in ranked]
+
+
+# Library calls (dot, convolution) run cuBLAS/cuDNN kernels we do not generate: their projected
+# time is the speed-of-light one derated like a generated kernel's DRAM traffic, and tensor-core
+# work at LIBRARY_COMPUTE_EFFICIENCY of the peak: large cuBLAS GEMMs reach 70-80 % of the
+# datasheet tensor throughput on A100/H100 (NVIDIA's published cuBLAS performance charts).
+LIBRARY_COMPUTE_EFFICIENCY = 0.75
+
+
+def project_library(kernel, device: Device, derating: Derating | None = None) -> Breakdown:
+    """The projected time of a library kernel from its SolEstimate (`kernel.sol`)."""
+    d = derating or Derating()
+    sol = kernel.sol
+    terms = {"dram": sol.memory_us / d.dram_efficiency}
+    if sol.compute_us:
+        terms[sol.compute_pipe or "compute"] = sol.compute_us / LIBRARY_COMPUTE_EFFICIENCY
+    busy = max(terms.values())
+    limiter = max(terms, key=terms.get)
+    projected = busy + sol.launch_us
+    return Breakdown(
+        projected_us=projected, throughput_us=busy, latency_us=0.0, launch_us=sol.launch_us,
+        grid_sync_us=0.0, limiter=limiter,
+        utilisation={k: 100.0 * v / busy if busy else 0.0 for k, v in terms.items()},
+        achieved_bandwidth_gbs=sol.dram_bytes / (projected * 1e-6) / 1e9,
+        dram_bytes=sol.dram_bytes, occupancy=None, occupancy_limiter=None, blocks_per_sm=None,
+        active_warps_per_sm=None, waves=None, tail_fraction=None, sms_used=None,
+        registers=None, registers_source=None, shared_bytes=None, spill_bytes=None, grid=None,
+        block=None, sol_us=sol.total_us,
+        arithmetic_intensity=sol.flops / sol.dram_bytes if sol.dram_bytes else None,
+        flops=sol.flops, terms_us=terms)
+
+
+def project_plan(graph, plan, device: Device, derating: Derating | None = None) -> None:
+    """Sets `kernel.projected` for every kernel of a FusionPlan: library kernels from their
+    SOL estimate, generated ones under the CodeGen plan `choose_plan`'s heuristic picks, with
+    estimated registers (the quick projection `explore` shows; `codegen` ranks every candidate
+    and uses ptxas' registers). Kernels the workload model does not cover stay None."""
+    from compiler.codegen.plan import choose_plan, enumerate_plans
+
+    for kernel in plan.kernels:
+        if kernel.kind == "library":
+            kernel.projected = project_library(kernel, device, derating)
+            continue
+        try:
+            chosen = choose_plan(enumerate_plans(graph, kernel))
+            kernel.projected = project_kernel(graph, kernel, chosen, device, derating=derating)
+        except ValueError:
+            kernel.projected = None

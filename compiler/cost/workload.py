@@ -1,0 +1,544 @@
+"""The workload of one generated kernel under one CodeGenPlan: what the projected model prices.
+
+Counted from the kernel's ops and its schedule, not from PTX or SASS: the trip counts of the
+schedule's loops are known exactly here (element counts, rows, row lengths, the plan's launch
+dimensions) but not in the machine code, where every loop is a back-edge with a run-time bound,
+and the op-level count is available for every candidate plan before anything is compiled (the
+codegen ranks tens of candidates per kernel and compiles one). ptxas' figures (registers,
+spills, shared memory) come in separately, for the plan that was built.
+
+What a `Workload` holds, for the whole grid:
+- thread instructions per pipe ("fma" FP32 add/mul/FMA and integer multiply-add, "alu" integer
+  and logic, compares, min/max, selects, "xu" the MUFU transcendental unit, "fp64", "conv"
+  conversions and roundings, "lsu" global and shared loads and stores, "shfl" warp shuffles),
+  from a per-op instruction mix (`OP_MIX`: what nvcc emits for each op, e.g. expf is a MUFU.EX2
+  and about four FP32 instructions of range reduction) times the number of times the schedule
+  evaluates the op, plus index arithmetic and loop overhead per element;
+- DRAM bytes read and written, and L2-to-SM bytes: every access is classified by the pattern
+  consecutive threads make (`Access.pattern`): "contiguous" (coalesced: a warp touches 32
+  consecutive elements), "broadcast" (the fast thread index does not move the address: one
+  sector serves the warp), or "strided" (consecutive threads are a row apart: one 32-byte
+  sector per element). DRAM sees each value once while the kernel's data fits in L2; the
+  L2-to-SM traffic carries the re-reads and the sector waste;
+- the busiest thread's iteration count and what each iteration waits for (dependent DRAM
+  round trips, the dependency chain of its arithmetic), and the synchronisation on its path
+  (shuffles, barriers, grid barriers): the latency model's inputs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+from compiler.codegen.plan import (COLUMN_SCHEDULE, ROW_SCHEDULES, SPLIT_SCHEDULES,
+                                   TRANSPOSE_SCHEDULE, CodeGenPlan, column_reductions,
+                                   global_reductions, row_split)
+from compiler.cost.devices import Device
+from compiler.fusion.plan import Kernel
+from compiler.ir.dtypes import accumulation_dtype
+from compiler.ir.graph import Graph, Node
+from compiler.ir.ops import OPS
+
+PIPES = ("fma", "alu", "xu", "fp64", "conv", "lsu", "shfl")
+SECTOR_BYTES = 32  # the unit of L1/L2 and DRAM transfers on every NVIDIA GPU since Maxwell
+
+# Thread instructions per element for ops computed in f32, by pipe. From the code nvcc emits
+# for the CUDA math library's accurate (non --use_fast_math) functions: a MUFU instruction for
+# the hardware approximation, FP32 instructions for range reduction and refinement. Rounded;
+# the projected model's derating constants absorb the rest (docs/cost-models.md).
+OP_MIX: dict[str, dict[str, float]] = {
+    "add": {"fma": 1}, "subtract": {"fma": 1}, "multiply": {"fma": 1},
+    "divide": {"fma": 8, "xu": 1},                       # rcp + Newton steps + correction
+    "remainder": {"fma": 12, "alu": 4, "xu": 1},
+    "maximum": {"alu": 2}, "minimum": {"alu": 2},        # fx_max/fx_min propagate NaN
+    "compare": {"alu": 1}, "select": {"alu": 1}, "clamp": {"alu": 4},
+    "and": {"alu": 1}, "or": {"alu": 1}, "xor": {"alu": 1}, "not": {"alu": 1},
+    "abs": {"alu": 1}, "negate": {}, "sign": {"alu": 3}, "is-finite": {"alu": 2},
+    "exponential": {"fma": 4, "xu": 1},
+    "exponential-minus-one": {"fma": 12, "xu": 1, "alu": 2},
+    "log": {"fma": 12, "xu": 1, "alu": 3}, "log-plus-one": {"fma": 14, "xu": 1, "alu": 3},
+    "sqrt": {"fma": 4, "xu": 1}, "rsqrt": {"fma": 12, "xu": 2},   # emitted as 1 / sqrt(x)
+    "cbrt": {"fma": 14, "xu": 2, "alu": 2},
+    "tanh": {"fma": 12, "xu": 2, "alu": 2}, "logistic": {"fma": 12, "xu": 2},
+    "erf": {"fma": 20, "xu": 1, "alu": 2}, "power": {"fma": 40, "xu": 2, "alu": 10},
+    "sine": {"fma": 20, "alu": 4}, "cosine": {"fma": 20, "alu": 4},
+    "tan": {"fma": 30, "xu": 1, "alu": 4}, "atan2": {"fma": 25, "xu": 1, "alu": 6},
+    "floor": {"conv": 1}, "ceil": {"conv": 1}, "round-nearest-even": {"conv": 1},
+    "round-nearest-afz": {"conv": 1, "alu": 2},
+    "convert": {"conv": 1}, "bitcast-convert": {},
+    "shift-left": {"alu": 2}, "shift-right-logical": {"alu": 2},
+    "shift-right-arithmetic": {"alu": 2}, "popcnt": {"alu": 1},
+    "count-leading-zeros": {"alu": 1}, "iota": {"alu": 1},
+    "pad": {"alu": 3}, "concatenate": {"alu": 2}, "dynamic-slice": {"alu": 4},
+    "dynamic-update-slice": {"alu": 4}, "gather": {"alu": 6},
+}
+DEFAULT_TRANSCENDENTAL = {"fma": 20, "xu": 1, "alu": 2}
+# Integer arithmetic: add/sub/logic on the ALU, multiplies (IMAD) on the FMA pipe.
+INTEGER_MIX = {"multiply": {"fma": 1}, "divide": {"alu": 12, "fma": 8, "conv": 2},
+               "remainder": {"alu": 14, "fma": 8, "conv": 2}, "power": {"alu": 20, "fma": 10}}
+# A 16-bit float result is computed in f32 and rounded: a conversion and a repack.
+ROUND_16_BIT = {"conv": 1, "alu": 1}
+# Per element of a loop: the loop's increment, compare and branch.
+LOOP_OVERHEAD = {"alu": 2}
+# Per dimension of an index that has to be derived from the loop's position (a div/mod by a
+# constant is a multiply-high and a shift; the address adds a multiply-add).
+INDEX_PER_DIM = {"alu": 1, "fma": 2}
+# Dependent-issue latency of one op on the FMA/ALU pipes, in cycles, when no better figure is
+# known: the FFMA latency of every chip since Volta is 4 ([JIA18], [ABD22] in devices.py).
+# The unroll factor NVVM (LLVM's loop unroller) applies to a loop with a run-time trip count and
+# a small body when the source has no #pragma unroll: 4.
+UNROLL = 4
+PLUMBING = frozenset({"broadcast", "reshape", "bitcast", "transpose", "copy", "slice",
+                      "reverse", "constant", "parameter", "tuple", "get-tuple-element"})
+
+
+@dataclass(frozen=True)
+class Access:
+    """One input read or output written by the kernel, as the fast thread index walks it."""
+    value: str             # the graph node
+    role: str              # "read" | "write"
+    pattern: str           # "contiguous" | "broadcast" | "strided"
+    elements: int          # element accesses over the whole grid (re-reads included)
+    unique_bytes: int      # the value's size in memory
+    l2_bytes: int          # bytes moved between L2 and the SMs for these accesses
+    vectorized: bool       # served by 2- or 4-wide vector accesses
+    itemsize: int          # bytes per element
+
+    @property
+    def sector_efficiency(self) -> float:
+        """Useful bytes per byte moved between L2 and the SMs (1.0: fully coalesced)."""
+        useful = self.elements * self.itemsize
+        return min(1.0, useful / self.l2_bytes) if self.l2_bytes else 1.0
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["sector_efficiency"] = round(self.sector_efficiency, 4)
+        return out
+
+
+@dataclass
+class Workload:
+    schedule: str
+    grid: int
+    block: int
+    shared_bytes: int                                 # dynamic shared memory per block
+    instructions: dict[str, float] = field(default_factory=dict)   # thread instructions
+    dram_read_bytes: int = 0
+    dram_write_bytes: int = 0
+    l2_bytes: int = 0
+    shared_traffic_bytes: int = 0
+    accesses: list[Access] = field(default_factory=list)
+    iterations_per_thread: int = 0                    # the busiest thread's loop iterations
+    chain_cycles_per_iteration: float = 0.0           # the longest dependent arithmetic
+    latency_cycles_per_thread: float = 0.0            # its iterations' memory + arithmetic
+    sync_cycles_per_thread: float = 0.0               # shuffles and barriers on a thread's path
+    barriers_per_block: int = 0
+    grid_syncs: int = 0
+
+    @property
+    def dram_bytes(self) -> int:
+        return self.dram_read_bytes + self.dram_write_bytes
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["accesses"] = [a.to_dict() for a in self.accesses]
+        out["instructions"] = {k: round(v) for k, v in self.instructions.items()}
+        out["dram_bytes"] = self.dram_bytes
+        return out
+
+
+# -- op-level pieces --------------------------------------------------------------------------
+
+
+def op_mix(node: Node) -> dict[str, float]:
+    """Thread instructions per element for computing `node` once."""
+    op = node.op
+    if op in PLUMBING or node.shape.is_tuple:
+        return {}
+    dtype = node.array_shape.dtype
+    if dtype.kind == "pred" or not dtype.is_float:
+        if op in INTEGER_MIX and dtype.kind != "pred":
+            return dict(INTEGER_MIX[op])
+        if op in ("add", "subtract"):
+            return {"alu": 1}
+        base = OP_MIX.get(op, {"alu": 1})
+        return {("alu" if pipe in ("fma", "xu") else pipe): n for pipe, n in base.items()}
+    info = OPS.get(op)
+    mix = dict(OP_MIX.get(op) or (DEFAULT_TRANSCENDENTAL if info and info.transcendental
+                                  else {"alu": 1}))
+    if dtype.bits == 64:  # f64 runs the arithmetic on the FP64 pipe
+        mix = {("fp64" if pipe in ("fma", "xu") else pipe): n for pipe, n in mix.items()}
+    if dtype.bits < 32 and op not in ("convert", "bitcast-convert") and mix:
+        for pipe, n in ROUND_16_BIT.items():
+            mix[pipe] = mix.get(pipe, 0) + n
+    return mix
+
+
+def chain_latency(node: Node, device: Device) -> float:
+    """Cycles from the node's operands to its result."""
+    mix = op_mix(node)
+    if not mix:
+        return 0.0
+    serial = sum(n for pipe, n in mix.items() if pipe in ("fma", "alu", "fp64", "conv"))
+    return serial * device.fp32_fma_latency_cycles + mix.get("xu", 0) * device.mufu_latency_cycles
+
+
+def _operand_axis(graph: Graph, node: Node, axis, k: int):
+    """The operand-k dimension that moves when `axis` of `node` moves: an int, None (the
+    operand does not move: broadcast) or "?" (not a single dimension: strided at best)."""
+    if axis is None or axis == "?":
+        return axis
+    operand = graph.nodes[node.operands[k]]
+    if operand.shape.is_tuple:
+        return "?"
+    op, rank = node.op, operand.array_shape.rank
+    if op == "broadcast":
+        dims = list(node.attrs.get("dimensions", ()))
+        return dims.index(axis) if axis in dims else None
+    if op == "transpose":
+        return list(node.attrs["dimensions"])[axis]
+    if op in ("reshape", "bitcast"):
+        out_dims, in_dims = node.array_shape.dims, operand.array_shape.dims
+        stride = math.prod(out_dims[axis + 1:])
+        for d in range(len(in_dims)):
+            if in_dims[d] > 1 and math.prod(in_dims[d + 1:]) == stride:
+                return d
+        return "?"
+    if op == "reduce":
+        if k >= len(node.operands) // 2:
+            return None  # the init value
+        kept = [d for d in range(rank) if d not in node.attrs["dimensions"]]
+        return kept[axis] if axis < len(kept) else "?"
+    if op == "gather":
+        return "?"
+    if rank == node.array_shape.rank:
+        return axis  # elementwise, slice, pad, reverse, concatenate, dynamic slices, windows
+    if rank == 0:
+        return None  # a scalar operand
+    return "?"
+
+
+def fast_axis(dims) -> int | None:
+    """The logical dimension consecutive threads walk: the last one with more than 1 element."""
+    for d in range(len(dims) - 1, -1, -1):
+        if dims[d] > 1:
+            return d
+    return None
+
+
+def _pattern(node: Node, axis) -> str:
+    if axis is None:
+        return "broadcast"
+    if axis == "?":
+        return "strided"
+    shape = node.array_shape
+    if shape.dims[axis] <= 1:
+        return "broadcast"
+    innermost = next((d for d in shape.minor_to_major if shape.dims[d] > 1), None)
+    return "contiguous" if axis == innermost else "strided"
+
+
+# -- loops ------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Loop:
+    """One loop of the schedule: `elements` positions, at each the `targets` are computed
+    (outputs among them stored), reading `known` values from registers."""
+    elements: int
+    targets: list[str]
+    axes: dict[str, object]        # target -> the dimension the fast thread index walks
+    known: frozenset[str]
+    per_thread: int                # iterations of the busiest thread
+    vector: int = 1
+    stores: tuple[str, ...] = ()
+    coalesced_reads: frozenset[str] = frozenset()  # staged through shared memory
+
+
+class _Counter:
+    def __init__(self, graph: Graph, kernel: Kernel, device: Device, workload: Workload):
+        self.graph, self.kernel, self.device, self.w = graph, kernel, device, workload
+        self.computed = set(kernel.computed)
+        self.inputs = set(kernel.inputs)
+        self.read_once: set[str] = set()
+        self.patterns: dict[tuple[str, str], dict] = {}
+
+    def loop(self, loop: _Loop) -> None:
+        graph, device = self.graph, self.device
+        evals: dict[str, int] = {}
+        loads: dict[tuple[str, str], int] = {}   # (input, pattern) -> evaluations
+        depth: dict[str, float] = {}
+
+        def visit(name: str, multiplier: int, axis) -> float:
+            """Walks the values `name` needs; returns its dependency-chain latency."""
+            node = graph.nodes[name]
+            if name in loop.known:
+                return 0.0
+            if name in self.inputs and name not in self.computed:
+                if node.op == "constant" and node.array_shape.size == 1:
+                    return 0.0
+                pattern = "contiguous" if name in loop.coalesced_reads else _pattern(node, axis)
+                loads[name, pattern] = max(loads.get((name, pattern), 0), multiplier)
+                return 0.0
+            if name not in self.computed:
+                return 0.0
+            if evals.get(name, 0) >= multiplier and name in depth:
+                return depth[name]
+            evals[name] = max(evals.get(name, 0), multiplier)
+            inner = multiplier
+            if node.op == "reduce":
+                source = graph.nodes[node.operands[0]].array_shape
+                inner = multiplier * math.prod(source.dims[d] for d in node.attrs["dimensions"])
+            elif node.op == "reduce-window":
+                inner = multiplier * math.prod(node.attrs.get("window_dims", ()) or (1,))
+            longest = 0.0
+            for k, operand in enumerate(dict.fromkeys(node.operands)):
+                position = node.operands.index(operand)
+                sub_axis = _operand_axis(graph, node, axis, position)
+                reduced_operand = node.op in ("reduce", "reduce-window") and \
+                    position < max(1, len(node.operands) // 2)
+                longest = max(longest, visit(operand, inner if reduced_operand else multiplier,
+                                             sub_axis))
+            serial = inner // max(1, multiplier) if inner != multiplier else 0
+            # A reduction computed by one thread adds one dependent step per reduced element.
+            depth[name] = longest + chain_latency(node, device) + \
+                serial * device.fp32_fma_latency_cycles
+            return depth[name]
+
+        chain = 0.0
+        for target in loop.targets:
+            chain = max(chain, visit(target, 1, loop.axes.get(target)))
+        w = self.w
+        # Arithmetic.
+        for name, multiplier in evals.items():
+            node = graph.nodes[name]
+            count = loop.elements * multiplier
+            mix = op_mix(node)
+            if node.op in ("reduce", "reduce-window"):
+                acc = accumulation_dtype(node.array_shape.dtype)
+                reducer = node.attrs.get("reducer") or "add"
+                step = {"fma": 1} if reducer in ("add", "multiply") and acc.is_float else {"alu": 2}
+                for pipe, n in step.items():
+                    w.instructions[pipe] = w.instructions.get(pipe, 0) + n * count
+            for pipe, n in mix.items():
+                w.instructions[pipe] = w.instructions.get(pipe, 0) + n * count
+        # Index arithmetic and loop overhead, per position (shared by the lanes of a vector).
+        rank = max((graph.nodes[t].array_shape.rank for t in loop.targets), default=1)
+        per_position = dict(LOOP_OVERHEAD)
+        for pipe, n in INDEX_PER_DIM.items():
+            per_position[pipe] = per_position.get(pipe, 0) + n * max(0, rank - 1)
+        for pipe, n in per_position.items():
+            w.instructions[pipe] = w.instructions.get(pipe, 0) + n * loop.elements / loop.vector
+        # Memory.
+        gathers = any(graph.nodes[n].op in ("gather", "dynamic-slice", "dynamic-update-slice")
+                      for n in evals)
+        read_before = set(self.read_once)
+        for (name, pattern), multiplier in loads.items():
+            self._access(name, "read", pattern, loop.elements * multiplier, loop.vector,
+                         reread=name in self.read_once)
+            self.read_once.add(name)
+        for name in loop.stores:
+            self._access(name, "write", _pattern(graph.nodes[name], loop.axes.get(name)),
+                         graph.nodes[name].array_shape.size, loop.vector, reread=False)
+        # Latency: each iteration waits for its loads (DRAM the first time a value is read,
+        # L2 when it is read again; twice through a gather's index) and its arithmetic.
+        first_reads = any(name not in read_before for name, _ in loads)
+        memory = (device.dram_latency_cycles if first_reads
+                  else device.l2_hit_latency_cycles if loads else 0)
+        # nvcc unrolls a loop like these by UNROLL and issues the unrolled iterations' loads
+        # together, so that many memory round trips overlap.
+        round_trips = (2 if gathers else 1) / min(UNROLL, max(1, loop.per_thread))
+        w.iterations_per_thread += loop.per_thread
+        w.chain_cycles_per_iteration = max(w.chain_cycles_per_iteration, chain)
+        w.latency_cycles_per_thread += loop.per_thread * (round_trips * memory + chain)
+
+    def _access(self, name: str, role: str, pattern: str, elements: int, vector: int,
+                reread: bool) -> None:
+        node = self.graph.nodes[name]
+        shape = node.array_shape
+        itemsize = max(1, shape.dtype.bits // 8)
+        unique = shape.size * itemsize
+        vectorized = vector > 1 and pattern == "contiguous"
+        if pattern == "contiguous":
+            l2 = elements * itemsize
+            lsu = elements / (vector if vectorized else 1)
+        elif pattern == "broadcast":
+            l2 = max(unique, elements * itemsize // 32)  # one sector serves a warp
+            lsu = elements
+        else:
+            l2 = elements * max(itemsize, SECTOR_BYTES)
+            lsu = elements
+        w = self.w
+        w.instructions["lsu"] = w.instructions.get("lsu", 0) + lsu
+        w.l2_bytes += l2
+        fits_l2 = unique <= self.device.l2_bytes // 2
+        if role == "read":
+            if not reread:
+                w.dram_read_bytes += unique if (fits_l2 or pattern != "strided") else l2
+            elif not fits_l2:
+                w.dram_read_bytes += l2
+        else:
+            w.dram_write_bytes += unique if (fits_l2 or pattern != "strided") else l2
+        w.accesses.append(Access(name, role, pattern, elements, unique, l2, vectorized,
+                                 itemsize))
+
+
+# -- schedules -> loops -----------------------------------------------------------------------
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // max(1, b))
+
+
+def kernel_workload(graph: Graph, kernel: Kernel, plan: CodeGenPlan,
+                    device: Device) -> Workload:
+    """The workload of `kernel` emitted under `plan` (see the module docstring)."""
+    w = Workload(schedule=plan.schedule, grid=plan.grid_size, block=plan.block_size,
+                 shared_bytes=plan.shared_bytes)
+    counter = _Counter(graph, kernel, device, w)
+    outputs = [graph.nodes[n] for n in kernel.outputs if not graph.nodes[n].shape.is_tuple]
+    threads = plan.grid_size * plan.block_size
+    shuffle_latency = device.shared_memory_latency_cycles
+    barrier_latency = 2 * device.shared_memory_latency_cycles
+
+    def elementwise(nodes: list[Node], known=frozenset(), vector=1, coalesced=frozenset()):
+        sizes: dict[int, list[Node]] = {}
+        for node in nodes:
+            sizes.setdefault(node.array_shape.size, []).append(node)
+        for size, group in sizes.items():
+            width = vector if size % vector == 0 else 1
+            counter.loop(_Loop(
+                elements=size, targets=[n.name for n in group],
+                axes={n.name: fast_axis(n.array_shape.dims) for n in group}, known=known,
+                per_thread=_ceil(size, threads * width), vector=width,
+                stores=tuple(n.name for n in group), coalesced_reads=coalesced))
+
+    schedule = plan.schedule
+    if schedule == "elementwise":
+        elementwise(outputs, vector=plan.vector_width)
+    elif schedule == TRANSPOSE_SCHEDULE:
+        transposed = frozenset(kernel.inputs)
+        elementwise(outputs, coalesced=transposed)
+        size = max((n.array_shape.size for n in outputs), default=0)
+        tiles = _ceil(size, max(1, plan.tile) ** 2)
+        w.barriers_per_block = _ceil(tiles, plan.grid_size)
+        w.sync_cycles_per_thread += w.barriers_per_block * barrier_latency
+        itemsize = max((n.array_shape.dtype.bits // 8 for n in outputs), default=4)
+        w.shared_traffic_bytes += 2 * size * itemsize
+        w.instructions["lsu"] = w.instructions.get("lsu", 0) + 2 * size
+    elif schedule in ROW_SCHEDULES or schedule == "row-reduce-split":
+        _row_loops(graph, kernel, plan, counter, outputs, elementwise, shuffle_latency,
+                   barrier_latency)
+    elif schedule in (COLUMN_SCHEDULE, "column-reduce-split"):
+        _column_loops(graph, kernel, plan, counter, outputs, plan.dominant, frozenset(),
+                      elementwise, barrier_latency)
+    else:
+        raise ValueError(f"no workload model for schedule {schedule!r}")
+    return w
+
+
+def _row_loops(graph, kernel, plan, counter, outputs, elementwise, shuffle_latency,
+               barrier_latency) -> None:
+    w = counter.w
+    rows, length = plan.rows, plan.row_length
+    splits = max(1, plan.splits) if plan.schedule in SPLIT_SCHEDULES else 1
+    threads_per_row = plan.threads_per_row or plan.block_size
+    slots = plan.grid_size * max(1, plan.rows_per_block or 1)
+    work_items = rows * splits
+    rows_per_slot = _ceil(work_items, slots)
+    per_row = _ceil(_ceil(length, splits), threads_per_row)
+    order = {name: k for k, name in enumerate(graph.nodes)}
+    reductions = sorted((n for n in kernel.computed if graph.nodes[n].op == "reduce"
+                         and row_split(graph, n) == (rows, length)), key=order.get)
+    known: set[str] = set()
+    steps = int(math.log2(max(1, min(threads_per_row, 32))))
+    for name in reductions:
+        node = graph.nodes[name]
+        operand = graph.nodes[node.operands[0]]
+        counter.loop(_Loop(elements=rows * length, targets=[operand.name],
+                           axes={operand.name: fast_axis(operand.array_shape.dims)},
+                           known=frozenset(known), per_thread=rows_per_slot * per_row))
+        known.add(name)
+        w.instructions["shfl"] = w.instructions.get("shfl", 0) + \
+            rows * splits * threads_per_row * steps
+        w.sync_cycles_per_thread += rows_per_slot * steps * shuffle_latency
+        if threads_per_row > 32:
+            w.barriers_per_block += 2 * rows_per_slot
+            w.sync_cycles_per_thread += 2 * rows_per_slot * barrier_latency
+            w.shared_traffic_bytes += rows * splits * (threads_per_row // 32) * 8 * 2
+        if splits > 1:
+            w.grid_syncs += 1 if plan.cooperative else 0
+            w.dram_write_bytes += rows * splits * 8
+            w.dram_read_bytes += rows * splits * 8
+    second = set(global_reductions(graph, kernel)) if plan.cooperative else set()
+    wide = [n for n in outputs if n.array_shape.size == rows * length and length > 1
+            and n.name not in second]
+    narrow = [n for n in outputs if n.array_shape.size == rows and n not in wide]
+    if wide:
+        counter.loop(_Loop(elements=rows * length, targets=[n.name for n in wide],
+                           axes={n.name: fast_axis(n.array_shape.dims) for n in wide},
+                           known=frozenset(known), per_thread=rows_per_slot * per_row,
+                           stores=tuple(n.name for n in wide)))
+    if narrow:
+        counter.loop(_Loop(elements=rows, targets=[n.name for n in narrow],
+                           axes={n.name: fast_axis(n.array_shape.dims) for n in narrow},
+                           known=frozenset(known), per_thread=rows_per_slot,
+                           stores=tuple(n.name for n in narrow)))
+    others = [n for n in outputs if n not in wide and n not in narrow]
+    if second:
+        w.grid_syncs += 1
+        for name in reductions:  # row results go through scratch
+            w.dram_write_bytes += graph.nodes[name].array_shape.size * 4
+            w.dram_read_bytes += graph.nodes[name].array_shape.size * 4
+        first = next(n for n in kernel.computed if n in second)
+        _column_loops(graph, kernel, plan, counter, others, first, frozenset(known),
+                      elementwise, barrier_latency)
+    elif others:
+        elementwise(others, known=frozenset(known))
+
+
+def _column_loops(graph, kernel, plan, counter, outputs, dominant_name, known, elementwise,
+                  barrier_latency) -> None:
+    from compiler.codegen.plan import column_split
+
+    w = counter.w
+    columns, length = column_split(graph, dominant_name)
+    tile = max(1, plan.column_tile or min(32, columns))
+    groups = max(1, plan.block_size // tile)
+    splits = max(1, plan.splits) if plan.schedule in SPLIT_SCHEDULES else 1
+    dominant = graph.nodes[dominant_name]
+    names = column_reductions(graph, kernel, dominant_name)
+    source = graph.nodes[dominant.operands[0]].array_shape
+    reduced = sorted(dominant.attrs["dimensions"])
+    kept = [d for d in range(source.rank) if d not in reduced]
+    # Threads of a tile walk the columns: the last kept dimension of the operand.
+    axis = next((d for d in reversed(kept) if source.dims[d] > 1), None)
+    column_blocks = _ceil(columns, tile) * splits
+    tiles_per_block = _ceil(column_blocks, plan.grid_size)
+    per_thread = tiles_per_block * _ceil(_ceil(length, splits), groups)
+    operands = list(dict.fromkeys(graph.nodes[n].operands[0] for n in names))
+    wide = [n for n in outputs if n.array_shape.dims == source.dims and length > 1
+            and n.name not in names]
+    counter.loop(_Loop(elements=columns * length, targets=operands + [n.name for n in wide],
+                       axes={name: axis for name in operands + [n.name for n in wide]},
+                       known=known, per_thread=per_thread, stores=tuple(n.name for n in wide)))
+    narrow = [n for n in outputs if n.array_shape.size == columns and n not in wide]
+    all_known = frozenset(known) | frozenset(names)
+    if narrow:
+        counter.loop(_Loop(elements=columns, targets=[n.name for n in narrow],
+                           axes={n.name: fast_axis(n.array_shape.dims) for n in narrow},
+                           known=all_known, per_thread=tiles_per_block,
+                           stores=tuple(n.name for n in narrow)))
+    if groups > 1:
+        w.barriers_per_block += 2 * tiles_per_block
+        w.sync_cycles_per_thread += 2 * tiles_per_block * barrier_latency
+        w.shared_traffic_bytes += column_blocks * plan.block_size * 8 * len(names) * 2
+        w.instructions["lsu"] = w.instructions.get("lsu", 0) + \
+            column_blocks * plan.block_size * len(names) * (1 + groups / tile)
+    if splits > 1:
+        w.dram_write_bytes += columns * splits * 8 * len(names)
+        w.dram_read_bytes += columns * splits * 8 * len(names)
+        w.grid_syncs += 1 if plan.cooperative else 0
+    others = [n for n in outputs if n not in wide and n not in narrow]
+    if others:
+        elementwise(others, known=all_known)
