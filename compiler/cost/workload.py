@@ -17,8 +17,9 @@ What a `Workload` holds, for the whole grid:
 - DRAM bytes read and written, and L2-to-SM bytes: every access is classified by the pattern
   consecutive threads make (`Access.pattern`): "contiguous" (coalesced: a warp touches 32
   consecutive elements), "broadcast" (the fast thread index does not move the address: one
-  sector serves the warp), or "strided" (consecutive threads are a row apart: one 32-byte
-  sector per element). DRAM sees each value once while the kernel's data fits in L2; the
+  sector serves the warp), "strided" (consecutive threads are a row apart: one 32-byte
+  sector per element) or "transposed" (strided because a transpose moved the innermost
+  dimension; the transpose-tiled schedule stages those through shared memory instead). DRAM sees each value once while the kernel's data fits in L2; the
   L2-to-SM traffic carries the re-reads and the sector waste;
 - the busiest thread's iteration count and what each iteration waits for (dependent DRAM
   round trips, the dependency chain of its arithmetic), and the synchronisation on its path
@@ -97,7 +98,7 @@ class Access:
     """One input read or output written by the kernel, as the fast thread index walks it."""
     value: str             # the graph node
     role: str              # "read" | "write"
-    pattern: str           # "contiguous" | "broadcast" | "strided"
+    pattern: str           # "contiguous" | "broadcast" | "strided" | "transposed"
     elements: int          # element accesses over the whole grid (re-reads included)
     unique_bytes: int      # the value's size in memory
     l2_bytes: int          # bytes moved between L2 and the SMs for these accesses
@@ -269,8 +270,9 @@ class _Counter:
         loads: dict[tuple[str, str], int] = {}   # (input, pattern) -> evaluations
         depth: dict[str, float] = {}
 
-        def visit(name: str, multiplier: int, axis) -> float:
-            """Walks the values `name` needs; returns its dependency-chain latency."""
+        def visit(name: str, multiplier: int, axis, transposed: bool = False) -> float:
+            """Walks the values `name` needs; returns its dependency-chain latency.
+            `transposed`: the walk passed a transpose (a strided read is then "transposed")."""
             node = graph.nodes[name]
             if name in loop.known:
                 return 0.0
@@ -278,6 +280,8 @@ class _Counter:
                 if node.op == "constant" and node.array_shape.size == 1:
                     return 0.0
                 pattern = "contiguous" if name in loop.coalesced_reads else _pattern(node, axis)
+                if pattern == "strided" and transposed:
+                    pattern = "transposed"
                 loads[name, pattern] = max(loads.get((name, pattern), 0), multiplier)
                 return 0.0
             if name not in self.computed:
@@ -298,7 +302,7 @@ class _Counter:
                 reduced_operand = node.op in ("reduce", "reduce-window") and \
                     position < max(1, len(node.operands) // 2)
                 longest = max(longest, visit(operand, inner if reduced_operand else multiplier,
-                                             sub_axis))
+                                             sub_axis, transposed or node.op == "transpose"))
             serial = inner // max(1, multiplier) if inner != multiplier else 0
             # A reduction computed by one thread adds one dependent step per reduced element.
             depth[name] = longest + chain_latency(node, device) + \
@@ -365,20 +369,21 @@ class _Counter:
         elif pattern == "broadcast":
             l2 = max(unique, elements * itemsize // 32)  # one sector serves a warp
             lsu = elements
-        else:
+        else:  # strided or transposed: a sector per element
             l2 = elements * max(itemsize, SECTOR_BYTES)
             lsu = elements
         w = self.w
         w.instructions["lsu"] = w.instructions.get("lsu", 0) + lsu
         w.l2_bytes += l2
         fits_l2 = unique <= self.device.l2_bytes // 2
+        wasteful = pattern in ("strided", "transposed")
         if role == "read":
             if not reread:
-                w.dram_read_bytes += unique if (fits_l2 or pattern != "strided") else l2
+                w.dram_read_bytes += unique if (fits_l2 or not wasteful) else l2
             elif not fits_l2:
                 w.dram_read_bytes += l2
         else:
-            w.dram_write_bytes += unique if (fits_l2 or pattern != "strided") else l2
+            w.dram_write_bytes += unique if (fits_l2 or not wasteful) else l2
         w.accesses.append(Access(name, role, pattern, elements, unique, l2, vectorized,
                                  itemsize))
 

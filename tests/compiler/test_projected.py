@@ -82,9 +82,10 @@ def test_access_patterns_and_byte_counts_follow_the_indexing():
     w = kernel_workload(graph, kernel, elementwise_plan(kernel, n), H100)
     patterns = {a.value: a.pattern for a in w.accesses if a.role == "read"}
     # x, y: consecutive threads read consecutive elements; bias[col] too (it varies along the
-    # fast dimension); scale[row] is the same for a whole row; t is read across its rows.
+    # fast dimension); scale[row] is the same for a whole row; t is read across its rows
+    # (through the transpose).
     assert patterns == {"x": "contiguous", "y": "contiguous", "bias": "contiguous",
-                        "scale": "broadcast", "t": "strided"}
+                        "scale": "broadcast", "t": "transposed"}
     strided = next(a for a in w.accesses if a.value == "t")
     assert strided.sector_efficiency == pytest.approx(4 / 32)
     # Each value crosses DRAM once (everything fits in L2): 3 full inputs, 2 vectors, 1 output.
