@@ -33,6 +33,21 @@ def to_memory(array: np.ndarray, minor_to_major) -> np.ndarray:
     return np.ascontiguousarray(np.transpose(array, order)).reshape(-1)
 
 
+# CuPy, which allocates the GPU runner's buffers, aligns them to 256 bytes; the emulator's get
+# the same, so a vector access (fx_load_vec, fx_store_vec) is aligned here exactly where it is
+# on a GPU (numpy promises only the element size).
+BUFFER_ALIGNMENT = 256
+
+
+def aligned_copy(array: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy of `array` whose data starts at a multiple of BUFFER_ALIGNMENT."""
+    raw = np.empty(array.nbytes + BUFFER_ALIGNMENT, np.uint8)
+    skip = -raw.ctypes.data % BUFFER_ALIGNMENT
+    copy = raw[skip:skip + array.nbytes].view(array.dtype).reshape(array.shape)
+    copy[...] = array
+    return copy
+
+
 def from_memory(flat: np.ndarray, dims, minor_to_major) -> np.ndarray:
     order = tuple(reversed(minor_to_major))
     physical = flat.reshape([dims[d] for d in order])
@@ -55,15 +70,15 @@ kernel's `scratch` parameter gets a zeroed buffer of its size, not read back."""
     args, outputs = [], {}
     for param in emitted.params:
         if param.name == SCRATCH:
-            args.append(np.zeros(param.dims, np.uint8))
+            args.append(aligned_copy(np.zeros(param.dims, np.uint8)))
             continue
         shape = graph.nodes[param.node].array_shape
         numpy_type = dtype_named(param.dtype).numpy
         if param.role == "input":
             value = np.asarray(values[param.node]).astype(numpy_type)
-            args.append(to_memory(value, shape.minor_to_major))
+            args.append(aligned_copy(to_memory(value, shape.minor_to_major)))
         else:
-            buffer = np.zeros(shape.size, numpy_type)
+            buffer = aligned_copy(np.zeros(shape.size, numpy_type))
             outputs[param.node] = buffer
             args.append(buffer)
     threads = math.prod(emitted.grid) * math.prod(emitted.block)

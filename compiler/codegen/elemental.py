@@ -320,6 +320,7 @@ class Elemental:
         self.scopes: list[dict[tuple, str]] = [{}]
         self.used_names: set[str] = set()
         self.tags: dict[str, str] = {}
+        self.load_log: list[tuple[str, Index]] | None = None  # see `dry_run`
 
     # -- names and scopes -----------------------------------------------------------------
 
@@ -341,6 +342,22 @@ class Elemental:
             i += 1
         self.used_names.add(name)
         return name
+
+    @contextmanager
+    def dry_run(self) -> Iterator[list[tuple[str, Index]]]:
+        """Emit into a scratch body, recording each buffer load as (node, index); afterwards the
+        body, names, tags and value cache are as before. A schedule looks ahead with it at what
+        its code will read (the elementwise schedule, to find loads it can vectorise)."""
+        saved = (self.body, self.scopes, self.used_names, self.tags, self.load_log)
+        self.body = Body(depth=self.body.depth)
+        self.scopes = [dict(scope) for scope in self.scopes]
+        self.used_names = set(self.used_names)
+        self.tags = dict(self.tags)
+        self.load_log = []
+        try:
+            yield self.load_log
+        finally:
+            self.body, self.scopes, self.used_names, self.tags, self.load_log = saved
 
     @contextmanager
     def scope(self) -> Iterator[None]:
@@ -407,6 +424,8 @@ class Elemental:
     def _load(self, node: Node, index: Index) -> str:
         if node.shape.is_tuple:
             raise CodegenUnsupported(f"input '{node.name}' is a tuple")
+        if self.load_log is not None:
+            self.load_log.append((node.name, index))
         element = f"{self.buffers[node.name]}[{self.address(node, index)}]"
         return self.declare(node, load_expr(node.array_shape.dtype, element))
 

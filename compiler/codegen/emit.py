@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import collections
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from compiler.codegen.elemental import (Body, CodegenUnsupported, Elemental, _round,
-                                        c_identifier, reducer_functor, reducer_identity,
-                                        storage_ctype, value_ctype)
-from compiler.codegen.indexing import Index, Ix
+                                        c_identifier, load_expr, reducer_functor,
+                                        reducer_identity, storage_ctype, store_expr,
+                                        value_ctype)
+from compiler.codegen.indexing import Index, Ix, linearize
 from compiler.codegen.plan import (COLUMN_SCHEDULE, ROW_SCHEDULES, SPLIT_SCHEDULES,
                                    TRANSPOSE_SCHEDULE, WARP, CodeGenPlan,
                                    column_reductions, column_split, global_reductions,
@@ -32,6 +33,7 @@ from compiler.codegen.plan import (COLUMN_SCHEDULE, ROW_SCHEDULES, SPLIT_SCHEDUL
 from compiler.fusion.plan import Kernel
 from compiler.ir.dtypes import accumulation_dtype
 from compiler.ir.graph import Graph, Node
+from compiler.ir.shapes import ArrayShape
 
 PRELUDE = "fx_prelude.cuh"
 # A globally stitched kernel's last parameter: `plan.scratch_bytes` bytes of global memory the
@@ -194,7 +196,15 @@ def _render(kernel: Kernel, plan: CodeGenPlan, name: str, params: list[Param],
 def _elementwise(emitter: Elemental, output_nodes: list[Node], buffers: dict[str, str],
                  plan: CodeGenPlan, groups_done: set[int] | None = None) -> None:
     """Grid-stride loops, one per distinct output element count; each thread computes
-    `vector_width` consecutive elements per iteration, every output of that count at each."""
+    `vector_width` consecutive elements per iteration (its lanes), every output of that count
+    at each. The width is used only where it divides the count, so there is no tail.
+
+    With several lanes, an input that the lanes read at consecutive physical offsets from a
+    multiple of the width (the output's own layout, or reached through reshape, bitcast,
+    copy, slices that keep the alignment) is read by one vector load (`fx_load_vec` in
+    fx_prelude.cuh) ahead of the lanes, whose code finds its elements in the value cache; an
+    output the lanes write that way is written by one `fx_store_vec` after them. Other reads
+    (broadcasts, transposes, gathers) and writes stay scalar."""
     body = emitter.body
     sizes: dict[int, list[Node]] = {}
     for node in output_nodes:
@@ -208,18 +218,130 @@ def _elementwise(emitter: Elemental, output_nodes: list[Node], buffers: dict[str
         start = "blockIdx.x * blockDim.x + threadIdx.x"
         start = f"({start}) * {width}" if width > 1 else start
         body.line(f"// {', '.join(buffers[n.name] for n in nodes)}: {size} elements")
-        with body.block(f"for (int {i} = {start}; {i} < {size}; {i} += {step}) {{"):
-            for lane in range(width):
+        with body.block(f"for (int {i} = {start}; {i} < {size}; {i} += {step}) {{"), \
+                emitter.scope():
+            lanes = [i] if width == 1 else [emitter.fresh(f"e{lane}") for lane in range(width)]
+            vector_outputs: dict[str, list[str]] = {}
+            if width > 1:
+                for lane, element in enumerate(lanes):
+                    body.line(f"const int {element} = {i}" + (f" + {lane};" if lane else ";"))
+                _vector_loads(emitter, nodes, lanes, size)
+                vector_outputs = {node.name: [] for node in nodes if _vector_aligned(
+                    node.array_shape, _lane_index(emitter, node, lanes[0], size), lanes[0],
+                    width)}
+            for element in lanes:
                 with emitter.scope():
-                    if width == 1:
-                        element = i
-                    else:
-                        element = emitter.fresh(f"e{lane}")
-                        body.line(f"const int {element} = {i} + {lane};")
-                    linear = Ix.var(element, size)
                     for node in nodes:
-                        index = emitter.delinearize(linear, node.array_shape.dims)
-                        emitter.store(node, buffers[node.name], index)
+                        index = _lane_index(emitter, node, element, size)
+                        if node.name in vector_outputs:
+                            vector_outputs[node.name].append(emitter.value(node.name, index))
+                        else:
+                            emitter.store(node, buffers[node.name], index)
+            for node in nodes:
+                if node.name in vector_outputs:
+                    index = _lane_index(emitter, node, lanes[0], size)
+                    values = ", ".join(store_expr(node.array_shape.dtype, value)
+                                       for value in vector_outputs[node.name])
+                    pointer = _pointer(buffers[node.name], emitter.address(node, index))
+                    body.line(f"fx_store_vec({pointer}, {values});", node.name)
+
+
+def _lane_index(emitter: Elemental, node: Node, element: str, size: int) -> Index:
+    """The index of the output `node` at a lane's linear element."""
+    return emitter.delinearize(Ix.var(element, size), node.array_shape.dims)
+
+
+def _vector_loads(emitter: Elemental, nodes: list[Node], lanes: list[str], size: int) -> None:
+    """A dry run of the first lane lists the (input, index) pairs its code loads; each that
+    the lanes read contiguously and aligned (`_vector_aligned`) is loaded once as a vector,
+    and lane k's element is remembered at the index with the first lane's element replaced
+    by lane k's (the same element, so any read of it by any lane finds it)."""
+    width = len(lanes)
+    with emitter.dry_run() as loads:
+        for node in nodes:
+            emitter.value(node.name, _lane_index(emitter, node, lanes[0], size))
+    seen = set()
+    for name, index in loads:
+        node = emitter.graph.nodes[name]
+        key = (name, tuple(ix.c() for ix in index))
+        if key in seen or not _vector_aligned(node.array_shape, index, lanes[0], width):
+            continue
+        seen.add(key)
+        dtype = node.array_shape.dtype
+        vector = emitter.fresh(emitter.tag(name))
+        pointer = _pointer(emitter.buffers[name], emitter.address(node, index))
+        emitter.body.line(f"const FxVec<{storage_ctype(dtype)}, {width}> {vector} = "
+                          f"fx_load_vec<{width}>({pointer});", name)
+        for lane, element in enumerate(lanes):
+            at = tuple(replace(ix, base=element) if ix.base == lanes[0] else ix for ix in index)
+            emitter.remember(name, at, load_expr(dtype, f"{vector}.lane[{lane}]"))
+
+
+def _vector_aligned(shape: ArrayShape, index: Index, first: str, width: int) -> bool:
+    """Whether `width` lanes, lane k at element `first` + k with `first` a multiple of
+    `width`, reading (or writing) an array of `shape` at `index` (over `first`) touch the
+    physical offsets base, base + 1, ..., base + width - 1 with base a multiple of `width`,
+    all inside the array, whatever `first` is.
+
+    The offset is a sum of digit terms c * ((first / d) % m) plus a constant, digits that
+    chain merged (`_address_terms`). Exactly one term must be `first % m` itself (c = d = 1,
+    m a multiple of the width or no modulo): it steps by one from lane to lane without
+    wrapping; every other term must not change across the lanes (d a multiple of the
+    width) and keep the base aligned (c a multiple of the width), as must the constant."""
+    for ix, n in zip(index, shape.dims):
+        if ix.base not in (None, first):
+            return False
+        if min(ix.offset, ix.offset + ix.scale * (ix.term_range() - 1)) < 0 \
+                or ix.max_value() >= n:
+            return False  # a read in a branch (pad, concatenate): not safe to hoist
+    constant, steps = 0, 0
+    for ix, stride in _address_terms(shape, index):
+        constant += ix.offset * stride
+        coefficient = ix.scale * stride
+        if ix.is_const:
+            continue
+        if ix.div == 1 and coefficient == 1 and (ix.mod is None or ix.mod % width == 0):
+            steps += 1
+        elif ix.div % width or coefficient % width:
+            return False
+    return steps == 1 and constant % width == 0
+
+
+class _NoChain(Exception):
+    """Two digits of an index do not merge into one."""
+
+
+def _no_local(expr: str, bound: int) -> str:
+    raise _NoChain(expr)
+
+
+def _address_terms(shape: ArrayShape, index: Index) -> list[tuple[Ix, int]]:
+    """The physical offset of `index` in an array of `shape` as (digit, stride) terms, from
+    the layout's most minor dimension out; adjacent digits of one variable that chain (as the
+    digits of a reshaped linear index do) are merged into one term."""
+    terms: list[tuple[Ix, int]] = []
+    stride, span = 1, 1  # span: the elements the last term's digit ranges over
+    for d in shape.minor_to_major:
+        ix, n = index[d], shape.dims[d]
+        if n == 1:
+            continue
+        last, last_stride = terms[-1] if terms else (None, 0)
+        if last is not None and ix.is_digit and last.is_digit and ix.base == last.base:
+            try:
+                terms[-1] = (linearize((ix, last), (n, span), _no_local), last_stride)
+                span *= n
+                stride *= n
+                continue
+            except _NoChain:
+                pass
+        terms.append((ix, stride))
+        span = n
+        stride *= n
+    return terms
+
+
+def _pointer(buffer: str, offset: str) -> str:
+    return f"{buffer} + {offset}" if offset.isidentifier() else f"{buffer} + ({offset})"
 
 
 # -- rows -----------------------------------------------------------------------------------
@@ -329,8 +451,20 @@ def _scratch_pointers(graph: Graph, emitter: Elemental, reductions: list[Node]) 
 
 def _row_phase(graph: Graph, emitter: Elemental, node: Node, plan: CodeGenPlan, row: Ix,
                column: Ix, shared_offset: int) -> int:
+    acc, shared_offset = _row_partial(graph, emitter, node, plan, row, column, shared_offset)
+    _finish_reduction(emitter, node, acc, emitter.delinearize(row, node.array_shape.dims))
+    return shared_offset
+
+
+def _row_partial(graph: Graph, emitter: Elemental, node: Node, plan: CodeGenPlan, row: Ix,
+                 column: Ix, shared_offset: int,
+                 chunk: tuple[str, str] | None = None) -> tuple[str, int]:
+    """The reduction of row `r` (or of its columns [chunk[0], chunk[1]) when split) without
+    the init value, in an accumulator every thread of the row ends with; and the next free
+    byte of shared memory."""
     body = emitter.body
     rows, length, threads = plan.rows, plan.row_length, plan.threads_per_row
+    start, end = ("t", length) if chunk is None else (f"{chunk[0]} + t", chunk[1])
     reducer = node.attrs["reducer"]
     dtype = node.array_shape.dtype
     acc_dtype = accumulation_dtype(dtype)
@@ -342,7 +476,7 @@ def _row_phase(graph: Graph, emitter: Elemental, node: Node, plan: CodeGenPlan, 
     body.line(f"// {emitter.tag(node.name)}: {reducer} over each row of {length}")
     body.line(f"{shuffle_ctype} {acc} = {identity};", node.name)
     with body.block(f"if (r < {rows}) {{", node.name), emitter.scope():
-        with body.block(f"for (int c = t; c < {length}; c += {threads}) {{", node.name), \
+        with body.block(f"for (int c = {start}; c < {end}; c += {threads}) {{", node.name), \
                 emitter.scope():
             source = graph.nodes[node.operands[0]].array_shape
             kept = [n for d, n in enumerate(source.dims) if d not in node.attrs["dimensions"]]
@@ -365,12 +499,22 @@ def _row_phase(graph: Graph, emitter: Elemental, node: Node, plan: CodeGenPlan, 
                   f"{partial}[w]);", node.name)
         body.line("__syncthreads();  // the partials are reused by the next row", node.name)
         shared_offset += 8 * plan.rows_per_block * warps
+    return acc, shared_offset
+
+
+def _finish_reduction(emitter: Elemental, node: Node, acc: str, index: Index) -> str:
+    """The reduce's value from its accumulator `acc` (of `_shuffle_ctype`): the init value
+    combined once, rounded once to a 16-bit type; declared and remembered at `index`."""
+    dtype = node.array_shape.dtype
+    acc_dtype = accumulation_dtype(dtype)
+    acc_ctype = value_ctype(acc_dtype)
     init = emitter.value(node.operands[1], ())
-    combined = f"{functor}()({shuffle_ctype}({init}), {acc})"
+    combined = (f"{reducer_functor(node.attrs['reducer'])}()("
+                f"{_shuffle_ctype(acc_ctype)}({init}), {acc})")
     result = emitter.declare(node, _round(dtype, f"{acc_ctype}({combined})")
                              if dtype != acc_dtype else f"{acc_ctype}({combined})")
-    emitter.remember(node.name, emitter.delinearize(row, node.array_shape.dims), result)
-    return shared_offset
+    emitter.remember(node.name, index, result)
+    return result
 
 
 def _shuffle_ctype(ctype: str) -> str:

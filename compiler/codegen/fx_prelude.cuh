@@ -141,6 +141,36 @@ template <typename To, typename From> __device__ __forceinline__ To fx_bitcast(F
   return u.to;
 }
 
+// -- vector accesses -------------------------------------------------------------------------
+
+// N consecutive elements of a buffer moved by one aligned access of N * sizeof(T) bytes (an
+// access is at most 16 bytes: 4 doubles take two). The elementwise schedule reads a thread's
+// `vector_width` elements this way: `const FxVec<float, 4> v = fx_load_vec<4>(in0 + e0);`, then
+// `v.lane[k]`; and writes them with `fx_store_vec(out0 + e0, a, b, c, d)`.
+template <typename T, int N>
+struct alignas(N * sizeof(T) < 16 ? N * sizeof(T) : 16) FxVec { T lane[N]; };
+
+// A GPU faults on a vector access whose address is not a multiple of its size; the emulator
+// reports it as an error of the launch.
+__device__ __forceinline__ void fx_check_vector_alignment(const void* address, unsigned bytes,
+                                                          const char* access) {
+#ifdef FX_EMULATION
+  fx_emu::check_vector_alignment(address, bytes, access);
+#endif
+}
+
+template <int N, typename T> __device__ __forceinline__ FxVec<T, N> fx_load_vec(const T* address) {
+  fx_check_vector_alignment(address, alignof(FxVec<T, N>), "load");
+  return *reinterpret_cast<const FxVec<T, N>*>(address);
+}
+
+template <typename T, typename... Lanes>
+__device__ __forceinline__ void fx_store_vec(T* address, Lanes... lanes) {
+  using Vec = FxVec<T, int(sizeof...(Lanes))>;
+  fx_check_vector_alignment(address, alignof(Vec), "store");
+  *reinterpret_cast<Vec*>(address) = Vec{{T(lanes)...}};
+}
+
 // -- reductions ------------------------------------------------------------------------------
 
 struct FxAdd { template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; } };

@@ -9,7 +9,9 @@ documented heuristic until a cost model ranks them.
 Schedules:
 - "elementwise": one thread per element of the output (grid-stride loop), `vector_width`
   consecutive elements per thread; outputs of other element counts get loops of their own.
-  Reductions inside it are computed serially by the thread that needs them.
+  With a width of 2 or 4, inputs read and outputs written at consecutive aligned addresses
+  (same layout, reshapes, aligned slices) move as one vector access per thread; the rest
+  stay scalar. Reductions inside it are computed serially by the thread that needs them.
 - "row-reduce-warp" / "row-reduce-multirow" / "row-reduce-block": the dominant reduction's
   reduced dimensions are innermost (one row per output element); `threads_per_row` threads
   (32, fewer than 32 for short rows with several rows per warp, or the whole block) stride over
@@ -32,6 +34,25 @@ Schedules:
   grid is capped at `COOPERATIVE_GRID` blocks (and `COOPERATIVE_THREADS`) so that every block
   is resident at once (the fuser's one-wave bound is larger; both phases are grid-stride
   loops, so any grid is right).
+- "row-reduce-split" / "column-reduce-split" (task splitting, compiler/codegen/split.py):
+  few long rows, or few column tiles over many reduced rows, would leave most SMs idle, so
+  each row (each column's reduced elements) is cut into `splits` chunks; a block reduces the
+  chunk of a work item (slot, chunk), grid-stride over `rows` (column tiles) x `splits`, into
+  per-chunk partials in the accumulation type in the global scratch. Single-phase kernels
+  whose wide outputs read no reduction (every column split) take a ticket per slot
+  (`atomicAdd` after `__threadfence()`): the block drawing the last one combines the partials
+  in chunk order (deterministic), writes the outputs of the reduction's size and resets the
+  counter for the next launch (the launcher zeroes scratch once). Row kernels with chained
+  reductions (softmax) or wide outputs reading them are `cooperative`: every phase's items
+  write partials, `fx_grid_sync()`, and the next phase's items combine them first; a last
+  loop over the items writes the wide outputs of each chunk. The grid is capped as above.
+- "transpose-tiled": a `loop` or `horizontal` kernel whose transpose (the `dominant` hero)
+  moves the innermost dimension: its operand is contiguous along another dim than its
+  outputs. A block owns a `tile` x `tile` tile of those two dims (at one index of the
+  others): it reads the hero's value coalesced along the operand's dim into shared memory
+  (`tile` + 1 columns: no bank conflicts), `__syncthreads()`, and writes the outputs of the
+  hero's size coalesced along theirs, reading the value back from the tile; outputs of other
+  sizes get the elementwise loops after it (compiler/codegen/transpose.py).
 """
 
 from __future__ import annotations
@@ -239,28 +260,217 @@ def column_reductions(graph: Graph, kernel: Kernel, dominant: str) -> list[str]:
 
 # -- task splitting (emitted by split.py) ----------------------------------------------------
 
+# Splitting pays off where the unsplit schedule keeps few SMs of a big GPU busy (an H100 has
+# 132): at most SPLIT_MAX_SLOTS rows (a block each in the row schedule) or column tiles, each
+# reducing at least SPLIT_MIN_LENGTH elements.
+SPLIT_SMS = 132
+SPLIT_MAX_SLOTS = SPLIT_SMS // 4
+SPLIT_MIN_LENGTH = 4096
+SPLIT_COUNTS = (2, 4, 8, 16, 32, 64)
+SPLIT_BLOCK_SIZES = (128, 256, 512)
+# Candidates keep (rows or tiles) x splits work items within 4 waves of a block per SM.
+SPLIT_MAX_ITEMS = 4 * SPLIT_SMS
+# Below this many elements reduced in all (64 KiB of f32) a kernel is launch-bound whatever
+# its schedule, and the split's second step (fence, ticket, combine) would only add to it.
+SPLIT_MIN_ELEMENTS = 16384
+
+
+def split_reductions(graph: Graph, kernel: Kernel, schedule: str, dominant: str) -> list[str]:
+    """The reductions a split schedule cuts, in graph order: every reduction over the
+    dominant's rows (row split) or those sharing its column loop (column split)."""
+    if schedule == "column-reduce-split":
+        names = column_reductions(graph, kernel, dominant)
+    else:
+        rows = row_split(graph, dominant)
+        names = [n for n in kernel.computed if graph.nodes[n].op == "reduce"
+                 and row_split(graph, n) == rows]
+    order = {name: k for k, name in enumerate(graph.nodes)}
+    return sorted(names, key=order.__getitem__)
+
+
+def split_depths(graph: Graph, kernel: Kernel, reductions: list[str]) -> dict[str, int]:
+    """For each value the kernel computes, the longest chain of `reductions` it reads (a
+    reduction counts itself): 0 for a value reading none, 1 for a reduction of the inputs,
+    2 for one reading such a reduction (softmax's sum of exp(x - max)), ..."""
+    targets, computed = set(reductions), set(kernel.computed)
+    depth: dict[str, int] = {}
+    for name, node in graph.nodes.items():  # topological order
+        if name in computed:
+            reads = max((depth.get(o, 0) for o in node.operands), default=0)
+            depth[name] = reads + (name in targets)
+    return depth
+
+
+def split_scratch(reductions: int, slots: int, splits: int,
+                  tickets: int) -> tuple[list[int], int, int]:
+    """A split plan's scratch: each reduction's partials ([slot][chunk], 8 bytes apiece
+    whatever the accumulator type), then `tickets` unsigned counters; (the partials' byte
+    offsets, the tickets' offset, the total), every part 16-byte aligned."""
+    part = -(-slots * splits * 8 // 16) * 16
+    offsets = [k * part for k in range(reductions)]
+    total = reductions * part + -(-tickets * 4 // 16) * 16
+    return offsets, reductions * part, max(total, 16)
+
 
 def _split_plans(graph: Graph, kernel: Kernel, dominant: str) -> list[CodeGenPlan]:
-    """Split-row / split-column candidates for the kernel (none yet)."""
-    return []
+    """Split-row / split-column candidates (see the module docstring), only where they can
+    pay off: few long rows or few column tiles over many rows, and every output either of
+    the reduction's size, of its operand's size, or reading none of the reductions (which
+    would otherwise be recomputed serially per element). Every count of SPLIT_COUNTS and
+    block size of SPLIT_BLOCK_SIZES that gives each thread of a chunk at least one element
+    and at most SPLIT_MAX_ITEMS work items (a cooperative grid: 4 rounds of its capped grid)."""
+    if kernel.kind not in ("input", "stitch-regional", "stitch-global") or \
+            global_reductions(graph, kernel):
+        return []
+    rows = row_split(graph, dominant)
+    columns = column_split(graph, dominant)
+    if rows is not None:
+        slots, length = rows
+        schedule, wide_size, narrow_size = "row-reduce-split", slots * length, slots
+    elif columns is not None:
+        length = columns[1]
+        slots = -(-columns[0] // min(WARP, _next_power_of_two(columns[0])))
+        wide_size = graph.nodes[graph.nodes[dominant].operands[0]].array_shape.size
+        schedule, narrow_size = "column-reduce-split", columns[0]
+    else:
+        return []
+    if slots > SPLIT_MAX_SLOTS or length < SPLIT_MIN_LENGTH:
+        return []
+    reductions = split_reductions(graph, kernel, schedule, dominant)
+    depth = split_depths(graph, kernel, reductions)
+    outputs = [graph.nodes[n] for n in kernel.outputs if not graph.nodes[n].shape.is_tuple]
+    if any(depth.get(n.name, 0) and n.array_shape.size not in (wide_size, narrow_size)
+           for n in outputs):
+        return []
+    # One reduction phase and nothing wide reading it: the last block of a slot finishes it
+    # (tickets). Otherwise the row phases meet at grid barriers: a cooperative launch.
+    cooperative = max(depth[n] for n in reductions) > 1 or any(
+        depth.get(n.name, 0) and n.array_shape.size == wide_size for n in outputs)
+    if cooperative and schedule == "column-reduce-split":
+        return []
+    if schedule == "row-reduce-split":
+        return _row_split_plans(dominant, slots, length, len(reductions), cooperative)
+    return _column_split_plans(dominant, columns[0], length, len(reductions))
+
+
+def _row_split_plans(dominant: str, rows: int, length: int, reductions: int,
+                     cooperative: bool) -> list[CodeGenPlan]:
+    plans = []
+    for block in SPLIT_BLOCK_SIZES:
+        cap = min(COOPERATIVE_GRID, COOPERATIVE_THREADS // block) if cooperative else MAX_GRID
+        limit = 4 * cap if cooperative else SPLIT_MAX_ITEMS
+        for splits in SPLIT_COUNTS:
+            items = rows * splits
+            if -(-length // splits) < block or items > limit:
+                continue
+            scratch = split_scratch(reductions, rows, splits, 0 if cooperative else rows)[2]
+            shared = 8 * (block // WARP) * reductions + (0 if cooperative else 16)
+            plans.append(CodeGenPlan(
+                schedule="row-reduce-split", dominant=dominant, block_size=block,
+                grid_size=min(items, cap), threads_per_row=block, rows_per_block=1,
+                shared_bytes=shared, rows=rows, row_length=length, cooperative=cooperative,
+                scratch_bytes=scratch, splits=splits))
+    return plans
+
+
+def _column_split_plans(dominant: str, columns: int, length: int,
+                        reductions: int) -> list[CodeGenPlan]:
+    tile = min(WARP, _next_power_of_two(columns))
+    tiles = -(-columns // tile)
+    plans = []
+    for block in SPLIT_BLOCK_SIZES:
+        groups = block // tile
+        for splits in SPLIT_COUNTS:
+            items = tiles * splits
+            if -(-length // splits) < groups or items > SPLIT_MAX_ITEMS:
+                continue
+            shared = (8 * block * reductions if groups > 1 else 0) + 16
+            plans.append(CodeGenPlan(
+                schedule="column-reduce-split", dominant=dominant, block_size=block,
+                grid_size=items, shared_bytes=shared, row_length=length, columns=columns,
+                column_tile=tile, scratch_bytes=split_scratch(reductions, columns, splits,
+                                                              tiles)[2],
+                splits=splits))
+    return plans
 
 
 def _choose_split(plans: list[CodeGenPlan]) -> CodeGenPlan | None:
-    """The split plan the heuristic prefers, or None to fall through to the others."""
-    return None
+    """The split plan the heuristic prefers, or None to fall through to the others.
+
+    Split candidates exist only where the unsplit schedule leaves most SMs idle; of them:
+    - none when fewer than SPLIT_MIN_ELEMENTS elements are reduced in all (launch-bound);
+    - 256 threads, and the most splits that still give each thread at least 4 elements of its
+      chunk (a row's chunk over the block; a column's chunk over the row groups) and keep
+      the work items within 2 blocks per SM of a 132-SM GPU (a cooperative plan: within its
+      capped grid, so each phase is one round of work items).
+    """
+    split = [p for p in plans if p.schedule in SPLIT_SCHEDULES and p.block_size == 256]
+    if not split:
+        return None
+
+    def shape(p: CodeGenPlan) -> tuple[int, int, int]:
+        """(slots, elements reduced per output, threads sharing a chunk)"""
+        if p.schedule == "row-reduce-split":
+            return p.rows, p.row_length, p.block_size
+        return -(-p.columns // p.column_tile), p.row_length, p.block_size // p.column_tile
+
+    def fits(p: CodeGenPlan) -> bool:
+        slots, length, threads = shape(p)
+        limit = p.grid_size if p.cooperative else 2 * SPLIT_SMS
+        return -(-length // p.splits) >= 4 * threads and slots * p.splits <= limit
+
+    first = split[0]
+    outputs = first.rows if first.schedule == "row-reduce-split" else first.columns
+    if outputs * first.row_length < SPLIT_MIN_ELEMENTS:
+        return None
+    return max((p for p in split if fits(p)), key=lambda p: p.splits, default=None)
 
 
 # -- transposes through shared memory (emitted by transpose.py) ------------------------------
 
 
+# Square tile edges; a tile is enumerated when the next smaller one does not cover the plane.
+TRANSPOSE_TILES = (8, 16, 32)
+
+
 def _transpose_plans(graph: Graph, kernel: Kernel, dominant: str) -> list[CodeGenPlan]:
-    """Tiled-transpose candidates for the kernel (none yet)."""
-    return []
+    """Tiled-transpose candidates when the kernel transposes the innermost dimension (what
+    qualifies is `transpose.transpose_tile`'s rule): each tile edge up to the first that
+    covers the tile's plane (the two dims it spans), with edge/4, edge/2 or edge rows of
+    threads (at least a warp): 32x8, 32x16 and 32x32 threads for 32-element tiles. The
+    hero transpose is the plan's `dominant`."""
+    from compiler.codegen.transpose import transpose_tile  # transpose.py imports this module
+
+    tile = transpose_tile(graph, kernel)
+    if tile is None:
+        return []
+    plane = max(tile.dims[tile.out_dim], tile.dims[tile.in_dim])
+    plans = []
+    for edge in TRANSPOSE_TILES:
+        if edge > TRANSPOSE_TILES[0] and edge // 2 >= plane:
+            break
+        tiles = tile.tiles(edge)
+        grid = min(MAX_GRID, tiles)
+        shared = tile.shared_bytes(graph, edge, double_buffered=grid < tiles)
+        for rows in sorted({edge // 4, edge // 2, edge}):
+            if edge * rows >= WARP:
+                plans.append(CodeGenPlan(schedule=TRANSPOSE_SCHEDULE, dominant=tile.hero,
+                                         block_size=edge * rows, grid_size=grid,
+                                         shared_bytes=shared, tile=edge))
+    return plans
 
 
 def _choose_transpose(plans: list[CodeGenPlan]) -> CodeGenPlan | None:
-    """The tiled-transpose plan the heuristic prefers, or None."""
-    return None
+    """The tiled-transpose plan, whenever there is one (a strided side costs a sector per
+    element, the tile one barrier per tile): the largest tile enumerated (the smallest that
+    covers the plane, 32 for larger planes: a warp reads a whole tile row), with the block
+    nearest 256 threads (32x8 threads for 32-element tiles, each moving 4 elements per
+    phase; 16x16 and 8x8 for the smaller tiles). None when there is none."""
+    tiled = [p for p in plans if p.schedule == TRANSPOSE_SCHEDULE]
+    if not tiled:
+        return None
+    edge = max(p.tile for p in tiled)
+    return min((p for p in tiled if p.tile == edge), key=lambda p: abs(p.block_size - 256))
 
 
 def choose_plan(plans: list[CodeGenPlan]) -> CodeGenPlan:

@@ -23,6 +23,8 @@
 // "deadlock" message. Invalid memory accesses, stack overflows and integer division by zero
 // are caught (SIGSEGV/SIGBUS/SIGFPE) and reported with the thread that made them. The error text
 // goes back to the caller of fx_emu::detail::launch (emulate.py raises it as EmulationError).
+// A misaligned vector access through the prelude's fx_load_vec / fx_store_vec is reported too
+// (fx_emu::check_vector_alignment), since a GPU faults on it where a CPU does not.
 //
 // Stricter than a GPU on purpose, so bugs show up here rather than later:
 //   - every thread of a block must reach each __syncthreads() (threads that returned early do
@@ -744,6 +746,16 @@ inline unsigned char* block_shared_memory() { return detail::g_current->block->s
 
 // Grid-wide barrier; only a cooperative launch can complete it.
 inline void grid_sync() { detail::sync_grid(); }
+
+// A vector load or store of `bytes` bytes at `address` (the prelude's fx_load_vec and
+// fx_store_vec): a GPU faults with "misaligned address" unless the address is a multiple of
+// the access size, while the CPU would not notice, so the launch stops here with that error.
+inline void check_vector_alignment(const void* address, size_t bytes, const char* access) {
+  size_t misalignment = reinterpret_cast<uintptr_t>(address) % bytes;
+  if (misalignment == 0) return;
+  detail::fail("misaligned address: a %zu-byte vector %s at %p is %zu bytes past a multiple of "
+               "%zu (a GPU faults on it)", bytes, access, address, misalignment, bytes);
+}
 
 }  // namespace fx_emu
 
