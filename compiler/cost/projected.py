@@ -283,6 +283,7 @@ def project_plan(graph, plan, device: Device, derating: Derating | None = None) 
     SOL estimate, generated ones under the CodeGen plan `choose_plan`'s heuristic picks, with
     estimated registers (the quick projection `explore` shows; `codegen` ranks every candidate
     and uses ptxas' registers). Kernels the workload model does not cover stay None."""
+    from compiler.codegen.elemental import CodegenUnsupported
     from compiler.codegen.plan import choose_plan, enumerate_plans
 
     for kernel in plan.kernels:
@@ -292,5 +293,5 @@ def project_plan(graph, plan, device: Device, derating: Derating | None = None) 
         try:
             chosen = choose_plan(enumerate_plans(graph, kernel))
             kernel.projected = project_kernel(graph, kernel, chosen, device, derating=derating)
-        except ValueError:
-            kernel.projected = None
+        except (ValueError, CodegenUnsupported):
+            kernel.projected = None  # no plan (a type codegen does not handle) or no model
