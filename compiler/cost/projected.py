@@ -219,12 +219,13 @@ class ProjectedModel:
 
 
 def project_kernel(graph, kernel, plan, device: Device, resources: Resources | None = None,
-                   derating: Derating | None = None, sol=None) -> Breakdown:
+                   derating: Derating | None = None, sol=None,
+                   memo: dict | None = None) -> Breakdown:
     """The breakdown of `kernel` (a fusion-plan Kernel) under CodeGenPlan `plan`; registers
     are estimated when `resources` is None. `sol` is the kernel's SolEstimate, if known."""
     from compiler.cost.workload import kernel_workload
 
-    workload = kernel_workload(graph, kernel, plan, device)
+    workload = kernel_workload(graph, kernel, plan, device, memo)
     sol = sol if sol is not None else getattr(kernel, "sol", None)
     if resources is None:
         resources = Resources(registers=estimate_registers(workload), source="estimated")
@@ -237,10 +238,11 @@ def rank_plans(graph, kernel, plans, device: Device,
                derating: Derating | None = None) -> list[tuple[object, Breakdown]]:
     """(plan, breakdown) for every candidate the workload model covers, fastest first (ties
     keep the enumeration order)."""
-    ranked = []
+    ranked, memo = [], {}
     for k, plan in enumerate(plans):
         try:
-            breakdown = project_kernel(graph, kernel, plan, device, derating=derating)
+            breakdown = project_kernel(graph, kernel, plan, device, derating=derating,
+                                       memo=memo)
         except ValueError:
             continue  # a schedule the workload model does not know: not ranked
         ranked.append((breakdown.projected_us, k, plan, breakdown))

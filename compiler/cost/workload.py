@@ -257,14 +257,26 @@ class _Loop:
 
 
 class _Counter:
-    def __init__(self, graph: Graph, kernel: Kernel, device: Device, workload: Workload):
+    def __init__(self, graph: Graph, kernel: Kernel, device: Device, workload: Workload,
+                 memo: dict | None = None):
         self.graph, self.kernel, self.device, self.w = graph, kernel, device, workload
         self.computed = set(kernel.computed)
         self.inputs = set(kernel.inputs)
         self.read_once: set[str] = set()
-        self.patterns: dict[tuple[str, str], dict] = {}
+        # The walk of a loop depends on what it computes, not on the launch: candidate plans
+        # of one kernel share it (`rank_plans` passes one memo for all of them).
+        self.memo = memo if memo is not None else {}
 
-    def loop(self, loop: _Loop) -> None:
+    def _walk(self, loop: _Loop) -> tuple[dict, dict, float, dict]:
+        key = (tuple(loop.targets), loop.known, tuple(loop.axes.get(t) for t in loop.targets),
+               loop.coalesced_reads)
+        if key not in self.memo:
+            self.memo[key] = self._walk_uncached(loop)
+        return self.memo[key]
+
+    def _walk_uncached(self, loop: _Loop) -> tuple[dict, dict, float, dict]:
+        """{value: evaluations per position}, {(input, pattern): loads per position}, the
+        longest dependency chain in cycles, {pipe: thread instructions per position}."""
         graph, device = self.graph, self.device
         evals: dict[str, int] = {}
         loads: dict[tuple[str, str], int] = {}   # (input, pattern) -> evaluations
@@ -312,20 +324,28 @@ class _Counter:
         chain = 0.0
         for target in loop.targets:
             chain = max(chain, visit(target, 1, loop.axes.get(target)))
-        w = self.w
-        # Arithmetic.
+        # Arithmetic per position: each value's op mix times its evaluations, and a reduction
+        # computed by one thread pays its reducer per reduced element.
+        arithmetic: dict[str, float] = {}
         for name, multiplier in evals.items():
             node = graph.nodes[name]
-            count = loop.elements * multiplier
-            mix = op_mix(node)
+            mix = dict(op_mix(node))
             if node.op in ("reduce", "reduce-window"):
                 acc = accumulation_dtype(node.array_shape.dtype)
                 reducer = node.attrs.get("reducer") or "add"
-                step = {"fma": 1} if reducer in ("add", "multiply") and acc.is_float else {"alu": 2}
-                for pipe, n in step.items():
-                    w.instructions[pipe] = w.instructions.get(pipe, 0) + n * count
+                floating = reducer in ("add", "multiply") and acc.is_float
+                for pipe, n in ({"fma": 1} if floating else {"alu": 2}).items():
+                    mix[pipe] = mix.get(pipe, 0) + n
             for pipe, n in mix.items():
-                w.instructions[pipe] = w.instructions.get(pipe, 0) + n * count
+                arithmetic[pipe] = arithmetic.get(pipe, 0) + n * multiplier
+        return evals, loads, chain, arithmetic
+
+    def loop(self, loop: _Loop) -> None:
+        graph, device = self.graph, self.device
+        evals, loads, chain, arithmetic = self._walk(loop)
+        w = self.w
+        for pipe, n in arithmetic.items():
+            w.instructions[pipe] = w.instructions.get(pipe, 0) + n * loop.elements
         # Index arithmetic and loop overhead, per position (shared by the lanes of a vector).
         rank = max((graph.nodes[t].array_shape.rank for t in loop.targets), default=1)
         per_position = dict(LOOP_OVERHEAD)
@@ -395,12 +415,13 @@ def _ceil(a: int, b: int) -> int:
     return -(-a // max(1, b))
 
 
-def kernel_workload(graph: Graph, kernel: Kernel, plan: CodeGenPlan,
-                    device: Device) -> Workload:
-    """The workload of `kernel` emitted under `plan` (see the module docstring)."""
+def kernel_workload(graph: Graph, kernel: Kernel, plan: CodeGenPlan, device: Device,
+                    memo: dict | None = None) -> Workload:
+    """The workload of `kernel` emitted under `plan` (see the module docstring). `memo`: a
+    dict shared by calls for the same kernel, so its loops are walked once."""
     w = Workload(schedule=plan.schedule, grid=plan.grid_size, block=plan.block_size,
                  shared_bytes=plan.shared_bytes)
-    counter = _Counter(graph, kernel, device, w)
+    counter = _Counter(graph, kernel, device, w, memo)
     outputs = [graph.nodes[n] for n in kernel.outputs if not graph.nodes[n].shape.is_tuple]
     threads = plan.grid_size * plan.block_size
     shuffle_latency = device.shared_memory_latency_cycles
@@ -452,9 +473,10 @@ def _row_loops(graph, kernel, plan, counter, outputs, elementwise, shuffle_laten
     work_items = rows * splits
     rows_per_slot = _ceil(work_items, slots)
     per_row = _ceil(_ceil(length, splits), threads_per_row)
-    order = {name: k for k, name in enumerate(graph.nodes)}
-    reductions = sorted((n for n in kernel.computed if graph.nodes[n].op == "reduce"
-                         and row_split(graph, n) == (rows, length)), key=order.get)
+    # Phases in graph order: a kernel owns its reductions (never recomputed), and its owned
+    # nodes are in graph order.
+    reductions = [n for n in kernel.nodes if graph.nodes[n].op == "reduce"
+                  and row_split(graph, n) == (rows, length)]
     known: set[str] = set()
     steps = int(math.log2(max(1, min(threads_per_row, 32))))
     for name in reductions:
