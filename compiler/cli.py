@@ -195,6 +195,10 @@ def _calibrate(args) -> int:
             e = r[when]
             lines.append(f"{when:8s} {e['mape']:8.1f} {e['median_ape']:9.1f} {e['max_ape']:8.1f}")
         lines.append("constants: " + ", ".join(f"{k} {v:.3f}" for k, v in r["constants"].items()))
+        ranking = r["ranking_after"]
+        if ranking["kernels"]:
+            lines.append(f"plan ranking: Kendall tau {ranking['mean_tau']:.3f} (mean over "
+                         f"{ranking['kernels']} kernels measured under several plans)")
         return "\n".join(lines)
 
     _print(result, args.json, text)

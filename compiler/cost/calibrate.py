@@ -12,8 +12,10 @@ reads them:
 `fit` minimises the mean squared error of log(projected / measured) over the four constants of
 `Derating` by coordinate descent (a golden-section search per constant within its bounds,
 sweeps until nothing moves), so a kernel 2x too slow and one 2x too fast weigh the same
-whatever their size. The report gives the error before and after: MAPE, median APE, and the
-largest APE.
+whatever their size. The report gives the error before and after (MAPE, median APE, the
+largest APE) and, for kernels measured under several plans, Kendall's tau between projected
+and measured times: how well the model ranks a kernel's plans, which is what codegen uses it
+for.
 """
 
 from __future__ import annotations
@@ -112,6 +114,45 @@ def errors(model: ProjectedModel, records: list[Record]) -> ErrorSummary:
     return ErrorSummary(len(apes), sum(apes) / len(apes), median, apes[-1])
 
 
+def kendall_tau(xs: list[float], ys: list[float]) -> float | None:
+    """Kendall's tau-b of two rankings of the same items (ties count for neither side, as in
+    Kendall 1945); None for fewer than two items or when either side is all ties."""
+    concordant = discordant = ties_x = ties_y = 0
+    for i in range(len(xs)):
+        for j in range(i + 1, len(xs)):
+            dx, dy = xs[i] - xs[j], ys[i] - ys[j]
+            if dx == 0 and dy == 0:
+                continue
+            if dx == 0:
+                ties_x += 1
+            elif dy == 0:
+                ties_y += 1
+            elif (dx > 0) == (dy > 0):
+                concordant += 1
+            else:
+                discordant += 1
+    denominator = math.sqrt((concordant + discordant + ties_x)
+                            * (concordant + discordant + ties_y))
+    return (concordant - discordant) / denominator if denominator else None
+
+
+def ranking_quality(model: ProjectedModel, records: list[Record]) -> dict:
+    """How well projected times order the plans of each kernel: Kendall's tau between
+    projected and measured times per kernel with at least two measured plans, and the mean."""
+    by_kernel: dict[str, list[Record]] = {}
+    for r in records:
+        by_kernel.setdefault(r.kernel, []).append(r)
+    taus = {}
+    for kernel, group in by_kernel.items():
+        projected = [model.project(r.workload, r.resources).projected_us for r in group]
+        tau = kendall_tau(projected, [r.measured_us for r in group])
+        if tau is not None:
+            taus[kernel] = tau
+    mean = sum(taus.values()) / len(taus) if taus else None
+    return {"kernels": len(taus), "mean_tau": None if mean is None else round(mean, 4),
+            "per_kernel": {k: round(v, 4) for k, v in sorted(taus.items())}}
+
+
 def _loss(device: Device, derating: Derating, records: list[Record]) -> float:
     model = ProjectedModel(device, derating)
     return sum(math.log(model.project(r.workload, r.resources).projected_us / r.measured_us)
@@ -154,14 +195,18 @@ def fit(device: Device, records: list[Record], start: Derating | None = None,
         if previous - loss < 1e-9:
             break
     after = errors(ProjectedModel(device, current), records)
+    ranking = ranking_quality(ProjectedModel(device, current), records)
     return current, {"before": before.to_dict(), "after": after.to_dict(),
+                     "ranking_after": {k: v for k, v in ranking.items() if k != "per_kernel"},
                      "constants": current.to_dict(), "start": (start or Derating()).to_dict()}
 
 
 def make_record(graph, kernel, plan, device: Device, resources: Resources,
-                measured_us: float) -> Record:
-    """The record of `kernel` (a fusion-plan Kernel) measured under CodeGen plan `plan`."""
+                measured_us: float, name: str | None = None) -> Record:
+    """The record of `kernel` (a fusion-plan Kernel) measured under CodeGen plan `plan`.
+    `name` identifies the kernel across records (plans of one kernel share it; default the
+    kernel's name, which is unique within one fusion plan only)."""
     from compiler.cost.workload import kernel_workload
 
-    return Record(device.name, kernel.name, plan.key(),
+    return Record(device.name, name or kernel.name, plan.key(),
                   kernel_workload(graph, kernel, plan, device), resources, measured_us)

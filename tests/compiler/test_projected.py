@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 from compiler.codegen.emit import emit_kernel
 from compiler.codegen.plan import CodeGenPlan, enumerate_plans
-from compiler.cost.calibrate import Record, errors, fit, load_records, record_from_dict
+from compiler.cost.calibrate import (Record, errors, fit, kendall_tau, load_records,
+                                     record_from_dict)
 from compiler.cost.devices import DEVICES, get_device
 from compiler.cost.projected import (Derating, ProjectedModel, Resources, project_kernel,
                                      rank_plans)
@@ -314,7 +315,8 @@ def _synthetic_records(device, truth: Derating, noise: float, seed: int = 0) -> 
             except ValueError:
                 continue
             measured = t * math.exp(rng.gauss(0, noise))
-            records.append(Record(device.name, kernel.name, plan.key(), w, resources, measured))
+            records.append(Record(device.name, f"softmax_{rows}x{length}", plan.key(), w,
+                                  resources, measured))
     return records
 
 
@@ -359,3 +361,35 @@ def test_records_of_another_device_or_without_a_time_are_refused():
     data["measured_us"] = 0
     with pytest.raises(InputError, match="positive"):
         record_from_dict(data)
+
+
+def test_kendall_tau_matches_textbook_values():
+    assert kendall_tau([1, 2, 3, 4], [10, 20, 30, 40]) == 1.0
+    assert kendall_tau([1, 2, 3, 4], [4, 3, 2, 1]) == -1.0
+    # 5 items, 1 discordant pair of 10: (9 - 1) / 10.
+    assert kendall_tau([1, 2, 3, 4, 5], [1, 3, 2, 4, 5]) == pytest.approx(0.8)
+    # tau-b with a tie in x: pairs (C, D, Tx) = (5, 0, 1): 5 / sqrt(6 * 5).
+    assert kendall_tau([1, 1, 2, 3], [1, 2, 3, 4]) == pytest.approx(5 / math.sqrt(30))
+    assert kendall_tau([1], [2]) is None and kendall_tau([1, 1], [2, 3]) is None
+
+
+def test_calibration_reports_how_well_plans_are_ranked():
+    records = _synthetic_records(H100, Derating(latency_scale=1.4), noise=0.0)
+    _, report = fit(H100, records)
+    ranking = report["ranking_after"]
+    assert ranking["kernels"] >= 5
+    assert ranking["mean_tau"] > 0.95   # noise-free: the fitted model orders plans as measured
+
+
+def test_a_record_round_trips_through_json_and_projects_the_same():
+    from compiler.cost.calibrate import make_record
+
+    graph, kernel = softmax(256, 700)
+    plan = next(p for p in enumerate_plans(graph, kernel) if p.schedule == "row-reduce-warp")
+    resources = Resources(registers=40, static_shared_bytes=0, spill_bytes=0)
+    record = make_record(graph, kernel, plan, H100, resources, 12.5, name="softmax.k0")
+    again = record_from_dict(json.loads(json.dumps(record.to_dict())))
+    model = ProjectedModel(H100)
+    assert again.kernel == "softmax.k0" and again.plan == plan.key()
+    assert model.project(again.workload, again.resources).projected_us == pytest.approx(
+        project_kernel(graph, kernel, plan, H100, resources).projected_us, rel=1e-6)
