@@ -76,7 +76,8 @@ class KernelCode:
             out.append({**plan.to_dict(), "projected_us": round(breakdown.projected_us, 4),
                         "limiter": breakdown.limiter,
                         "occupancy": round(breakdown.occupancy, 4),
-                        "registers_estimated": breakdown.registers})
+                        "registers_estimated": breakdown.registers,
+                        "projected": breakdown.to_dict()})
         out.extend(p.to_dict() for p in self.candidates if p not in ranked)
         return out
 
