@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import collections
 import math
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
+from typing import Iterator
 
 from compiler.codegen.elemental import (Body, CodegenUnsupported, Elemental, _round,
                                         c_identifier, load_expr, reducer_functor,
@@ -29,7 +31,7 @@ from compiler.codegen.indexing import Index, Ix, linearize
 from compiler.codegen.plan import (COLUMN_SCHEDULE, ROW_SCHEDULES, SPLIT_SCHEDULES,
                                    TRANSPOSE_SCHEDULE, WARP, CodeGenPlan,
                                    column_reductions, column_split, global_reductions,
-                                   row_split)
+                                   row_cache_reads, row_reductions)
 from compiler.fusion.plan import Kernel
 from compiler.ir.dtypes import accumulation_dtype
 from compiler.ir.graph import Graph, Node
@@ -373,14 +375,12 @@ def _rows(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes: list[N
     phases and the epilogue find in the value cache at the row's index. Then the epilogue
     writes the outputs with the reduction's input size (per column) and with its output size
     (one thread per row). Outputs of other sizes get grid-stride loops after the row loop.
+    With a `row_cache`, the loops over the row share values through registers (`_RowCache`).
     """
     body = emitter.body
     rows, length = plan.rows, plan.row_length
     threads, per_block = plan.threads_per_row, plan.rows_per_block
-    reductions = [graph.nodes[n] for n in kernel.computed if graph.nodes[n].op == "reduce"
-                  and row_split(graph, n) == (rows, length)]
-    order = {name: k for k, name in enumerate(graph.nodes)}
-    reductions.sort(key=lambda n: order[n.name])
+    reductions = [graph.nodes[n] for n in row_reductions(graph, kernel, rows, length)]
     second = global_reductions(graph, kernel) if plan.cooperative else []
     scratch = _scratch_pointers(graph, emitter, reductions) if second else {}
     if second:
@@ -398,21 +398,25 @@ def _rows(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes: list[N
     shared_offset = 0
     loop = (f"for (int row_base = blockIdx.x * {per_block}; row_base < {rows}; "
             f"row_base += gridDim.x * {per_block}) {{")
+    wide = [n for n in output_nodes if n.array_shape.size == rows * length and length > 1]
+    narrow = [n for n in output_nodes if n.array_shape.size == rows and n not in wide]
     with body.block(loop), emitter.scope():
         body.line("const int r = row_base + row_slot;")
+        cache = _RowCache(emitter, plan, row_cache_reads(
+            graph, kernel, [n.name for n in reductions], [n.name for n in wide])) \
+            if plan.row_cache else None
         for node in reductions:
             shared_offset = _row_phase(graph, emitter, node, plan, row_ix, column_ix,
-                                       shared_offset)
-        wide = [n for n in output_nodes if n.array_shape.size == rows * length and length > 1]
-        narrow = [n for n in output_nodes if n.array_shape.size == rows and n not in wide]
+                                       shared_offset, cache)
         if wide:
             with body.block(f"if (r < {rows}) {{"), emitter.scope():
-                with body.block(f"for (int c = t; c < {length}; c += {threads}) {{"), \
-                        emitter.scope():
+                with _row_columns(emitter, plan, None, cache):
                     for node in wide:
                         index = _split_index(emitter, node.array_shape.dims, rows, row_ix,
                                              column_ix)
                         emitter.store(node, buffers[node.name], index)
+        if cache is not None:
+            cache.declare()
         if narrow or scratch:
             with body.block(f"if (r < {rows} && t == 0) {{"), emitter.scope():
                 for node in narrow:
@@ -449,22 +453,94 @@ def _scratch_pointers(graph: Graph, emitter: Elemental, reductions: list[Node]) 
     return pointers
 
 
+class _RowCache:
+    """The register row cache of a plan with `row_cache` = K (plan.py's docstring).
+
+    Each loop over the row is unrolled over k < K (`_row_columns`). In the loop where a value
+    that a later loop reads (`row_cache_reads`) is first evaluated, it is stored into a local
+    array `<tag>_row[K]` at k; later loops find it there: the array element is seeded into the
+    value cache at the value's (row, column) index, so the emitter neither recomputes nor
+    reloads it (nor anything behind it). The arrays are declared before the first loop, once
+    the loops have said which they need."""
+
+    def __init__(self, emitter: Elemental, plan: CodeGenPlan, reads: list[frozenset[str]]):
+        self.emitter = emitter
+        self.size = plan.row_cache
+        self.reads = reads
+        self.loop = 0                          # the loop over the row being emitted
+        self.arrays: dict[tuple, str] = {}     # value-cache key -> its array
+        self.declare_at = (len(emitter.body.lines), emitter.body.depth)
+        emitter.used_names.add("k")
+
+    def seed(self) -> None:
+        """At the start of a loop's body: every array's element k is known."""
+        for key, array in self.arrays.items():
+            self.emitter.scopes[-1][key] = f"{array}[k]"
+
+    def keep(self) -> None:
+        """At the end of a loop's body: store the values later loops read; next loop."""
+        later = frozenset().union(*self.reads[self.loop + 1:])
+        self.loop += 1
+        emitter = self.emitter
+        arrays = {f"{array}[k]": array for array in self.arrays.values()}
+        for key, expr in list(emitter.scopes[-1].items()):
+            if key[0] not in later or key in self.arrays or \
+                    (expr not in arrays and expr not in emitter.used_names):
+                continue  # not read later, stored already, or a literal
+            if expr not in arrays:
+                arrays[expr] = emitter.fresh(f"{emitter.tag(key[0])}_row")
+                emitter.body.line(f"{arrays[expr]}[k] = {expr};", key[0])
+            self.arrays[key] = arrays[expr]
+
+    def declare(self) -> None:
+        """The arrays' declarations, before the first loop over the row."""
+        graph, (at, depth) = self.emitter.graph, self.declare_at
+        declared = {}
+        for (name, _), array in self.arrays.items():
+            ctype = value_ctype(graph.nodes[name].array_shape.dtype)
+            declared.setdefault(array, ("  " * depth + f"{ctype} {array}[{self.size}];", name))
+        self.emitter.body.lines[at:at] = list(declared.values())
+
+
+@contextmanager
+def _row_columns(emitter: Elemental, plan: CodeGenPlan, node: str | None,
+                 cache: _RowCache | None, chunk: tuple[str, str] | None = None) -> Iterator[None]:
+    """The loop of a row's threads over its columns `c` (or those of a chunk), in a cache
+    scope: strided, or with a row cache unrolled over its K elements per thread."""
+    body, threads, length = emitter.body, plan.threads_per_row, plan.row_length
+    if cache is None:
+        start, end = ("t", length) if chunk is None else (f"{chunk[0]} + t", chunk[1])
+        with body.block(f"for (int c = {start}; c < {end}; c += {threads}) {{", node), \
+                emitter.scope():
+            yield
+        return
+    body.line("#pragma unroll", node)
+    with body.block(f"for (int k = 0; k < {cache.size}; ++k) {{", node):
+        body.line(f"const int c = t + k * {threads};", node)
+        exact = cache.size * threads == length  # every c is in the row
+        with body.block(f"if (c < {length}) {{", node) if not exact else nullcontext(), \
+                emitter.scope():
+            cache.seed()
+            yield
+            cache.keep()
+
+
 def _row_phase(graph: Graph, emitter: Elemental, node: Node, plan: CodeGenPlan, row: Ix,
-               column: Ix, shared_offset: int) -> int:
-    acc, shared_offset = _row_partial(graph, emitter, node, plan, row, column, shared_offset)
+               column: Ix, shared_offset: int, cache: _RowCache | None = None) -> int:
+    acc, shared_offset = _row_partial(graph, emitter, node, plan, row, column, shared_offset,
+                                      cache=cache)
     _finish_reduction(emitter, node, acc, emitter.delinearize(row, node.array_shape.dims))
     return shared_offset
 
 
 def _row_partial(graph: Graph, emitter: Elemental, node: Node, plan: CodeGenPlan, row: Ix,
-                 column: Ix, shared_offset: int,
-                 chunk: tuple[str, str] | None = None) -> tuple[str, int]:
+                 column: Ix, shared_offset: int, chunk: tuple[str, str] | None = None,
+                 cache: _RowCache | None = None) -> tuple[str, int]:
     """The reduction of row `r` (or of its columns [chunk[0], chunk[1]) when split) without
     the init value, in an accumulator every thread of the row ends with; and the next free
     byte of shared memory."""
     body = emitter.body
     rows, length, threads = plan.rows, plan.row_length, plan.threads_per_row
-    start, end = ("t", length) if chunk is None else (f"{chunk[0]} + t", chunk[1])
     reducer = node.attrs["reducer"]
     dtype = node.array_shape.dtype
     acc_dtype = accumulation_dtype(dtype)
@@ -476,8 +552,7 @@ def _row_partial(graph: Graph, emitter: Elemental, node: Node, plan: CodeGenPlan
     body.line(f"// {emitter.tag(node.name)}: {reducer} over each row of {length}")
     body.line(f"{shuffle_ctype} {acc} = {identity};", node.name)
     with body.block(f"if (r < {rows}) {{", node.name), emitter.scope():
-        with body.block(f"for (int c = {start}; c < {end}; c += {threads}) {{", node.name), \
-                emitter.scope():
+        with _row_columns(emitter, plan, node.name, cache, chunk):
             source = graph.nodes[node.operands[0]].array_shape
             kept = [n for d, n in enumerate(source.dims) if d not in node.attrs["dimensions"]]
             reduced = [source.dims[d] for d in sorted(node.attrs["dimensions"])]

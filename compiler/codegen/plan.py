@@ -18,7 +18,14 @@ Schedules:
   a row, combine with warp shuffles and, across warps, shared memory. Every reduction of the
   kernel over the same rows is one phase; its result is known to all threads of the row, so
   later phases and the elementwise epilogue over the row read it (regional stitching): used
-  for `input` and `stitch-regional` kernels alike.
+  for `input` and `stitch-regional` kernels alike. Each loop over the row recomputes what it
+  needs from global memory unless the plan has a `row_cache` (AStitch's value cache; the
+  register-resident rows of Apex's and OneFlow's softmax and layer norm): with each thread
+  holding K = ceil(row_length / threads_per_row) <= ROW_CACHE_MAX elements of its row, every
+  loop is unrolled over k < K (column t + k * threads_per_row), and a value that a later loop
+  reads (`row_cache_reads`: x in softmax's max phase, exp(x - max) in its sum phase) is
+  kept in a K-element local array, constant-indexed after unrolling so it stays in registers:
+  each value is computed, and each input element loaded, once per row.
 - "column-reduce": the dominant reduction keeps an inner dimension (reduced dims outermost or
   interleaved: a bias gradient summing over the batch). A block owns a tile of
   `column_tile` consecutive output elements ("columns", 32 when there are that many) and
@@ -84,6 +91,11 @@ COOPERATIVE_GRID = 58
 # ... and at most this many threads in all: the CPU emulator runs a cooperative grid's threads
 # as fibers all at once, so larger grids cannot be checked there (see the report's "left").
 COOPERATIVE_THREADS = 8192
+# The most row elements a thread keeps in registers per cached value. Softmax and layer norm
+# cache two values: 16 registers at 8 (ptxas: at most 48 in all, no spills, sm_80 and sm_90).
+# At 16 they would take 32 of the 64 a thread has under __launch_bounds__(1024), with about 30
+# more for indices, accumulators and the epilogue: at the edge of spilling.
+ROW_CACHE_MAX = 8
 
 
 @dataclass(frozen=True)
@@ -104,6 +116,9 @@ class CodeGenPlan:
     scratch_bytes: int = 0      # global scratch the launch allocates (the `scratch` parameter)
     splits: int = 0             # split schedules: chunks each row / column is cut into
     tile: int = 0               # transpose schedule: the square tile's edge in elements
+    # Row schedules: elements of its row each thread keeps in registers, ceil(row_length /
+    # threads_per_row); 0: no register cache, each loop over the row recomputes its values.
+    row_cache: int = 0
 
     def key(self) -> str:
         return ",".join(f"{k}={v}" for k, v in asdict(self).items())
@@ -182,6 +197,7 @@ def enumerate_plans(graph: Graph, kernel: Kernel) -> list[CodeGenPlan]:
                     shared_bytes=_row_shared_bytes(graph, kernel, per_block, threads),
                     rows=rows, row_length=length)
                 plans.append(_globally_stitched(graph, kernel, plan))
+        plans.extend(_row_cached_plans(graph, kernel, plans))
     columns = column_split(graph, dominant) if kernel.kind in (
         "input", "stitch-regional", "stitch-global") else None
     if columns is not None:
@@ -197,6 +213,66 @@ def enumerate_plans(graph: Graph, kernel: Kernel) -> list[CodeGenPlan]:
             plans.append(CodeGenPlan(schedule="elementwise", dominant=dominant,
                                      block_size=block, grid_size=grid, vector_width=width))
     return plans
+
+
+def row_reductions(graph: Graph, kernel: Kernel, rows: int, length: int) -> list[str]:
+    """The kernel's reductions over the same rows (rows x length), in graph order: a row
+    schedule's phases."""
+    order = {name: k for k, name in enumerate(graph.nodes)}
+    names = [n for n in kernel.computed if graph.nodes[n].op == "reduce"
+             and row_split(graph, n) == (rows, length)]
+    return sorted(names, key=order.__getitem__)
+
+
+def row_cache_reads(graph: Graph, kernel: Kernel, reductions: list[str],
+                    wide: list[str]) -> list[frozenset[str]]:
+    """For each loop over a row (a phase per reduction of `reductions`, then the epilogue
+    writing the `wide` outputs): the values it takes from the row cache. Walking a loop's
+    targets through their operands, the first values reached that an earlier loop evaluated
+    (loaded or computed) are read from the cache, and nothing behind them is walked; earlier
+    phases' row results are known already. Only these frontier values are cached, not what a
+    later loop does not need."""
+    computed = set(kernel.computed)
+    evaluated: set[str] = set()
+    reads = []
+    loops = [[graph.nodes[name].operands[0]] for name in reductions] + [list(wide)]
+    for k, targets in enumerate(loops):
+        known = set(reductions[:k])
+        frontier, seen, stack = set(), set(), list(targets)
+        while stack:
+            name = stack.pop()
+            node = graph.nodes[name]
+            if name in seen or name in known or \
+                    (node.op == "constant" and node.array_shape.size == 1):
+                continue
+            seen.add(name)
+            if name in evaluated:
+                frontier.add(name)
+            elif name in computed:
+                stack.extend(node.operands)
+        evaluated |= seen
+        reads.append(frozenset(frontier))
+    return reads
+
+
+def _row_cached_plans(graph: Graph, kernel: Kernel,
+                      plans: list[CodeGenPlan]) -> list[CodeGenPlan]:
+    """Each row plan with at most ROW_CACHE_MAX elements per thread again with its row cache,
+    when a later loop over the row reads a value an earlier one computes. Not for
+    cooperative (globally stitched) plans, whose second phase is a column schedule."""
+    first = plans[0]
+    reductions = row_reductions(graph, kernel, first.rows, first.row_length)
+    size = first.rows * first.row_length
+    wide = [n for n in kernel.outputs if not graph.nodes[n].shape.is_tuple
+            and graph.nodes[n].array_shape.size == size and first.row_length > 1]
+    if not any(row_cache_reads(graph, kernel, reductions, wide)):
+        return []
+    cached = []
+    for plan in plans:
+        elements = -(-plan.row_length // plan.threads_per_row)
+        if not plan.cooperative and elements <= ROW_CACHE_MAX:
+            cached.append(replace(plan, row_cache=elements))
+    return cached
 
 
 def global_reductions(graph: Graph, kernel: Kernel) -> list[str]:
@@ -481,7 +557,8 @@ def choose_plan(plans: list[CodeGenPlan]) -> CodeGenPlan:
     - Rows shorter than a warp: several rows per warp (threads_per_row = next power of two of
       the row length), 256 threads; rows up to 1024 elements: a warp per row, 256 threads (8
       rows per block: no shared memory, no __syncthreads); longer rows: a block per row, with
-      enough threads for about 8 elements each (128 to 1024).
+      enough threads for about 8 elements each (128 to 1024). With its row cache when it has
+      one (no value read twice from memory, none computed twice).
     - Columns: 32 columns per block (fewer when there are fewer), and as many row groups as
       the rows can keep busy, up to 256 threads (8 row groups).
     - Elementwise: 256 threads (a common occupancy sweet spot on A100/H100), the widest
@@ -502,7 +579,8 @@ def choose_plan(plans: list[CodeGenPlan]) -> CodeGenPlan:
         else:
             wanted = "row-reduce-block"
             block = min(1024, max(128, _next_power_of_two(-(-length // 8))))
-        return next(p for p in rows if p.schedule == wanted and p.block_size == block)
+        return max((p for p in rows if p.schedule == wanted and p.block_size == block),
+                   key=lambda p: p.row_cache)
     columns = [p for p in plans if p.schedule == COLUMN_SCHEDULE]
     if columns:
         tile, length = columns[0].column_tile, columns[0].row_length

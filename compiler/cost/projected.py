@@ -236,8 +236,8 @@ def project_kernel(graph, kernel, plan, device: Device, resources: Resources | N
 
 def rank_plans(graph, kernel, plans, device: Device,
                derating: Derating | None = None) -> list[tuple[object, Breakdown]]:
-    """(plan, breakdown) for every candidate the workload model covers, fastest first (ties
-    keep the enumeration order)."""
+    """(plan, breakdown) for every candidate the workload model covers, fastest first; equal
+    times are ordered by the sum of all terms, then by enumeration order."""
     ranked, memo = [], {}
     for k, plan in enumerate(plans):
         try:
@@ -245,9 +245,12 @@ def rank_plans(graph, kernel, plans, device: Device,
                                        memo=memo)
         except ValueError:
             continue  # a schedule the workload model does not know: not ranked
-        ranked.append((breakdown.projected_us, k, plan, breakdown))
-    ranked.sort(key=lambda item: (item[0], item[1]))
-    return [(plan, breakdown) for _, _, plan, breakdown in ranked]
+        # Ties on time (two plans bound by the same DRAM traffic) go to the plan that asks
+        # less of everything else: the sum of all terms, latency included.
+        slack = sum(breakdown.terms_us.values()) + breakdown.latency_us
+        ranked.append((round(breakdown.projected_us, 6), slack, k, plan, breakdown))
+    ranked.sort(key=lambda item: item[:3])
+    return [(plan, breakdown) for *_, plan, breakdown in ranked]
 
 
 # Library calls (dot, convolution) run cuBLAS/cuDNN kernels we do not generate: their projected

@@ -19,8 +19,9 @@ What a `Workload` holds, for the whole grid:
   consecutive elements), "broadcast" (the fast thread index does not move the address: one
   sector serves the warp), "strided" (consecutive threads are a row apart: one 32-byte
   sector per element) or "transposed" (strided because a transpose moved the innermost
-  dimension; the transpose-tiled schedule stages those through shared memory instead). DRAM sees each value once while the kernel's data fits in L2; the
-  L2-to-SM traffic carries the re-reads and the sector waste;
+  dimension; the transpose-tiled schedule stages those through shared memory instead).
+  DRAM sees each value once while the kernel's data fits in L2; the L2-to-SM traffic
+  carries the re-reads and the sector waste;
 - the busiest thread's iteration count and what each iteration waits for (dependent DRAM
   round trips, the dependency chain of its arithmetic), and the synchronisation on its path
   (shuffles, barriers, grid barriers): the latency model's inputs.
@@ -33,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 
 from compiler.codegen.plan import (COLUMN_SCHEDULE, ROW_SCHEDULES, SPLIT_SCHEDULES,
                                    TRANSPOSE_SCHEDULE, CodeGenPlan, column_reductions,
-                                   global_reductions, row_split)
+                                   global_reductions, row_cache_reads, row_split)
 from compiler.cost.devices import Device
 from compiler.fusion.plan import Kernel
 from compiler.ir.dtypes import accumulation_dtype
@@ -477,14 +478,21 @@ def _row_loops(graph, kernel, plan, counter, outputs, elementwise, shuffle_laten
     # nodes are in graph order.
     reductions = [n for n in kernel.nodes if graph.nodes[n].op == "reduce"
                   and row_split(graph, n) == (rows, length)]
+    second = set(global_reductions(graph, kernel)) if plan.cooperative else set()
+    wide = [n for n in outputs if n.array_shape.size == rows * length and length > 1
+            and n.name not in second]
+    # A row cache keeps what later loops over the row read in registers: known there.
+    cached = row_cache_reads(graph, kernel, reductions, [n.name for n in wide]) \
+        if plan.row_cache else [frozenset()] * (len(reductions) + 1)
     known: set[str] = set()
     steps = int(math.log2(max(1, min(threads_per_row, 32))))
-    for name in reductions:
+    for k, name in enumerate(reductions):
         node = graph.nodes[name]
         operand = graph.nodes[node.operands[0]]
         counter.loop(_Loop(elements=rows * length, targets=[operand.name],
                            axes={operand.name: fast_axis(operand.array_shape.dims)},
-                           known=frozenset(known), per_thread=rows_per_slot * per_row))
+                           known=frozenset(known) | cached[k],
+                           per_thread=rows_per_slot * per_row))
         known.add(name)
         w.instructions["shfl"] = w.instructions.get("shfl", 0) + \
             rows * splits * threads_per_row * steps
@@ -497,14 +505,12 @@ def _row_loops(graph, kernel, plan, counter, outputs, elementwise, shuffle_laten
             w.grid_syncs += 1 if plan.cooperative else 0
             w.dram_write_bytes += rows * splits * 8
             w.dram_read_bytes += rows * splits * 8
-    second = set(global_reductions(graph, kernel)) if plan.cooperative else set()
-    wide = [n for n in outputs if n.array_shape.size == rows * length and length > 1
-            and n.name not in second]
     narrow = [n for n in outputs if n.array_shape.size == rows and n not in wide]
     if wide:
         counter.loop(_Loop(elements=rows * length, targets=[n.name for n in wide],
                            axes={n.name: fast_axis(n.array_shape.dims) for n in wide},
-                           known=frozenset(known), per_thread=rows_per_slot * per_row,
+                           known=frozenset(known) | cached[-1],
+                           per_thread=rows_per_slot * per_row,
                            stores=tuple(n.name for n in wide)))
     if narrow:
         counter.loop(_Loop(elements=rows, targets=[n.name for n in narrow],

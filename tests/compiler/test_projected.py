@@ -393,3 +393,12 @@ def test_a_record_round_trips_through_json_and_projects_the_same():
     assert again.kernel == "softmax.k0" and again.plan == plan.key()
     assert model.project(again.workload, again.resources).projected_us == pytest.approx(
         project_kernel(graph, kernel, plan, H100, resources).projected_us, rel=1e-6)
+
+
+def test_among_plans_bound_by_the_same_dram_traffic_the_one_asking_less_else_wins():
+    """A 4096 x 1024 softmax is DRAM-bound with or without the register row cache; the cached
+    plan moves half the L2 traffic and computes exp once, so it ranks first."""
+    graph, kernel = softmax(4096, 1024)
+    best, breakdown = rank_plans(graph, kernel, enumerate_plans(graph, kernel), H100)[0]
+    assert breakdown.limiter == "dram"
+    assert best.row_cache > 0
