@@ -156,6 +156,7 @@ def _codegen(args) -> int:
     from compiler.codegen.stage import emulate, generate
     from compiler.cost.devices import get_device
     from compiler.ir.interpreter import evaluate_all
+    from compiler.pipeline import attach_codes, has_source
     from compiler.runtime.inputs import random_inputs
 
     strategies = parse_strategies(args.strategy)
@@ -168,14 +169,14 @@ def _codegen(args) -> int:
         codes = generate(graph, plan, device)
         if values is not None:
             emulate(graph, codes, values)
-        for entry, code in zip(result["strategies"][name]["kernels"], codes):
-            entry.update(code.fields())
-            if args.out and code.emitted is not None and code.emitted.source:
-                path = Path(args.out) / name / f"{code.function}.cu"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(code.emitted.source)
-                entry["source_path"] = str(path)
-        result["strategies"][name]["total"]["proj_us"] = plan.total_projected_us
+        attach_codes(result["strategies"][name], plan, codes)
+        if args.out:
+            for entry, code in zip(result["strategies"][name]["kernels"], codes):
+                if has_source(code):
+                    path = Path(args.out) / name / f"{code.function}.cu"
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_text(code.emitted.source)
+                    entry["source_path"] = str(path)
     _print(result, args.json, format_codegen)
     return 0
 

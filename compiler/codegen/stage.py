@@ -85,45 +85,59 @@ class KernelCode:
 def generate(graph: Graph, plan: FusionPlan, device, arch: str | None = None) -> list[KernelCode]:
     """Emit every kernel of `plan` under its fastest projected CodeGen plan and build the
     generated ones in one nvcc batch."""
-    arch = arch or arch_for_device(device.name)
-    codes = []
-    for kernel in plan.kernels:
-        code = KernelCode(kernel, c_identifier(f"{plan.strategy}_{kernel.name}"))
-        try:
-            if kernel.kind == "library":
-                code.emitted = emit_kernel(graph, kernel, None, code.function)
-            else:
-                code.candidates = enumerate_plans(graph, kernel)
-                code.ranking = rank_plans(graph, kernel, code.candidates, device)
-                chosen = code.ranking[0][0] if code.ranking else choose_plan(code.candidates)
-                code.emitted = emit_kernel(graph, kernel, chosen, code.function)
-        except CodegenUnsupported as error:
-            code.error = f"not generated yet: {error}"
-        codes.append(code)
+    codes = [emit_code(graph, plan, kernel, device) for kernel in plan.kernels]
+    build_codes(codes, arch or arch_for_device(device.name))
+    for code in codes:
+        project_code(graph, code, device)
+    return codes
+
+
+# generate's three phases, also run one by one by compiler/pipeline.py to report progress.
+
+def emit_code(graph: Graph, plan: FusionPlan, kernel: Kernel, device) -> KernelCode:
+    """One kernel's CUDA source under the CodeGen plan the projected model ranks fastest."""
+    code = KernelCode(kernel, c_identifier(f"{plan.strategy}_{kernel.name}"))
+    try:
+        if kernel.kind == "library":
+            code.emitted = emit_kernel(graph, kernel, None, code.function)
+        else:
+            code.candidates = enumerate_plans(graph, kernel)
+            code.ranking = rank_plans(graph, kernel, code.candidates, device)
+            chosen = code.ranking[0][0] if code.ranking else choose_plan(code.candidates)
+            code.emitted = emit_kernel(graph, kernel, chosen, code.function)
+    except CodegenUnsupported as error:
+        code.error = f"not generated yet: {error}"
+    return code
+
+
+def build_codes(codes: list[KernelCode], arch: str) -> None:
+    """Compile the generated kernels of `codes` in one nvcc batch and attach the results."""
     sources = {c.function: c.emitted.source for c in codes
                if c.emitted is not None and not c.emitted.library}
-    if sources:
-        results = build_kernels(sources, arch, [str(PRELUDE_DIR)])
-        for code in codes:
-            if code.function in results:
-                code.build = results[code.function]
-                if not code.build.ok:
-                    code.error = f"does not compile (a codegen bug): {code.build.error}"
+    if not sources:
+        return
+    results = build_kernels(sources, arch, [str(PRELUDE_DIR)])
     for code in codes:
-        if code.kernel.kind == "library":
-            code.breakdown = project_library(code.kernel, device)
-        elif code.emitted is not None and code.chosen is not None:
-            build = code.build if code.build is not None and code.build.ok else None
-            resources = None if build is None else Resources(
-                registers=build.registers, static_shared_bytes=build.shared_static_bytes,
-                spill_bytes=build.spill_store_bytes + build.spill_load_bytes)
-            try:
-                code.breakdown = project_kernel(graph, code.kernel, code.chosen, device,
-                                                resources)
-            except ValueError:
-                code.breakdown = None  # a schedule the workload model does not cover
-        code.kernel.projected = code.breakdown
-    return codes
+        if code.function in results:
+            code.build = results[code.function]
+            if not code.build.ok:
+                code.error = f"does not compile (a codegen bug): {code.build.error}"
+
+
+def project_code(graph: Graph, code: KernelCode, device) -> None:
+    """The projected breakdown of the emitted kernel, with ptxas' resources once built."""
+    if code.kernel.kind == "library":
+        code.breakdown = project_library(code.kernel, device)
+    elif code.emitted is not None and code.chosen is not None:
+        build = code.build if code.build is not None and code.build.ok else None
+        resources = None if build is None else Resources(
+            registers=build.registers, static_shared_bytes=build.shared_static_bytes,
+            spill_bytes=build.spill_store_bytes + build.spill_load_bytes)
+        try:
+            code.breakdown = project_kernel(graph, code.kernel, code.chosen, device, resources)
+        except ValueError:
+            code.breakdown = None  # a schedule the workload model does not cover
+    code.kernel.projected = code.breakdown
 
 
 def emulate(graph: Graph, codes: list[KernelCode], values: dict) -> None:

@@ -1,0 +1,187 @@
+"""The whole compiler as one call: import → explore → codegen → build → cost.
+
+`compile_graph(...)` is what a web worker runs for an uploaded graph. It returns the ARTIFACT, a
+plain JSON-ready dict: for every device, exactly the object `python -m compiler codegen --json`
+prints, plus every generated kernel's source, PTX, line → node map and ptxas resources under
+"sources". It reports progress as it goes, stage by stage and kernel by kernel, so a page can
+show a progress bar. Nothing here knows about Django or Celery.
+
+`compiler_version()` names the compiler that produced an artifact: a digest of the compiler
+package's files, so it changes with any change to the compiler (and to nothing else).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+from compiler.build import arch_for_device
+from compiler.codegen.stage import KernelCode, build_codes, emit_code, project_code
+from compiler.codegen.stage import emulate as emulate_codes
+from compiler.cost.devices import DEVICES, get_device
+from compiler.errors import InputError
+from compiler.fusion.explore import STRATEGIES, exploration_to_dict, explore
+from compiler.fusion.plan import FusionPlan
+from compiler.importers import import_bytes, pick_module
+from compiler.ir.graph import Graph
+from compiler.ir.summary import summarize
+
+# The stages in the order they run; `progress` callbacks see them in this order.
+STAGES = ("import", "explore", "codegen", "build", "cost")
+
+Progress = Callable[[str, int, int], None]
+
+COMPILER_DIR = Path(__file__).resolve().parent
+# Files whose content defines what the compiler produces: its code and the CUDA headers it emits.
+VERSIONED_SUFFIXES = (".py", ".cuh", ".h")
+
+
+@cache
+def compiler_version() -> str:
+    """A digest of every source file of the compiler package (path and content), computed once
+    per process: equal versions produced their artifacts with the same code."""
+    digest = hashlib.sha256()
+    for path in sorted(COMPILER_DIR.rglob("*")):
+        if path.suffix not in VERSIONED_SUFFIXES or "__pycache__" in path.parts:
+            continue
+        digest.update(path.relative_to(COMPILER_DIR).as_posix().encode())
+        digest.update(b"\0")
+        digest.update(path.read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()[:16]
+
+
+def canonical_options(devices, strategies) -> tuple[list[str], list[str]]:
+    """Devices sorted by name and strategies in exploration order (the cost search reuses the
+    xla plan when xla runs first), each checked; InputError names an unknown one."""
+    device_names = sorted({get_device(name).name for name in devices})
+    unknown = [name for name in strategies if name not in STRATEGIES]
+    if unknown or not strategies:
+        raise InputError(f"unknown strategy {', '.join(unknown) or '(none given)'}; choose "
+                         f"from {', '.join(STRATEGIES)}")
+    if not device_names:
+        raise InputError(f"no device given; choose from {', '.join(DEVICES)}")
+    return device_names, [name for name in STRATEGIES if name in strategies]
+
+
+def import_graph(data: bytes, filename: str) -> Graph:
+    """The graph an upload holds (the first module of a multi-module HLO file)."""
+    return pick_module(import_bytes(data, filename), 0, filename)
+
+
+@dataclass
+class _Target:
+    """One fusion plan on one device, and its kernels' code once generated."""
+    device: str
+    strategy: str
+    plan: FusionPlan
+    codes: list[KernelCode] = field(default_factory=list)
+
+
+class _Counter:
+    """Calls `progress(stage, done, total)` as units of work finish."""
+
+    def __init__(self, progress: Progress, stage: str, total: int):
+        self.progress, self.stage, self.total, self.done = progress, stage, total, 0
+        progress(stage, 0, total)
+
+    def advance(self, count: int = 1) -> None:
+        self.done += count
+        self.progress(self.stage, self.done, self.total)
+
+
+def _no_progress(stage: str, done: int, total: int) -> None:
+    pass
+
+
+def compile_graph(data: bytes, filename: str, devices: list[str], strategies: list[str],
+                  progress: Progress | None = None, emulate: bool = False) -> dict:
+    """The ARTIFACT of an uploaded graph (see the module docstring); InputError on bad input
+    or an unknown device or strategy. `emulate` runs every kernel on the CPU emulator against
+    the reference interpreter and records the largest error (slow on big graphs)."""
+    progress = progress or _no_progress
+    devices, strategies = canonical_options(devices, strategies)
+
+    counter = _Counter(progress, "import", 1)
+    graph = import_graph(data, filename)
+    summary = summarize(graph)
+    counter.advance()
+
+    counter = _Counter(progress, "explore", len(devices))
+    results, targets = {}, []
+    for device in devices:
+        plans = explore(graph, device, strategies)
+        # Before codegen, which replaces each kernel's quick projection with its built one.
+        results[device] = exploration_to_dict(summary, device, plans)
+        targets += [_Target(device, name, plan) for name, plan in plans.items()]
+        counter.advance()
+
+    kernel_count = sum(len(target.plan.kernels) for target in targets)
+    counter = _Counter(progress, "codegen", kernel_count)
+    for target in targets:
+        for kernel in target.plan.kernels:
+            target.codes.append(emit_code(graph, target.plan, kernel, get_device(target.device)))
+            counter.advance()
+
+    counter = _Counter(progress, "build", kernel_count)
+    values = _reference_values(graph) if emulate else None
+    for target in targets:
+        build_codes(target.codes, arch_for_device(target.device))
+        if values is not None:
+            emulate_codes(graph, target.codes, values)
+        counter.advance(len(target.codes))
+
+    counter = _Counter(progress, "cost", kernel_count)
+    for target in targets:
+        for code in target.codes:
+            project_code(graph, code, get_device(target.device))
+            counter.advance()
+
+    sources = {}
+    for target in targets:
+        attach_codes(results[target.device]["strategies"][target.strategy], target.plan,
+                     target.codes)
+        for code in target.codes:
+            if has_source(code):
+                sources[f"{target.device}/{target.strategy}/{code.kernel.name}"] = \
+                    kernel_source(code)
+    return {"compiler_version": compiler_version(), "graph": summary, "devices": results,
+            "sources": sources}
+
+
+def attach_codes(strategy_result: dict, plan: FusionPlan, codes: list[KernelCode]) -> None:
+    """Add the code fields to a plan's `explore --json` entry (`codegen --json`'s shape)."""
+    for entry, code in zip(strategy_result["kernels"], codes):
+        entry.update(code.fields())
+    strategy_result["total"]["proj_us"] = plan.total_projected_us
+
+
+def has_source(code: KernelCode) -> bool:
+    """Whether the kernel has generated CUDA source (library calls and refusals have none)."""
+    return code.emitted is not None and not code.emitted.library and bool(code.emitted.source)
+
+
+def kernel_source(code: KernelCode) -> dict:
+    """What a kernel page shows: the source, its PTX, which nodes each line computes, and the
+    resources ptxas reports (none when the kernel did not build)."""
+    built = code.build is not None and code.build.ok
+    resources = None
+    if built:
+        resources = {key: value for key, value in code.build.to_dict().items()
+                     if key not in ("ptx", "name", "arch", "ok", "error")}
+    return {"function": code.function, "source": code.emitted.source,
+            "ptx": code.build.ptx if built and code.build.ptx else None,
+            "line_nodes": {str(line): list(nodes)
+                           for line, nodes in sorted(code.emitted.line_nodes.items())},
+            "resources": resources}
+
+
+def _reference_values(graph: Graph) -> dict:
+    from compiler.ir.interpreter import evaluate_all
+    from compiler.runtime.inputs import random_inputs
+
+    return evaluate_all(graph, random_inputs(graph))
+
