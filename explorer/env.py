@@ -52,3 +52,17 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if not all(items):
         raise ImproperlyConfigured(f"{name}={value!r} has an empty item; remove the extra comma.")
     return items
+
+
+def env_int(name: str, default: int, minimum: int = 0) -> int:
+    """A whole number no smaller than `minimum`, e.g. COMPILE_TIME_LIMIT_S=900."""
+    value = _raw(name)
+    if value is None:
+        return default
+    try:
+        number = int(value.strip())
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r} is not a whole number.") from None
+    if number < minimum:
+        raise ImproperlyConfigured(f"{name}={number} is below the minimum of {minimum}.")
+    return number

@@ -1,1 +1,201 @@
-"""Models for uploaded graphs, jobs and their artifacts (none yet)."""
+"""Runs (an uploaded graph compiled for some devices and strategies), their kernels' sources,
+and the teams runs are shared with.
+
+A run is a job and its result at once: workers.compile_run claims it, records its progress on
+it and stores the artifact on it. The claim rules live here (`Run.claim`, `renew_lease`, ...)
+so the task stays thin: every change of state is one conditional UPDATE that names the state
+it expects, so two workers holding the same job can never both act on it.
+"""
+from __future__ import annotations
+
+import secrets
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+
+class Team(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    MEMBER, ADMIN = "member", "admin"
+    ROLES = [(MEMBER, "member"), (ADMIN, "admin")]
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="memberships")
+    role = models.CharField(max_length=10, choices=ROLES, default=MEMBER)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["team", "user"],
+                                               name="one_membership_per_team_and_user")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team} ({self.role})"
+
+
+class ClaimLost(Exception):
+    """The run was claimed again by another worker (this one was presumed dead)."""
+
+
+class Run(models.Model):
+    PRIVATE, TEAM, PUBLIC = "private", "team", "public"
+    VISIBILITIES = [(PRIVATE, "private"), (TEAM, "team"), (PUBLIC, "public")]
+    QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
+    STATUSES = [(QUEUED, "queued"), (RUNNING, "running"), (DONE, "done"), (FAILED, "failed")]
+
+    # The permalink id: see explorer/runs.py run_id().
+    id = models.CharField(primary_key=True, max_length=22, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                              related_name="runs")
+    team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.SET_NULL,
+                             related_name="runs")
+    visibility = models.CharField(max_length=10, choices=VISIBILITIES, default=PRIVATE)
+    name = models.CharField(max_length=200, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+
+    filename = models.CharField(max_length=255)
+    graph_bytes = models.BinaryField()
+    devices = models.JSONField(default=list)
+    strategies = models.JSONField(default=list)
+    compiler_version = models.CharField(max_length=64)
+
+    status = models.CharField(max_length=10, choices=STATUSES, default=QUEUED, db_index=True)
+    stage = models.CharField(max_length=20, blank=True)
+    progress_done = models.PositiveIntegerField(default=0)
+    progress_total = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    error_stage = models.CharField(max_length=20, blank=True)
+    # The ARTIFACT of compiler.pipeline.compile_graph without "sources" (those are KernelSource
+    # rows); null until the run is done.
+    artifact = models.JSONField(null=True, blank=True)
+
+    created = models.DateTimeField(auto_now_add=True)
+    started = models.DateTimeField(null=True, blank=True)
+    finished = models.DateTimeField(null=True, blank=True)
+
+    # The claim: which job holds the run (a fresh token per claim), since when, until when
+    # (renewed as it reports progress) and how many claims there have been.
+    claim_token = models.CharField(max_length=32, blank=True, editable=False)
+    claimed_by = models.CharField(max_length=200, blank=True)
+    lease_expires = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created"]
+
+    def __str__(self) -> str:
+        return f"{self.id} {self.name or self.filename}"
+
+    def can_view(self, user) -> bool:
+        """Owner and staff always; team members for a team run; anyone for a public one."""
+        if self.visibility == self.PUBLIC:
+            return True
+        if user is None or not user.is_authenticated:
+            return False
+        if user.is_staff or user.pk == self.owner_id:
+            return True
+        return (self.visibility == self.TEAM and self.team_id is not None
+                and Membership.objects.filter(team_id=self.team_id, user=user).exists())
+
+    def status_dict(self) -> dict:
+        """What /r/<id>/status.json returns while a page waits for the run."""
+        return {"status": self.status, "stage": self.stage,
+                "progress_done": self.progress_done, "progress_total": self.progress_total,
+                "error": self.error, "error_stage": self.error_stage,
+                "finished": self.finished.isoformat() if self.finished else None}
+
+    # --- The job's life cycle: each step one conditional UPDATE. -------------------------------
+
+    @classmethod
+    def claim(cls, run_id: str, worker: str, lease_s: int, max_attempts: int) -> str | None:
+        """Take the run for this job: a queued run, or a running one whose lease ran out (its
+        worker died). Returns the claim token, or None when the run is not this job's to take.
+        A run that already used up its attempts is failed instead of being claimed again."""
+        now = timezone.now()
+        abandoned = Q(status=cls.RUNNING, lease_expires__lt=now)
+        cls.objects.filter(abandoned, pk=run_id, attempts__gte=max_attempts).update(
+            status=cls.FAILED, error_stage=F("stage"), finished=now, claim_token="",
+            error=f"Every one of the {max_attempts} attempts to compile this run ended with "
+                  "its worker gone (killed, out of memory or past the hard time limit).")
+        token = secrets.token_hex(16)
+        claimed = cls.objects.filter(Q(status=cls.QUEUED) | abandoned, pk=run_id).update(
+            status=cls.RUNNING, claim_token=token, claimed_by=worker[:200],
+            lease_expires=now + timedelta(seconds=lease_s), attempts=F("attempts") + 1,
+            started=now, stage="", progress_done=0, progress_total=0, error="", error_stage="")
+        return token if claimed == 1 else None
+
+    @classmethod
+    def renew_lease(cls, run_id: str, token: str, lease_s: int, **progress) -> None:
+        """Record progress (stage, progress_done, progress_total) and extend the lease; raise
+        ClaimLost when another job has taken the run over."""
+        lease_expires = timezone.now() + timedelta(seconds=lease_s)
+        updated = cls.objects.filter(pk=run_id, claim_token=token, status=cls.RUNNING).update(
+            lease_expires=lease_expires, **progress)
+        if updated != 1:
+            raise ClaimLost(run_id)
+
+    @classmethod
+    def finish(cls, run_id: str, token: str, artifact: dict) -> None:
+        """Store the artifact (its "sources" as KernelSource rows) and mark the run done, all in
+        one transaction: a run is never seen half-written."""
+        sources = artifact.pop("sources", {})
+        with transaction.atomic():
+            updated = cls.objects.filter(pk=run_id, claim_token=token, status=cls.RUNNING) \
+                .update(status=cls.DONE, artifact=artifact, finished=timezone.now(),
+                        lease_expires=None, progress_done=F("progress_total"))
+            if updated != 1:
+                raise ClaimLost(run_id)
+            KernelSource.objects.filter(run_id=run_id).delete()
+            KernelSource.objects.bulk_create(
+                KernelSource.from_artifact(run_id, key, source)
+                for key, source in sources.items())
+
+    @classmethod
+    def fail(cls, run_id: str, error: str, error_stage: str, token: str | None = None) -> bool:
+        """Mark the run failed with a message for the user. With a token, only while that claim
+        holds; without, any running run (the hard time limit: the claimer was killed)."""
+        runs = cls.objects.filter(pk=run_id, status=cls.RUNNING)
+        if token is not None:
+            runs = runs.filter(claim_token=token)
+        updated = runs.update(status=cls.FAILED, error=error,
+                              error_stage=error_stage or F("stage"), finished=timezone.now(),
+                              lease_expires=None)
+        return updated == 1
+
+
+class KernelSource(models.Model):
+    """One generated kernel of a run: what its kernel page shows."""
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="kernel_sources")
+    device = models.CharField(max_length=20)
+    strategy = models.CharField(max_length=20)
+    kernel = models.CharField(max_length=200)
+    function = models.CharField(max_length=200)
+    source = models.TextField()
+    ptx = models.TextField(blank=True)
+    line_nodes = models.JSONField(default=dict)
+    resources = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "device", "strategy", "kernel"],
+                                               name="one_source_per_run_kernel")]
+        ordering = ["device", "strategy", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} {self.device}/{self.strategy}/{self.kernel}"
+
+    @classmethod
+    def from_artifact(cls, run_id: str, key: str, source: dict) -> KernelSource:
+        """A row from one entry of the artifact's "sources" ("<device>/<strategy>/<kernel>")."""
+        device, strategy, kernel = key.split("/", 2)
+        return cls(run_id=run_id, device=device, strategy=strategy, kernel=kernel,
+                   function=source["function"], source=source["source"],
+                   ptx=source["ptx"] or "", line_nodes=source["line_nodes"],
+                   resources=source["resources"])

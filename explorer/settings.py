@@ -5,7 +5,9 @@ loudly on bad values. The defaults suit a developer machine (`make run`).
 """
 from pathlib import Path
 
-from explorer.env import env_bool, env_list, env_str
+import plotly
+
+from explorer.env import env_bool, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -63,10 +65,19 @@ TEMPLATES = [
     },
 ]
 
+# The web server and the Celery workers share this database; DATABASE_PATH points both at
+# another file (the task tests point their workers at the test database this way).
 DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.sqlite3",
-        "NAME": VAR_DIR / "db.sqlite3",
+        "NAME": env_str("DATABASE_PATH", default=str(VAR_DIR / "db.sqlite3")),
+        "OPTIONS": {
+            # Workers write progress while the web server reads: wait for a lock rather than
+            # fail, and take the write lock when a transaction starts so two writers never
+            # deadlock upgrading their read locks.
+            "timeout": 20,
+            "transaction_mode": "IMMEDIATE",
+        },
     }
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -78,13 +89,20 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "explorer-index"
+LOGOUT_REDIRECT_URL = "explorer-index"
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# Plotly's browser bundle comes from the pinned `plotly` package (plotly/plotly.min.js), not a CDN:
+# deployments and test machines may have no internet.
+PLOTLY_JS_DIR = Path(plotly.__file__).parent / "package_data"
+STATICFILES_DIRS = [BASE_DIR / "static", ("plotly", PLOTLY_JS_DIR)]
 STATIC_ROOT = VAR_DIR / "static"
 
 # Celery reads every CELERY_* setting here (workers/celery.py uses namespace="CELERY").
@@ -100,3 +118,31 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ROUTES = {
     "workers.*": {"queue": "compile"},
 }
+# A job is acknowledged when it ends, not when it starts, and a job whose worker process died is
+# put back on the queue: no job is lost with its worker. If the whole worker dies, Redis hands
+# its unacknowledged jobs to another worker once CELERY_VISIBILITY_TIMEOUT_S has passed. Keep
+# that above COMPILE_TIME_LIMIT_S, or long jobs are delivered twice (harmless: the second copy
+# finds the run claimed and waits for the claim's lease, but wasteful).
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT_S", default=3600, minimum=1),
+    # How often a worker looks for jobs whose visibility timeout passed (seconds).
+    "unacked_restore_interval": env_int("CELERY_RESTORE_INTERVAL_S", default=10, minimum=1),
+    "unacked_restore_throttle": 1,
+}
+
+# workers.compile_run: past the soft limit a run fails with a message; the hard limit kills a
+# worker process stuck past it. A running job renews its lease of the run as it reports
+# progress; a run whose lease ran out belongs to a dead worker and is claimed again when its job
+# is redelivered, at most COMPILE_MAX_ATTEMPTS times in all.
+COMPILE_SOFT_TIME_LIMIT_S = env_int("COMPILE_SOFT_TIME_LIMIT_S", default=600, minimum=1)
+COMPILE_TIME_LIMIT_S = env_int(
+    "COMPILE_TIME_LIMIT_S", default=COMPILE_SOFT_TIME_LIMIT_S + 60,
+    minimum=COMPILE_SOFT_TIME_LIMIT_S + 1,
+)
+COMPILE_LEASE_S = env_int("COMPILE_LEASE_S", default=120, minimum=1)
+COMPILE_MAX_ATTEMPTS = env_int("COMPILE_MAX_ATTEMPTS", default=3, minimum=1)
+# Test hook: a compile job sleeps this long when it enters the codegen stage, so a test can kill
+# its worker mid-job deterministically. Always 0 outside tests/workers/.
+COMPILE_TEST_CODEGEN_DELAY_S = env_int("COMPILE_TEST_CODEGEN_DELAY_S", default=0)

@@ -1,9 +1,13 @@
 """Configures the Celery app and nothing else: settings come from Django (CELERY_* names)."""
 import os
 
+import django
 from celery import Celery
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "explorer.settings")
+# Tasks import the explorer's models, so Django must be set up before workers.tasks is imported,
+# also in a process that only sends tasks (a script, a shell); a second call does nothing.
+django.setup()
 
 app = Celery("fusion_explorer")
 app.config_from_object("django.conf:settings", namespace="CELERY")

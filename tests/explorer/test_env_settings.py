@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from explorer.env import env_bool, env_list, env_str
+from explorer.env import env_bool, env_int, env_list, env_str
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,6 +56,19 @@ def test_env_list_rejects_an_empty_item(monkeypatch):
     monkeypatch.setenv("ALLOWED_HOSTS", "example.org,,example.net")
     with pytest.raises(ImproperlyConfigured, match="empty item"):
         env_list("ALLOWED_HOSTS", default=[])
+
+
+def test_env_int_reads_a_whole_number(monkeypatch):
+    monkeypatch.setenv("COMPILE_LEASE_S", " 90 ")
+    assert env_int("COMPILE_LEASE_S", default=120, minimum=1) == 90
+
+
+@pytest.mark.parametrize("value, message", [("ten", "is not a whole number"),
+                                            ("0", "below the minimum of 1")])
+def test_env_int_rejects_a_bad_number(monkeypatch, value, message):
+    monkeypatch.setenv("COMPILE_LEASE_S", value)
+    with pytest.raises(ImproperlyConfigured, match=message):
+        env_int("COMPILE_LEASE_S", default=120, minimum=1)
 
 
 def test_settings_refuse_to_start_without_debug_or_a_secret_key():

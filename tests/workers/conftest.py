@@ -1,10 +1,13 @@
-"""Real services for task tests: a Redis server and a Celery worker on the compile queue.
+"""Real services for task tests: a Redis server and Celery workers on the compile queue.
 
-Both listen on a loopback port picked for this test run, so tests never touch a developer's own
-Redis on 6379, and both are stopped when the run ends.
+Redis listens on a loopback port picked for this test run, so tests never touch a developer's
+own Redis on 6379, and everything is stopped when the run ends. Workers use the test database
+file (tests/conftest.py) and short lease and visibility timeouts, so a job whose worker was
+killed is redelivered within seconds instead of an hour.
 """
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -19,6 +22,10 @@ import redis
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STARTUP_TIMEOUT_S = 30
 SHUTDOWN_TIMEOUT_S = 20
+# A killed worker's job is handed to another worker this long after it was delivered.
+VISIBILITY_TIMEOUT_S = 3
+# A running job that has not reported progress for this long counts as abandoned.
+LEASE_S = 2
 
 
 @dataclass(frozen=True)
@@ -28,6 +35,11 @@ class RunningWorker:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+    def kill(self) -> None:
+        """SIGKILL the worker and its pool: it dies mid-job without acknowledging anything."""
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
 
 
 def _free_loopback_port() -> int:
@@ -82,40 +94,66 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def celery_env(redis_url: str) -> dict[str, str]:
-    """Environment for a process that uses the app's Celery config against the test Redis."""
+def celery_env(redis_url: str, test_database_path: Path) -> dict[str, str]:
+    """Environment for a process that uses the app's Celery config against the test Redis and
+    the test database."""
     return {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "explorer.settings",
         "REDIS_URL": redis_url,
+        "DATABASE_PATH": str(test_database_path),
+        "CELERY_VISIBILITY_TIMEOUT_S": str(VISIBILITY_TIMEOUT_S),
+        "CELERY_RESTORE_INTERVAL_S": "1",
+        "COMPILE_LEASE_S": str(LEASE_S),
     }
+
+
+def start_worker(env: dict[str, str], log_path: Path, name: str) -> RunningWorker:
+    """A Celery worker on the compile queue, ready to consume, in a process group of its own
+    (so that `kill` reaches its pool process too)."""
+    command = [
+        sys.executable, "-m", "celery", "-A", "workers", "worker",
+        "-Q", "compile", "-l", "info", "--concurrency", "1",
+        "--hostname", f"{name}-{os.getpid()}@%h",
+        # A lone worker has no peers to sync with; skipping these saves seconds of start-up.
+        "--without-gossip", "--without-mingle", "--without-heartbeat",
+    ]
+    with log_path.open("w") as log_file:
+        process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log_file,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    worker = RunningWorker(process, log_path)
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while "ready." not in worker.log():
+        if process.poll() is not None:
+            pytest.fail(f"celery worker exited with {process.returncode}:\n{worker.log()}")
+        if time.monotonic() > deadline:
+            _stop(process)
+            pytest.fail(f"celery worker not ready within {STARTUP_TIMEOUT_S}s:\n{worker.log()}")
+        time.sleep(0.1)
+    return worker
 
 
 @pytest.fixture(scope="session")
 def compile_worker(
     celery_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RunningWorker]:
-    log_path = tmp_path_factory.mktemp("celery") / "worker.log"
-    command = [
-        sys.executable, "-m", "celery", "-A", "workers", "worker",
-        "-Q", "compile", "-l", "info", "--concurrency", "1",
-        "--hostname", f"pytest-{os.getpid()}@%h",
-        # A lone worker has no peers to sync with; skipping these saves seconds of start-up.
-        "--without-gossip", "--without-mingle", "--without-heartbeat",
-    ]
-    with log_path.open("w") as log_file:
-        process = subprocess.Popen(
-            command, cwd=REPO_ROOT, env=celery_env, stdout=log_file, stderr=subprocess.STDOUT
-        )
-    worker = RunningWorker(process, log_path)
+    worker = start_worker(celery_env, tmp_path_factory.mktemp("celery") / "worker.log", "pytest")
     try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while "ready." not in worker.log():
-            if process.poll() is not None:
-                pytest.fail(f"celery worker exited with {process.returncode}:\n{worker.log()}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"celery worker not ready within {STARTUP_TIMEOUT_S}s:\n{worker.log()}")
-            time.sleep(0.1)
         yield worker
     finally:
-        _stop(process)
+        _stop(worker.process)
+
+
+@pytest.fixture
+def worker_factory(tmp_path: Path) -> Iterator:
+    """Starts extra workers for one test (`worker_factory(name, **env)`); stops them after."""
+    started: list[RunningWorker] = []
+
+    def start(name: str, env: dict[str, str]) -> RunningWorker:
+        worker = start_worker(env, tmp_path / f"{name}.log", name)
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        _stop(worker.process)

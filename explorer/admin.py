@@ -1,0 +1,60 @@
+"""Django admin for staff: runs (with their kernels), teams and memberships."""
+from django.contrib import admin
+
+from explorer.models import KernelSource, Membership, Run, Team
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 1
+    autocomplete_fields = ["user"]
+
+
+@admin.register(Team)
+class TeamAdmin(admin.ModelAdmin):
+    list_display = ["name", "member_count"]
+    search_fields = ["name"]
+    inlines = [MembershipInline]
+
+    @admin.display(description="members")
+    def member_count(self, team: Team) -> int:
+        return team.memberships.count()
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["user", "team", "role"]
+    list_filter = ["role", "team"]
+    search_fields = ["user__username", "team__name"]
+
+
+class KernelSourceInline(admin.TabularInline):
+    model = KernelSource
+    fields = ["device", "strategy", "kernel", "function"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    list_display = ["id", "name", "filename", "owner", "visibility", "team", "status", "stage",
+                    "attempts", "created", "finished"]
+    list_filter = ["status", "visibility", "team", "compiler_version"]
+    search_fields = ["id", "name", "filename", "owner__username"]
+    date_hierarchy = "created"
+    # The artifact and the graph are large and written by workers only.
+    exclude = ["graph_bytes", "artifact"]
+    readonly_fields = ["id", "devices", "strategies", "compiler_version", "status", "stage",
+                       "progress_done", "progress_total", "error", "error_stage", "created",
+                       "started", "finished", "claimed_by", "lease_expires", "attempts"]
+    inlines = [KernelSourceInline]
+
+
+@admin.register(KernelSource)
+class KernelSourceAdmin(admin.ModelAdmin):
+    list_display = ["run", "device", "strategy", "kernel", "function"]
+    list_filter = ["device", "strategy"]
+    search_fields = ["run__id", "kernel", "function"]
+    raw_id_fields = ["run"]

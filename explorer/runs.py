@@ -1,0 +1,78 @@
+"""Submitting runs, and the permalink id every run gets.
+
+The id is content-addressed: the same graph bytes, options (devices, strategies), compiler
+version and owner always give the same id, so resubmitting returns the existing run instead of
+compiling again. It is also unguessable: an HMAC keyed with a key derived from SECRET_KEY, so
+knowing a graph does not let anyone compute (and open) another user's link for it; 128 bits of
+the HMAC in base62 make 22 characters.
+
+The owner is part of the id on purpose. Without it, a second user uploading the same graph
+would be handed the first user's run — private to someone else — and could tell from that
+that someone had already submitted exactly this graph. With it, each user gets their own run
+(and link); sharing goes through visibility and teams. The run's name, tags, visibility and
+filename are labels and do not enter the id.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import string
+
+from django.db import IntegrityError, transaction
+from django.utils.crypto import salted_hmac
+
+from compiler.pipeline import canonical_options, compiler_version, import_graph
+from explorer.models import Run
+
+RUN_ID_LENGTH = 22
+BASE62 = string.digits + string.ascii_letters
+RUN_ID_SALT = "fusion-explorer.run-id"
+
+
+def run_id(data: bytes, devices, strategies, version: str, owner_id: int) -> str:
+    """The permalink id of a run (see the module docstring)."""
+    devices, strategies = canonical_options(devices, strategies)
+    payload = json.dumps({"graph": hashlib.sha256(data).hexdigest(), "devices": devices,
+                          "strategies": strategies, "compiler": version, "owner": owner_id},
+                         sort_keys=True)
+    digest = salted_hmac(RUN_ID_SALT, payload, algorithm="sha256").digest()
+    number = int.from_bytes(digest[:16], "big")
+    chars = []
+    for _ in range(RUN_ID_LENGTH):
+        number, remainder = divmod(number, 62)
+        chars.append(BASE62[remainder])
+    return "".join(reversed(chars))
+
+
+def submit_run(owner, data: bytes, filename: str, devices, strategies, name: str = "",
+               tags=(), visibility: str = Run.PRIVATE, team=None) -> Run:
+    """The run of this upload: an existing one with the same id, or a new queued one whose
+    compile job is enqueued once the transaction commits. InputError (with file:line:col) when
+    the graph does not import or an option is unknown; nothing is stored then. ValueError for
+    visibility "team" without a team."""
+    if visibility == Run.TEAM and team is None:
+        raise ValueError("a run shared with a team needs the team")
+    devices, strategies = canonical_options(devices, strategies)
+    import_graph(data, filename)
+    version = compiler_version()
+    identifier = run_id(data, devices, strategies, version, owner.pk)
+    existing = Run.objects.filter(pk=identifier).first()
+    if existing is not None:
+        return existing
+    try:
+        with transaction.atomic():
+            run = Run.objects.create(
+                id=identifier, owner=owner, team=team, visibility=visibility, name=name,
+                tags=list(tags), filename=filename, graph_bytes=data, devices=devices,
+                strategies=strategies, compiler_version=version)
+            transaction.on_commit(lambda: enqueue_compile(identifier))
+    except IntegrityError:  # the same upload submitted twice at once: the first one won
+        return Run.objects.get(pk=identifier)
+    return run
+
+
+def enqueue_compile(identifier: str) -> None:
+    """Send the run's compile job to the `compile` queue (its route in settings)."""
+    from workers.tasks import compile_run
+
+    compile_run.delay(identifier)

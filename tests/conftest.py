@@ -1,0 +1,22 @@
+"""Settings shared by every test directory.
+
+The test database is a real SQLite file in this run's temporary directory, not SQLite's default
+in-memory database: task tests start Celery workers as separate processes, and those open the
+same file (tests/workers/conftest.py passes its path as DATABASE_PATH). A file per run also
+keeps test runs that happen at the same time in one checkout apart.
+"""
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def test_database_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("database") / "test.sqlite3"
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, test_database_path):
+    from django.conf import settings
+
+    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = str(test_database_path)

@@ -1,0 +1,177 @@
+"""Run access rules, permalink ids and submission (explorer.models, explorer.runs)."""
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AnonymousUser
+from django.test import override_settings
+
+from compiler.errors import InputError
+from compiler.pipeline import compiler_version
+from explorer import runs
+from explorer.models import ClaimLost, Membership, Run, Team
+from explorer.runs import run_id, submit_run
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SOFTMAX = (REPO_ROOT / "tests/data/hlo/softmax.hlo").read_bytes()
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def people():
+    users = get_user_model().objects
+    owner = users.create_user("owner")
+    teammate = users.create_user("teammate")
+    stranger = users.create_user("stranger")
+    staff = users.create_user("staff", is_staff=True)
+    team = Team.objects.create(name="compilers")
+    Membership.objects.create(team=team, user=owner, role=Membership.ADMIN)
+    Membership.objects.create(team=team, user=teammate)
+    return {"owner": owner, "teammate": teammate, "stranger": stranger, "staff": staff,
+            "anonymous": AnonymousUser(), "team": team}
+
+
+@pytest.fixture
+def enqueued(monkeypatch):
+    """The ids submit_run enqueued (no broker in these tests)."""
+    sent = []
+    monkeypatch.setattr(runs, "enqueue_compile", sent.append)
+    return sent
+
+
+def make_run(people, visibility, team=True) -> Run:
+    return Run.objects.create(id=visibility[:1] * 22, owner=people["owner"],
+                              team=people["team"] if team else None, visibility=visibility,
+                              filename="softmax.hlo", graph_bytes=SOFTMAX, devices=["h100"],
+                              strategies=["xla"], compiler_version="test")
+
+
+@pytest.mark.parametrize("visibility, viewers", [
+    ("private", {"owner", "staff"}),
+    ("team", {"owner", "teammate", "staff"}),
+    ("public", {"owner", "teammate", "stranger", "staff", "anonymous"}),
+])
+def test_can_view_follows_visibility(people, visibility, viewers):
+    run = make_run(people, visibility)
+    allowed = {who for who in ("owner", "teammate", "stranger", "staff", "anonymous")
+               if run.can_view(people[who])}
+    assert allowed == viewers
+
+
+def test_a_team_run_without_a_team_is_visible_to_its_owner_only(people):
+    run = make_run(people, "team", team=False)
+    assert run.can_view(people["owner"])
+    assert not run.can_view(people["teammate"])
+
+
+def test_status_dict_has_what_the_status_page_polls(people):
+    run = make_run(people, "private")
+    assert run.status_dict() == {"status": "queued", "stage": "", "progress_done": 0,
+                                 "progress_total": 0, "error": "", "error_stage": "",
+                                 "finished": None}
+
+
+def test_run_id_is_22_base62_characters_and_stable():
+    first = run_id(SOFTMAX, ["h100", "a100"], ["xla", "cost"], "v1", 7)
+    assert len(first) == 22 and first.isalnum()
+    assert first == run_id(SOFTMAX, ["a100", "h100"], ["cost", "xla"], "v1", 7)
+
+
+@pytest.mark.parametrize("change", [
+    {"data": SOFTMAX + b"\n"}, {"devices": ["h100"]}, {"strategies": ["xla"]},
+    {"version": "v2"}, {"owner_id": 8},
+])
+def test_run_id_changes_with_graph_options_version_and_owner(change):
+    base = {"data": SOFTMAX, "devices": ["h100", "a100"], "strategies": ["xla", "cost"],
+            "version": "v1", "owner_id": 7}
+    assert run_id(**base) != run_id(**{**base, **change})
+
+
+def test_run_id_depends_on_the_secret_key():
+    before = run_id(SOFTMAX, ["h100"], ["xla"], "v1", 7)
+    with override_settings(SECRET_KEY="another-secret"):
+        assert run_id(SOFTMAX, ["h100"], ["xla"], "v1", 7) != before
+
+
+def test_submit_run_stores_a_queued_run_and_enqueues_it_after_commit(
+        people, enqueued, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        run = submit_run(people["owner"], SOFTMAX, "softmax.hlo", ["h100"], ["cost", "xla"],
+                         name="softmax", tags=["demo"])
+    assert enqueued == [run.id]
+    run.refresh_from_db()
+    assert run.status == Run.QUEUED
+    assert run.strategies == ["xla", "cost"]  # exploration order: cost reuses the xla plan
+    assert run.compiler_version == compiler_version()
+    assert bytes(run.graph_bytes) == SOFTMAX and run.tags == ["demo"]
+
+
+def test_submit_run_returns_the_existing_run_for_the_same_upload(
+        people, enqueued, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        first = submit_run(people["owner"], SOFTMAX, "softmax.hlo", ["h100"], ["xla"])
+        again = submit_run(people["owner"], SOFTMAX, "renamed.hlo", ["h100"], ["xla"],
+                           name="another label")
+        theirs = submit_run(people["stranger"], SOFTMAX, "softmax.hlo", ["h100"], ["xla"])
+    assert again.pk == first.pk
+    assert theirs.pk != first.pk
+    assert Run.objects.count() == 2
+    assert enqueued == [first.pk, theirs.pk]
+
+
+def test_submit_run_rejects_a_bad_graph_and_stores_nothing(people, enqueued):
+    with pytest.raises(InputError, match=r"^bad\.hlo:\d+"):
+        submit_run(people["owner"], SOFTMAX[: len(SOFTMAX) // 2], "bad.hlo", ["h100"], ["xla"])
+    assert not Run.objects.exists() and not enqueued
+
+
+def test_submit_run_rejects_an_unknown_device(people, enqueued):
+    with pytest.raises(InputError, match="unknown device 'tpu'"):
+        submit_run(people["owner"], SOFTMAX, "softmax.hlo", ["tpu"], ["xla"])
+
+
+def test_a_queued_run_is_claimed_once(people):
+    run = make_run(people, "private")
+    token = Run.claim(run.id, "worker-a", lease_s=60, max_attempts=3)
+    assert token
+    assert Run.claim(run.id, "worker-b", lease_s=60, max_attempts=3) is None
+    run.refresh_from_db()
+    assert (run.status, run.claimed_by, run.attempts) == (Run.RUNNING, "worker-a", 1)
+
+
+def test_a_run_whose_lease_ran_out_is_claimed_again_and_the_old_claim_is_lost(people):
+    run = make_run(people, "private")
+    stale = Run.claim(run.id, "worker-a", lease_s=-1, max_attempts=3)
+    fresh = Run.claim(run.id, "worker-b", lease_s=60, max_attempts=3)
+    assert fresh and fresh != stale
+    with pytest.raises(ClaimLost):
+        Run.renew_lease(run.id, stale, 60, stage="codegen")
+    with pytest.raises(ClaimLost):
+        Run.finish(run.id, stale, {"graph": {}, "devices": {}, "sources": {}})
+    assert not Run.fail(run.id, "late", "codegen", stale)
+    run.refresh_from_db()
+    assert (run.status, run.attempts) == (Run.RUNNING, 2)
+
+
+def test_a_run_that_used_up_its_attempts_fails_instead_of_being_claimed(people):
+    run = make_run(people, "private")
+    Run.claim(run.id, "worker-a", lease_s=60, max_attempts=1)
+    Run.renew_lease(run.id, Run.objects.get(pk=run.id).claim_token, -1, stage="build")
+    assert Run.claim(run.id, "worker-b", lease_s=60, max_attempts=1) is None
+    run.refresh_from_db()
+    assert (run.status, run.error_stage) == (Run.FAILED, "build")
+    assert "Every one of the 1 attempts" in run.error
+
+
+def test_a_done_run_is_not_claimed_again(people):
+    run = make_run(people, "private")
+    token = Run.claim(run.id, "worker-a", lease_s=60, max_attempts=3)
+    Run.finish(run.id, token, {"graph": {}, "devices": {}, "sources": {
+        "h100/xla/fusion.1": {"function": "xla_fusion_1", "source": "src", "ptx": None,
+                              "line_nodes": {"3": ["add.1"]}, "resources": None}}})
+    assert Run.claim(run.id, "worker-b", lease_s=-1, max_attempts=3) is None
+    run.refresh_from_db()
+    assert run.status == Run.DONE and run.artifact == {"graph": {}, "devices": {}}
+    source = run.kernel_sources.get()
+    assert (source.device, source.strategy, source.kernel) == ("h100", "xla", "fusion.1")

@@ -1,0 +1,118 @@
+"""workers.compile_run against a real Redis and real Celery worker processes.
+
+The workers share the test database file with this process (tests/conftest.py), so the tests
+submit runs the way the web app does and watch the rows the workers write.
+"""
+import time
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from explorer import runs
+from explorer.models import KernelSource, Run
+from workers import app
+from workers.tasks import compile_run
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SOFTMAX = (REPO_ROOT / "tests/data/hlo/softmax.hlo").read_bytes()
+RUN_TIMEOUT_S = 45
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def send_to(broker_url: str):
+    """An enqueue function for submit_run that sends to `broker_url` (the test Redis)."""
+    def enqueue(run_id: str) -> None:
+        with app.connection_for_write(broker_url) as connection:
+            compile_run.apply_async((run_id,), connection=connection)
+    return enqueue
+
+
+def wait_for(run_id: str, condition, what: str, logs) -> Run:
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while True:
+        run = Run.objects.get(pk=run_id)
+        if condition(run):
+            return run
+        if time.monotonic() > deadline:
+            pytest.fail(f"run {run_id} never became {what}; it is {run.status} at stage "
+                        f"{run.stage!r}\n" + "\n".join(log() for log in logs))
+        time.sleep(0.1)
+
+
+def finished(run: Run) -> bool:
+    return run.status in (Run.DONE, Run.FAILED)
+
+
+@pytest.fixture
+def owner(transactional_db):
+    return get_user_model().objects.create_user("ada", password="x")
+
+
+def test_the_task_has_a_stable_name_late_acks_and_time_limits():
+    assert compile_run.name == "workers.compile_run"
+    assert compile_run.acks_late is True
+    assert compile_run.reject_on_worker_lost is True
+    assert 0 < compile_run.soft_time_limit < compile_run.time_limit
+    assert app.amqp.router.route({}, compile_run.name)["queue"].name == "compile"
+
+
+def test_a_run_completes_with_its_artifact_and_kernel_sources(
+        owner, compile_worker, redis_url, monkeypatch):
+    monkeypatch.setattr(runs, "enqueue_compile", send_to(redis_url))
+
+    run = runs.submit_run(owner, SOFTMAX, "softmax.hlo", ["h100"], ["xla", "unfused"])
+    run = wait_for(run.id, finished, "done", [compile_worker.log])
+
+    assert run.status == Run.DONE, run.error
+    assert run.stage == "cost" and run.progress_done == run.progress_total > 0
+    assert run.attempts == 1 and run.started <= run.finished
+    assert set(run.artifact) == {"compiler_version", "graph", "devices"}
+    assert list(run.artifact["devices"]["h100"]["strategies"]) == ["unfused", "xla"]
+    kernels = run.artifact["devices"]["h100"]["strategies"]["xla"]["kernels"]
+    sources = KernelSource.objects.filter(run=run, device="h100", strategy="xla")
+    assert sorted(s.kernel for s in sources) == sorted(k["name"] for k in kernels)
+    source = sources.first()
+    assert source.function in source.source
+    assert ".entry" in source.ptx and source.resources["registers"] > 0
+    assert all(isinstance(nodes, list) for nodes in source.line_nodes.values())
+
+
+def test_a_bad_graph_fails_with_the_importers_message_at_stage_import(
+        owner, compile_worker, redis_url, monkeypatch):
+    monkeypatch.setattr(runs, "enqueue_compile", send_to(redis_url))
+    # submit_run rejects a bad graph itself, so store one the way an older release might have.
+    run = Run.objects.create(id="B" * 22, owner=owner, filename="bad.hlo",
+                             graph_bytes=SOFTMAX[: len(SOFTMAX) // 2], devices=["h100"],
+                             strategies=["xla"], compiler_version="test")
+    runs.enqueue_compile(run.id)
+
+    run = wait_for(run.id, finished, "failed", [compile_worker.log])
+
+    assert run.status == Run.FAILED
+    assert run.error_stage == "import"
+    assert run.error.startswith("bad.hlo:")
+    assert not KernelSource.objects.filter(run=run).exists()
+    assert run.artifact is None
+
+
+def test_a_job_whose_worker_is_killed_mid_job_is_redelivered_and_completes(
+        owner, celery_env, redis_url, worker_factory, monkeypatch):
+    # Workers of their own on another Redis database: the session's worker must not take the job.
+    broker_url = redis_url.rsplit("/", 1)[0] + "/1"
+    env = {**celery_env, "REDIS_URL": broker_url}
+    doomed = worker_factory("doomed", {**env, "COMPILE_TEST_CODEGEN_DELAY_S": "60"})
+    monkeypatch.setattr(runs, "enqueue_compile", send_to(broker_url))
+
+    run = runs.submit_run(owner, SOFTMAX, "softmax.hlo", ["a100"], ["cost"])
+    wait_for(run.id, lambda r: r.stage == "codegen", "at stage codegen", [doomed.log])
+    doomed.kill()
+    rescuer = worker_factory("rescuer", env)
+
+    run = wait_for(run.id, finished, "done", [doomed.log, rescuer.log])
+
+    assert run.status == Run.DONE, run.error
+    assert run.attempts == 2
+    assert run.claimed_by.startswith("rescuer-")
+    assert KernelSource.objects.filter(run=run).exists()
