@@ -1,9 +1,14 @@
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
 from explorer import views
 
 urlpatterns = [
     path("", views.index, name="explorer-index"),
+    path("r/<str:run_id>", views.run_page, name="explorer-run"),
+    path("r/<str:run_id>/status.json", views.run_status, name="explorer-run-status"),
+    path("r/<str:run_id>/<str:device>/<str:strategy>/<str:kernel>", views.kernel_page,
+         name="explorer-kernel"),
+    path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
 ]

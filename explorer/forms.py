@@ -1,0 +1,103 @@
+"""The upload form and the sample gallery it offers."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from django import forms
+from django.conf import settings
+
+from compiler.cost.devices import DEVICES
+from explorer.presenters import STRATEGY_ORDER
+
+# The real graphs the test suite runs (JAX-emitted HLO, PyTorch-exported ONNX, the JSON format).
+SAMPLES_DIR = Path(settings.BASE_DIR) / "tests" / "data"
+SAMPLE_SUFFIXES = {".hlo": "HLO", ".json": "JSON", ".onnx": "ONNX"}
+
+VISIBILITY_CHOICES = (
+    ("private", "Private: only me"),
+    ("team", "Team: members of the team below"),
+    ("public", "Public: anyone with the link"),
+)
+
+
+@dataclass(frozen=True)
+class Sample:
+    key: str        # path under SAMPLES_DIR, e.g. "hlo/softmax.hlo"
+    title: str
+    fmt: str
+    size: int
+
+    @property
+    def path(self) -> Path:
+        return SAMPLES_DIR / self.key
+
+
+@lru_cache(maxsize=1)
+def samples() -> tuple[Sample, ...]:
+    """Every graph file under tests/data, HLO first. The ONNX graphs come in two exports
+    (dynamo and torchscript) of the same model; the gallery shows the dynamo one."""
+    found = []
+    for path in sorted(SAMPLES_DIR.glob("*/*")):
+        fmt = SAMPLE_SUFFIXES.get(path.suffix)
+        if fmt is None or path.name.endswith(".torchscript.onnx"):
+            continue
+        title = path.name.split(".")[0].replace("_", " ")
+        found.append(Sample(key=f"{path.parent.name}/{path.name}", title=title, fmt=fmt,
+                            size=path.stat().st_size))
+    order = list(SAMPLE_SUFFIXES.values())
+    return tuple(sorted(found, key=lambda sample: (order.index(sample.fmt), sample.key)))
+
+
+def _sample_choices():
+    return [(sample.key, sample.title) for sample in samples()]
+
+
+class UploadForm(forms.Form):
+    graph_file = forms.FileField(required=False, label="Graph file")
+    graph_text = forms.CharField(required=False, label="or paste HLO text",
+                                 widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false"}))
+    sample = forms.ChoiceField(required=False, choices=(), widget=forms.HiddenInput)
+    devices = forms.MultipleChoiceField(
+        choices=[(name, device.full_name) for name, device in DEVICES.items()],
+        initial=["h100"], widget=forms.CheckboxSelectMultiple, label="Device models")
+    strategies = forms.MultipleChoiceField(
+        choices=[(name, name) for name in STRATEGY_ORDER], initial=list(STRATEGY_ORDER),
+        widget=forms.CheckboxSelectMultiple, label="Fusion strategies")
+    name = forms.CharField(required=False, max_length=200, label="Run name")
+    visibility = forms.ChoiceField(choices=VISIBILITY_CHOICES, initial="private")
+    team = forms.ModelChoiceField(queryset=None, required=False)
+
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        from explorer.models import Team
+
+        self.fields["sample"].choices = [("", "")] + _sample_choices()
+        teams = Team.objects.none()
+        if user is not None and user.is_authenticated:
+            teams = Team.objects.filter(memberships__user=user).order_by("name")
+        self.fields["team"].queryset = teams
+
+    def clean(self):
+        cleaned = super().clean()
+        given = [key for key in ("graph_file", "graph_text", "sample") if cleaned.get(key)]
+        if len(given) != 1:
+            raise forms.ValidationError(
+                "Give one graph: choose a file, paste HLO text or pick a sample.")
+        if cleaned.get("visibility") == "team" and not cleaned.get("team"):
+            self.add_error("team", "A run shared with a team needs the team.")
+        return cleaned
+
+    def graph(self) -> tuple[bytes, str]:
+        """The uploaded graph's bytes and file name (valid forms only)."""
+        data = self.cleaned_data
+        if data["graph_file"]:
+            upload = data["graph_file"]
+            return upload.read(), upload.name
+        if data["graph_text"]:
+            text = data["graph_text"]
+            suffix = ".json" if text.lstrip().startswith("{") else ".hlo"
+            return text.encode(), f"pasted{suffix}"
+        sample = next(s for s in samples() if s.key == data["sample"])
+        return sample.path.read_bytes(), sample.path.name

@@ -1,0 +1,431 @@
+"""View-ready data and Plotly figures from a run's artifact.
+
+Pure functions: they take the ARTIFACT compiler.pipeline.compile_graph returns (or one device's
+part of it, or one kernel's entry) and return plain dicts and lists a template renders or
+Plotly draws. They never recompute what the compiler decided; the occupancy curves and the
+roofline ask compiler.cost for the same formulas the projected model used.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from compiler.cost.devices import Device
+from compiler.cost.occupancy import LaunchLimitError, occupancy
+
+# Strategies in the order the comparison lists them; others follow alphabetically.
+STRATEGY_ORDER = ("unfused", "xla", "stitch", "cost")
+NOT_MEASURED = "not measured — no GPU worker"
+
+# One colour per limiter, the same on every chart of the site.
+LIMITER_COLOURS = {
+    "dram": "#3b6fd8", "l2": "#6c8fe0", "lsu": "#1f9e89", "fma": "#e07b39", "fp32": "#e07b39",
+    "alu": "#c9a227", "mufu": "#b5446e", "xu": "#b5446e", "fp64": "#8c564b", "fp16": "#d95f02",
+    "tensor": "#7f3c8d", "shuffle": "#17becf", "latency": "#d62728", "launch": "#7f7f7f",
+}
+OTHER_COLOUR = "#999999"
+HIGHLIGHT_COLOUR = "#d62728"
+BAR_COLOUR = "#9bb3e8"
+
+LAYOUT = {"margin": {"l": 60, "r": 20, "t": 40, "b": 50}, "font": {"family": "system-ui"},
+          "paper_bgcolor": "white", "plot_bgcolor": "white"}
+
+
+def ordered_strategies(strategies: dict) -> list[str]:
+    known = [name for name in STRATEGY_ORDER if name in strategies]
+    return known + sorted(name for name in strategies if name not in STRATEGY_ORDER)
+
+
+def limiter_colour(limiter: str | None) -> str:
+    return LIMITER_COLOURS.get(limiter or "", OTHER_COLOUR)
+
+
+# -- strategy comparison ----------------------------------------------------------------------
+
+def _ratio(numerator: float | None, denominator: float | None) -> float | None:
+    if numerator is None or not denominator:
+        return None
+    return numerator / denominator
+
+
+def comparison_rows(device_result: dict) -> list[dict]:
+    """One row per strategy: kernels, DRAM bytes, SOL / projected / measured totals and the
+    speedups over the unfused and the XLA plans (their total over this one's), projected and,
+    where both were measured, measured."""
+    strategies = device_result["strategies"]
+    totals = {name: result["total"] for name, result in strategies.items()}
+    rows = []
+    for name in ordered_strategies(strategies):
+        result, total = strategies[name], totals[name]
+        row = {
+            "strategy": name,
+            "kernels": result.get("kernel_count", len(result["kernels"])),
+            "dram_bytes": total.get("dram_bytes"),
+            "sol_us": total["sol_us"],
+            "proj_us": total["proj_us"],
+            "measured_us": total["measured_us"],
+            "explore_ms": result.get("explore_ms"),
+        }
+        for baseline in ("unfused", "xla"):
+            base = totals.get(baseline, {})
+            row[f"speedup_vs_{baseline}"] = _ratio(base.get("proj_us"), total["proj_us"])
+            row[f"measured_speedup_vs_{baseline}"] = _ratio(base.get("measured_us"),
+                                                            total["measured_us"])
+        rows.append(row)
+    return rows
+
+
+def comparison_figure(rows: list[dict]) -> dict:
+    """Grouped bars of each strategy's SOL, projected and (where there is one) measured total."""
+    names = [row["strategy"] for row in rows]
+    series = (("SOL", "sol_us", "#b8c7ea"), ("projected", "proj_us", "#3b6fd8"),
+              ("measured", "measured_us", "#1f9e89"))
+    data = []
+    for label, key, colour in series:
+        values = [row[key] for row in rows]
+        if all(value is None for value in values):
+            continue
+        data.append({"type": "bar", "name": label, "x": names, "y": values,
+                     "marker": {"color": colour},
+                     "hovertemplate": f"%{{x}}: %{{y:.2f}} µs ({label})<extra></extra>"})
+    return {"data": data, "layout": {**LAYOUT, "barmode": "group",
+                                     "title": {"text": "Predicted total time per strategy"},
+                                     "yaxis": {"title": {"text": "µs"}, "rangemode": "tozero"},
+                                     "legend": {"orientation": "h", "y": -0.15}}}
+
+
+# -- kernel table and decisions ---------------------------------------------------------------
+
+def model_error(predicted: float | None, measured: float | None) -> float | None:
+    """Relative error of a prediction against the measurement: (predicted - measured) / measured."""
+    if predicted is None or not measured:
+        return None
+    return (predicted - measured) / measured
+
+
+def kernel_rows(strategy_result: dict) -> list[dict]:
+    rows = []
+    for kernel in strategy_result["kernels"]:
+        rows.append({
+            "name": kernel["name"],
+            "kind": kernel["kind"],
+            "node_count": len(kernel["nodes"]),
+            "nodes": kernel["nodes"],
+            "sol_us": kernel["sol_us"],
+            "proj_us": kernel["proj_us"],
+            "limiter": kernel["limiter"],
+            "occupancy": kernel["occupancy"],
+            "waves": kernel["waves"],
+            "registers": kernel["registers"],
+            "measured_us": kernel["measured_us"],
+            "model_error": model_error(kernel["proj_us"], kernel["measured_us"]),
+            "has_source": bool(kernel.get("function")),
+            "codegen_error": kernel.get("codegen_error"),
+        })
+    return rows
+
+
+def decision_rows(strategy_result: dict) -> list[dict]:
+    return [{"action": decision.get("action", ""), "subject": decision.get("subject", ""),
+             "reason": decision.get("reason", ""), "gain_us": decision.get("gain_us")}
+            for decision in strategy_result.get("decisions", [])]
+
+
+def decision_actions(rows: list[dict]) -> list[str]:
+    return sorted({row["action"] for row in rows if row["action"]})
+
+
+# -- kernel DAG -------------------------------------------------------------------------------
+
+def kernel_edges(kernels: list[dict]) -> list[tuple[int, int]]:
+    """(producer, consumer) index pairs: a kernel feeds every kernel that reads one of its
+    outputs."""
+    producer_of = {}
+    for index, kernel in enumerate(kernels):
+        for output in kernel["outputs"]:
+            producer_of[output] = index
+    edges = set()
+    for index, kernel in enumerate(kernels):
+        for value in kernel["inputs"]:
+            producer = producer_of.get(value)
+            if producer is not None and producer != index:
+                edges.add((producer, index))
+    return sorted(edges)
+
+
+def kernel_depths(count: int, edges: list[tuple[int, int]]) -> list[int]:
+    """Longest path from a kernel without producers, by Kahn's topological order."""
+    consumers = defaultdict(list)
+    waiting = [0] * count
+    for producer, consumer in edges:
+        consumers[producer].append(consumer)
+        waiting[consumer] += 1
+    depth = [0] * count
+    ready = [index for index in range(count) if waiting[index] == 0]
+    while ready:
+        index = ready.pop()
+        for consumer in consumers[index]:
+            depth[consumer] = max(depth[consumer], depth[index] + 1)
+            waiting[consumer] -= 1
+            if waiting[consumer] == 0:
+                ready.append(consumer)
+    return depth
+
+
+def _marker_sizes(byte_counts: list[int | None]) -> list[float]:
+    largest = max((count or 0 for count in byte_counts), default=0) or 1
+    return [8 + 22 * math.sqrt((count or 0) / largest) for count in byte_counts]
+
+
+def kernel_dag_figure(strategy_result: dict, colour_by: str = "proj_us") -> dict:
+    """The plan's kernels as a layered DAG: x is the topological depth, nodes sized by DRAM
+    bytes and coloured by projected time (`colour_by="proj_us"`) or by limiter. WebGL traces,
+    so that plans of thousands of kernels stay responsive."""
+    kernels = strategy_result["kernels"]
+    edges = kernel_edges(kernels)
+    depths = kernel_depths(len(kernels), edges)
+    row_in_layer: dict[int, int] = defaultdict(int)
+    xs, ys = [], []
+    for depth in depths:
+        xs.append(depth)
+        ys.append(-row_in_layer[depth])
+        row_in_layer[depth] += 1
+
+    edge_x, edge_y = [], []
+    for producer, consumer in edges:
+        edge_x += [xs[producer], xs[consumer], None]
+        edge_y += [ys[producer], ys[consumer], None]
+    data = [{"type": "scattergl", "mode": "lines", "x": edge_x, "y": edge_y,
+             "line": {"color": "#b0b7c3", "width": 1}, "hoverinfo": "skip",
+             "showlegend": False, "name": "edges"}]
+
+    sizes = _marker_sizes([kernel["dram_bytes"] for kernel in kernels])
+    hover = [f"{k['name']} ({k['kind']})<br>{len(k['nodes'])} nodes, "
+             f"{k['dram_bytes'] or 0} B<br>projected {_us(k['proj_us'])}, "
+             f"limiter {k['limiter'] or '–'}" for k in kernels]
+    if colour_by == "limiter":
+        groups = defaultdict(list)
+        for index, kernel in enumerate(kernels):
+            groups[kernel["limiter"] or "none"].append(index)
+        for limiter in sorted(groups):
+            members = groups[limiter]
+            data.append(_dag_nodes(members, xs, ys, sizes, hover, kernels, name=limiter,
+                                   marker={"color": limiter_colour(limiter)}))
+    else:
+        members = list(range(len(kernels)))
+        times = [kernel["proj_us"] if kernel["proj_us"] is not None else kernel["sol_us"]
+                 for kernel in kernels]
+        data.append(_dag_nodes(members, xs, ys, sizes, hover, kernels, name="kernels",
+                               marker={"color": times, "colorscale": "Viridis",
+                                       "showscale": True,
+                                       "colorbar": {"title": {"text": "µs"}}}))
+    layout = {**LAYOUT, "hovermode": "closest", "showlegend": colour_by == "limiter",
+              "xaxis": {"title": {"text": "depth"}, "zeroline": False, "showgrid": False},
+              "yaxis": {"visible": False}, "dragmode": "pan"}
+    return {"data": data, "layout": layout}
+
+
+def _dag_nodes(members, xs, ys, sizes, hover, kernels, name, marker) -> dict:
+    colour = marker["color"]
+    if isinstance(colour, list):
+        marker = {**marker, "color": [colour[i] for i in members]}
+    return {"type": "scattergl", "mode": "markers", "name": name,
+            "x": [xs[i] for i in members], "y": [ys[i] for i in members],
+            "text": [hover[i] for i in members], "hoverinfo": "text",
+            "customdata": [kernels[i]["name"] for i in members],
+            "marker": {**marker, "size": [sizes[i] for i in members],
+                       "line": {"color": "#333", "width": 0.5}}}
+
+
+def _us(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f} µs"
+
+
+# -- one kernel ------------------------------------------------------------------------------
+
+def find_kernel(artifact: dict, device: str, strategy: str, name: str) -> dict | None:
+    strategies = artifact.get("devices", {}).get(device, {}).get("strategies", {})
+    for kernel in strategies.get(strategy, {}).get("kernels", []):
+        if kernel["name"] == name:
+            return kernel
+    return None
+
+
+def source_lines(source: str, line_nodes: dict) -> list[dict]:
+    """Each line of the source with the graph nodes it computes (line_nodes is 1-based)."""
+    return [{"number": number, "text": text, "nodes": line_nodes.get(str(number), [])}
+            for number, text in enumerate(source.splitlines(), start=1)]
+
+
+def node_lines(line_nodes: dict) -> dict[str, list[int]]:
+    """The inverse map: node -> the source lines that compute it, in order."""
+    lines: dict[str, list[int]] = defaultdict(list)
+    for line in sorted(line_nodes, key=int):
+        for node in line_nodes[line]:
+            lines[node].append(int(line))
+    return dict(lines)
+
+
+def pipe_utilisation_figure(kernel: dict) -> dict | None:
+    """Horizontal bars of each pipe's (and DRAM's, L2's) utilisation, the limiter in red."""
+    breakdown = kernel.get("projected") or {}
+    utilisation = breakdown.get("utilisation") or {}
+    if not utilisation:
+        return None
+    names = sorted(utilisation, key=lambda name: utilisation[name])
+    limiter = breakdown.get("limiter")
+    colours = [HIGHLIGHT_COLOUR if name == limiter else BAR_COLOUR for name in names]
+    terms = breakdown.get("terms_us") or {}
+    hover = [f"{name}: {utilisation[name]:.1f} % busy, {terms.get(name, 0):.4f} µs"
+             for name in names]
+    title = f"Pipe utilisation — limiter: {limiter or '–'}"
+    return {"data": [{"type": "bar", "orientation": "h", "y": names,
+                      "x": [utilisation[name] for name in names],
+                      "marker": {"color": colours}, "text": hover, "hoverinfo": "text"}],
+            "layout": {**LAYOUT, "title": {"text": title},
+                       "xaxis": {"title": {"text": "% of the busy time"}, "range": [0, 105]},
+                       "height": 120 + 28 * len(names)}}
+
+
+def launch_of(kernel: dict, resources: dict | None = None) -> dict | None:
+    """The launch the projected model computed occupancy for: threads per block, registers per
+    thread and shared memory per block (static from ptxas where known, the rest dynamic)."""
+    breakdown = kernel.get("projected") or {}
+    block = breakdown.get("block") or kernel.get("block_size")
+    registers = breakdown.get("registers") or kernel.get("registers")
+    if not block or registers is None:
+        return None
+    shared = breakdown.get("shared_bytes") or 0
+    static = min(shared, (resources or {}).get("shared_static_bytes") or 0)
+    return {"threads_per_block": block, "registers_per_thread": max(1, registers),
+            "shared_static_bytes": static, "shared_dynamic_bytes": shared - static}
+
+
+def _occupancy_or_none(device: Device, **launch) -> float | None:
+    try:
+        return occupancy(device, **launch).occupancy
+    except LaunchLimitError:
+        return None
+
+
+def occupancy_curves(kernel: dict, device: Device, resources: dict | None = None) -> dict | None:
+    """Occupancy as each of registers per thread, block size and shared memory per block varies
+    with the other two held at the kernel's launch, as Nsight Compute's occupancy view draws
+    them: {"current": {...}, "registers": {x, y}, "block_size": {x, y}, "shared": {x, y}}."""
+    launch = launch_of(kernel, resources)
+    if launch is None:
+        return None
+    current = occupancy(device, **launch)
+    sweeps = {
+        "registers": ("registers_per_thread", range(1, device.max_registers_per_thread + 1)),
+        "block_size": ("threads_per_block", range(device.warp_size,
+                                                   device.max_threads_per_block + 1,
+                                                   device.warp_size)),
+        "shared": ("shared_dynamic_bytes",
+                   range(0, device.shared_memory_per_block_bytes - launch["shared_static_bytes"]
+                         + 1, 512)),
+    }
+    curves = {"current": {**launch, "occupancy": current.occupancy, "limiter": current.limiter,
+                          "summary": current.summary}}
+    for key, (argument, values) in sweeps.items():
+        xs = list(values)
+        ys = [_occupancy_or_none(device, **{**launch, argument: value}) for value in xs]
+        curves[key] = {"x": xs, "y": ys, "current_x": launch[argument]}
+    curves["shared"]["x"] = [x + launch["shared_static_bytes"] for x in curves["shared"]["x"]]
+    curves["shared"]["current_x"] += launch["shared_static_bytes"]
+    return curves
+
+
+OCCUPANCY_AXES = {"registers": "registers per thread", "block_size": "threads per block",
+                  "shared": "shared memory per block (bytes)"}
+
+
+def occupancy_figures(curves: dict) -> dict[str, dict]:
+    """One step-line figure per curve with the kernel's launch marked."""
+    figures = {}
+    current = curves["current"]["occupancy"] * 100
+    for key, label in OCCUPANCY_AXES.items():
+        curve = curves[key]
+        ys = [None if y is None else 100 * y for y in curve["y"]]
+        data = [{"type": "scatter", "mode": "lines", "line": {"shape": "hv", "color": "#3b6fd8"},
+                 "x": curve["x"], "y": ys, "name": "occupancy"},
+                {"type": "scatter", "mode": "markers", "x": [curve["current_x"]], "y": [current],
+                 "marker": {"color": HIGHLIGHT_COLOUR, "size": 11}, "name": "this kernel"}]
+        figures[key] = {"data": data, "layout": {
+            **LAYOUT, "showlegend": False, "height": 260,
+            "title": {"text": f"vs {label}", "font": {"size": 13}},
+            "xaxis": {"title": {"text": label}},
+            "yaxis": {"title": {"text": "occupancy %"}, "range": [0, 105]}}}
+    return figures
+
+
+def roofline(kernel: dict, device: Device) -> dict | None:
+    """The kernel's point on the device's FP32 roofline: arithmetic intensity (flops per DRAM
+    byte) and achieved flops per second, projected and (where measured) measured."""
+    breakdown = kernel.get("projected") or {}
+    flops = breakdown.get("flops")
+    dram_bytes = breakdown.get("dram_bytes") or kernel.get("dram_bytes")
+    if not flops or not dram_bytes:
+        return None
+    intensity = flops / dram_bytes
+    point = {"intensity": intensity, "peak_flops": device.peak_fp32_flops,
+             "peak_bandwidth": device.dram_bytes_per_s,
+             "ridge": device.peak_fp32_flops / device.dram_bytes_per_s}
+    for key, time_key in (("projected_flops", "proj_us"), ("measured_flops", "measured_us")):
+        seconds = kernel.get(time_key)
+        point[key] = flops / (seconds * 1e-6) if seconds else None
+    return point
+
+
+def roofline_figure(point: dict) -> dict:
+    low = min(point["intensity"], point["ridge"]) / 100
+    high = max(point["intensity"], point["ridge"]) * 100
+    xs = [low * (high / low) ** (step / 60) for step in range(61)]
+    roof = [min(point["peak_flops"], x * point["peak_bandwidth"]) / 1e9 for x in xs]
+    data = [{"type": "scatter", "mode": "lines", "x": xs, "y": roof, "name": "roof",
+             "line": {"color": "#1d2330"}}]
+    for key, label, colour in (("projected_flops", "projected", "#3b6fd8"),
+                               ("measured_flops", "measured", "#1f9e89")):
+        if point[key] is not None:
+            data.append({"type": "scatter", "mode": "markers", "name": label,
+                         "x": [point["intensity"]], "y": [point[key] / 1e9],
+                         "marker": {"color": colour, "size": 12}})
+    return {"data": data, "layout": {
+        **LAYOUT, "height": 360, "title": {"text": "Roofline (FP32, DRAM)"},
+        "xaxis": {"type": "log", "title": {"text": "arithmetic intensity (flop / byte)"}},
+        "yaxis": {"type": "log", "title": {"text": "GFLOP/s"}}}}
+
+
+# CodeGenPlan fields worth a column; the rest are zero for most schedules.
+PLAN_FIELDS = ("schedule", "block_size", "grid_size", "vector_width", "threads_per_row",
+               "rows_per_block", "shared_bytes", "splits", "tile", "cooperative")
+
+
+def candidate_rows(kernel: dict) -> list[dict]:
+    """The candidate CodeGen plans, fastest projected first, the emitted one marked."""
+    chosen = kernel.get("codegen_plan") or {}
+    rows = []
+    for plan in kernel.get("candidate_plans") or []:
+        fields = {name: plan.get(name) for name in PLAN_FIELDS}
+        rows.append({**fields,
+                     "projected_us": plan.get("projected_us"),
+                     "limiter": plan.get("limiter"),
+                     "occupancy": plan.get("occupancy"),
+                     "registers_estimated": plan.get("registers_estimated"),
+                     "chosen": bool(chosen) and all(plan.get(key) == value
+                                                    for key, value in chosen.items())})
+    rows.sort(key=lambda row: (row["projected_us"] is None, row["projected_us"] or 0))
+    return rows
+
+
+def breakdown_rows(kernel: dict) -> list[tuple[str, object]]:
+    """The projected breakdown's scalar fields as (label, value) pairs, in the doc's order."""
+    breakdown = kernel.get("projected") or {}
+    return [(key.replace("_", " "), value) for key, value in breakdown.items()
+            if not isinstance(value, (dict, list))]
+
+
+def resource_rows(resources: dict | None) -> list[tuple[str, object]]:
+    """ptxas' figures as (label, value) pairs; its log is shown on its own."""
+    return [(key.replace("_", " "), value) for key, value in (resources or {}).items()
+            if key != "ptxas_log"]

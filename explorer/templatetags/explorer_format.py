@@ -1,0 +1,52 @@
+"""Number formats shared by the run and kernel pages; a missing value shows as a dash."""
+from django import template
+from django.template.defaultfilters import filesizeformat
+
+from explorer.presenters import NOT_MEASURED
+
+register = template.Library()
+MISSING = "–"
+
+
+@register.filter
+def us(value):
+    """Microseconds: 3 significant figures below 10, 2 decimals above."""
+    if value is None:
+        return MISSING
+    return f"{value:.3g} µs" if abs(value) < 10 else f"{value:,.2f} µs"
+
+
+@register.filter
+def measured_us(value):
+    return NOT_MEASURED if value is None else us(value)
+
+
+@register.filter
+def percent(fraction):
+    return MISSING if fraction is None else f"{100 * fraction:.1f} %"
+
+
+@register.filter
+def signed_percent(fraction):
+    return MISSING if fraction is None else f"{100 * fraction:+.1f} %"
+
+
+@register.filter
+def speedup(value):
+    return MISSING if value is None else f"{value:.2f}×"
+
+
+@register.filter(name="bytes")
+def bytes_(value):
+    return MISSING if value is None else filesizeformat(value)
+
+
+@register.filter
+def number(value, digits=2):
+    if value is None:
+        return MISSING
+    if isinstance(value, bool) or isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)

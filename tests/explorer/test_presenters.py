@@ -1,0 +1,243 @@
+"""explorer.presenters on an artifact the real compiler produced (attention_block.hlo)."""
+import copy
+import json
+import subprocess
+import sys
+import unittest
+from pathlib import Path
+
+from compiler.cost.devices import get_device
+from compiler.cost.occupancy import occupancy
+from explorer import presenters
+
+ROOT = Path(__file__).resolve().parents[2]
+GRAPH = ROOT / "tests" / "data" / "hlo" / "attention_block.hlo"
+DEVICES = ("h100", "a100")
+
+
+def compile_artifact() -> dict:
+    """The ARTIFACT shape: one `codegen --json` object per device."""
+    devices = {}
+    for device in DEVICES:
+        output = subprocess.run(
+            [sys.executable, "-m", "compiler", "codegen", str(GRAPH), "--device", device,
+             "--strategy", "all", "--json"],
+            cwd=ROOT, check=True, capture_output=True, text=True).stdout
+        devices[device] = json.loads(output)
+    return {"compiler_version": "test", "graph": devices["h100"]["graph"], "devices": devices}
+
+
+ARTIFACT: dict = {}
+
+
+def setUpModule():
+    ARTIFACT.update(compile_artifact())
+
+
+def generated_kernels(strategy="cost", device="h100"):
+    kernels = ARTIFACT["devices"][device]["strategies"][strategy]["kernels"]
+    return [kernel for kernel in kernels if kernel["function"] and kernel["projected"]]
+
+
+class ComparisonTests(unittest.TestCase):
+    def test_it_lists_every_strategy_in_the_usual_order(self):
+        rows = presenters.comparison_rows(ARTIFACT["devices"]["h100"])
+
+        self.assertEqual([row["strategy"] for row in rows], ["unfused", "xla", "stitch", "cost"])
+
+    def test_its_figures_are_the_artifacts_totals(self):
+        result = ARTIFACT["devices"]["a100"]
+        for row in presenters.comparison_rows(result):
+            strategy = result["strategies"][row["strategy"]]
+            self.assertEqual(row["kernels"], len(strategy["kernels"]))
+            self.assertEqual(row["dram_bytes"], strategy["total"]["dram_bytes"])
+            self.assertEqual(row["sol_us"], strategy["total"]["sol_us"])
+            self.assertEqual(row["proj_us"], strategy["total"]["proj_us"])
+
+    def test_speedups_are_the_baselines_total_over_the_strategys(self):
+        result = ARTIFACT["devices"]["h100"]
+        totals = {name: s["total"]["proj_us"] for name, s in result["strategies"].items()}
+        for row in presenters.comparison_rows(result):
+            total = totals[row["strategy"]]
+            self.assertAlmostEqual(row["speedup_vs_unfused"], totals["unfused"] / total)
+            self.assertAlmostEqual(row["speedup_vs_xla"], totals["xla"] / total)
+        by_name = {row["strategy"]: row for row in presenters.comparison_rows(result)}
+        self.assertEqual(by_name["unfused"]["speedup_vs_unfused"], 1.0)
+        self.assertGreater(by_name["cost"]["speedup_vs_unfused"], 1.0)
+
+    def test_unmeasured_runs_have_no_measured_figures_and_no_measured_bars(self):
+        rows = presenters.comparison_rows(ARTIFACT["devices"]["h100"])
+        figure = presenters.comparison_figure(rows)
+
+        self.assertTrue(all(row["measured_us"] is None for row in rows))
+        self.assertTrue(all(row["measured_speedup_vs_unfused"] is None for row in rows))
+        self.assertEqual([trace["name"] for trace in figure["data"]], ["SOL", "projected"])
+
+    def test_measured_totals_give_measured_speedups_and_bars(self):
+        result = copy.deepcopy(ARTIFACT["devices"]["h100"])
+        result["strategies"]["unfused"]["total"]["measured_us"] = 120.0
+        result["strategies"]["cost"]["total"]["measured_us"] = 40.0
+        rows = {row["strategy"]: row for row in presenters.comparison_rows(result)}
+        figure = presenters.comparison_figure(list(rows.values()))
+
+        self.assertAlmostEqual(rows["cost"]["measured_speedup_vs_unfused"], 3.0)
+        self.assertIsNone(rows["cost"]["measured_speedup_vs_xla"])
+        measured = [trace for trace in figure["data"] if trace["name"] == "measured"]
+        self.assertEqual(measured[0]["y"], [120.0, None, None, 40.0])
+
+
+class KernelTableTests(unittest.TestCase):
+    def test_it_has_one_row_per_kernel_with_the_artifacts_numbers(self):
+        strategy = ARTIFACT["devices"]["h100"]["strategies"]["stitch"]
+        rows = presenters.kernel_rows(strategy)
+
+        self.assertEqual(len(rows), len(strategy["kernels"]))
+        for row, kernel in zip(rows, strategy["kernels"]):
+            self.assertEqual(row["name"], kernel["name"])
+            self.assertEqual(row["node_count"], len(kernel["nodes"]))
+            self.assertEqual(row["proj_us"], kernel["proj_us"])
+            self.assertEqual(row["occupancy"], kernel["occupancy"])
+            self.assertIsNone(row["model_error"])
+
+    def test_the_model_error_is_relative_to_the_measurement(self):
+        self.assertAlmostEqual(presenters.model_error(3.3, 3.0), 0.1)
+        self.assertIsNone(presenters.model_error(3.3, None))
+
+    def test_decisions_keep_their_reasons(self):
+        strategy = ARTIFACT["devices"]["h100"]["strategies"]["xla"]
+        rows = presenters.decision_rows(strategy)
+
+        self.assertEqual(len(rows), len(strategy["decisions"]))
+        self.assertTrue(all(row["reason"] for row in rows))
+        self.assertIn("fuse", presenters.decision_actions(rows))
+
+
+class KernelDagTests(unittest.TestCase):
+    def node_traces(self, figure):
+        return [trace for trace in figure["data"] if trace["mode"] == "markers"]
+
+    def test_it_draws_one_node_per_kernel_with_webgl(self):
+        for strategy in ("unfused", "cost"):
+            result = ARTIFACT["devices"]["h100"]["strategies"][strategy]
+            for colour_by in ("proj_us", "limiter"):
+                figure = presenters.kernel_dag_figure(result, colour_by)
+                names = [name for trace in self.node_traces(figure)
+                         for name in trace["customdata"]]
+                self.assertEqual(sorted(names), sorted(k["name"] for k in result["kernels"]))
+                self.assertTrue(all(trace["type"] == "scattergl" for trace in figure["data"]))
+
+    def test_its_edges_run_from_a_producer_to_each_kernel_reading_its_outputs(self):
+        kernels = ARTIFACT["devices"]["h100"]["strategies"]["cost"]["kernels"]
+        edges = presenters.kernel_edges(kernels)
+        expected = {(i, j) for i, producer in enumerate(kernels)
+                    for j, consumer in enumerate(kernels)
+                    if i != j and set(producer["outputs"]) & set(consumer["inputs"])}
+
+        self.assertEqual(set(edges), expected)
+        self.assertTrue(expected)
+
+    def test_every_edge_goes_to_a_deeper_layer(self):
+        result = ARTIFACT["devices"]["h100"]["strategies"]["unfused"]
+        edges = presenters.kernel_edges(result["kernels"])
+        depths = presenters.kernel_depths(len(result["kernels"]), edges)
+
+        self.assertTrue(all(depths[a] < depths[b] for a, b in edges))
+        figure = presenters.kernel_dag_figure(result)
+        self.assertEqual(len(figure["data"][0]["x"]), 3 * len(edges))
+
+    def test_colouring_by_limiter_gives_one_trace_per_limiter(self):
+        result = ARTIFACT["devices"]["h100"]["strategies"]["stitch"]
+        figure = presenters.kernel_dag_figure(result, "limiter")
+        limiters = {kernel["limiter"] for kernel in result["kernels"]}
+
+        self.assertEqual({trace["name"] for trace in self.node_traces(figure)}, limiters)
+
+    def test_a_large_plan_stays_one_node_trace(self):
+        kernels = [{"name": f"k{i}", "kind": "loop", "nodes": [f"n{i}"], "inputs": [f"n{i - 1}"],
+                    "outputs": [f"n{i}"], "dram_bytes": 1024, "sol_us": 1.0, "proj_us": 1.0,
+                    "limiter": "dram"} for i in range(5000)]
+        figure = presenters.kernel_dag_figure({"kernels": kernels})
+
+        self.assertEqual(len(self.node_traces(figure)), 1)
+        self.assertEqual(max(figure["data"][1]["x"]), 4999)
+
+
+class KernelPageTests(unittest.TestCase):
+    def test_occupancy_curves_agree_with_the_calculator_and_the_artifact(self):
+        device = get_device("h100")
+        for kernel in generated_kernels():
+            curves = presenters.occupancy_curves(kernel, device)
+            current = curves["current"]
+            self.assertEqual(current["occupancy"], kernel["occupancy"])
+            launch = {key: current[key] for key in ("threads_per_block", "registers_per_thread",
+                                                    "shared_static_bytes", "shared_dynamic_bytes")}
+            self.assertEqual(occupancy(device, **launch).occupancy, current["occupancy"])
+            for key in ("registers", "block_size", "shared"):
+                curve = curves[key]
+                at = curve["x"].index(curve["current_x"]) if curve["current_x"] in curve["x"] \
+                    else None
+                if at is not None:
+                    self.assertEqual(curve["y"][at], current["occupancy"], key)
+
+    def test_more_registers_never_raise_occupancy(self):
+        kernel = generated_kernels()[0]
+        curve = presenters.occupancy_curves(kernel, get_device("a100"))["registers"]
+        values = [y for y in curve["y"] if y is not None]
+
+        self.assertEqual(values, sorted(values, reverse=True))
+        self.assertEqual(len(curve["x"]), 255)
+
+    def test_a_library_call_has_no_occupancy_curves(self):
+        kernels = ARTIFACT["devices"]["h100"]["strategies"]["cost"]["kernels"]
+        library = next(kernel for kernel in kernels if kernel["kind"] == "library")
+
+        self.assertIsNone(presenters.occupancy_curves(library, get_device("h100")))
+
+    def test_the_roofline_point_is_flops_over_bytes_and_over_time(self):
+        device = get_device("h100")
+        kernel = generated_kernels()[0]
+        point = presenters.roofline(kernel, device)
+        breakdown = kernel["projected"]
+
+        self.assertAlmostEqual(point["intensity"], breakdown["flops"] / breakdown["dram_bytes"])
+        self.assertAlmostEqual(point["projected_flops"],
+                               breakdown["flops"] / (kernel["proj_us"] * 1e-6))
+        self.assertEqual(point["peak_flops"], device.peak_fp32_flops)
+        self.assertIsNone(point["measured_flops"])
+        roof = presenters.roofline_figure(point)["data"][0]
+        self.assertLessEqual(max(roof["y"]) * 1e9, device.peak_fp32_flops * 1.000001)
+
+    def test_pipe_utilisation_marks_the_limiter(self):
+        kernel = next(k for k in generated_kernels("stitch")
+                      if k["limiter"] in k["projected"]["utilisation"])
+        bars = presenters.pipe_utilisation_figure(kernel)["data"][0]
+        colours = dict(zip(bars["y"], bars["marker"]["color"]))
+
+        self.assertEqual(set(bars["y"]), set(kernel["projected"]["utilisation"]))
+        self.assertEqual(colours[kernel["limiter"]], presenters.HIGHLIGHT_COLOUR)
+        self.assertEqual(list(colours.values()).count(presenters.HIGHLIGHT_COLOUR), 1)
+
+    def test_candidate_plans_come_fastest_first_with_the_emitted_one_marked(self):
+        for kernel in generated_kernels():
+            rows = presenters.candidate_rows(kernel)
+            times = [row["projected_us"] for row in rows]
+            projected = [time for time in times if time is not None]
+            self.assertEqual(len(rows), len(kernel["candidate_plans"]))
+            # plans the model could not project come last
+            self.assertEqual(times, sorted(projected) + [None] * (len(times) - len(projected)))
+            chosen = [row for row in rows if row["chosen"]]
+            self.assertEqual(len(chosen), 1)
+            self.assertEqual(chosen[0]["block_size"], kernel["block_size"])
+
+    def test_source_lines_and_node_lines_are_inverse_maps(self):
+        line_nodes = {"2": ["add.1", "mul.2"], "4": ["add.1"]}
+        lines = presenters.source_lines("a\nb\nc\nd", line_nodes)
+
+        self.assertEqual([line["nodes"] for line in lines], [[], ["add.1", "mul.2"], [], ["add.1"]])
+        self.assertEqual(presenters.node_lines(line_nodes), {"add.1": [2, 4], "mul.2": [2]})
+
+    def test_find_kernel_looks_a_kernel_up_by_device_strategy_and_name(self):
+        kernel = generated_kernels("xla", "a100")[0]
+
+        self.assertIs(presenters.find_kernel(ARTIFACT, "a100", "xla", kernel["name"]), kernel)
+        self.assertIsNone(presenters.find_kernel(ARTIFACT, "v100", "xla", kernel["name"]))

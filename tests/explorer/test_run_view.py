@@ -1,0 +1,127 @@
+"""The run page at /r/<id> (explorer-run): progress while compiling, then the results."""
+import json
+
+from django.contrib.staticfiles import finders
+from django.urls import reverse
+
+from explorer.models import Run
+from explorer.presenters import comparison_rows
+from tests.explorer.access import AccessTestCase
+
+
+class RunViewTests(AccessTestCase):
+    @classmethod
+    def setUpTestData(cls):
+        super().setUpTestData()
+        cls.done = cls.make_done_run("d" * 22, Run.TEAM)
+        cls.url = reverse("explorer-run", args=[cls.done.pk])
+
+    def get(self, user, url=None):
+        self.client.force_login(user)
+        return self.client.get(url or self.url)
+
+    def figures(self, response) -> dict:
+        html = response.content.decode()
+        start = html.index('<script id="figures" type="application/json">')
+        body = html[html.index(">", start) + 1:html.index("</script>", start)]
+        return json.loads(body)
+
+    def test_it_shows_the_owner_the_strategy_comparison_for_every_device(self):
+        response = self.get(self.owner)
+
+        self.assertEqual(response.status_code, 200)
+        self.assertTemplateUsed(response, "explorer/run.html")
+        self.assertContains(response, "Strategy comparison — NVIDIA A100")
+        self.assertContains(response, "Strategy comparison — NVIDIA H100")
+        for strategy in ("unfused", "xla", "stitch", "cost"):
+            self.assertContains(response, f'<th scope="row">{strategy}</th>', html=True)
+
+    def test_speedups_are_the_unfused_total_over_the_strategys(self):
+        response = self.get(self.owner)
+        rows = comparison_rows(self.done.artifact["devices"]["h100"])
+        cost = next(row for row in rows if row["strategy"] == "cost")
+
+        self.assertContains(response, f"{cost['speedup_vs_unfused']:.2f}×")
+
+    def test_without_a_gpu_worker_nothing_is_measured(self):
+        response = self.get(self.owner)
+
+        self.assertContains(response, "not measured — no GPU worker")
+
+    def test_every_kernel_links_to_its_page(self):
+        response = self.get(self.owner)
+        kernels = self.done.artifact["devices"]["a100"]["strategies"]["cost"]["kernels"]
+
+        for kernel in kernels:
+            url = reverse("explorer-kernel", args=[self.done.pk, "a100", "cost", kernel["name"]])
+            self.assertContains(response, f'href="{url}"')
+
+    def test_it_embeds_the_bar_chart_and_a_webgl_plan_per_strategy(self):
+        figures = self.figures(self.get(self.owner))
+
+        self.assertEqual(figures["h100/comparison"]["data"][0]["type"], "bar")
+        dag = figures["h100/stitch/time"]
+        self.assertTrue(all(trace["type"] == "scattergl" for trace in dag["data"]))
+        self.assertIn("a100/unfused/limiter", figures)
+
+    def test_plotly_comes_from_a_local_static_file(self):
+        response = self.get(self.owner)
+
+        self.assertContains(response, "/static/plotly/plotly.min.js")
+        self.assertNotContains(response, "cdn.")
+        self.assertIsNotNone(finders.find("plotly/plotly.min.js"))
+
+    def test_it_shows_the_decision_log_with_reasons(self):
+        response = self.get(self.owner)
+        decision = self.done.artifact["devices"]["h100"]["strategies"]["xla"]["decisions"][0]
+
+        self.assertContains(response, "data-decision-action")
+        self.assertContains(response, decision["reason"])
+
+    def test_a_teammate_sees_a_team_run(self):
+        self.assertEqual(self.get(self.teammate).status_code, 200)
+
+    def test_a_stranger_gets_a_404_for_a_team_run(self):
+        self.assertEqual(self.get(self.stranger).status_code, 404)
+
+    def test_a_teammate_gets_a_404_for_a_private_run(self):
+        private = self.make_run("p" * 22, Run.PRIVATE)
+
+        response = self.get(self.teammate, reverse("explorer-run", args=[private.pk]))
+        self.assertEqual(response.status_code, 404)
+
+    def test_anyone_sees_a_public_run_even_without_logging_in(self):
+        public = self.make_run("u" * 22, Run.PUBLIC)
+        url = reverse("explorer-run", args=[public.pk])
+
+        self.assertEqual(self.client.get(url).status_code, 200)
+        self.assertEqual(self.get(self.stranger, url).status_code, 200)
+
+    def test_an_anonymous_visitor_is_sent_to_log_in(self):
+        response = self.client.get(self.url)
+
+        self.assertRedirects(response, f"{reverse('login')}?next={self.url}",
+                             fetch_redirect_response=False)
+
+    def test_a_queued_run_shows_a_progress_bar_that_polls_the_status(self):
+        queued = self.make_run("q" * 22, status=Run.RUNNING, stage="codegen",
+                               progress_done=2, progress_total=5)
+        response = self.get(self.owner, reverse("explorer-run", args=[queued.pk]))
+
+        self.assertContains(response, '<progress id="progress-bar" max="5" value="2"></progress>',
+                            html=True)
+        status_url = reverse("explorer-run-status", args=[queued.pk])
+        self.assertContains(response, f'data-status-url="{status_url}"')
+        self.assertNotContains(response, "Strategy comparison")
+
+    def test_a_failed_run_shows_its_error(self):
+        failed = self.make_run("f" * 22, status=Run.FAILED, error="nvcc ran out of time",
+                               error_stage="build")
+        response = self.get(self.owner, reverse("explorer-run", args=[failed.pk]))
+
+        self.assertContains(response, "build: nvcc ran out of time")
+
+    def test_it_refuses_a_post(self):
+        self.client.force_login(self.owner)
+
+        self.assertEqual(self.client.post(self.url).status_code, 405)

@@ -1,0 +1,121 @@
+"""The landing page and upload form at / (explorer-index)."""
+from unittest import mock
+
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import override_settings
+from django.urls import reverse
+
+from explorer.models import Run
+from tests.explorer.access import SOFTMAX, AccessTestCase
+
+BAD_HLO = (b"HloModule m\n\nENTRY e {\n  p = f32[4] parameter(0)\n"
+           b"  ROOT r = f32[4] frobnicate(p)\n}\n")
+URL = reverse("explorer-index")
+
+
+# Nothing is sent to Celery: the compile job is what tests/workers check.
+@mock.patch("explorer.runs.enqueue_compile")
+class UploadViewTests(AccessTestCase):
+    def post(self, user, **fields):
+        self.client.force_login(user)
+        data = {"devices": ["h100"], "strategies": ["xla", "cost"], "visibility": "private",
+                **fields}
+        return self.client.post(URL, data)
+
+    def test_it_names_the_product_and_what_it_does(self, enqueue):
+        response = self.client.get(URL)
+
+        self.assertEqual(response.status_code, 200)
+        self.assertTemplateUsed(response, "explorer/index.html")
+        self.assertContains(response, "<h1>Fusion Explorer</h1>", html=True)
+        self.assertContains(response, "operator")
+        self.assertContains(response, "explorer/index.css")
+
+    def test_an_anonymous_visitor_sees_the_samples_and_a_login_link_but_no_form(self, enqueue):
+        response = self.client.get(URL)
+
+        self.assertContains(response, f"{reverse('login')}?next=/")
+        self.assertContains(response, "attention block")
+        self.assertNotContains(response, 'id="upload-form"')
+
+    def test_a_logged_in_user_gets_the_form_with_devices_strategies_and_samples(self, enqueue):
+        self.client.force_login(self.owner)
+        response = self.client.get(URL)
+
+        self.assertContains(response, 'id="upload-form"')
+        self.assertContains(response, 'type="file"')
+        self.assertContains(response, "NVIDIA H100")
+        self.assertContains(response, 'value="stitch"')
+        self.assertContains(response, 'data-sample="hlo/softmax.hlo"')
+        self.assertContains(response, 'data-sample="onnx/mlp_layernorm.dynamo.onnx"')
+
+    def test_an_upload_creates_a_queued_run_and_opens_its_page(self, enqueue):
+        graph = SimpleUploadedFile("softmax.hlo", SOFTMAX.read_bytes())
+        response = self.post(self.owner, graph_file=graph, name="my softmax")
+
+        run = Run.objects.get()
+        self.assertRedirects(response, reverse("explorer-run", args=[run.pk]),
+                             fetch_redirect_response=False)
+        self.assertEqual((run.owner, run.status, run.name), (self.owner, "queued", "my softmax"))
+        self.assertEqual(run.filename, "softmax.hlo")
+        self.assertEqual(run.strategies, ["xla", "cost"])
+        self.assertEqual(run.graph_bytes, SOFTMAX.read_bytes())
+
+    def test_pasted_hlo_text_is_a_graph_too(self, enqueue):
+        self.post(self.owner, graph_text=SOFTMAX.read_text())
+
+        self.assertEqual(Run.objects.get().filename, "pasted.hlo")
+
+    def test_a_sample_compiles_in_one_click(self, enqueue):
+        self.post(self.owner, sample="hlo/softmax.hlo")
+
+        self.assertEqual(bytes(Run.objects.get().graph_bytes), SOFTMAX.read_bytes())
+
+    def test_it_rejects_malformed_hlo_with_the_importers_message_on_the_form(self, enqueue):
+        graph = SimpleUploadedFile("bad.hlo", BAD_HLO)
+        response = self.post(self.owner, graph_file=graph)
+
+        self.assertEqual(response.status_code, 400)
+        self.assertContains(response, "bad.hlo:5:19: unknown opcode &#x27;frobnicate&#x27;",
+                            status_code=400)
+        self.assertNotContains(response, "Traceback", status_code=400)
+        self.assertFalse(Run.objects.exists())
+
+    def test_it_asks_for_exactly_one_graph(self, enqueue):
+        response = self.post(self.owner, graph_text="HloModule m", sample="hlo/softmax.hlo")
+
+        self.assertContains(response, "Give one graph", status_code=400)
+        self.assertFalse(Run.objects.exists())
+
+    def test_a_team_run_goes_to_one_of_the_owners_teams(self, enqueue):
+        self.post(self.owner, sample="hlo/softmax.hlo", visibility="team", team=self.team.pk)
+
+        run = Run.objects.get()
+        self.assertEqual((run.visibility, run.team), ("team", self.team))
+
+    def test_a_stranger_cannot_share_with_a_team_they_are_not_in(self, enqueue):
+        response = self.post(self.stranger, sample="hlo/softmax.hlo", visibility="team",
+                             team=self.team.pk)
+
+        self.assertEqual(response.status_code, 400)
+        self.assertFalse(Run.objects.exists())
+
+    def test_an_anonymous_upload_is_sent_to_log_in(self, enqueue):
+        response = self.client.post(URL, {"sample": "hlo/softmax.hlo", "devices": ["h100"],
+                                          "strategies": ["cost"], "visibility": "private"})
+
+        self.assertRedirects(response, f"{reverse('login')}?next=/",
+                             fetch_redirect_response=False)
+        self.assertFalse(Run.objects.exists())
+
+    def test_it_refuses_a_put(self, enqueue):
+        self.assertEqual(self.client.put(URL).status_code, 405)
+
+    # A deployment runs with DEBUG off; the debug 404 page would list every URL pattern.
+    @override_settings(DEBUG=False)
+    def test_an_unknown_url_is_a_plain_404_without_debug_details(self, enqueue):
+        response = self.client.get("/no-such-page/")
+
+        self.assertEqual(response.status_code, 404)
+        self.assertNotContains(response, "Traceback", status_code=404)
+        self.assertNotContains(response, "URLconf", status_code=404)
