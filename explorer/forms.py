@@ -15,6 +15,14 @@ from explorer.presenters import STRATEGY_ORDER
 SAMPLES_DIR = Path(settings.BASE_DIR) / "tests" / "data"
 SAMPLE_SUFFIXES = {".hlo": "HLO", ".json": "JSON", ".onnx": "ONNX"}
 
+# What each strategy does, in the words the upload form shows next to its checkbox.
+STRATEGY_LABELS = {
+    "unfused": "unfused — one kernel per op",
+    "xla": "xla — XLA:GPU's fusion rules",
+    "stitch": "stitch — AStitch shared-memory stitching",
+    "cost": "cost — cost-based global search",
+}
+
 VISIBILITY_CHOICES = (
     ("private", "Private: only me"),
     ("team", "Team: members of the team below"),
@@ -63,11 +71,12 @@ class UploadForm(forms.Form):
         choices=[(name, device.full_name) for name, device in DEVICES.items()],
         initial=["h100"], widget=forms.CheckboxSelectMultiple, label="Device models")
     strategies = forms.MultipleChoiceField(
-        choices=[(name, name) for name in STRATEGY_ORDER], initial=list(STRATEGY_ORDER),
+        choices=[(name, STRATEGY_LABELS[name]) for name in STRATEGY_ORDER],
+        initial=list(STRATEGY_ORDER),
         widget=forms.CheckboxSelectMultiple, label="Fusion strategies")
     name = forms.CharField(required=False, max_length=200, label="Run name")
     visibility = forms.ChoiceField(choices=VISIBILITY_CHOICES, initial="private")
-    team = forms.ModelChoiceField(queryset=None, required=False)
+    team = forms.ModelChoiceField(queryset=None, required=False, empty_label="no team")
 
     def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)

@@ -72,6 +72,9 @@ def comparison_rows(device_result: dict) -> list[dict]:
             row[f"measured_speedup_vs_{baseline}"] = _ratio(base.get("measured_us"),
                                                             total["measured_us"])
         rows.append(row)
+    fastest = min((row["proj_us"] for row in rows if row["proj_us"] is not None), default=None)
+    for row in rows:
+        row["fastest"] = fastest is not None and row["proj_us"] == fastest
     return rows
 
 
@@ -88,9 +91,10 @@ def comparison_figure(rows: list[dict]) -> dict:
         data.append({"type": "bar", "name": label, "x": names, "y": values,
                      "marker": {"color": colour},
                      "hovertemplate": f"%{{x}}: %{{y:.2f}} µs ({label})<extra></extra>"})
-    return {"data": data, "layout": {**LAYOUT, "barmode": "group",
-                                     "title": {"text": "Predicted total time per strategy"},
-                                     "yaxis": {"title": {"text": "µs"}, "rangemode": "tozero"},
+    return {"data": data, "layout": {**LAYOUT, "barmode": "group", "height": 340,
+                                     "title": {"text": "Total time per strategy"},
+                                     "yaxis": {"title": {"text": "total time (µs)"},
+                                               "rangemode": "tozero"},
                                      "legend": {"orientation": "h", "y": -0.15}}}
 
 
@@ -219,10 +223,23 @@ def kernel_dag_figure(strategy_result: dict, colour_by: str = "proj_us") -> dict
                                marker={"color": times, "colorscale": "Viridis",
                                        "showscale": True,
                                        "colorbar": {"title": {"text": "µs"}}}))
+    rows = max(row_in_layer.values(), default=1)
     layout = {**LAYOUT, "hovermode": "closest", "showlegend": colour_by == "limiter",
-              "xaxis": {"title": {"text": "depth"}, "zeroline": False, "showgrid": False},
-              "yaxis": {"visible": False}, "dragmode": "pan"}
+              "height": min(DAG_MAX_HEIGHT, 160 + 80 * rows),
+              "xaxis": {"title": {"text": "depth (longest chain of producer kernels)"},
+                        "zeroline": False, "showgrid": False, "dtick": 1},
+              "yaxis": {"visible": False, "range": [0.6 - rows, 0.6]}, "dragmode": "pan"}
+    if len(kernels) <= DAG_LABELLED_KERNELS:
+        layout["annotations"] = [
+            {"x": x, "y": y, "text": kernel["name"], "showarrow": False, "yshift": 20,
+             "font": {"size": 11, "color": "#3a4254"}}
+            for x, y, kernel in zip(xs, ys, kernels)]
     return {"data": data, "layout": layout}
+
+
+# Plans up to this many kernels get a name over each node; larger ones rely on hover.
+DAG_LABELLED_KERNELS = 40
+DAG_MAX_HEIGHT = 560
 
 
 def _dag_nodes(members, xs, ys, sizes, hover, kernels, name, marker) -> dict:
@@ -279,12 +296,19 @@ def pipe_utilisation_figure(kernel: dict) -> dict | None:
     hover = [f"{name}: {utilisation[name]:.1f} % busy, {terms.get(name, 0):.4f} µs"
              for name in names]
     title = f"Pipe utilisation — limiter: {limiter or '–'}"
+    if limiter and limiter not in utilisation:
+        # Latency or launch bound: no unit is busy enough to be the limiter, so no bar is red.
+        title += " (no unit saturated)"
     return {"data": [{"type": "bar", "orientation": "h", "y": names,
                       "x": [utilisation[name] for name in names],
-                      "marker": {"color": colours}, "text": hover, "hoverinfo": "text"}],
+                      "marker": {"color": colours}, "hovertext": hover, "hoverinfo": "text",
+                      "texttemplate": "%{x:.1f} %", "textposition": "outside",
+                      "cliponaxis": False}],
             "layout": {**LAYOUT, "title": {"text": title},
-                       "xaxis": {"title": {"text": "% of the busy time"}, "range": [0, 105]},
-                       "height": 120 + 28 * len(names)}}
+                       "xaxis": {"title": {"text": "% of the kernel's time the unit is busy"},
+                                 "range": [0, 105]},
+                       "yaxis": {"ticksuffix": " "},
+                       "height": 150 + 32 * len(names)}}
 
 
 def launch_of(kernel: dict, resources: dict | None = None) -> dict | None:
@@ -418,11 +442,24 @@ def candidate_rows(kernel: dict) -> list[dict]:
     return rows
 
 
-def breakdown_rows(kernel: dict) -> list[tuple[str, object]]:
-    """The projected breakdown's scalar fields as (label, value) pairs, in the doc's order."""
+# Units of the projected breakdown's fields, by the suffix of their names.
+BREAKDOWN_UNITS = (("_us", "µs"), ("_gbs", "GB/s"), ("_bytes", "bytes"))
+
+
+def breakdown_rows(kernel: dict) -> list[tuple[str, object, str]]:
+    """The projected breakdown's scalar fields as (label, value, unit) triples in the doc's
+    order; the unit comes out of the label ("latency_us" is "latency", in µs)."""
     breakdown = kernel.get("projected") or {}
-    return [(key.replace("_", " "), value) for key, value in breakdown.items()
-            if not isinstance(value, (dict, list))]
+    rows = []
+    for key, value in breakdown.items():
+        if isinstance(value, (dict, list)):
+            continue
+        unit = ""
+        for suffix, name in BREAKDOWN_UNITS:
+            if key.endswith(suffix):
+                key, unit = key.removesuffix(suffix), name
+        rows.append((key.replace("_", " "), value, unit))
+    return rows
 
 
 def resource_rows(resources: dict | None) -> list[tuple[str, object]]:

@@ -105,6 +105,7 @@ def _device_context(name: str, result: dict) -> tuple[dict, dict]:
             figures[f"{name}/{strategy}/{key}"] = presenters.kernel_dag_figure(
                 strategy_result, colour_by)
     device = {"name": name, "full_name": get_device(name).full_name, "comparison": rows,
+              "measured": any(row["measured_us"] is not None for row in rows),
               "strategies": strategies}
     return device, figures
 

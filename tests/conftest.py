@@ -1,13 +1,17 @@
 """Settings shared by every test directory.
 
 The test database is a real SQLite file in this run's temporary directory, not SQLite's default
-in-memory database: task tests start Celery workers as separate processes, and those open the
-same file (tests/workers/conftest.py passes its path as DATABASE_PATH). A file per run also
-keeps test runs that happen at the same time in one checkout apart.
+in-memory database: task and browser tests start Celery workers as separate processes, and those
+open the same file (tests/services.py passes its path as DATABASE_PATH), as does the browser
+tests' live server thread. A file per run also keeps test runs that happen at the same time in
+one checkout apart.
 """
 from pathlib import Path
 
 import pytest
+
+# Redis and Celery worker fixtures, shared by tests/workers/ and tests/browser/.
+pytest_plugins = ["tests.services"]
 
 
 @pytest.fixture(scope="session")

@@ -10,10 +10,11 @@ MISSING = "–"
 
 @register.filter
 def us(value):
-    """Microseconds: 3 significant figures below 10, 2 decimals above."""
+    """Microseconds: 3 significant figures below 10 (trailing zeros kept, so a column of times
+    lines up: 3.00, 3.24), 2 decimals above."""
     if value is None:
         return MISSING
-    return f"{value:.3g} µs" if abs(value) < 10 else f"{value:,.2f} µs"
+    return f"{value:#.3g} µs" if abs(value) < 10 else f"{value:,.2f} µs"
 
 
 @register.filter

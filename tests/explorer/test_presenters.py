@@ -54,6 +54,14 @@ class ComparisonTests(unittest.TestCase):
             self.assertEqual(row["sol_us"], strategy["total"]["sol_us"])
             self.assertEqual(row["proj_us"], strategy["total"]["proj_us"])
 
+    def test_the_strategies_with_the_lowest_projected_total_are_marked_fastest(self):
+        rows = presenters.comparison_rows(ARTIFACT["devices"]["h100"])
+        lowest = min(row["proj_us"] for row in rows)
+
+        self.assertEqual([row["fastest"] for row in rows],
+                         [row["proj_us"] == lowest for row in rows])
+        self.assertTrue(any(row["fastest"] for row in rows))
+
     def test_speedups_are_the_baselines_total_over_the_strategys(self):
         result = ARTIFACT["devices"]["h100"]
         totals = {name: s["total"]["proj_us"] for name, s in result["strategies"].items()}
@@ -152,6 +160,16 @@ class KernelDagTests(unittest.TestCase):
 
         self.assertEqual({trace["name"] for trace in self.node_traces(figure)}, limiters)
 
+    def test_a_small_plan_names_every_node_and_a_large_one_none(self):
+        result = ARTIFACT["devices"]["h100"]["strategies"]["unfused"]
+        labels = [note["text"] for note in presenters.kernel_dag_figure(result)["layout"]
+                  .get("annotations", [])]
+        self.assertEqual(sorted(labels), sorted(k["name"] for k in result["kernels"]))
+        kernels = [{**result["kernels"][0], "name": f"k{i}"}
+                   for i in range(presenters.DAG_LABELLED_KERNELS + 1)]
+        figure = presenters.kernel_dag_figure({"kernels": kernels})
+        self.assertNotIn("annotations", figure["layout"])
+
     def test_a_large_plan_stays_one_node_trace(self):
         kernels = [{"name": f"k{i}", "kind": "loop", "nodes": [f"n{i}"], "inputs": [f"n{i - 1}"],
                     "outputs": [f"n{i}"], "dram_bytes": 1024, "sol_us": 1.0, "proj_us": 1.0,
@@ -216,6 +234,15 @@ class KernelPageTests(unittest.TestCase):
         self.assertEqual(set(bars["y"]), set(kernel["projected"]["utilisation"]))
         self.assertEqual(colours[kernel["limiter"]], presenters.HIGHLIGHT_COLOUR)
         self.assertEqual(list(colours.values()).count(presenters.HIGHLIGHT_COLOUR), 1)
+
+    def test_the_breakdown_takes_units_out_of_its_labels(self):
+        kernel = generated_kernels()[0]
+        rows = {label: (value, unit) for label, value, unit in
+                presenters.breakdown_rows(kernel)}
+
+        self.assertEqual(rows["latency"], (kernel["projected"]["latency_us"], "µs"))
+        self.assertEqual(rows["dram"], (kernel["projected"]["dram_bytes"], "bytes"))
+        self.assertEqual(rows["limiter"], (kernel["projected"]["limiter"], ""))
 
     def test_candidate_plans_come_fastest_first_with_the_emitted_one_marked(self):
         for kernel in generated_kernels():

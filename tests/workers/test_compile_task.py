@@ -11,6 +11,7 @@ from django.contrib.auth import get_user_model
 
 from explorer import runs
 from explorer.models import KernelSource, Run
+from tests.services import send_to
 from workers import app
 from workers.tasks import compile_run
 
@@ -19,14 +20,6 @@ SOFTMAX = (REPO_ROOT / "tests/data/hlo/softmax.hlo").read_bytes()
 RUN_TIMEOUT_S = 45
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def send_to(broker_url: str):
-    """An enqueue function for submit_run that sends to `broker_url` (the test Redis)."""
-    def enqueue(run_id: str) -> None:
-        with app.connection_for_write(broker_url) as connection:
-            compile_run.apply_async((run_id,), connection=connection)
-    return enqueue
 
 
 def wait_for(run_id: str, condition, what: str, logs) -> Run:

@@ -1,4 +1,6 @@
-"""Real services for task tests: a Redis server and Celery workers on the compile queue.
+"""Real services for task and browser tests: a Redis server and Celery workers on the compile
+queue. A pytest plugin (tests/conftest.py loads it), so tests/workers/ and tests/browser/ share
+one Redis and one worker per run.
 
 Redis listens on a loopback port picked for this test run, so tests never touch a developer's
 own Redis on 6379, and everything is stopped when the run ends. Workers use the test database
@@ -19,7 +21,7 @@ from pathlib import Path
 import pytest
 import redis
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 STARTUP_TIMEOUT_S = 30
 SHUTDOWN_TIMEOUT_S = 20
 # A killed worker's job is handed to another worker this long after it was delivered.
@@ -142,6 +144,30 @@ def compile_worker(
         yield worker
     finally:
         _stop(worker.process)
+
+
+def send_to(broker_url: str):
+    """An enqueue function for explorer.runs.submit_run that sends to `broker_url` (the test
+    Redis) instead of the configured broker."""
+    from workers import app
+    from workers.tasks import compile_run
+
+    def enqueue(run_id: str) -> None:
+        with app.connection_for_write(broker_url) as connection:
+            compile_run.apply_async((run_id,), connection=connection)
+    return enqueue
+
+
+@pytest.fixture
+def compile_queue(
+    redis_url: str, compile_worker: RunningWorker, monkeypatch: pytest.MonkeyPatch
+) -> RunningWorker:
+    """Runs submitted during the test, by a view in a live server thread too, go to the test
+    Redis, where the session's compile worker takes them."""
+    from explorer import runs
+
+    monkeypatch.setattr(runs, "enqueue_compile", send_to(redis_url))
+    return compile_worker
 
 
 @pytest.fixture

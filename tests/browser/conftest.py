@@ -1,0 +1,89 @@
+"""Playwright driving Debian's Chromium (headless) against a live server and a real worker.
+
+pytest-django's `live_server` serves the app from a thread of this process, on the test
+database file (tests/conftest.py) that the Celery worker of tests/services.py opens too, so a
+run uploaded through the browser is compiled by the worker and shown by the live server. The
+browser is Debian's /usr/bin/chromium (`make system-deps` installs it): no `playwright install`,
+no browser download.
+"""
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+VIEWPORT = {"width": 1280, "height": 900}
+
+
+@pytest.fixture
+def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator:
+    """Chromium for one test. Playwright's sync API keeps an asyncio loop on this thread while
+    it runs, which makes Django refuse ORM calls from the test ("async unsafe") although nothing
+    runs concurrently: allowed for the test, and Playwright stops before the database flush."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is not installed; `make system-deps` installs Debian's chromium")
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed; `make system-deps` installs it")
+    from playwright.sync_api import sync_playwright
+
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+    with sync_playwright() as playwright:
+        # SwiftShader: headless Chromium without a GPU still draws Plotly's WebGL traces.
+        chromium = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True,
+            args=["--enable-unsafe-swiftshader", "--use-angle=swiftshader"])
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def new_page(browser) -> Iterator:
+    """`new_page()` opens a page in a fresh browser context (its own cookies: a new session).
+    Every page records uncaught exceptions and console errors in `page.js_errors`."""
+    contexts = []
+
+    def open_page():
+        context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
+        context.set_default_timeout(15_000)
+        contexts.append(context)
+        page = context.new_page()
+        _record_errors(page)
+        return page
+
+    yield open_page
+    for context in contexts:
+        context.close()
+
+
+def _record_errors(page) -> None:
+    page.js_errors = []
+
+    def on_console(message) -> None:
+        if message.type == "error":
+            page.js_errors.append(f"console error: {message.text} ({message.location})")
+
+    page.on("pageerror", lambda error: page.js_errors.append(f"uncaught: {error}"))
+    page.on("console", on_console)
+
+
+@pytest.fixture
+def screenshots(tmp_path: Path) -> Iterator:
+    """`screenshots(page, name)` saves a full-page PNG under the test's tmp dir; with
+    SCREENSHOTS_DIR set it copies each one there as well. docs/screenshots/ holds such copies
+    put through `pngquant` (a third of the size) before they were committed."""
+    folder = tmp_path / "screenshots"
+    folder.mkdir()
+    publish = os.environ.get("SCREENSHOTS_DIR")
+
+    def take(page, name: str) -> Path:
+        path = folder / f"{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        if publish:
+            Path(publish).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, Path(publish) / path.name)
+        return path
+
+    yield take

@@ -1,0 +1,156 @@
+"""A user's whole path through the app in a real browser: log in, upload an HLO file, wait for
+the worker's results, read the comparison and the charts, open a kernel, and share the
+permalink (the owner again in a new session, a stranger, an anonymous visitor)."""
+import re
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from explorer.models import KernelSource, Run
+from explorer.presenters import comparison_rows
+from explorer.templatetags.explorer_format import us
+
+HLO = Path(__file__).resolve().parents[1] / "data" / "hlo" / "attention_block.hlo"
+STRATEGIES = ["unfused", "xla", "stitch", "cost"]
+# Generous: a cold worker compiles (nvcc included) while the page polls.
+RESULTS_TIMEOUT_MS = 90_000
+
+pytestmark = pytest.mark.timeout(240)
+
+
+@pytest.fixture
+def users(transactional_db) -> dict:
+    make = get_user_model().objects.create_user
+    return {"owner": make("ada", password="ada-password-1"),
+            "stranger": make("eve", password="eve-password-1")}
+
+
+def log_in(page, base_url: str, username: str, next_path: str = "/"):
+    page.goto(f"{base_url}/accounts/login/?next={next_path}")
+    page.fill("#id_username", username)
+    page.fill("#id_password", f"{username}-password-1")
+    with page.expect_navigation():
+        page.click("form.card button[type=submit]")
+    assert page.locator(".site-header__user").inner_text() == username
+
+
+def assert_no_js_errors(page) -> None:
+    assert page.js_errors == [], f"JavaScript errors on {page.url}:\n" + "\n".join(
+        page.js_errors)
+
+
+def check_comparison_table(page, run: Run) -> None:
+    """One row per strategy, whose totals are the ones in the run's artifact."""
+    expected = comparison_rows(run.artifact["devices"]["h100"])
+    rows = page.locator(".device:not([hidden]) .comparison__table tbody tr")
+    assert rows.count() == len(STRATEGIES)
+    for index, row in enumerate(expected):
+        cells = rows.nth(index).locator("th, td").all_inner_texts()
+        assert cells[0] == row["strategy"]
+        assert int(cells[1]) == row["kernels"]
+        assert cells[3:5] == [us(row["sol_us"]), us(row["proj_us"])]
+        # No GPU worker in the tests: a dash that says why when hovered, never a number.
+        assert cells[5] == "–"
+        assert "not measured" in rows.nth(index).locator("td").nth(4).get_attribute("title")
+
+
+def check_charts(page) -> None:
+    """The comparison bars (SVG) and the visible plan's DAG (WebGL canvas) were drawn."""
+    bars = page.locator('.device:not([hidden]) .plot[data-figure$="/comparison"]')
+    bars.locator(".main-svg").first.wait_for()
+    assert "js-plotly-plot" in bars.get_attribute("class")
+    assert bars.locator(".bars .point").count() == 2 * len(STRATEGIES)  # SOL and projected
+    dag = page.locator(".strategy:not([hidden]) .plot--dag")
+    dag.locator("canvas").first.wait_for(state="attached")
+    assert "js-plotly-plot" in dag.get_attribute("class")
+    assert dag.locator(".scatterlayer, .gl-container").count() > 0
+
+
+def stored_kernel(run: Run, strategy: str, name: str) -> dict:
+    kernels = run.artifact["devices"]["h100"]["strategies"][strategy]["kernels"]
+    return next(kernel for kernel in kernels if kernel["name"] == name)
+
+
+def check_kernel_page(page, run: Run) -> None:
+    """The source is shown, and clicking a source line marks the graph nodes it computes."""
+    strategy, kernel = page.url.split("/")[-2:]
+    stored = KernelSource.objects.get(run=run, device="h100", strategy=strategy, kernel=kernel)
+    lines = page.locator("#source > li")
+    assert lines.count() == len(stored.source.splitlines())
+    assert stored.function in page.locator("#source").inner_text()
+
+    # A line that computes one of the kernel's own nodes (others load its inputs).
+    computed = set(stored_kernel(run, strategy, kernel)["nodes"])
+    number, nodes = next((int(line), nodes) for line, nodes in
+                         sorted(stored.line_nodes.items(), key=lambda item: int(item[0]))
+                         if computed & set(nodes))
+    page.locator(f"#L{number}").click()
+    assert "is-marked" in page.locator(f"#L{number}").get_attribute("class")
+    marked = page.locator(".code__nodes .node.is-marked").all_inner_texts()
+    assert marked and set(marked) <= set(nodes)
+
+    # And back: clicking a node marks its source lines.
+    page.locator(f'#nodes .node[data-node="{marked[0]}"]').click()
+    assert page.locator("#source > li.is-marked").count() >= 1
+    page.locator('.plot[data-figure="pipes"] .main-svg').first.wait_for()
+
+
+def test_a_user_uploads_hlo_sees_results_opens_a_kernel_and_shares_the_link(
+        users, compile_queue, live_server, new_page, screenshots):
+    base_url = live_server.url
+    page = new_page()
+    log_in(page, base_url, "ada")
+
+    page.set_input_files("#upload-form input[type=file]", str(HLO))
+    assert HLO.name in page.locator("#chosen-file").inner_text()
+    for strategy in STRATEGIES:
+        assert page.locator(f'input[name=strategies][value="{strategy}"]').is_checked()
+    page.fill("#id_name", "attention block")
+    screenshots(page, "upload")
+    with page.expect_navigation():
+        page.click("#upload-form button[type=submit]")
+
+    assert re.fullmatch(rf"{re.escape(base_url)}/r/\w{{22}}", page.url), page.url
+    run_path = page.url.removeprefix(base_url)
+    page.locator(".comparison__table").wait_for(timeout=RESULTS_TIMEOUT_MS)
+    run = Run.objects.get(pk=run_path.split("/")[-1])
+    assert run.status == Run.DONE and run.owner == users["owner"]
+    check_comparison_table(page, run)
+    check_charts(page)
+    assert_no_js_errors(page)
+    screenshots(page, "run")
+
+    # The first generated kernel of the plan shown (library calls have no source).
+    kernels = run.artifact["devices"]["h100"]["strategies"]["cost"]["kernels"]
+    kernel = next(kernel["name"] for kernel in kernels if kernel.get("function"))
+    page.locator(".strategy:not([hidden]) table.kernels tbody a").get_by_text(
+        kernel, exact=True).click()
+    page.wait_for_url(f"{base_url}{run_path}/h100/cost/{kernel}")
+    check_kernel_page(page, run)
+    assert_no_js_errors(page)
+    screenshots(page, "kernel")
+
+    # The permalink in a new session: the owner logs in again and sees the same results.
+    owner_again = new_page()
+    log_in(owner_again, base_url, "ada", next_path=run_path)
+    assert owner_again.url == f"{base_url}{run_path}"
+    check_comparison_table(owner_again, run)
+    check_charts(owner_again)
+    assert_no_js_errors(owner_again)
+
+    # A stranger gets a 404 for a private run; an anonymous visitor is asked to log in.
+    stranger = new_page()
+    log_in(stranger, base_url, "eve")
+    assert stranger.goto(f"{base_url}{run_path}").status == 404
+    anonymous = new_page()
+    anonymous.goto(f"{base_url}{run_path}")
+    assert anonymous.url.startswith(f"{base_url}/accounts/login/")
+
+    # Once the run is public, anyone with the link sees it, without logging in.
+    Run.objects.filter(pk=run.pk).update(visibility=Run.PUBLIC)
+    assert anonymous.goto(f"{base_url}{run_path}").status == 200
+    check_comparison_table(anonymous, run)
+    check_charts(anonymous)
+    assert_no_js_errors(anonymous)
+    assert stranger.goto(f"{base_url}{run_path}").status == 200
