@@ -1,7 +1,7 @@
-"""Django admin for staff: runs (with their kernels), teams and memberships."""
+"""Django admin for staff: runs (with their kernels), teams and memberships, API tokens."""
 from django.contrib import admin
 
-from explorer.models import KernelSource, Membership, Run, Team
+from explorer.models import ApiToken, KernelSource, Membership, Run, Team
 
 
 class MembershipInline(admin.TabularInline):
@@ -58,3 +58,15 @@ class KernelSourceAdmin(admin.ModelAdmin):
     list_filter = ["device", "strategy"]
     search_fields = ["run__id", "kernel", "function"]
     raw_id_fields = ["run"]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Tokens are made with `manage.py create_api_token` (the key is shown once); here staff
+    see who has which and when it was used, and revoke one by deleting it."""
+    list_display = ["user", "name", "created", "last_used"]
+    search_fields = ["user__username", "name"]
+    readonly_fields = ["user", "name", "created", "last_used"]
+
+    def has_add_permission(self, request) -> bool:
+        return False

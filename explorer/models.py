@@ -8,6 +8,7 @@ it expects, so two workers holding the same job can never both act on it.
 """
 from __future__ import annotations
 
+import hashlib
 import secrets
 from datetime import timedelta
 
@@ -199,3 +200,45 @@ class KernelSource(models.Model):
                    function=source["function"], source=source["source"],
                    ptx=source["ptx"] or "", line_nodes=source["line_nodes"],
                    resources=source["resources"])
+
+
+class ApiToken(models.Model):
+    """A key a script sends as `Authorization: Bearer <key>` to use the API as its user.
+
+    Only the key's SHA-256 is stored, so a leaked database does not leak working keys; the key
+    itself is shown once, when it is made (`create_api_token`). Keys carry 256 random bits, so
+    looking a key up by its hash needs no salt and no constant-time comparison."""
+    KEY_PREFIX = "fe_"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="api_tokens")
+    name = models.CharField(max_length=100, blank=True)
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    created = models.DateTimeField(auto_now_add=True)
+    last_used = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created"]
+
+    def __str__(self) -> str:
+        return f"{self.user} {self.name or self.pk}"
+
+    @staticmethod
+    def hash_key(key: str) -> str:
+        return hashlib.sha256(key.encode()).hexdigest()
+
+    @classmethod
+    def create_for(cls, user, name: str = "") -> tuple[ApiToken, str]:
+        """A new token for the user, and its key (which is not stored anywhere)."""
+        key = cls.KEY_PREFIX + secrets.token_urlsafe(32)
+        token = cls.objects.create(user=user, name=name, key_hash=cls.hash_key(key))
+        return token, key
+
+    @classmethod
+    def user_for_key(cls, key: str):
+        """The active user the key belongs to (recording that the token was used), or None."""
+        token = cls.objects.select_related("user").filter(key_hash=cls.hash_key(key)).first()
+        if token is None or not token.user.is_active:
+            return None
+        cls.objects.filter(pk=token.pk).update(last_used=timezone.now())
+        return token.user

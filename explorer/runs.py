@@ -19,10 +19,11 @@ import json
 import string
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q, QuerySet
 from django.utils.crypto import salted_hmac
 
 from compiler.pipeline import canonical_options, compiler_version, import_graph
-from explorer.models import Run
+from explorer.models import Membership, Run
 
 RUN_ID_LENGTH = 22
 BASE62 = string.digits + string.ascii_letters
@@ -42,6 +43,25 @@ def run_id(data: bytes, devices, strategies, version: str, owner_id: int) -> str
         number, remainder = divmod(number, 62)
         chars.append(BASE62[remainder])
     return "".join(reversed(chars))
+
+
+def existing_run(owner, data: bytes, devices, strategies) -> Run | None:
+    """The run that submitting this graph with these options would return, if there is one
+    already (InputError for an unknown device or strategy)."""
+    devices, strategies = canonical_options(devices, strategies)
+    identifier = run_id(data, devices, strategies, compiler_version(), owner.pk)
+    return Run.objects.filter(pk=identifier).first()
+
+
+def viewable_runs(user) -> QuerySet[Run]:
+    """Every run `Run.can_view` admits the user to, as one query."""
+    if user is None or not user.is_authenticated:
+        return Run.objects.filter(visibility=Run.PUBLIC)
+    if user.is_staff:
+        return Run.objects.all()
+    teams = Membership.objects.filter(user=user).values("team_id")
+    return Run.objects.filter(Q(visibility=Run.PUBLIC) | Q(owner=user)
+                              | Q(visibility=Run.TEAM, team_id__in=teams))
 
 
 def submit_run(owner, data: bytes, filename: str, devices, strategies, name: str = "",

@@ -1,0 +1,360 @@
+"""The JSON API at /api/v1/ (routes in explorer/api_urls.py, schema in explorer/api_schema.py,
+guide in docs/api.md): submit a graph, poll a run's status, fetch its results, export it.
+
+Authentication: a browser's session, or `Authorization: Bearer <key>` with an ApiToken's key
+for scripts. Only token-authenticated requests skip the CSRF check; a session-authenticated
+POST needs the CSRF token like any form. Nobody authenticated gets a 401 in JSON, never a
+redirect to the login page.
+
+Access follows the pages: a run is shown to whoever `Run.can_view` admits, and anyone else gets
+a 404 that reads exactly like a missing run's. Every error is JSON: {"error": <message>}.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from functools import wraps
+
+from django.core.paginator import EmptyPage, Paginator
+from django.db.models import Q
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.middleware.csrf import CsrfViewMiddleware
+from django.urls import reverse
+from django.views.decorators.csrf import csrf_exempt
+
+from compiler.errors import InputError
+from compiler.fusion.explore import STRATEGIES
+from explorer.api_schema import schema
+from explorer.models import ApiToken, KernelSource, Run, Team
+from explorer.presenters import find_kernel
+from explorer.runs import existing_run, submit_run, viewable_runs
+
+DEFAULT_DEVICES = ["h100"]
+PER_PAGE, MAX_PER_PAGE = 50, 200
+MAX_TAGS, MAX_TAG_LENGTH = 20, 50
+
+# The columns of export.csv: one row per device × strategy × kernel.
+CSV_COLUMNS = ("device", "strategy", "kernel", "kind", "nodes", "dram_bytes", "sol_us",
+               "proj_us", "measured_us", "limiter", "occupancy", "waves", "block_size",
+               "grid_size", "registers", "shared_bytes", "spill_bytes", "schedule")
+
+
+class ApiError(Exception):
+    """Ends a request with {"error": message, **extra} and the status code."""
+
+    def __init__(self, code: int, message: str, **extra):
+        super().__init__(message)
+        self.code, self.message, self.extra = code, message, extra
+
+    def response(self) -> JsonResponse:
+        response = JsonResponse({"error": self.message, **self.extra}, status=self.code)
+        if self.code == 401:
+            response["WWW-Authenticate"] = 'Bearer realm="api"'
+        return response
+
+
+def _authenticate(request: HttpRequest) -> None:
+    """Set request.user from a bearer token, or keep the session's user (checking CSRF for an
+    unsafe method); ApiError 401 when neither names an active user."""
+    header = request.headers.get("Authorization", "")
+    if header:
+        scheme, _, key = header.partition(" ")
+        if scheme.lower() != "bearer" or not key.strip():
+            raise ApiError(401, "the Authorization header must be 'Bearer <API key>'")
+        user = ApiToken.user_for_key(key.strip())
+        if user is None:
+            raise ApiError(401, "unknown or revoked API key")
+        request.user = user
+        return
+    if not request.user.is_authenticated:
+        raise ApiError(401, "authentication required: send 'Authorization: Bearer <API key>' "
+                            "(see docs/api.md) or log in")
+    if request.method not in ("GET", "HEAD", "OPTIONS", "TRACE"):
+        rejected = CsrfViewMiddleware(lambda request: None).process_view(request, None, (), {})
+        if rejected is not None:
+            raise ApiError(403, "CSRF check failed: send the CSRF token with a session, or use "
+                                "an API key")
+
+
+def api_view(*methods: str, public: bool = False):
+    """Allow only these methods, authenticate (unless public) and turn ApiError into JSON."""
+    def decorator(view):
+        @csrf_exempt  # checked in _authenticate for session-authenticated requests only
+        @wraps(view)
+        def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+            try:
+                if request.method not in methods:
+                    error = ApiError(405, f"method {request.method} not allowed here")
+                    response = error.response()
+                    response["Allow"] = ", ".join(methods)
+                    return response
+                if not public:
+                    _authenticate(request)
+                return view(request, *args, **kwargs)
+            except ApiError as error:
+                return error.response()
+        return wrapper
+    return decorator
+
+
+def _viewable_run(request: HttpRequest, run_id: str) -> Run:
+    run = Run.objects.filter(pk=run_id).first()
+    if run is None or not run.can_view(request.user):
+        raise ApiError(404, "no such run")
+    return run
+
+
+def _links(request: HttpRequest, run: Run) -> dict:
+    def url(name: str) -> str:
+        return request.build_absolute_uri(reverse(name, args=[run.pk]))
+
+    return {"url": url("explorer-run"), "api_url": url("api-run"),
+            "status_url": url("api-run-status"), "results_url": url("api-run-results"),
+            "export_json_url": url("api-run-export-json"),
+            "export_csv_url": url("api-run-export-csv")}
+
+
+def _summary(request: HttpRequest, run: Run) -> dict:
+    return {"id": run.pk, "name": run.name, "filename": run.filename, "status": run.status,
+            "owner": run.owner.get_username(), "team": run.team.name if run.team else None,
+            "visibility": run.visibility, "tags": run.tags, "devices": run.devices,
+            "strategies": run.strategies, "created": run.created.isoformat(),
+            **_links(request, run)}
+
+
+def _detail(request: HttpRequest, run: Run) -> dict:
+    return {**_summary(request, run), "compiler_version": run.compiler_version,
+            "started": run.started.isoformat() if run.started else None,
+            "progress": run.status_dict()}
+
+
+def _done_run(request: HttpRequest, run_id: str) -> Run:
+    """The run, once it is done; ApiError 409 with its status while it is not."""
+    run = _viewable_run(request, run_id)
+    if run.status == Run.DONE and run.artifact is not None:
+        return run
+    status = run.status_dict()
+    if run.status == Run.FAILED:
+        message = f"the run failed at stage {run.error_stage or '(unknown)'}: {run.error}"
+    else:
+        message = f"the run is {run.status}; poll its status_url until it is done"
+    raise ApiError(409, message, status=status,
+                   status_url=request.build_absolute_uri(reverse("api-run-status",
+                                                                 args=[run.pk])))
+
+
+# --- Submitting and listing ---------------------------------------------------------------------
+
+@api_view("GET", "POST")
+def runs(request: HttpRequest) -> JsonResponse:
+    """GET: the runs the caller can view, newest first, paginated and filtered.
+    POST: submit a graph (multipart or JSON)."""
+    if request.method == "POST":
+        return _submit(request)
+    found = viewable_runs(request.user).select_related("owner", "team") \
+        .defer("graph_bytes", "artifact")
+    query = request.GET.get("q", "").strip()
+    if query:
+        found = found.filter(Q(name__icontains=query) | Q(filename__icontains=query))
+    device, tag = request.GET.get("device"), request.GET.get("tag")
+    matching = [run for run in found
+                if (not device or device in run.devices) and (not tag or tag in run.tags)]
+    per_page = _positive_int(request, "per_page", PER_PAGE)
+    if per_page > MAX_PER_PAGE:
+        raise ApiError(400, f"per_page is at most {MAX_PER_PAGE}")
+    paginator = Paginator(matching, per_page)
+    try:
+        page = paginator.page(_positive_int(request, "page", 1))
+    except EmptyPage:
+        raise ApiError(404, f"no such page: there are {paginator.num_pages}")
+
+    def page_url(number: int) -> str:
+        params = request.GET.copy()
+        params["page"] = str(number)
+        return request.build_absolute_uri(f"{request.path}?{params.urlencode()}")
+
+    return JsonResponse({
+        "count": paginator.count, "page": page.number, "pages": paginator.num_pages,
+        "per_page": per_page,
+        "next": page_url(page.next_page_number()) if page.has_next() else None,
+        "previous": page_url(page.previous_page_number()) if page.has_previous() else None,
+        "results": [_summary(request, run) for run in page],
+    })
+
+
+def _positive_int(request: HttpRequest, name: str, default: int) -> int:
+    value = request.GET.get(name, str(default))
+    if not value.isdigit() or int(value) < 1:
+        raise ApiError(400, f"{name} must be a positive integer, not {value!r}")
+    return int(value)
+
+
+def _submit(request: HttpRequest) -> JsonResponse:
+    if request.content_type == "application/json":
+        fields, data, filename = _json_submission(request)
+    elif request.content_type == "multipart/form-data":
+        fields, data, filename = _multipart_submission(request)
+    else:
+        raise ApiError(415, "send the graph as multipart/form-data (a 'file' field) or as "
+                            "application/json ({\"filename\": ..., \"text\": ...})")
+    devices = _string_list(fields.get("devices"), "devices") or DEFAULT_DEVICES
+    strategies = _string_list(fields.get("strategies"), "strategies") or list(STRATEGIES)
+    tags = _string_list(fields.get("tags"), "tags")
+    if len(tags) > MAX_TAGS or any(len(tag) > MAX_TAG_LENGTH for tag in tags):
+        raise ApiError(400, f"at most {MAX_TAGS} tags of at most {MAX_TAG_LENGTH} characters")
+    name = fields.get("name") or ""
+    if not isinstance(name, str) or len(name) > 200:
+        raise ApiError(400, "name must be a string of at most 200 characters")
+    visibility = fields.get("visibility") or Run.PRIVATE
+    if visibility not in dict(Run.VISIBILITIES):
+        raise ApiError(400, f"visibility must be one of {', '.join(dict(Run.VISIBILITIES))}")
+    team = _team(request, fields.get("team"))
+    if visibility == Run.TEAM and team is None:
+        raise ApiError(400, "a run shared with a team needs the team")
+    try:
+        existed = existing_run(request.user, data, devices, strategies) is not None
+        run = submit_run(request.user, data, filename, devices=devices, strategies=strategies,
+                         name=name, tags=tags, visibility=visibility, team=team)
+    except InputError as error:
+        raise ApiError(400, str(error))
+    body = {"id": run.pk, "status": run.status, **_links(request, run)}
+    return JsonResponse(body, status=200 if existed else 201)
+
+
+def _json_submission(request: HttpRequest) -> tuple[dict, bytes, str]:
+    try:
+        fields = json.loads(request.body)
+    except (UnicodeDecodeError, ValueError) as error:
+        raise ApiError(400, f"the request body is not valid JSON: {error}")
+    if not isinstance(fields, dict):
+        raise ApiError(400, "the request body must be a JSON object")
+    filename, text = fields.get("filename"), fields.get("text")
+    if not isinstance(filename, str) or not filename or not isinstance(text, str):
+        raise ApiError(400, "give the graph as \"filename\" (its suffix picks the format: "
+                            ".hlo, .json) and \"text\"")
+    return fields, text.encode(), filename
+
+
+def _multipart_submission(request: HttpRequest) -> tuple[dict, bytes, str]:
+    upload = request.FILES.get("file")
+    if upload is None:
+        raise ApiError(400, "give the graph as the multipart field 'file'")
+    fields = {key: request.POST.get(key) for key in ("name", "visibility", "team")}
+    for key in ("devices", "strategies", "tags"):
+        # Repeated fields or one comma-separated field: devices=a100&devices=h100, a100,h100.
+        fields[key] = [item.strip() for value in request.POST.getlist(key)
+                       for item in value.split(",") if item.strip()]
+    return fields, upload.read(), upload.name
+
+
+def _string_list(value, name: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ApiError(400, f"{name} must be a list of strings")
+    return value
+
+
+def _team(request: HttpRequest, value) -> Team | None:
+    """The team named (by name or id) in a submission, which the caller must belong to."""
+    if value in (None, ""):
+        return None
+    teams = Team.objects.filter(memberships__user=request.user)
+    if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
+        team = teams.filter(pk=int(value)).first()
+    else:
+        team = teams.filter(name=str(value)).first()
+    if team is None:
+        raise ApiError(400, f"you are not a member of a team {value!r}")
+    return team
+
+
+# --- One run -------------------------------------------------------------------------------------
+
+@api_view("GET")
+def run_detail(request: HttpRequest, run_id: str) -> JsonResponse:
+    return JsonResponse(_detail(request, _viewable_run(request, run_id)))
+
+
+@api_view("GET")
+def run_status(request: HttpRequest, run_id: str) -> JsonResponse:
+    return JsonResponse(_viewable_run(request, run_id).status_dict())
+
+
+@api_view("GET")
+def run_results(request: HttpRequest, run_id: str) -> JsonResponse:
+    """The artifact: per device, what `python -m compiler codegen --json` prints."""
+    run = _done_run(request, run_id)
+    return JsonResponse({"id": run.pk, **run.artifact})
+
+
+@api_view("GET")
+def run_kernel(request: HttpRequest, run_id: str, device: str, strategy: str,
+               kernel: str) -> JsonResponse:
+    """One kernel's entry in the artifact, with its CUDA source, PTX and line → node map."""
+    run = _done_run(request, run_id)
+    entry = find_kernel(run.artifact, device, strategy, kernel)
+    if entry is None:
+        raise ApiError(404, f"no kernel {device}/{strategy}/{kernel} in this run")
+    source = KernelSource.objects.filter(run=run, device=device, strategy=strategy,
+                                         kernel=kernel).first()
+    return JsonResponse({
+        "device": device, "strategy": strategy, "kernel": entry,
+        "function": source.function if source else None,
+        "source": source.source if source else None,
+        "ptx": (source.ptx or None) if source else None,
+        "line_nodes": source.line_nodes if source else {},
+        "resources": source.resources if source else None,
+    })
+
+
+# --- Exports -------------------------------------------------------------------------------------
+
+def _attachment(response: HttpResponse, run: Run, suffix: str) -> HttpResponse:
+    response["Content-Disposition"] = f'attachment; filename="fusion-run-{run.pk}.{suffix}"'
+    return response
+
+
+@api_view("GET")
+def run_export_json(request: HttpRequest, run_id: str) -> HttpResponse:
+    """The run's metadata and its whole artifact, kernel sources included (compile_graph's
+    output as it was)."""
+    run = _done_run(request, run_id)
+    sources = {f"{source.device}/{source.strategy}/{source.kernel}": {
+        "function": source.function, "source": source.source, "ptx": source.ptx or None,
+        "line_nodes": source.line_nodes, "resources": source.resources}
+        for source in run.kernel_sources.all()}
+    body = {"run": _detail(request, run), "artifact": {**run.artifact, "sources": sources}}
+    response = HttpResponse(json.dumps(body, indent=1), content_type="application/json")
+    return _attachment(response, run, "json")
+
+
+@api_view("GET")
+def run_export_csv(request: HttpRequest, run_id: str) -> HttpResponse:
+    """One row per device × strategy × kernel (CSV_COLUMNS); empty cells for null fields."""
+    run = _done_run(request, run_id)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(CSV_COLUMNS)
+    for row in csv_rows(run.artifact):
+        writer.writerow(["" if value is None else value for value in row])
+    response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
+    return _attachment(response, run, "csv")
+
+
+def csv_rows(artifact: dict) -> list[tuple]:
+    """The values of export.csv's rows, in CSV_COLUMNS order."""
+    rows = []
+    for device, result in artifact["devices"].items():
+        for strategy, strategy_result in result["strategies"].items():
+            for kernel in strategy_result["kernels"]:
+                rows.append((device, strategy, kernel["name"], kernel.get("kind"),
+                             len(kernel.get("nodes", [])),
+                             *(kernel.get(column) for column in CSV_COLUMNS[5:])))
+    return rows
+
+
+@api_view("GET", public=True)
+def openapi(request: HttpRequest) -> JsonResponse:
+    return JsonResponse(schema(request.build_absolute_uri("/api/v1")))

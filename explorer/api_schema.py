@@ -1,0 +1,296 @@
+"""The OpenAPI 3.1 description of the JSON API (explorer/api.py), written by hand and served at
+/api/v1/openapi.json. tests/explorer/test_api_schema.py checks that it names every route of
+explorer/api_urls.py and that real responses carry the keys it documents as required."""
+from __future__ import annotations
+
+from copy import deepcopy
+
+from compiler.cost.devices import DEVICES
+from compiler.fusion.explore import STRATEGIES
+
+
+def _ref(name: str) -> dict:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _nullable(type_name: str) -> dict:
+    return {"type": [type_name, "null"]}
+
+
+def _json(schema: dict, description: str) -> dict:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _error(description: str) -> dict:
+    return _json(_ref("Error"), description)
+
+
+RUN_ID = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "string"},
+          "description": "The run's permalink id (22 characters)."}
+NOT_DONE = _json(_ref("NotDone"), "The run is not done: still queued or running, or failed "
+                                  "(then `error` names the stage and the message).")
+UNAUTHORIZED = _error("No session and no valid `Authorization: Bearer <key>`.")
+NOT_FOUND = _error("No such run, or one the caller may not see (the two read alike).")
+
+KERNEL = {
+    "type": "object",
+    "description": "One kernel of a fusion plan, as `python -m compiler codegen --json` "
+                   "prints it (more keys than listed here). Fields a stage did not produce "
+                   "are null.",
+    "required": ["name", "kind", "nodes", "sol_us", "proj_us", "measured_us"],
+    "properties": {
+        "name": {"type": "string"}, "kind": {"type": "string"},
+        "nodes": {"type": "array", "items": {"type": "string"}},
+        "dram_bytes": _nullable("integer"), "sol_us": _nullable("number"),
+        "proj_us": _nullable("number"), "measured_us": _nullable("number"),
+        "limiter": _nullable("string"), "occupancy": _nullable("number"),
+        "waves": _nullable("number"), "block_size": _nullable("integer"),
+        "grid_size": _nullable("integer"), "registers": _nullable("integer"),
+        "shared_bytes": _nullable("integer"), "spill_bytes": _nullable("integer"),
+        "schedule": _nullable("string"),
+    },
+}
+
+STATUS = {
+    "type": "object",
+    "required": ["status", "stage", "progress_done", "progress_total", "error", "error_stage",
+                 "finished"],
+    "properties": {
+        "status": {"type": "string", "enum": ["queued", "running", "done", "failed"]},
+        "stage": {"type": "string", "description": "The stage running now (import, explore, "
+                                                   "codegen, build, cost)."},
+        "progress_done": {"type": "integer"}, "progress_total": {"type": "integer"},
+        "error": {"type": "string", "description": "Empty unless the run failed."},
+        "error_stage": {"type": "string"},
+        "finished": {"type": ["string", "null"], "format": "date-time"},
+    },
+}
+
+LINKS = {
+    "url": {"type": "string", "format": "uri", "description": "The run's web page."},
+    "api_url": {"type": "string", "format": "uri"},
+    "status_url": {"type": "string", "format": "uri"},
+    "results_url": {"type": "string", "format": "uri"},
+    "export_json_url": {"type": "string", "format": "uri"},
+    "export_csv_url": {"type": "string", "format": "uri"},
+}
+
+RUN_SUMMARY = {
+    "type": "object",
+    "required": ["id", "name", "filename", "status", "owner", "team", "visibility", "tags",
+                 "devices", "strategies", "created", *LINKS],
+    "properties": {
+        "id": {"type": "string"}, "name": {"type": "string"}, "filename": {"type": "string"},
+        "status": {"type": "string", "enum": ["queued", "running", "done", "failed"]},
+        "owner": {"type": "string"}, "team": _nullable("string"),
+        "visibility": {"type": "string", "enum": ["private", "team", "public"]},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "devices": {"type": "array", "items": {"type": "string"}},
+        "strategies": {"type": "array", "items": {"type": "string"}},
+        "created": {"type": "string", "format": "date-time"},
+        **LINKS,
+    },
+}
+
+SUBMISSION_FIELDS = {
+    "devices": {"type": "array", "items": {"type": "string", "enum": list(DEVICES)},
+                "description": "Device models to compile for (default: h100)."},
+    "strategies": {"type": "array", "items": {"type": "string", "enum": list(STRATEGIES)},
+                   "description": "Fusion strategies (default: all)."},
+    "name": {"type": "string", "maxLength": 200},
+    "tags": {"type": "array", "items": {"type": "string", "maxLength": 50}, "maxItems": 20},
+    "visibility": {"type": "string", "enum": ["private", "team", "public"],
+                   "default": "private"},
+    "team": {"type": ["string", "integer"],
+             "description": "A team of the caller's, by name or id; needed for visibility "
+                            "\"team\"."},
+}
+
+SCHEMAS = {
+    "Error": {"type": "object", "required": ["error"],
+              "properties": {"error": {"type": "string"}}},
+    "Status": STATUS,
+    "NotDone": {"type": "object", "required": ["error", "status", "status_url"],
+                "properties": {"error": {"type": "string"}, "status": _ref("Status"),
+                               "status_url": {"type": "string", "format": "uri"}}},
+    "RunSummary": RUN_SUMMARY,
+    "Run": {"allOf": [_ref("RunSummary"), {
+        "type": "object", "required": ["compiler_version", "started", "progress"],
+        "properties": {"compiler_version": {"type": "string"},
+                       "started": {"type": ["string", "null"], "format": "date-time"},
+                       "progress": _ref("Status")}}]},
+    "RunList": {"type": "object",
+                "required": ["count", "page", "pages", "per_page", "next", "previous",
+                             "results"],
+                "properties": {"count": {"type": "integer"}, "page": {"type": "integer"},
+                               "pages": {"type": "integer"}, "per_page": {"type": "integer"},
+                               "next": _nullable("string"), "previous": _nullable("string"),
+                               "results": {"type": "array", "items": _ref("RunSummary")}}},
+    "Submitted": {"type": "object", "required": ["id", "status", *LINKS],
+                  "properties": {"id": {"type": "string"}, "status": {"type": "string"},
+                                 **LINKS}},
+    "JsonSubmission": {"type": "object", "required": ["filename", "text"],
+                       "properties": {"filename": {"type": "string", "description":
+                                                   "Its suffix picks the format (.hlo, .json)."},
+                                      "text": {"type": "string"}, **SUBMISSION_FIELDS}},
+    "MultipartSubmission": {"type": "object", "required": ["file"],
+                            "properties": {"file": {"type": "string",
+                                                    "contentMediaType":
+                                                        "application/octet-stream",
+                                                    "description": "The graph file (.hlo, "
+                                                                   ".onnx, .json)."},
+                                           **SUBMISSION_FIELDS}},
+    "Kernel": KERNEL,
+    "StrategyResult": {"type": "object", "required": ["total", "kernels", "decisions"],
+                       "properties": {
+                           "explore_ms": {"type": "number"},
+                           "total": {"type": "object",
+                                     "required": ["sol_us", "proj_us", "measured_us"],
+                                     "properties": {"sol_us": {"type": "number"},
+                                                    "proj_us": _nullable("number"),
+                                                    "measured_us": _nullable("number")}},
+                           "kernels": {"type": "array", "items": _ref("Kernel")},
+                           "decisions": {"type": "array"}}},
+    "Artifact": {"type": "object", "required": ["compiler_version", "graph", "devices"],
+                 "properties": {
+                     "compiler_version": {"type": "string"},
+                     "graph": {"type": "object", "required": ["name", "nodes"]},
+                     "devices": {"type": "object", "description": "Keyed by device name.",
+                                 "additionalProperties": {
+                                     "type": "object",
+                                     "required": ["graph", "device", "strategies"],
+                                     "properties": {"strategies": {
+                                         "type": "object",
+                                         "additionalProperties": _ref("StrategyResult")}}}}}},
+    "Results": {"allOf": [_ref("Artifact"), {"type": "object", "required": ["id"],
+                                             "properties": {"id": {"type": "string"}}}]},
+    "KernelDetail": {"type": "object",
+                     "required": ["device", "strategy", "kernel", "function", "source", "ptx",
+                                  "line_nodes", "resources"],
+                     "properties": {
+                         "device": {"type": "string"}, "strategy": {"type": "string"},
+                         "kernel": _ref("Kernel"), "function": _nullable("string"),
+                         "source": {"type": ["string", "null"],
+                                    "description": "CUDA C; null for a library call."},
+                         "ptx": _nullable("string"),
+                         "line_nodes": {"type": "object", "description": "1-based source line "
+                                        "→ the graph nodes it computes.",
+                                        "additionalProperties": {"type": "array",
+                                                                 "items": {"type": "string"}}},
+                         "resources": {"type": ["object", "null"],
+                                       "description": "What ptxas reports."}}},
+    "Export": {"type": "object", "required": ["run", "artifact"],
+               "properties": {"run": _ref("Run"), "artifact": {"allOf": [
+                   _ref("Artifact"), {"type": "object", "required": ["sources"]}]}}},
+}
+
+
+def _operation(summary: str, responses: dict, parameters=(), **more) -> dict:
+    return {"summary": summary, "parameters": list(parameters),
+            "responses": {**responses, "401": UNAUTHORIZED}, **more}
+
+
+def _query(name: str, description: str, schema: dict) -> dict:
+    return {"name": name, "in": "query", "required": False, "description": description,
+            "schema": schema}
+
+
+def _path(name: str, description: str) -> dict:
+    return {"name": name, "in": "path", "required": True, "description": description,
+            "schema": {"type": "string"}}
+
+
+PATHS = {
+    "/runs": {
+        "get": _operation(
+            "The runs the caller can view, newest first.",
+            {"200": _json(_ref("RunList"), "One page of runs."),
+             "400": _error("A bad page or per_page."), "404": _error("No such page.")},
+            [_query("device", "Only runs compiled for this device.", {"type": "string"}),
+             _query("tag", "Only runs with this tag.", {"type": "string"}),
+             _query("q", "Only runs whose name or file name contains this.",
+                    {"type": "string"}),
+             _query("page", "1-based page number.", {"type": "integer", "minimum": 1}),
+             _query("per_page", "Runs per page (default 50).",
+                    {"type": "integer", "minimum": 1, "maximum": 200})],
+            operationId="listRuns"),
+        "post": _operation(
+            "Submit a graph; its compile job is queued.",
+            {"201": _json(_ref("Submitted"), "A new run, queued."),
+             "200": _json(_ref("Submitted"), "The same graph and options were submitted "
+                                             "before: the existing run."),
+             "400": _error("A graph that does not import (the message names file:line:col) "
+                           "or a bad option."),
+             "403": _error("A session-authenticated request without the CSRF token."),
+             "415": _error("Neither multipart/form-data nor application/json.")},
+            requestBody={"required": True, "content": {
+                "application/json": {"schema": _ref("JsonSubmission")},
+                "multipart/form-data": {"schema": _ref("MultipartSubmission")}}},
+            operationId="submitRun"),
+    },
+    "/runs/{run_id}": {"get": _operation(
+        "A run's metadata and progress.",
+        {"200": _json(_ref("Run"), "The run."), "404": NOT_FOUND}, [RUN_ID],
+        operationId="getRun")},
+    "/runs/{run_id}/status": {"get": _operation(
+        "A run's status and progress; poll it until status is done or failed.",
+        {"200": _json(_ref("Status"), "The status."), "404": NOT_FOUND}, [RUN_ID],
+        operationId="getRunStatus")},
+    "/runs/{run_id}/results": {"get": _operation(
+        "A done run's artifact: per device, the output of `python -m compiler codegen --json`.",
+        {"200": _json(_ref("Results"), "The artifact."), "404": NOT_FOUND, "409": NOT_DONE},
+        [RUN_ID], operationId="getRunResults")},
+    "/runs/{run_id}/kernels/{device}/{strategy}/{kernel}": {"get": _operation(
+        "One kernel: its artifact entry, CUDA source, PTX and line → node map.",
+        {"200": _json(_ref("KernelDetail"), "The kernel."),
+         "404": _error("No such run (or not the caller's to see), or no such kernel in it."),
+         "409": NOT_DONE},
+        [RUN_ID, _path("device", "A device of the run, e.g. h100."),
+         _path("strategy", "A strategy of the run, e.g. cost."),
+         _path("kernel", "The kernel's name in the plan, e.g. stitch-regional.0.")],
+        operationId="getRunKernel")},
+    "/runs/{run_id}/export.json": {"get": _operation(
+        "Download the run (metadata, artifact and kernel sources) as one JSON file.",
+        {"200": _json(_ref("Export"), "An attachment (Content-Disposition)."),
+         "404": NOT_FOUND, "409": NOT_DONE},
+        [RUN_ID], operationId="exportRunJson")},
+    "/runs/{run_id}/export.csv": {"get": _operation(
+        "Download the run's kernels as CSV, one row per device × strategy × kernel.",
+        {"200": {"description": "An attachment (Content-Disposition) with the header row "
+                                "device, strategy, kernel, kind, nodes, dram_bytes, sol_us, "
+                                "proj_us, measured_us, limiter, occupancy, waves, block_size, "
+                                "grid_size, registers, shared_bytes, spill_bytes, schedule; "
+                                "empty cells for fields not produced.",
+                 "content": {"text/csv": {"schema": {"type": "string"}}}},
+         "404": NOT_FOUND, "409": NOT_DONE},
+        [RUN_ID], operationId="exportRunCsv")},
+    "/openapi.json": {"get": {
+        "summary": "This document.", "operationId": "getOpenApi", "security": [],
+        "responses": {"200": _json({"type": "object"}, "The OpenAPI description.")}}},
+}
+
+DOCUMENT = {
+    "openapi": "3.1.0",
+    "info": {"title": "Fusion Explorer API", "version": "1",
+             "description": "Submit a computation graph, poll its run, fetch the fusion plans, "
+                            "kernels and timings, export them. See docs/api.md."},
+    "paths": PATHS,
+    "components": {
+        "schemas": SCHEMAS,
+        "securitySchemes": {
+            "bearer": {"type": "http", "scheme": "bearer",
+                       "description": "An API key from `python manage.py create_api_token`."},
+            "session": {"type": "apiKey", "in": "cookie", "name": "sessionid",
+                        "description": "The browser's login session (POST needs the CSRF "
+                                       "token too)."},
+        },
+    },
+    "security": [{"bearer": []}, {"session": []}],
+}
+
+
+def schema(server_url: str) -> dict:
+    """The document, with this server's /api/v1 URL as its server."""
+    document = deepcopy(DOCUMENT)
+    document["servers"] = [{"url": server_url}]
+    return document

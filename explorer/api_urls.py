@@ -1,0 +1,18 @@
+"""The JSON API's routes, mounted at /api/v1/ (see explorer/api.py and docs/api.md)."""
+from django.urls import path
+
+from explorer import api
+
+RUN = "runs/<str:run_id>"
+
+urlpatterns = [
+    path("openapi.json", api.openapi, name="api-openapi"),
+    path("runs", api.runs, name="api-runs"),
+    path(RUN, api.run_detail, name="api-run"),
+    path(f"{RUN}/status", api.run_status, name="api-run-status"),
+    path(f"{RUN}/results", api.run_results, name="api-run-results"),
+    path(f"{RUN}/kernels/<str:device>/<str:strategy>/<str:kernel>", api.run_kernel,
+         name="api-run-kernel"),
+    path(f"{RUN}/export.json", api.run_export_json, name="api-run-export-json"),
+    path(f"{RUN}/export.csv", api.run_export_csv, name="api-run-export-csv"),
+]
