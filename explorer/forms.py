@@ -58,6 +58,14 @@ def samples() -> tuple[Sample, ...]:
     return tuple(sorted(found, key=lambda sample: (order.index(sample.fmt), sample.key)))
 
 
+def _teams_of(user):
+    from explorer.models import Team
+
+    if user is None or not user.is_authenticated:
+        return Team.objects.none()
+    return Team.objects.filter(memberships__user=user).order_by("name")
+
+
 def _sample_choices():
     return [(sample.key, sample.title) for sample in samples()]
 
@@ -80,13 +88,8 @@ class UploadForm(forms.Form):
 
     def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)
-        from explorer.models import Team
-
         self.fields["sample"].choices = [("", "")] + _sample_choices()
-        teams = Team.objects.none()
-        if user is not None and user.is_authenticated:
-            teams = Team.objects.filter(memberships__user=user).order_by("name")
-        self.fields["team"].queryset = teams
+        self.fields["team"].queryset = _teams_of(user)
 
     def clean(self):
         cleaned = super().clean()
@@ -110,3 +113,37 @@ class UploadForm(forms.Form):
             return text.encode(), f"pasted{suffix}"
         sample = next(s for s in samples() if s.key == data["sample"])
         return sample.path.read_bytes(), sample.path.name
+
+
+class RunSettingsForm(forms.Form):
+    """What the owner may change on a finished or running run: its name, tags and sharing."""
+    name = forms.CharField(required=False, max_length=200, label="Name")
+    tags = forms.CharField(required=False, max_length=500, label="Tags",
+                           help_text="Separated by commas.")
+    visibility = forms.ChoiceField(choices=VISIBILITY_CHOICES, label="Shared with")
+    team = forms.ModelChoiceField(queryset=None, required=False, empty_label="no team")
+
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["team"].queryset = _teams_of(user)
+
+    @classmethod
+    def for_run(cls, run, user) -> RunSettingsForm:
+        return cls(user=user, initial={"name": run.name, "tags": ", ".join(run.tags),
+                                       "visibility": run.visibility, "team": run.team_id})
+
+    def clean_tags(self) -> list[str]:
+        tags = [tag.strip() for tag in self.cleaned_data["tags"].split(",")]
+        return list(dict.fromkeys(tag for tag in tags if tag))
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("visibility") == "team" and not cleaned.get("team"):
+            self.add_error("team", "A run shared with a team needs the team.")
+        return cleaned
+
+    def apply(self, run) -> None:
+        data = self.cleaned_data
+        run.name, run.tags, run.visibility = data["name"], data["tags"], data["visibility"]
+        run.team = data["team"]
+        run.save(update_fields=["name", "tags", "visibility", "team"])

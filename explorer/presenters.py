@@ -466,3 +466,168 @@ def resource_rows(resources: dict | None) -> list[tuple[str, object]]:
     """ptxas' figures as (label, value) pairs; its log is shown on its own."""
     return [(key.replace("_", " "), value) for key, value in (resources or {}).items()
             if key != "ptxas_log"]
+
+
+# -- comparing two plans ----------------------------------------------------------------------
+#
+# A "side" of a comparison is one plan: a run's result for one device and one strategy. Kernels
+# of the two plans are matched by the graph nodes they own, never by name ("loop.3" of one plan
+# has nothing to do with "loop.3" of another).
+
+TOTAL_FIELDS = (("kernels", "kernels"), ("dram_bytes", "DRAM traffic"), ("sol_us", "SOL"),
+                ("proj_us", "projected"), ("measured_us", "measured"))
+FASTER_COLOUR = "#1f9e89"
+SLOWER_COLOUR = "#d62728"
+
+
+def parse_side(text: str) -> tuple[str, str | None, str | None]:
+    """"<run>[:<device>[:<strategy>]]" as (run, device or None, strategy or None)."""
+    parts = text.strip().split(":")
+    parts += [""] * (3 - len(parts))
+    run_id, device, strategy = parts[0], parts[1] or None, ":".join(parts[2:]) or None
+    return run_id, device, strategy
+
+
+def default_plan(artifact: dict, device: str | None = None,
+                 strategy: str | None = None) -> tuple[str, str] | None:
+    """The (device, strategy) a side names, filling in what it leaves out: the first device and
+    the lowest projected strategy. None when the artifact has no such plan."""
+    devices = artifact.get("devices") or {}
+    device = device or next(iter(sorted(devices)), None)
+    strategies = devices.get(device, {}).get("strategies", {})
+    if strategy is None:
+        strategy = min(ordered_strategies(strategies), default=None,
+                       key=lambda name: strategies[name]["total"]["proj_us"] or math.inf)
+    if strategy not in strategies:
+        return None
+    return device, strategy
+
+
+def plan_totals(strategy_result: dict) -> dict:
+    total = strategy_result["total"]
+    return {"kernels": strategy_result.get("kernel_count", len(strategy_result["kernels"])),
+            "dram_bytes": total.get("dram_bytes"), "sol_us": total.get("sol_us"),
+            "proj_us": total.get("proj_us"), "measured_us": total.get("measured_us")}
+
+
+def _delta(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else b - a
+
+
+def total_rows(totals_a: dict, totals_b: dict) -> list[dict]:
+    """The two plans' totals side by side: B − A and B / A per figure."""
+    return [{"key": key, "label": label, "a": totals_a[key], "b": totals_b[key],
+             "delta": _delta(totals_a[key], totals_b[key]),
+             "ratio": _ratio(totals_b[key], totals_a[key])}
+            for key, label in TOTAL_FIELDS]
+
+
+def jaccard(a: set, b: set) -> float:
+    return len(a & b) / len(a | b) if a or b else 0.0
+
+
+def match_kernels(kernels_a: list[dict], kernels_b: list[dict]) -> list[dict]:
+    """Pair kernels one to one by the overlap of their nodes (Jaccard), the most similar pair
+    first; a kernel left without a partner is only in its plan. One row per pair or lone kernel:
+    {"a", "b" (the kernels or None), "overlap", "sol_delta", "proj_delta"}, largest absolute
+    projected delta first (a lone kernel's delta is its whole time, lost or added)."""
+    nodes_a = [set(kernel["nodes"]) for kernel in kernels_a]
+    nodes_b = [set(kernel["nodes"]) for kernel in kernels_b]
+    owners_b = defaultdict(set)
+    for index, nodes in enumerate(nodes_b):
+        for node in nodes:
+            owners_b[node].add(index)
+    candidates = []
+    for i, nodes in enumerate(nodes_a):
+        partners = set().union(*(owners_b[node] for node in nodes)) if nodes else set()
+        candidates += [(-jaccard(nodes, nodes_b[j]), i, j) for j in partners]
+    matched_a, matched_b, rows = set(), set(), []
+    for negative_overlap, i, j in sorted(candidates):
+        if i in matched_a or j in matched_b:
+            continue
+        matched_a.add(i)
+        matched_b.add(j)
+        rows.append(_match_row(kernels_a[i], kernels_b[j], -negative_overlap))
+    rows += [_match_row(kernel, None, 0.0)
+             for i, kernel in enumerate(kernels_a) if i not in matched_a]
+    rows += [_match_row(None, kernel, 0.0)
+             for j, kernel in enumerate(kernels_b) if j not in matched_b]
+    rows.sort(key=lambda row: -abs(row["proj_delta"] or 0))
+    return rows
+
+
+def _match_row(a: dict | None, b: dict | None, overlap: float) -> dict:
+    row = {"a": a, "b": b, "overlap": overlap,
+           "status": "matched" if a and b else ("only in A" if a else "only in B")}
+    for key, delta in (("sol_us", "sol_delta"), ("proj_us", "proj_delta")):
+        row[f"a_{key}"] = a[key] if a else None
+        row[f"b_{key}"] = b[key] if b else None
+        # A kernel with no partner counts whole: its time is lost or added.
+        before = a[key] if a else 0.0
+        after = b[key] if b else 0.0
+        row[delta] = _delta(before, after)
+    return row
+
+
+def plan_changes(kernels_a: list[dict], kernels_b: list[dict]) -> dict[str, list[dict]]:
+    """How the grouping changed: a kernel of A whose nodes B spreads over several kernels was
+    split; a kernel of B that gathers nodes of several kernels of A is a merge. Nodes only one
+    plan has (recomputed, or a different graph) are left out."""
+    return {"split": _spread(kernels_a, kernels_b), "merged": _spread(kernels_b, kernels_a)}
+
+
+def _spread(kernels: list[dict], others: list[dict]) -> list[dict]:
+    owner = {}
+    for other in others:
+        for node in other["nodes"]:
+            owner.setdefault(node, other["name"])
+    changes = []
+    for kernel in kernels:
+        parts = defaultdict(list)
+        for node in kernel["nodes"]:
+            if node in owner:
+                parts[owner[node]].append(node)
+        if len(parts) > 1:
+            changes.append({"kernel": kernel["name"],
+                            "parts": [{"kernel": name, "nodes": nodes}
+                                      for name, nodes in parts.items()]})
+    return changes
+
+
+def kernel_delta_figure(rows: list[dict], limit: int = 20) -> dict | None:
+    """Horizontal bars of the largest projected deltas (B − A), faster in green."""
+    rows = [row for row in rows if row["proj_delta"]][:limit]
+    if not rows:
+        return None
+    rows = rows[::-1]  # Plotly draws the first bar at the bottom.
+    labels = [f"{_kernel_name(row['a'])} → {_kernel_name(row['b'])}" for row in rows]
+    deltas = [row["proj_delta"] for row in rows]
+    colours = [FASTER_COLOUR if delta < 0 else SLOWER_COLOUR for delta in deltas]
+    return {"data": [{"type": "bar", "orientation": "h", "y": labels, "x": deltas,
+                      "marker": {"color": colours},
+                      "hovertemplate": "%{y}: %{x:+.2f} µs<extra></extra>"}],
+            "layout": {**LAYOUT, "height": 120 + 26 * len(rows),
+                       "margin": {**LAYOUT["margin"], "l": 20},
+                       "title": {"text": "Largest projected deltas (B − A)"},
+                       "xaxis": {"title": {"text": "µs (negative: B is faster)"},
+                                 "zeroline": True, "zerolinecolor": "#687087"},
+                       "yaxis": {"automargin": True, "ticksuffix": " "}}}
+
+
+def _kernel_name(kernel: dict | None) -> str:
+    return "–" if kernel is None else kernel["name"]
+
+
+# -- run history ------------------------------------------------------------------------------
+
+def best_totals(artifact: dict | None) -> list[dict]:
+    """Per device, the strategy with the lowest projected total: [{device, strategy, proj_us}]."""
+    best = []
+    for device in sorted((artifact or {}).get("devices") or {}):
+        plan = default_plan(artifact, device)
+        if plan is None:
+            continue
+        strategy = plan[1]
+        total = artifact["devices"][device]["strategies"][strategy]["total"]
+        best.append({"device": device, "strategy": strategy, "proj_us": total["proj_us"]})
+    return best

@@ -6,9 +6,13 @@ from explorer import views
 urlpatterns = [
     path("", views.index, name="explorer-index"),
     path("r/<str:run_id>", views.run_page, name="explorer-run"),
+    path("runs", views.history, name="explorer-history"),
+    path("compare", views.compare, name="explorer-compare"),
+    path("r/<str:run_id>/settings", views.run_settings, name="explorer-run-settings"),
     path("r/<str:run_id>/status.json", views.run_status, name="explorer-run-status"),
     path("r/<str:run_id>/<str:device>/<str:strategy>/<str:kernel>", views.kernel_page,
          name="explorer-kernel"),
+    path("api/v1/", include("explorer.api_urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -6,16 +6,20 @@ so that a run's id says nothing to a stranger; an anonymous visitor is sent to l
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.db.models import Q
+from django.http import (Http404, HttpRequest, HttpResponse, HttpResponseBadRequest,
+                         JsonResponse)
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from compiler.cost.devices import get_device
 from compiler.errors import InputError
 from explorer import presenters
-from explorer.forms import UploadForm, samples
+from explorer.forms import RunSettingsForm, UploadForm, samples
 from explorer.models import KernelSource, Run
-from explorer.runs import submit_run
+from explorer.runs import submit_run, viewable_runs
 
 
 class LoginNeeded(Exception):
@@ -77,13 +81,63 @@ def _upload(request: HttpRequest) -> HttpResponse:
 @_run_view
 def run_page(request: HttpRequest, run: Run) -> HttpResponse:
     """Progress while the run compiles; the comparison, plans and kernels once it is done."""
-    context = {"run": run, "status": run.status_dict(), "devices": [], "figures": {}}
+    return _render_run(request, run, RunSettingsForm.for_run(run, request.user))
+
+
+def _render_run(request: HttpRequest, run: Run, settings_form: RunSettingsForm,
+                status: int = 200) -> HttpResponse:
+    context = {"run": run, "status": run.status_dict(), "devices": [], "figures": {},
+               "is_owner": request.user.pk == run.owner_id, "settings_form": settings_form}
     if run.status == "done" and run.artifact:
         for name, result in run.artifact["devices"].items():
             device, figures = _device_context(name, result)
             context["devices"].append(device)
             context["figures"].update(figures)
-    return render(request, "explorer/run.html", context)
+        context["plans"] = _plan_choices(run, context["devices"])
+        context["other_runs"] = _other_runs(request.user, run)
+    return render(request, "explorer/run.html", context, status=status)
+
+
+def _plan_choices(run: Run, devices: list[dict]) -> list[dict]:
+    """Every (device, strategy) of the run for the "compare strategies" picker; A starts on the
+    first device's first strategy, B on its last."""
+    plans = [{"value": f"{run.pk}:{device['name']}:{strategy['name']}",
+              "label": f"{device['name']} · {strategy['name']}", "a": False, "b": False}
+             for device in devices for strategy in device["strategies"]]
+    first_device = len(devices[0]["strategies"]) if devices else 0
+    if first_device:
+        plans[0]["a"] = plans[first_device - 1]["b"] = True
+    return plans
+
+
+# How many runs the run page offers to compare with.
+COMPARE_CHOICES = 50
+
+
+def _other_runs(user, run: Run) -> list[tuple[str, list[Run]]]:
+    """The user's other finished runs, those of the same graph first."""
+    if not user.is_authenticated:
+        return []
+    runs = Run.objects.filter(owner=user, status=Run.DONE).exclude(pk=run.pk) \
+        .only("id", "name", "filename", "created", "devices")[:COMPARE_CHOICES]
+    same_graph = set(Run.objects.filter(owner=user, graph_bytes=run.graph_bytes)
+                     .values_list("pk", flat=True))
+    groups = [("same graph", [other for other in runs if other.pk in same_graph]),
+              ("other graphs", [other for other in runs if other.pk not in same_graph])]
+    return [(label, members) for label, members in groups if members]
+
+
+@require_POST
+@_run_view
+def run_settings(request: HttpRequest, run: Run) -> HttpResponse:
+    """The owner renames, tags or shares the run; anyone else who can see it is refused."""
+    if request.user.pk != run.owner_id:
+        raise PermissionDenied("Only the run's owner can change it.")
+    form = RunSettingsForm(request.POST, user=request.user)
+    if not form.is_valid():
+        return _render_run(request, run, form, status=400)
+    form.apply(run)
+    return redirect("explorer-run", run_id=run.pk)
 
 
 def _device_context(name: str, result: dict) -> tuple[dict, dict]:
@@ -149,3 +203,124 @@ def kernel_page(request: HttpRequest, run: Run, device: str, strategy: str,
         "candidates": presenters.candidate_rows(entry),
     }
     return render(request, "explorer/kernel.html", context)
+
+
+@require_GET
+def compare(request: HttpRequest) -> HttpResponse:
+    """Two plans side by side: ?a=<run>[:device[:strategy]]&b=... (or ?run=<id>&run=<id>, as
+    the history page's checkboxes send them)."""
+    a, b = request.GET.get("a"), request.GET.get("b")
+    if not (a and b):
+        picked = request.GET.getlist("run")
+        if len(picked) != 2:
+            return HttpResponseBadRequest("Choose two runs to compare: ?a=<run>&b=<run>.")
+        a, b = picked
+    try:
+        side_a = _compare_side(request, a)
+        side_b = _compare_side(request, b, prefer_device=side_a["device"],
+                               prefer_strategy=side_a["strategy"])
+    except LoginNeeded:
+        return redirect_to_login(request.get_full_path(), settings.LOGIN_URL)
+    kernels_a, kernels_b = side_a["result"]["kernels"], side_b["result"]["kernels"]
+    rows = presenters.match_kernels(kernels_a, kernels_b)
+    changes = presenters.plan_changes(kernels_a, kernels_b)
+    context = {
+        "a": side_a, "b": side_b,
+        "swap_url": f"?a={side_b['spec']}&b={side_a['spec']}",
+        "totals": presenters.total_rows(presenters.plan_totals(side_a["result"]),
+                                        presenters.plan_totals(side_b["result"])),
+        "rows": rows,
+        "counts": {key: sum(row["status"] == status for row in rows)
+                   for key, status in (("matched", "matched"), ("only_a", "only in A"),
+                                       ("only_b", "only in B"))},
+        "changes": changes,
+        "change_groups": [("Split", changes["split"], "of A is split in B into"),
+                          ("Merged", changes["merged"], "of B merges A's")],
+        "sides": [("A", side_a), ("B", side_b)],
+        "figures": {"deltas": presenters.kernel_delta_figure(rows)},
+    }
+    return render(request, "explorer/compare.html", context)
+
+
+def _compare_side(request: HttpRequest, text: str, prefer_device: str | None = None,
+                  prefer_strategy: str | None = None) -> dict:
+    """One side of a comparison: a run the user can view, and the plan the text names. What
+    it leaves out is the other side's device and strategy where this run has them."""
+    run_id, device, strategy = presenters.parse_side(text)
+    run = _viewable_run(request, run_id)
+    artifact = run.artifact or {}
+    devices = artifact.get("devices") or {}
+    if run.status != Run.DONE or not devices:
+        raise Http404("This run has no results yet.")
+    if device is None and prefer_device in devices:
+        device = prefer_device
+    if strategy is None and prefer_strategy in devices.get(device, {}).get("strategies", {}):
+        strategy = prefer_strategy
+    plan = presenters.default_plan(artifact, device, strategy)
+    if plan is None:
+        raise Http404("This run has no such device or strategy.")
+    device, strategy = plan
+    return {"run": run, "device": device, "strategy": strategy,
+            "spec": f"{run.pk}:{device}:{strategy}",
+            "result": devices[device]["strategies"][strategy]}
+
+
+# Runs per page of the history.
+HISTORY_PAGE_SIZE = 25
+OWNER_FILTERS = ("me", "team", "public")
+# Query parameter -> the Run field (a JSON list) it looks in.
+LIST_FILTERS = {"device": "devices", "strategy": "strategies", "tag": "tags"}
+
+
+@require_GET
+@login_required
+def history(request: HttpRequest) -> HttpResponse:
+    """Every run the user can view, newest first, with filters and a search."""
+    query = request.GET
+    runs = viewable_runs(request.user)
+    if query.get("q"):
+        runs = runs.filter(Q(name__icontains=query["q"]) | Q(filename__icontains=query["q"]))
+    if query.get("status") in dict(Run.STATUSES):
+        runs = runs.filter(status=query["status"])
+    owner = query.get("owner")
+    if owner == "me":
+        runs = runs.filter(owner=request.user)
+    elif owner == "team":
+        runs = runs.filter(visibility=Run.TEAM).exclude(owner=request.user)
+    elif owner == "public":
+        runs = runs.filter(visibility=Run.PUBLIC)
+    wanted = {field: query[key] for key, field in LIST_FILTERS.items() if query.get(key)}
+    if wanted:
+        runs = Run.objects.filter(pk__in=_ids_listing(runs, wanted))
+    page = Paginator(runs.select_related("owner").defer("graph_bytes"),
+                     HISTORY_PAGE_SIZE).get_page(query.get("page"))
+    rows = [{"run": run, "best": presenters.best_totals(run.artifact)} for run in page]
+    filters = query.copy()
+    filters.pop("page", None)
+    everything = viewable_runs(request.user).values_list("devices", "strategies", "tags")
+    context = {"page": page, "rows": rows, "query": query, "filters": filters.urlencode(),
+               "owners": OWNER_FILTERS, "statuses": [name for name, _ in Run.STATUSES],
+               "choices": _filter_choices(everything)}
+    return render(request, "explorer/history.html", context)
+
+
+def _ids_listing(runs, wanted: dict[str, str]) -> list[str]:
+    """The runs whose lists hold every wanted value. SQLite cannot look inside a JSON list, so
+    this reads the ids and the lists alone and filters here."""
+    fields = list(LIST_FILTERS.values())
+    ids = []
+    for pk, *lists in runs.values_list("pk", *fields):
+        by_field = dict(zip(fields, lists))
+        if all(value in by_field[field] for field, value in wanted.items()):
+            ids.append(pk)
+    return ids
+
+
+def _filter_choices(lists) -> dict[str, list[str]]:
+    devices, strategies, tags = set(), set(), set()
+    for run_devices, run_strategies, run_tags in lists:
+        devices.update(run_devices)
+        strategies.update(run_strategies)
+        tags.update(run_tags)
+    return {"device": sorted(devices),
+            "strategy": presenters.ordered_strategies(strategies), "tag": sorted(tags)}

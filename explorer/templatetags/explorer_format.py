@@ -51,3 +51,32 @@ def number(value, digits=2):
     if isinstance(value, float):
         return f"{value:.{digits}f}"
     return str(value)
+
+
+@register.filter
+def signed(value):
+    """A count's difference with its sign: +2, −3 (a minus sign, as signed_us writes it)."""
+    if value is None:
+        return MISSING
+    return f"{'+' if value >= 0 else '−'}{abs(value)}"
+
+
+@register.filter
+def signed_us(value):
+    """A time difference with its sign: +1.25 µs, −0.50 µs."""
+    if value is None:
+        return MISSING
+    return f"{'+' if value >= 0 else '−'}{us(abs(value))}"
+
+
+@register.filter
+def signed_bytes(value):
+    if value is None:
+        return MISSING
+    return f"{'+' if value >= 0 else '−'}{filesizeformat(abs(value))}"
+
+
+@register.filter
+def lookup(mapping, key):
+    """mapping[key] in a template, where the key is a variable (a QueryDict's last value)."""
+    return mapping.get(key)

@@ -96,6 +96,22 @@ def check_kernel_page(page, run: Run) -> None:
     page.locator('.plot[data-figure="pipes"] .main-svg').first.wait_for()
 
 
+def compare_strategies(page, base_url: str, run_path: str, run: Run) -> None:
+    """The run page's picker opens unfused against cost; every kernel of both plans is in the
+    matching table and the delta chart is drawn."""
+    page.goto(f"{base_url}{run_path}")
+    with page.expect_navigation():
+        page.click("#compare-strategies button[type=submit]")
+    assert page.url.startswith(f"{base_url}/compare?")
+    strategies = run.artifact["devices"]["h100"]["strategies"]
+    table = page.locator(".compare__kernels").inner_text()
+    for strategy in ("unfused", "cost"):
+        for kernel in strategies[strategy]["kernels"]:
+            assert kernel["name"] in table
+    page.locator('.plot[data-figure="deltas"] .main-svg').first.wait_for()
+    assert_no_js_errors(page)
+
+
 def test_a_user_uploads_hlo_sees_results_opens_a_kernel_and_shares_the_link(
         users, compile_queue, live_server, new_page, screenshots):
     base_url = live_server.url
@@ -131,6 +147,15 @@ def test_a_user_uploads_hlo_sees_results_opens_a_kernel_and_shares_the_link(
     assert_no_js_errors(page)
     screenshots(page, "kernel")
 
+    # Two strategies side by side, picked on the run page; then the history lists the run.
+    compare_strategies(page, base_url, run_path, run)
+    screenshots(page, "compare")
+    page.goto(f"{base_url}/runs")
+    assert page.locator(".history__table tbody tr").count() == 1
+    assert "attention block" in page.locator(".history__table").inner_text()
+    assert_no_js_errors(page)
+    screenshots(page, "history")
+
     # The permalink in a new session: the owner logs in again and sees the same results.
     owner_again = new_page()
     log_in(owner_again, base_url, "ada", next_path=run_path)
@@ -147,8 +172,13 @@ def test_a_user_uploads_hlo_sees_results_opens_a_kernel_and_shares_the_link(
     anonymous.goto(f"{base_url}{run_path}")
     assert anonymous.url.startswith(f"{base_url}/accounts/login/")
 
-    # Once the run is public, anyone with the link sees it, without logging in.
-    Run.objects.filter(pk=run.pk).update(visibility=Run.PUBLIC)
+    # Once the owner makes the run public, anyone with the link sees it, without logging in.
+    page.goto(f"{base_url}{run_path}")
+    page.locator(".run__settings summary").click()
+    page.select_option("#settings-form select[name=visibility]", "public")
+    with page.expect_navigation():
+        page.click("#settings-form button[type=submit]")
+    assert Run.objects.get(pk=run.pk).visibility == Run.PUBLIC
     assert anonymous.goto(f"{base_url}{run_path}").status == 200
     check_comparison_table(anonymous, run)
     check_charts(anonymous)

@@ -78,6 +78,21 @@ class RunViewTests(AccessTestCase):
         self.assertContains(response, "data-decision-action")
         self.assertContains(response, decision["reason"])
 
+    def test_it_links_the_exports_and_the_compare_pickers(self):
+        response = self.get(self.owner)
+
+        self.assertContains(response, reverse("api-run-export-json", args=[self.done.pk]))
+        self.assertContains(response, reverse("api-run-export-csv", args=[self.done.pk]))
+        self.assertContains(response, f'value="{self.done.pk}:h100:cost"')
+        self.assertContains(response, 'id="compare-strategies"')
+
+    def test_the_other_run_picker_lists_the_same_graph_first(self):
+        other = self.make_done_run("o" * 22, Run.PRIVATE)
+        response = self.get(self.owner)
+
+        groups = response.context["other_runs"]
+        self.assertEqual([(label, runs) for label, runs in groups], [("same graph", [other])])
+
     def test_a_teammate_sees_a_team_run(self):
         self.assertEqual(self.get(self.teammate).status_code, 200)
 

@@ -1,0 +1,116 @@
+"""The compare page at /compare?a=<run>[:device[:strategy]]&b=... (explorer-compare)."""
+from django.urls import reverse
+
+from explorer import presenters
+from explorer.models import Run
+from tests.explorer.access import AccessTestCase
+
+
+class CompareViewTests(AccessTestCase):
+    @classmethod
+    def setUpTestData(cls):
+        super().setUpTestData()
+        cls.team_run = cls.make_done_run("t" * 22, Run.TEAM)
+        cls.private_run = cls.make_done_run("p" * 22, Run.PRIVATE)
+        cls.url = reverse("explorer-compare")
+
+    def get(self, user, a, b):
+        if user is not None:
+            self.client.force_login(user)
+        return self.client.get(self.url, {"a": a, "b": b})
+
+    def strategies(self, a="xla", b="stitch"):
+        run = self.team_run.pk
+        return f"{run}:h100:{a}", f"{run}:h100:{b}"
+
+    def test_it_shows_two_strategies_totals_side_by_side(self):
+        response = self.get(self.owner, *self.strategies())
+
+        self.assertEqual(response.status_code, 200)
+        self.assertTemplateUsed(response, "explorer/compare.html")
+        totals = {row["key"]: row for row in response.context["totals"]}
+        strategies = self.team_run.artifact["devices"]["h100"]["strategies"]
+        self.assertEqual(totals["proj_us"]["a"], strategies["xla"]["total"]["proj_us"])
+        self.assertEqual(totals["proj_us"]["b"], strategies["stitch"]["total"]["proj_us"])
+        self.assertContains(response, "Δ (B − A)")
+
+    def test_every_kernel_links_to_its_page_on_its_side(self):
+        response = self.get(self.owner, *self.strategies())
+
+        for strategy in ("xla", "stitch"):
+            kernels = self.team_run.artifact["devices"]["h100"]["strategies"][strategy]["kernels"]
+            for kernel in kernels:
+                url = reverse("explorer-kernel",
+                              args=[self.team_run.pk, "h100", strategy, kernel["name"]])
+                self.assertContains(response, f'href="{url}"')
+
+    def test_it_lists_the_merges_and_embeds_the_delta_chart(self):
+        response = self.get(self.owner, *self.strategies())
+
+        self.assertEqual(len(response.context["changes"]["merged"]), 1)
+        self.assertContains(response, "Merged (1)")
+        self.assertContains(response, 'data-figure="deltas"')
+        self.assertContains(response, "/static/plotly/plotly.min.js")
+
+    def test_kernel_rows_are_the_presenters_matching(self):
+        response = self.get(self.owner, *self.strategies())
+        strategies = self.team_run.artifact["devices"]["h100"]["strategies"]
+        expected = presenters.match_kernels(strategies["xla"]["kernels"],
+                                            strategies["stitch"]["kernels"])
+
+        self.assertEqual(response.context["rows"], expected)
+
+    def test_a_side_naming_only_a_run_takes_the_other_sides_device_and_strategy(self):
+        response = self.get(self.owner, f"{self.team_run.pk}:h100:xla", self.private_run.pk)
+
+        b = response.context["b"]
+        self.assertEqual((b["run"], b["device"], b["strategy"]),
+                         (self.private_run, "h100", "xla"))
+
+    def test_two_ticked_runs_from_the_history_are_compared(self):
+        self.client.force_login(self.owner)
+        response = self.client.get(self.url, {"run": [self.team_run.pk, self.private_run.pk]})
+
+        self.assertEqual(response.status_code, 200)
+        self.assertEqual(response.context["b"]["run"], self.private_run)
+
+    def test_without_two_runs_it_says_what_to_give(self):
+        self.client.force_login(self.owner)
+        response = self.client.get(self.url, {"a": self.team_run.pk})
+
+        self.assertContains(response, "Choose two runs", status_code=400)
+
+    def test_an_unknown_strategy_or_device_is_a_404(self):
+        run = self.team_run.pk
+        self.assertEqual(self.get(self.owner, f"{run}:h100:nope", run).status_code, 404)
+        self.assertEqual(self.get(self.owner, f"{run}:v100", run).status_code, 404)
+
+    def test_a_run_without_results_is_a_404(self):
+        queued = self.make_run("q" * 22)
+
+        self.assertEqual(self.get(self.owner, queued.pk, self.team_run.pk).status_code, 404)
+
+    def test_a_teammate_compares_team_runs(self):
+        self.assertEqual(self.get(self.teammate, *self.strategies()).status_code, 200)
+
+    def test_a_teammate_gets_a_404_when_one_run_is_private(self):
+        response = self.get(self.teammate, self.team_run.pk, self.private_run.pk)
+
+        self.assertEqual(response.status_code, 404)
+
+    def test_a_stranger_gets_a_404_for_runs_they_cannot_see(self):
+        self.assertEqual(self.get(self.stranger, *self.strategies()).status_code, 404)
+        response = self.get(self.stranger, self.private_run.pk, self.private_run.pk)
+        self.assertEqual(response.status_code, 404)
+
+    def test_an_anonymous_visitor_is_sent_to_log_in(self):
+        response = self.get(None, *self.strategies())
+
+        self.assertEqual(response.status_code, 302)
+        self.assertTrue(response["Location"].startswith(reverse("login")))
+
+    def test_the_swap_link_exchanges_the_sides(self):
+        a, b = self.strategies()
+        response = self.get(self.owner, a, b)
+
+        self.assertContains(response, f'href="?a={b}&amp;b={a}"')

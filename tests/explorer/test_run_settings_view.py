@@ -1,0 +1,72 @@
+"""Renaming, tagging and sharing a run: POST /r/<id>/settings (explorer-run-settings)."""
+from django.test import Client
+from django.urls import reverse
+
+from explorer.models import Run
+from tests.explorer.access import AccessTestCase
+
+
+class RunSettingsViewTests(AccessTestCase):
+    @classmethod
+    def setUpTestData(cls):
+        super().setUpTestData()
+        cls.shared = cls.make_done_run("d" * 22, Run.TEAM)
+        cls.url = reverse("explorer-run-settings", args=[cls.shared.pk])
+
+    def post(self, user, **data):
+        self.client.force_login(user)
+        fields = {"name": "renamed", "tags": "nightly, baseline, nightly",
+                  "visibility": "public", "team": ""}
+        return self.client.post(self.url, {**fields, **data})
+
+    def test_the_owner_renames_tags_and_publishes_the_run(self):
+        response = self.post(self.owner)
+
+        self.assertRedirects(response, reverse("explorer-run", args=[self.shared.pk]))
+        self.shared.refresh_from_db()
+        self.assertEqual(self.shared.name, "renamed")
+        self.assertEqual(self.shared.tags, ["nightly", "baseline"])
+        self.assertEqual(self.shared.visibility, Run.PUBLIC)
+
+    def test_the_owner_shares_it_with_a_team(self):
+        self.post(self.owner, visibility="team", team=self.team.pk)
+
+        self.shared.refresh_from_db()
+        self.assertEqual((self.shared.visibility, self.shared.team), (Run.TEAM, self.team))
+
+    def test_sharing_with_a_team_needs_the_team(self):
+        response = self.post(self.owner, visibility="team")
+
+        self.assertContains(response, "needs the team", status_code=400)
+        self.shared.refresh_from_db()
+        self.assertEqual(self.shared.name, "softmax")
+
+    def test_the_run_page_shows_the_owner_the_settings_form_with_its_values(self):
+        self.client.force_login(self.owner)
+        response = self.client.get(reverse("explorer-run", args=[self.shared.pk]))
+
+        self.assertContains(response, f'action="{self.url}"')
+        self.assertContains(response, 'value="softmax"')
+
+    def test_a_teammate_sees_no_form_and_is_refused(self):
+        self.client.force_login(self.teammate)
+        page = self.client.get(reverse("explorer-run", args=[self.shared.pk]))
+        self.assertNotContains(page, f'action="{self.url}"')
+
+        self.assertEqual(self.post(self.teammate).status_code, 403)
+        self.shared.refresh_from_db()
+        self.assertEqual(self.shared.visibility, Run.TEAM)
+
+    def test_a_stranger_gets_a_404(self):
+        self.assertEqual(self.post(self.stranger).status_code, 404)
+
+    def test_it_needs_the_csrf_token(self):
+        client = Client(enforce_csrf_checks=True)
+        client.force_login(self.owner)
+
+        self.assertEqual(client.post(self.url, {"visibility": "public"}).status_code, 403)
+
+    def test_it_refuses_a_get(self):
+        self.client.force_login(self.owner)
+
+        self.assertEqual(self.client.get(self.url).status_code, 405)
