@@ -5,6 +5,7 @@ deployment stops the server at start-up instead of silently falling back to a de
 A variable that is set but empty counts as a mistake too: unset it to get the default.
 """
 import os
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -66,3 +67,56 @@ def env_int(name: str, default: int, minimum: int = 0) -> int:
     if number < minimum:
         raise ImproperlyConfigured(f"{name}={number} is below the minimum of {minimum}.")
     return number
+
+
+# URL schemes DATABASE_URL accepts, and the Django backend each one selects.
+DATABASE_SCHEMES = {"postgres": "django.db.backends.postgresql",
+                    "postgresql": "django.db.backends.postgresql"}
+
+
+def parse_database_url(url: str, name: str = "DATABASE_URL") -> dict:
+    """A Django DATABASES entry for postgres://USER:PASSWORD@HOST:PORT/NAME (also
+    postgresql://). User, password and port are optional; percent-escapes in the user, the
+    password and the name are decoded (a password holding '@' or '/' must escape them), and
+    query parameters (?sslmode=require) become the backend's OPTIONS. Anything else raises
+    ImproperlyConfigured naming the variable, with the password left out of the message."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError as error:
+        raise ImproperlyConfigured(f"{name} is not a valid URL: {error}.") from None
+    shown = _without_password(parts)
+    engine = DATABASE_SCHEMES.get(parts.scheme.lower())
+    if engine is None:
+        accepted = ", ".join(f"{scheme}://" for scheme in DATABASE_SCHEMES)
+        raise ImproperlyConfigured(
+            f"{name}={shown!r} has an unsupported scheme; use one of: {accepted} "
+            "(leave it unset for the SQLite file in var/).")
+    if not parts.hostname:
+        raise ImproperlyConfigured(f"{name}={shown!r} names no host.")
+    database = unquote(parts.path.lstrip("/"))
+    if not database or "/" in database:
+        raise ImproperlyConfigured(
+            f"{name}={shown!r} must end with the database name, as in /fusion_explorer.")
+    options = {}
+    for key, values in parse_qs(parts.query, keep_blank_values=True,
+                                strict_parsing=False).items():
+        options[key] = values[-1]
+    return {
+        "ENGINE": engine,
+        "NAME": database,
+        "USER": unquote(parts.username or ""),
+        "PASSWORD": unquote(parts.password or ""),
+        "HOST": parts.hostname,
+        "PORT": str(port) if port is not None else "",
+        "OPTIONS": options,
+    }
+
+
+def _without_password(parts) -> str:
+    """The URL as it may appear in an error message: any password replaced by ***."""
+    if parts.password is None:
+        return parts.geturl()
+    netloc = parts.netloc.rsplit("@", 1)
+    user = netloc[0].split(":", 1)[0]
+    return parts._replace(netloc=f"{user}:***@{netloc[1]}").geturl()

@@ -3,11 +3,13 @@
 Everything a deployment changes is read from the environment through explorer.env, which fails
 loudly on bad values. The defaults suit a developer machine (`make run`).
 """
+import os
 from pathlib import Path
 
 import plotly
+from django.core.exceptions import ImproperlyConfigured
 
-from explorer.env import env_bool, env_int, env_list, env_str
+from explorer.env import env_bool, env_int, env_list, env_str, parse_database_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -65,21 +67,33 @@ TEMPLATES = [
     },
 ]
 
-# The web server and the Celery workers share this database; DATABASE_PATH points both at
-# another file (the task tests point their workers at the test database this way).
-DATABASES = {
-    "default": {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": env_str("DATABASE_PATH", default=str(VAR_DIR / "db.sqlite3")),
-        "OPTIONS": {
-            # Workers write progress while the web server reads: wait for a lock rather than
-            # fail, and take the write lock when a transaction starts so two writers never
-            # deadlock upgrading their read locks.
-            "timeout": 20,
-            "transaction_mode": "IMMEDIATE",
-        },
+# The web server and the Celery workers share this database. SQLite by default; DATABASE_PATH
+# points it at another file (the task tests point their workers at the test database this way).
+# DATABASE_URL=postgres://USER:PASSWORD@HOST:PORT/NAME selects PostgreSQL instead, as it must be
+# for workers on other machines (explorer.env.parse_database_url says what it accepts).
+if os.environ.get("DATABASE_URL") is not None:
+    if os.environ.get("DATABASE_PATH") is not None:
+        raise ImproperlyConfigured("DATABASE_URL and DATABASE_PATH are both set; unset one.")
+    DATABASES = {"default": {
+        **parse_database_url(env_str("DATABASE_URL")),
+        # Reuse a connection for a few requests, checking it is alive before each one.
+        "CONN_MAX_AGE": env_int("DATABASE_CONN_MAX_AGE_S", default=60),
+        "CONN_HEALTH_CHECKS": True,
+    }}
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": env_str("DATABASE_PATH", default=str(VAR_DIR / "db.sqlite3")),
+            "OPTIONS": {
+                # Workers write progress while the web server reads: wait for a lock rather
+                # than fail, and take the write lock when a transaction starts so two writers
+                # never deadlock upgrading their read locks.
+                "timeout": 20,
+                "transaction_mode": "IMMEDIATE",
+            },
+        }
     }
-}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

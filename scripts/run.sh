@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Starts the local stack for `make run`: Redis (unless REDIS_URL names one), migrations, a Celery
-# worker on the compile queue and Django's development server. Ctrl-C stops everything this
-# script started and nothing else: a Redis that was already running is left alone.
+# Starts the local stack for `make run`: Redis (unless REDIS_URL names one), migrations of the
+# database (SQLite in var/, or PostgreSQL when DATABASE_URL is set), the sample runs, a Celery
+# worker on the compile queue, one on the gpu queue when CuPy finds a GPU, and Django's
+# development server. Ctrl-C stops everything this script started and nothing else: a Redis
+# that was already running is left alone.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -12,6 +14,7 @@ readonly PORT=8000
 readonly REDIS_PORT=6379
 readonly REDIS_PIDFILE="$VAR_DIR/redis.pid"
 readonly CELERY_LOG="$VAR_DIR/celery.log"
+readonly GPU_CELERY_LOG="$VAR_DIR/celery-gpu.log"
 # A worker finishing a task gets this long to shut down before it is killed.
 readonly WORKER_STOP_SECONDS=15
 
@@ -19,21 +22,34 @@ mkdir -p "$VAR_DIR/redis"
 
 redis_started_here=false
 worker_pid=""
+gpu_worker_pid=""
 server_pid=""
 
 redis_answers() {
     redis-cli -h "$HOST" -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG
 }
 
-stop_worker() {
-    [ -n "$worker_pid" ] || return 0
-    kill -TERM "$worker_pid" 2>/dev/null || return 0
+# Stops the workers whose ids are given: SIGTERM (a warm shutdown: the job in hand finishes),
+# then SIGKILL for any still running after WORKER_STOP_SECONDS.
+stop_workers() {
+    local pid running
+    for pid in "$@"; do
+        kill -TERM "$pid" 2>/dev/null || true
+    done
     for _ in $(seq "$WORKER_STOP_SECONDS"); do
-        kill -0 "$worker_pid" 2>/dev/null || return 0
+        running=false
+        for pid in "$@"; do
+            if kill -0 "$pid" 2>/dev/null; then running=true; fi
+        done
+        [ "$running" = true ] || return 0
         sleep 1
     done
-    echo "Celery worker did not stop in ${WORKER_STOP_SECONDS}s; killing it." >&2
-    kill -KILL "$worker_pid" 2>/dev/null || true
+    for pid in "$@"; do
+        if kill -0 "$pid" 2>/dev/null; then
+            echo "Celery worker $pid did not stop in ${WORKER_STOP_SECONDS}s; killing it." >&2
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+    done
 }
 
 # The server runs in a session of its own (see below), so its id is also its process group's id
@@ -53,7 +69,8 @@ stop_everything() {
     trap - EXIT INT TERM
     echo "Stopping the services started by make run..."
     stop_server
-    stop_worker
+    # shellcheck disable=SC2086 # unquoted on purpose: an unset id drops out of the list
+    stop_workers $worker_pid $gpu_worker_pid
     stop_redis
 }
 trap stop_everything EXIT
@@ -82,13 +99,36 @@ else
 fi
 
 "$VENV_BIN/python" manage.py migrate --no-input
+# The sample graphs as public runs (nothing new when they are there already); the worker
+# started below compiles any that are not done yet.
+echo "Loading the sample runs:"
+"$VENV_BIN/python" manage.py load_samples
 
-"$VENV_BIN/celery" -A workers worker -Q compile -l info >"$CELERY_LOG" 2>&1 &
+"$VENV_BIN/celery" -A workers worker -Q compile -n "compile@%h" -l info >"$CELERY_LOG" 2>&1 &
 worker_pid=$!
 echo "Started a Celery worker on the compile queue (log: $CELERY_LOG)."
 
+# A worker on the gpu queue only where CuPy is installed and sees a CUDA device. Without one,
+# results say "not measured: no GPU worker online".
+readonly GPU_CHECK='
+try:
+    import cupy
+    count = cupy.cuda.runtime.getDeviceCount()
+except Exception as error:
+    raise SystemExit(f"{type(error).__name__}: {error}".splitlines()[0])
+raise SystemExit(0 if count > 0 else "no CUDA device")
+'
+if gpu_check=$("$VENV_BIN/python" -c "$GPU_CHECK" 2>&1); then
+    "$VENV_BIN/celery" -A workers worker -Q gpu -n "gpu@%h" --concurrency 1 -l info \
+        >"$GPU_CELERY_LOG" 2>&1 &
+    gpu_worker_pid=$!
+    echo "CuPy finds a GPU: started a Celery worker on the gpu queue (log: $GPU_CELERY_LOG)."
+else
+    echo "No GPU worker: CuPy is not installed here or finds no GPU ($gpu_check)."
+fi
+
 echo
-echo "Fusion Explorer: http://$HOST:$PORT/  (Ctrl-C stops the server, the worker and Redis)"
+echo "Fusion Explorer: http://$HOST:$PORT/  (Ctrl-C stops the server, the workers and Redis)"
 echo
 # In the background and in its own session, so that the traps above run as soon as Ctrl-C or a
 # SIGTERM reaches this script (bash runs a trap only once its foreground command has ended).

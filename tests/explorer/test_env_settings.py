@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from explorer.env import env_bool, env_int, env_list, env_str
+from explorer.env import env_bool, env_int, env_list, env_str, parse_database_url
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -85,3 +85,68 @@ def test_settings_refuse_to_start_without_debug_or_a_secret_key():
     )
     assert loaded.returncode != 0
     assert "SECRET_KEY must be set" in loaded.stderr
+
+
+def test_parse_database_url_reads_every_part():
+    database = parse_database_url(
+        "postgres://fusion:s%40cret%2F1@db.example.org:6543/fusion_explorer?sslmode=require")
+    assert database == {
+        "ENGINE": "django.db.backends.postgresql", "NAME": "fusion_explorer",
+        "USER": "fusion", "PASSWORD": "s@cret/1", "HOST": "db.example.org", "PORT": "6543",
+        "OPTIONS": {"sslmode": "require"},
+    }
+
+
+def test_parse_database_url_leaves_out_what_the_url_leaves_out():
+    database = parse_database_url("postgresql://localhost/explorer")
+    assert database["ENGINE"] == "django.db.backends.postgresql"
+    assert (database["USER"], database["PASSWORD"], database["PORT"]) == ("", "", "")
+    assert database["HOST"] == "localhost"
+    assert (database["NAME"], database["OPTIONS"]) == ("explorer", {})
+
+
+@pytest.mark.parametrize("url, message", [
+    ("mysql://user:pw@host/db", "unsupported scheme"),
+    ("postgres:///db", "names no host"),
+    ("postgres://user@host", "must end with the database name"),
+    ("postgres://user@host/a/b", "must end with the database name"),
+    ("postgres://user@host:port/db", "not a valid URL"),
+])
+def test_parse_database_url_rejects_a_bad_url(url, message):
+    with pytest.raises(ImproperlyConfigured, match=message):
+        parse_database_url(url)
+
+
+def test_parse_database_url_keeps_the_password_out_of_errors():
+    with pytest.raises(ImproperlyConfigured) as error:
+        parse_database_url("mysql://user:hunter2@host/db")
+    assert "hunter2" not in str(error.value)
+    assert "user:***@host" in str(error.value)
+
+
+def _settings_databases(**env) -> subprocess.CompletedProcess:
+    """DATABASES as a fresh process loads them with `env` added (and no DATABASE_* of ours)."""
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("DATABASE_")}
+    return subprocess.run(
+        [sys.executable, "-c", "import json, explorer.settings as s; "
+                               "print(json.dumps(s.DATABASES['default'], default=str))"],
+        cwd=REPO_ROOT, env={**clean, **env}, capture_output=True, text=True, timeout=60)
+
+
+def test_settings_use_sqlite_unless_database_url_is_set():
+    loaded = _settings_databases()
+    assert loaded.returncode == 0, loaded.stderr
+    assert '"django.db.backends.sqlite3"' in loaded.stdout
+
+
+def test_settings_use_postgresql_when_database_url_is_set():
+    loaded = _settings_databases(DATABASE_URL="postgres://u:p@db:5432/explorer")
+    assert loaded.returncode == 0, loaded.stderr
+    assert '"ENGINE": "django.db.backends.postgresql"' in loaded.stdout
+    assert '"NAME": "explorer"' in loaded.stdout
+
+
+def test_settings_refuse_both_database_url_and_database_path():
+    loaded = _settings_databases(DATABASE_URL="postgres://db/explorer", DATABASE_PATH="/tmp/x")
+    assert loaded.returncode != 0
+    assert "DATABASE_URL and DATABASE_PATH are both set" in loaded.stderr

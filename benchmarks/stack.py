@@ -1,0 +1,184 @@
+"""The whole web stack of `make run`, started for a benchmark and stopped after it.
+
+`Stack` starts Redis on a free loopback port, migrates a fresh SQLite file in a temporary
+folder, starts a Celery worker on the compile queue and the web server, and stops them all on
+exit. Nothing touches var/ or a developer's Redis on 6379; the nvcc build cache is the temporary
+folder's too unless `build_cache` names another one, so a first compile is a cold one.
+
+The web server is Django's own (`manage.py runserver --noreload`: one process, a thread per
+connection) with DEBUG off, since that is what `make run` serves with and no production WSGI
+server (gunicorn, uWSGI) is among the project's packages.
+
+`Client` talks to it over HTTP/1.1 with keep-alive, authenticating with an API token.
+"""
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+STARTUP_TIMEOUT_S = 60
+STOP_TIMEOUT_S = 20
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Stack:
+    def __init__(self, worker_concurrency: int = 1, build_cache: Path | None = None):
+        self.folder = Path(tempfile.mkdtemp(prefix="fusion-bench-"))
+        self.redis_port, self.http_port = free_port(), free_port()
+        self.worker_concurrency = worker_concurrency
+        self.env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "explorer.settings",
+            "DEBUG": "false",
+            "SECRET_KEY": "benchmark-" + uuid.uuid4().hex,
+            "ALLOWED_HOSTS": "127.0.0.1",
+            "DATABASE_PATH": str(self.folder / "db.sqlite3"),
+            "REDIS_URL": f"redis://127.0.0.1:{self.redis_port}/0",
+            "FUSION_EXPLORER_CACHE_DIR": str(build_cache or self.folder / "cache"),
+        }
+        self.env.pop("DATABASE_URL", None)
+        self.processes: list[subprocess.Popen] = []
+
+    # --- Starting and stopping ---------------------------------------------------------------
+
+    def __enter__(self) -> Stack:
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def _spawn(self, name: str, command: list[str]) -> subprocess.Popen:
+        log = (self.folder / f"{name}.log").open("w")
+        process = subprocess.Popen(command, cwd=REPO_ROOT, env=self.env, stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+        self.processes.append(process)
+        return process
+
+    def log(self, name: str) -> str:
+        return (self.folder / f"{name}.log").read_text(errors="replace")
+
+    def _wait(self, name: str, process: subprocess.Popen, ready) -> None:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while not ready():
+            if process.poll() is not None:
+                raise RuntimeError(f"{name} exited with {process.returncode}:\n{self.log(name)}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{name} not ready in {STARTUP_TIMEOUT_S} s:\n{self.log(name)}")
+            time.sleep(0.1)
+
+    def _start(self) -> None:
+        redis = self._spawn("redis", [
+            shutil.which("redis-server") or "redis-server", "--bind", "127.0.0.1",
+            "--port", str(self.redis_port), "--dir", str(self.folder), "--save", "",
+            "--appendonly", "no"])
+        self._wait("redis", redis, lambda: "Ready to accept connections" in self.log("redis"))
+        self.manage("migrate", "--no-input")
+        worker = self._spawn("worker", [
+            sys.executable, "-m", "celery", "-A", "workers", "worker", "-Q", "compile",
+            "-l", "info", "--concurrency", str(self.worker_concurrency),
+            "-n", f"bench-{os.getpid()}@%h", "--without-gossip", "--without-mingle"])
+        server = self._spawn("server", [
+            sys.executable, "manage.py", "runserver", "--noreload",
+            f"127.0.0.1:{self.http_port}"])
+        self._wait("worker", worker, lambda: "ready." in self.log("worker"))
+        self._wait("server", server, self._answers)
+
+    def _answers(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.http_port), timeout=1):
+                return True
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        for process in reversed(self.processes):
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in self.processes:
+            try:
+                process.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        self.processes.clear()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    # --- Using it ------------------------------------------------------------------------------
+
+    def manage(self, *args: str) -> str:
+        """Run a management command against the stack's database; its stdout."""
+        done = subprocess.run([sys.executable, "manage.py", *args], cwd=REPO_ROOT, env=self.env,
+                              capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stderr}")
+        return done.stdout
+
+    def new_api_user(self, username: str) -> str:
+        """A user with an API token; the token's key."""
+        self.manage("shell", "-c", "from django.contrib.auth import get_user_model; "
+                                   f"get_user_model().objects.create_user({username!r})")
+        return self.manage("create_api_token", username).strip()
+
+    def client(self, key: str | None = None) -> Client:
+        return Client(self.http_port, key)
+
+
+class Client:
+    """One keep-alive HTTP/1.1 connection to the stack's server."""
+
+    def __init__(self, port: int, key: str | None = None):
+        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        self.headers = {"Authorization": f"Bearer {key}"} if key else {}
+
+    def request(self, method: str, path: str, body: bytes | None = None,
+                headers: dict | None = None) -> tuple[int, bytes]:
+        self.connection.request(method, path, body=body, headers={**self.headers,
+                                                                  **(headers or {})})
+        response = self.connection.getresponse()
+        return response.status, response.read()
+
+    def get_json(self, path: str) -> dict:
+        status, body = self.request("GET", path)
+        if status != 200:
+            raise RuntimeError(f"GET {path}: {status} {body[:500]!r}")
+        return json.loads(body)
+
+    def upload(self, path: Path, **fields: str) -> dict:
+        """POST /api/v1/runs with the file as multipart/form-data."""
+        boundary = uuid.uuid4().hex
+        parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'
+                 f'{value}\r\n'.encode() for name, value in fields.items()]
+        parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="file"; '
+                     f'filename="{path.name}"\r\nContent-Type: application/octet-stream\r\n\r\n'
+                     .encode() + path.read_bytes() + b"\r\n")
+        body = b"".join(parts) + f"--{boundary}--\r\n".encode()
+        status, answer = self.request(
+            "POST", "/api/v1/runs", body,
+            {"Content-Type": f"multipart/form-data; boundary={boundary}"})
+        if status not in (200, 201):
+            raise RuntimeError(f"POST /api/v1/runs: {status} {answer[:500]!r}")
+        return json.loads(answer)
+
+    def close(self) -> None:
+        self.connection.close()
