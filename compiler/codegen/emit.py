@@ -608,6 +608,30 @@ def _shuffle_ctype(ctype: str) -> str:
 # -- columns --------------------------------------------------------------------------------
 
 
+def accumulator_ctype(node: Node) -> str:
+    """The C type a reduction accumulates in (its accumulation type, as shuffles move it)."""
+    return _shuffle_ctype(value_ctype(accumulation_dtype(node.array_shape.dtype)))
+
+
+def accumulate_columns(emitter: Elemental, dominant: Node, kept_dims, reduced_sizes,
+                       column_ix: Ix, row_ix: Ix, accumulators: list[tuple[Node, str]],
+                       wide: list[Node], buffers: dict[str, str], loop: str) -> None:
+    """The column schedules' inner loop (`loop`, over the rows `row_ix` of column
+    `column_ix`): each (reduction, accumulator) takes its operand's element, and the outputs of
+    the operand's shape in `wide` are written at the same index."""
+    body = emitter.body
+    with body.block(loop), emitter.scope():
+        index = emitter.reduce_operand_index(
+            dominant, emitter.delinearize(column_ix, kept_dims),
+            emitter.delinearize(row_ix, reduced_sizes))
+        for node, acc in accumulators:
+            x = emitter.value(node.operands[0], index)
+            body.line(f"{acc} = {reducer_functor(node.attrs['reducer'])}()({acc}, "
+                      f"{accumulator_ctype(node)}({x}));", node.name)
+        for node in wide:
+            emitter.store(node, buffers[node.name], index)
+
+
 def _depends_on(graph: Graph, name: str, targets: set[str], within: set[str]) -> bool:
     """Whether the kernel's value `name` reads any of `targets` (through nodes in `within`)."""
     stack, seen = [name], set()
@@ -658,24 +682,17 @@ def _columns(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes: lis
         body.line("const int col = tile + x;")
         accumulators = []
         for node in reductions:
-            acc_ctype = _shuffle_ctype(value_ctype(accumulation_dtype(node.array_shape.dtype)))
+            acc_ctype = accumulator_ctype(node)
             acc = emitter.fresh(f"{emitter.tag(node.name)}_acc")
             identity = reducer_identity(node.attrs["reducer"],
                                         accumulation_dtype(node.array_shape.dtype))
             body.line(f"{acc_ctype} {acc} = {identity};", node.name)
             accumulators.append((node, acc, acc_ctype, identity))
         with body.block(f"if (col < {columns}) {{"), emitter.scope():
-            with body.block(f"for (int j = g; j < {length}; j += {groups}) {{"), \
-                    emitter.scope():
-                index = emitter.reduce_operand_index(
-                    dominant, emitter.delinearize(column_ix, kept_dims),
-                    emitter.delinearize(row_ix, [source.dims[d] for d in reduced_dims]))
-                for node, acc, acc_ctype, _ in accumulators:
-                    x = emitter.value(node.operands[0], index)
-                    body.line(f"{acc} = {reducer_functor(node.attrs['reducer'])}()({acc}, "
-                              f"{acc_ctype}({x}));", node.name)
-                for node in wide:
-                    emitter.store(node, buffers[node.name], index)
+            accumulate_columns(emitter, dominant, kept_dims,
+                               [source.dims[d] for d in reduced_dims], column_ix, row_ix,
+                               [(node, acc) for node, acc, *_ in accumulators], wide, buffers,
+                               f"for (int j = g; j < {length}; j += {groups}) {{")
         if groups > 1:
             partials = []
             for k, (node, acc, acc_ctype, _) in enumerate(accumulators):

@@ -37,9 +37,9 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator
 
-from compiler.codegen.elemental import Elemental, reducer_functor, reducer_identity, value_ctype
+from compiler.codegen.elemental import Elemental, reducer_functor, reducer_identity
 from compiler.codegen.emit import (SCRATCH, _elementwise, _finish_reduction, _row_partial,
-                                   _shuffle_ctype, _split_index)
+                                   _split_index, accumulate_columns, accumulator_ctype)
 from compiler.codegen.indexing import Index, Ix
 from compiler.codegen.plan import (WARP, CodeGenPlan, column_split, split_depths,
                                    split_reductions, split_scratch)
@@ -65,10 +65,6 @@ def emit_split(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes: l
 # -- shared by both ----------------------------------------------------------------------------
 
 
-def _accumulator_ctype(node: Node) -> str:
-    return _shuffle_ctype(value_ctype(accumulation_dtype(node.array_shape.dtype)))
-
-
 def _partial_pointers(emitter: Elemental, reductions: list[Node], slots: int, splits: int,
                       tickets: int) -> dict[str, str]:
     """{reduction: a volatile pointer to its partials in scratch}; declares `tickets` too when
@@ -77,7 +73,7 @@ def _partial_pointers(emitter: Elemental, reductions: list[Node], slots: int, sp
     pointers = {}
     emitter.body.line(f"// scratch: each reduction's partials [slot][chunk] ({splits} chunks)")
     for node, offset in zip(reductions, offsets):
-        ctype = f"volatile {_accumulator_ctype(node)}"
+        ctype = f"volatile {accumulator_ctype(node)}"
         pointer = emitter.fresh(f"{emitter.tag(node.name)}_partials")
         emitter.body.line(f"{ctype}* {pointer} = reinterpret_cast<{ctype}*>({SCRATCH} + "
                           f"{offset});", node.name)
@@ -115,7 +111,7 @@ def _write_partials(emitter: Elemental, accumulators: list[tuple[Node, str]],
 def _combine(emitter: Elemental, node: Node, pointer: str, slot: str, splits: int,
              index: Index) -> str:
     """The reduce's value at `slot` from its partials, combined in chunk order."""
-    ctype = _accumulator_ctype(node)
+    ctype = accumulator_ctype(node)
     identity = reducer_identity(node.attrs["reducer"], accumulation_dtype(node.array_shape.dtype))
     functor = reducer_functor(node.attrs["reducer"])
     acc = emitter.fresh(f"{emitter.tag(node.name)}_total")
@@ -256,20 +252,13 @@ def _split_columns(graph: Graph, kernel: Kernel, emitter: Elemental,
             acc = emitter.fresh(f"{emitter.tag(node.name)}_acc")
             identity = reducer_identity(node.attrs["reducer"],
                                         accumulation_dtype(node.array_shape.dtype))
-            body.line(f"{_accumulator_ctype(node)} {acc} = {identity};", node.name)
+            body.line(f"{accumulator_ctype(node)} {acc} = {identity};", node.name)
             accumulators.append((node, acc))
         with body.block(f"if (col < {columns}) {{"), emitter.scope():
-            loop = f"for (int j = chunk_start + g; j < chunk_end; j += {groups}) {{"
-            with body.block(loop), emitter.scope():
-                index = emitter.reduce_operand_index(
-                    dominant, emitter.delinearize(column_ix, kept_dims),
-                    emitter.delinearize(row_ix, [source.dims[d] for d in reduced_dims]))
-                for node, acc in accumulators:
-                    x = emitter.value(node.operands[0], index)
-                    body.line(f"{acc} = {reducer_functor(node.attrs['reducer'])}()({acc}, "
-                              f"{_accumulator_ctype(node)}({x}));", node.name)
-                for node in wide:
-                    emitter.store(node, buffers[node.name], index)
+            accumulate_columns(emitter, dominant, kept_dims,
+                               [source.dims[d] for d in reduced_dims], column_ix, row_ix,
+                               accumulators, wide, buffers,
+                               f"for (int j = chunk_start + g; j < chunk_end; j += {groups}) {{")
         if groups > 1:
             _combine_row_groups(emitter, accumulators, plan.block_size, tile, groups)
         _write_partials(emitter, accumulators, pointers, "col", splits,
@@ -292,7 +281,7 @@ def _combine_row_groups(emitter: Elemental, accumulators: list[tuple[Node, str]]
     body = emitter.body
     partials = []
     for k, (node, acc) in enumerate(accumulators):
-        ctype = _accumulator_ctype(node)
+        ctype = accumulator_ctype(node)
         partial = emitter.fresh(f"{emitter.tag(node.name)}_groups")
         body.line(f"{ctype}* {partial} = reinterpret_cast<{ctype}*>(shared + {8 * block * k});",
                   node.name)
