@@ -34,7 +34,8 @@ from dataclasses import asdict, dataclass, field
 
 from compiler.codegen.plan import (COLUMN_SCHEDULE, ROW_SCHEDULES, SPLIT_SCHEDULES,
                                    TRANSPOSE_SCHEDULE, CodeGenPlan, column_reductions,
-                                   global_reductions, row_cache_reads, row_split)
+                                   column_split, global_reductions, row_cache_reads,
+                                   row_split)
 from compiler.cost.devices import Device
 from compiler.fusion.plan import Kernel
 from compiler.ir.dtypes import accumulation_dtype
@@ -532,8 +533,6 @@ def _row_loops(graph, kernel, plan, counter, outputs, elementwise, shuffle_laten
 
 def _column_loops(graph, kernel, plan, counter, outputs, dominant_name, known, elementwise,
                   barrier_latency) -> None:
-    from compiler.codegen.plan import column_split
-
     w = counter.w
     columns, length = column_split(graph, dominant_name)
     tile = max(1, plan.column_tile or min(32, columns))
