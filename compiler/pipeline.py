@@ -1,9 +1,10 @@
 """The whole compiler as one call: import → explore → codegen → build → cost.
 
 `compile_graph(...)` is what a web worker runs for an uploaded graph. It returns the ARTIFACT, a
-plain JSON-ready dict: for every device, exactly the object `python -m compiler codegen --json`
-prints, plus every generated kernel's source, PTX, line → node map and ptxas resources under
-"sources". It reports progress as it goes, stage by stage and kernel by kernel, so a page can
+plain JSON-ready dict: for every device, the object `python -m compiler codegen --json` prints
+less each kernel's "candidate_plans", and under "sources", per kernel, what only its own page
+shows: the CUDA source, PTX, line → node map, ptxas resources and the candidate CodeGen plans
+(a kernel that generated no code has its candidates there and no source). It reports progress as it goes, stage by stage and kernel by kernel, so a page can
 show a progress bar. Nothing here knows about Django or Celery.
 
 `compiler_version()` names the compiler that produced an artifact: a digest of the compiler
@@ -81,7 +82,7 @@ class _Target:
     codes: list[KernelCode] = field(default_factory=list)
 
 
-class _Counter:
+class StageCounter:
     """Calls `progress(stage, done, total)` as units of work finish."""
 
     def __init__(self, progress: Progress, stage: str, total: int):
@@ -93,7 +94,7 @@ class _Counter:
         self.progress(self.stage, self.done, self.total)
 
 
-def _no_progress(stage: str, done: int, total: int) -> None:
+def no_progress(stage: str, done: int, total: int) -> None:
     pass
 
 
@@ -102,15 +103,15 @@ def compile_graph(data: bytes, filename: str, devices: list[str], strategies: li
     """The ARTIFACT of an uploaded graph (see the module docstring); InputError on bad input
     or an unknown device or strategy. `emulate` runs every kernel on the CPU emulator against
     the reference interpreter and records the largest error (slow on big graphs)."""
-    progress = progress or _no_progress
+    progress = progress or no_progress
     devices, strategies = canonical_options(devices, strategies)
 
-    counter = _Counter(progress, "import", 1)
+    counter = StageCounter(progress, "import", 1)
     graph = import_graph(data, filename)
     summary = summarize(graph)
     counter.advance()
 
-    counter = _Counter(progress, "explore", len(devices))
+    counter = StageCounter(progress, "explore", len(devices))
     results, targets = {}, []
     for device in devices:
         plans = explore(graph, device, strategies)
@@ -120,13 +121,13 @@ def compile_graph(data: bytes, filename: str, devices: list[str], strategies: li
         counter.advance()
 
     kernel_count = sum(len(target.plan.kernels) for target in targets)
-    counter = _Counter(progress, "codegen", kernel_count)
+    counter = StageCounter(progress, "codegen", kernel_count)
     for target in targets:
         for kernel in target.plan.kernels:
             target.codes.append(emit_code(graph, target.plan, kernel, get_device(target.device)))
             counter.advance()
 
-    counter = _Counter(progress, "build", kernel_count)
+    counter = StageCounter(progress, "build", kernel_count)
     values = _reference_values(graph) if emulate else None
     for target in targets:
         build_codes(target.codes, arch_for_device(target.device))
@@ -134,7 +135,7 @@ def compile_graph(data: bytes, filename: str, devices: list[str], strategies: li
             emulate_codes(graph, target.codes, values)
         counter.advance(len(target.codes))
 
-    counter = _Counter(progress, "cost", kernel_count)
+    counter = StageCounter(progress, "cost", kernel_count)
     for target in targets:
         for code in target.codes:
             project_code(graph, code, get_device(target.device))
@@ -142,12 +143,14 @@ def compile_graph(data: bytes, filename: str, devices: list[str], strategies: li
 
     sources = {}
     for target in targets:
-        attach_codes(results[target.device]["strategies"][target.strategy], target.plan,
-                     target.codes)
-        for code in target.codes:
-            if has_source(code):
-                sources[f"{target.device}/{target.strategy}/{code.kernel.name}"] = \
-                    kernel_source(code)
+        strategy_result = results[target.device]["strategies"][target.strategy]
+        attach_codes(strategy_result, target.plan, target.codes)
+        for entry, code in zip(strategy_result["kernels"], target.codes):
+            # The candidates are most of a big plan's bytes and only a kernel page shows them.
+            candidates = entry.pop("candidate_plans", None)
+            if has_source(code) or candidates:
+                key = f"{target.device}/{target.strategy}/{code.kernel.name}"
+                sources[key] = {**kernel_source(code), "candidate_plans": candidates or []}
     return {"compiler_version": compiler_version(), "graph": summary, "devices": results,
             "sources": sources}
 
@@ -167,6 +170,9 @@ def has_source(code: KernelCode) -> bool:
 def kernel_source(code: KernelCode) -> dict:
     """What a kernel page shows: the source, its PTX, which nodes each line computes, and the
     resources ptxas reports (none when the kernel did not build)."""
+    if not has_source(code):
+        return {"function": code.function, "source": None, "ptx": None, "line_nodes": {},
+                "resources": None}
     built = code.build is not None and code.build.ok
     resources = None
     if built:

@@ -1,5 +1,6 @@
 """The JSON API at /api/v1/ (routes in explorer/api_urls.py, schema in explorer/api_schema.py,
-guide in docs/api.md): submit a graph, poll a run's status, fetch its results, export it.
+guide in docs/api.md): submit a graph, poll a run's status, fetch its results, ask for and read
+its GPU measurements, export it.
 
 Authentication: a browser's session, or `Authorization: Bearer <key>` with an ApiToken's key
 for scripts. Only token-authenticated requests skip the CSRF check; a session-authenticated
@@ -26,9 +27,10 @@ from django.views.decorators.csrf import csrf_exempt
 from compiler.errors import InputError
 from compiler.fusion.explore import STRATEGIES
 from explorer.api_schema import schema
-from explorer.models import ApiToken, KernelSource, Run, Team
-from explorer.presenters import find_kernel
-from explorer.runs import existing_run, submit_run, viewable_runs
+from explorer.models import ApiToken, KernelSource, Measurement, Run, Team
+from explorer.presenters import apply_measurement, find_kernel
+from explorer.runs import existing_run, request_measurement, submit_run, viewable_runs
+from workers.presence import gpu_status
 
 DEFAULT_DEVICES = ["h100"]
 PER_PAGE, MAX_PER_PAGE = 50, 200
@@ -284,9 +286,57 @@ def run_status(request: HttpRequest, run_id: str) -> JsonResponse:
 
 @api_view("GET")
 def run_results(request: HttpRequest, run_id: str) -> JsonResponse:
-    """The artifact: per device, what `python -m compiler codegen --json` prints."""
+    """The artifact: per device, what `python -m compiler codegen --json` prints, with the
+    newest finished measurement's timings in the measured fields."""
     run = _done_run(request, run_id)
-    return JsonResponse({"id": run.pk, **run.artifact})
+    artifact, measurement = _measured_artifact(run)
+    return JsonResponse({"id": run.pk, **artifact,
+                         "measurement": _measurement(request, measurement)
+                         if measurement else None})
+
+
+def _measured_artifact(run: Run) -> tuple[dict, Measurement | None]:
+    measurement = run.measurements.filter(status=Measurement.DONE).first()
+    if measurement is None:
+        return run.artifact, None
+    return ({**run.artifact, "devices": apply_measurement(run.artifact["devices"],
+                                                          measurement.result)}, measurement)
+
+
+def _measurement(request: HttpRequest, measurement: Measurement, full: bool = False) -> dict:
+    url = reverse("api-run-measurement", args=[measurement.run_id, measurement.pk])
+    body = {"id": measurement.pk, "url": request.build_absolute_uri(url),
+            "gpu": measurement.gpu or None, "compiler_version": measurement.compiler_version
+            or None, "created": measurement.created.isoformat(), **measurement.status_dict()}
+    if full:
+        body["result"] = measurement.result
+    return body
+
+
+@api_view("GET", "POST")
+def run_measurements(request: HttpRequest, run_id: str) -> JsonResponse:
+    """GET: the run's measurements, newest first, and whether a GPU worker is online.
+    POST: ask for one (202); while one waits or runs, that one (200)."""
+    run = _done_run(request, run_id)
+    if request.method == "POST":
+        before = set(run.measurements.values_list("pk", flat=True))
+        measurement = request_measurement(run, request.user)
+        status = 200 if measurement.pk in before else 202
+        return JsonResponse(_measurement(request, measurement), status=status)
+    gpu = gpu_status()
+    return JsonResponse({"gpu_worker_online": gpu["online"], "gpu_workers": gpu["summary"],
+                         "results": [_measurement(request, measurement) for measurement in
+                                     run.measurements.defer("result")]})
+
+
+@api_view("GET")
+def run_measurement(request: HttpRequest, run_id: str, measurement_id: int) -> JsonResponse:
+    """One measurement with its result (compiler.measure's MEASUREMENTS) once done."""
+    run = _viewable_run(request, run_id)
+    measurement = run.measurements.filter(pk=measurement_id).first()
+    if measurement is None:
+        raise ApiError(404, f"no measurement {measurement_id} of this run")
+    return JsonResponse(_measurement(request, measurement, full=True))
 
 
 @api_view("GET")
@@ -302,10 +352,11 @@ def run_kernel(request: HttpRequest, run_id: str, device: str, strategy: str,
     return JsonResponse({
         "device": device, "strategy": strategy, "kernel": entry,
         "function": source.function if source else None,
-        "source": source.source if source else None,
+        "source": (source.source or None) if source else None,
         "ptx": (source.ptx or None) if source else None,
         "line_nodes": source.line_nodes if source else {},
         "resources": source.resources if source else None,
+        "candidate_plans": source.candidate_plans if source else [],
     })
 
 
@@ -322,8 +373,9 @@ def run_export_json(request: HttpRequest, run_id: str) -> HttpResponse:
     output as it was)."""
     run = _done_run(request, run_id)
     sources = {f"{source.device}/{source.strategy}/{source.kernel}": {
-        "function": source.function, "source": source.source, "ptx": source.ptx or None,
-        "line_nodes": source.line_nodes, "resources": source.resources}
+        "function": source.function, "source": source.source or None, "ptx": source.ptx or None,
+        "line_nodes": source.line_nodes, "resources": source.resources,
+        "candidate_plans": source.candidate_plans}
         for source in run.kernel_sources.all()}
     body = {"run": _detail(request, run), "artifact": {**run.artifact, "sources": sources}}
     response = HttpResponse(json.dumps(body, indent=1), content_type="application/json")
@@ -337,7 +389,7 @@ def run_export_csv(request: HttpRequest, run_id: str) -> HttpResponse:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(CSV_COLUMNS)
-    for row in csv_rows(run.artifact):
+    for row in csv_rows(_measured_artifact(run)[0]):
         writer.writerow(["" if value is None else value for value in row])
     response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
     return _attachment(response, run, "csv")

@@ -162,8 +162,12 @@ SCHEMAS = {
                                      "properties": {"strategies": {
                                          "type": "object",
                                          "additionalProperties": _ref("StrategyResult")}}}}}},
-    "Results": {"allOf": [_ref("Artifact"), {"type": "object", "required": ["id"],
-                                             "properties": {"id": {"type": "string"}}}]},
+    "Results": {"allOf": [_ref("Artifact"), {
+        "type": "object", "required": ["id", "measurement"],
+        "properties": {"id": {"type": "string"},
+                       "measurement": {"anyOf": [_ref("Measurement"), {"type": "null"}],
+                                       "description": "The measurement whose timings fill "
+                                       "the measured fields; null when none has finished."}}}]},
     "KernelDetail": {"type": "object",
                      "required": ["device", "strategy", "kernel", "function", "source", "ptx",
                                   "line_nodes", "resources"],
@@ -178,7 +182,29 @@ SCHEMAS = {
                                         "additionalProperties": {"type": "array",
                                                                  "items": {"type": "string"}}},
                          "resources": {"type": ["object", "null"],
-                                       "description": "What ptxas reports."}}},
+                                       "description": "What ptxas reports."},
+                         "candidate_plans": {"type": "array", "items": {"type": "object"},
+                                             "description": "The CodeGen plans codegen "
+                                             "weighed, with their projections."}}},
+    "Measurement": {"allOf": [_ref("Status"), {
+        "type": "object", "required": ["id", "url", "gpu", "compiler_version", "created"],
+        "properties": {
+            "id": {"type": "integer"}, "url": {"type": "string", "format": "uri"},
+            "gpu": {"type": ["string", "null"], "description": "The GPU that measured, as its "
+                    "driver names it; null until a worker has finished."},
+            "compiler_version": _nullable("string"),
+            "created": {"type": "string", "format": "date-time"},
+            "result": {"type": ["object", "null"], "description": "Only from the "
+                       "measurement's own URL, once done: the GPU, and per device and "
+                       "strategy every kernel's check against the reference interpreter and "
+                       "its timing (median, min, cv, samples), the plan's back-to-back time, "
+                       "and the eager CuPy baseline (see docs/api.md)."}}}]},
+    "MeasurementList": {"type": "object",
+                        "required": ["gpu_worker_online", "gpu_workers", "results"],
+                        "properties": {"gpu_worker_online": {"type": "boolean"},
+                                       "gpu_workers": {"type": "string"},
+                                       "results": {"type": "array",
+                                                   "items": _ref("Measurement")}}},
     "Export": {"type": "object", "required": ["run", "artifact"],
                "properties": {"run": _ref("Run"), "artifact": {"allOf": [
                    _ref("Artifact"), {"type": "object", "required": ["sources"]}]}}},
@@ -249,6 +275,25 @@ PATHS = {
          _path("strategy", "A strategy of the run, e.g. cost."),
          _path("kernel", "The kernel's name in the plan, e.g. stitch-regional.0.")],
         operationId="getRunKernel")},
+    "/runs/{run_id}/measurements": {
+        "get": _operation(
+            "The run's GPU measurements, newest first, and whether a GPU worker is online.",
+            {"200": _json(_ref("MeasurementList"), "The measurements."), "404": NOT_FOUND,
+             "409": NOT_DONE}, [RUN_ID], operationId="listRunMeasurements"),
+        "post": _operation(
+            "Ask a GPU worker to measure the run: the job waits in the gpu queue until one "
+            "takes it.",
+            {"202": _json(_ref("Measurement"), "A new measurement, queued."),
+             "200": _json(_ref("Measurement"), "One was already queued or running: that one."),
+             "403": _error("A session-authenticated request without the CSRF token."),
+             "404": NOT_FOUND, "409": NOT_DONE}, [RUN_ID], operationId="measureRun")},
+    "/runs/{run_id}/measurements/{measurement_id}": {"get": _operation(
+        "One measurement, with its result once done.",
+        {"200": _json(_ref("Measurement"), "The measurement."),
+         "404": _error("No such run or measurement (or not the caller's to see).")},
+        [RUN_ID, {**_path("measurement_id", "The measurement's id."),
+                  "schema": {"type": "integer"}}],
+        operationId="getRunMeasurement")},
     "/runs/{run_id}/export.json": {"get": _operation(
         "Download the run (metadata, artifact and kernel sources) as one JSON file.",
         {"200": _json(_ref("Export"), "An attachment (Content-Disposition)."),

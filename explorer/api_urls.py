@@ -13,6 +13,9 @@ urlpatterns = [
     path(f"{RUN}/results", api.run_results, name="api-run-results"),
     path(f"{RUN}/kernels/<str:device>/<str:strategy>/<str:kernel>", api.run_kernel,
          name="api-run-kernel"),
+    path(f"{RUN}/measurements", api.run_measurements, name="api-run-measurements"),
+    path(f"{RUN}/measurements/<int:measurement_id>", api.run_measurement,
+         name="api-run-measurement"),
     path(f"{RUN}/export.json", api.run_export_json, name="api-run-export-json"),
     path(f"{RUN}/export.csv", api.run_export_csv, name="api-run-export-csv"),
 ]

@@ -2,9 +2,9 @@
 and the teams runs are shared with.
 
 A run is a job and its result at once: workers.compile_run claims it, records its progress on
-it and stores the artifact on it. The claim rules live here (`Run.claim`, `renew_lease`, ...)
-so the task stays thin: every change of state is one conditional UPDATE that names the state
-it expects, so two workers holding the same job can never both act on it.
+it and stores the artifact on it. A Measurement is the same for a request to time a run's
+plans on a GPU (workers.measure_run). The claim rules live here (`Job.claim`, `renew_lease`,
+...) so the tasks stay thin.
 """
 from __future__ import annotations
 
@@ -46,11 +46,103 @@ class ClaimLost(Exception):
     """The run was claimed again by another worker (this one was presumed dead)."""
 
 
-class Run(models.Model):
-    PRIVATE, TEAM, PUBLIC = "private", "team", "public"
-    VISIBILITIES = [(PRIVATE, "private"), (TEAM, "team"), (PUBLIC, "public")]
+class Job(models.Model):
+    """What a run's compile job and a measurement job share: a status, the progress a page
+    polls, the error a failed job shows, and the claim rules (an abstract model: each job kind
+    has its own table).
+
+    Every change of state is one conditional UPDATE that names the state it expects, so two
+    workers holding the same job (a redelivery while the first worker still lives) can never
+    both act on it."""
     QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
     STATUSES = [(QUEUED, "queued"), (RUNNING, "running"), (DONE, "done"), (FAILED, "failed")]
+    # What a job does, for the error a job gets when its attempts run out.
+    VERB = "run"
+
+    status = models.CharField(max_length=10, choices=STATUSES, default=QUEUED, db_index=True)
+    stage = models.CharField(max_length=20, blank=True)
+    progress_done = models.PositiveIntegerField(default=0)
+    progress_total = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    error_stage = models.CharField(max_length=20, blank=True)
+
+    created = models.DateTimeField(auto_now_add=True)
+    started = models.DateTimeField(null=True, blank=True)
+    finished = models.DateTimeField(null=True, blank=True)
+
+    # The claim: which job holds the row (a fresh token per claim), since when, until when
+    # (renewed as it reports progress) and how many claims there have been.
+    claim_token = models.CharField(max_length=32, blank=True, editable=False)
+    claimed_by = models.CharField(max_length=200, blank=True)
+    lease_expires = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+    def status_dict(self) -> dict:
+        """What a status endpoint returns while a page waits for the job."""
+        return {"status": self.status, "stage": self.stage,
+                "progress_done": self.progress_done, "progress_total": self.progress_total,
+                "error": self.error, "error_stage": self.error_stage,
+                "finished": self.finished.isoformat() if self.finished else None}
+
+    # --- The job's life cycle: each step one conditional UPDATE. -------------------------------
+
+    @classmethod
+    def claim(cls, pk, worker: str, lease_s: int, max_attempts: int) -> str | None:
+        """Take the job: a queued one, or a running one whose lease ran out (its worker died).
+        Returns the claim token, or None when the job is not this worker's to take. A job that
+        already used up its attempts is failed instead of being claimed again."""
+        now = timezone.now()
+        abandoned = Q(status=cls.RUNNING, lease_expires__lt=now)
+        cls.objects.filter(abandoned, pk=pk, attempts__gte=max_attempts).update(
+            status=cls.FAILED, error_stage=F("stage"), finished=now, claim_token="",
+            error=f"Every one of the {max_attempts} attempts to {cls.VERB} ended with "
+                  "its worker gone (killed, out of memory or past the hard time limit).")
+        token = secrets.token_hex(16)
+        claimed = cls.objects.filter(Q(status=cls.QUEUED) | abandoned, pk=pk).update(
+            status=cls.RUNNING, claim_token=token, claimed_by=worker[:200],
+            lease_expires=now + timedelta(seconds=lease_s), attempts=F("attempts") + 1,
+            started=now, stage="", progress_done=0, progress_total=0, error="", error_stage="")
+        return token if claimed == 1 else None
+
+    @classmethod
+    def renew_lease(cls, pk, token: str, lease_s: int, **progress) -> None:
+        """Record progress (stage, progress_done, progress_total) and extend the lease; raise
+        ClaimLost when another job has taken the row over."""
+        lease_expires = timezone.now() + timedelta(seconds=lease_s)
+        updated = cls.objects.filter(pk=pk, claim_token=token, status=cls.RUNNING).update(
+            lease_expires=lease_expires, **progress)
+        if updated != 1:
+            raise ClaimLost(pk)
+
+    @classmethod
+    def _mark_done(cls, pk, token: str, **fields) -> None:
+        """The DONE update of `finish` (call it inside the caller's transaction)."""
+        updated = cls.objects.filter(pk=pk, claim_token=token, status=cls.RUNNING).update(
+            status=cls.DONE, finished=timezone.now(), lease_expires=None,
+            progress_done=F("progress_total"), **fields)
+        if updated != 1:
+            raise ClaimLost(pk)
+
+    @classmethod
+    def fail(cls, pk, error: str, error_stage: str, token: str | None = None) -> bool:
+        """Mark the job failed with a message for the user. With a token, only while that claim
+        holds; without, any running job (the hard time limit: the claimer was killed)."""
+        jobs = cls.objects.filter(pk=pk, status=cls.RUNNING)
+        if token is not None:
+            jobs = jobs.filter(claim_token=token)
+        updated = jobs.update(status=cls.FAILED, error=error,
+                              error_stage=error_stage or F("stage"), finished=timezone.now(),
+                              lease_expires=None)
+        return updated == 1
+
+
+class Run(Job):
+    PRIVATE, TEAM, PUBLIC = "private", "team", "public"
+    VISIBILITIES = [(PRIVATE, "private"), (TEAM, "team"), (PUBLIC, "public")]
+    VERB = "compile this run"
 
     # The permalink id: see explorer/runs.py run_id().
     id = models.CharField(primary_key=True, max_length=22, editable=False)
@@ -68,26 +160,9 @@ class Run(models.Model):
     strategies = models.JSONField(default=list)
     compiler_version = models.CharField(max_length=64)
 
-    status = models.CharField(max_length=10, choices=STATUSES, default=QUEUED, db_index=True)
-    stage = models.CharField(max_length=20, blank=True)
-    progress_done = models.PositiveIntegerField(default=0)
-    progress_total = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True)
-    error_stage = models.CharField(max_length=20, blank=True)
     # The ARTIFACT of compiler.pipeline.compile_graph without "sources" (those are KernelSource
     # rows); null until the run is done.
     artifact = models.JSONField(null=True, blank=True)
-
-    created = models.DateTimeField(auto_now_add=True)
-    started = models.DateTimeField(null=True, blank=True)
-    finished = models.DateTimeField(null=True, blank=True)
-
-    # The claim: which job holds the run (a fresh token per claim), since when, until when
-    # (renewed as it reports progress) and how many claims there have been.
-    claim_token = models.CharField(max_length=32, blank=True, editable=False)
-    claimed_by = models.CharField(max_length=200, blank=True)
-    lease_expires = models.DateTimeField(null=True, blank=True)
-    attempts = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-created"]
@@ -106,70 +181,47 @@ class Run(models.Model):
         return (self.visibility == self.TEAM and self.team_id is not None
                 and Membership.objects.filter(team_id=self.team_id, user=user).exists())
 
-    def status_dict(self) -> dict:
-        """What /r/<id>/status.json returns while a page waits for the run."""
-        return {"status": self.status, "stage": self.stage,
-                "progress_done": self.progress_done, "progress_total": self.progress_total,
-                "error": self.error, "error_stage": self.error_stage,
-                "finished": self.finished.isoformat() if self.finished else None}
-
-    # --- The job's life cycle: each step one conditional UPDATE. -------------------------------
-
-    @classmethod
-    def claim(cls, run_id: str, worker: str, lease_s: int, max_attempts: int) -> str | None:
-        """Take the run for this job: a queued run, or a running one whose lease ran out (its
-        worker died). Returns the claim token, or None when the run is not this job's to take.
-        A run that already used up its attempts is failed instead of being claimed again."""
-        now = timezone.now()
-        abandoned = Q(status=cls.RUNNING, lease_expires__lt=now)
-        cls.objects.filter(abandoned, pk=run_id, attempts__gte=max_attempts).update(
-            status=cls.FAILED, error_stage=F("stage"), finished=now, claim_token="",
-            error=f"Every one of the {max_attempts} attempts to compile this run ended with "
-                  "its worker gone (killed, out of memory or past the hard time limit).")
-        token = secrets.token_hex(16)
-        claimed = cls.objects.filter(Q(status=cls.QUEUED) | abandoned, pk=run_id).update(
-            status=cls.RUNNING, claim_token=token, claimed_by=worker[:200],
-            lease_expires=now + timedelta(seconds=lease_s), attempts=F("attempts") + 1,
-            started=now, stage="", progress_done=0, progress_total=0, error="", error_stage="")
-        return token if claimed == 1 else None
-
-    @classmethod
-    def renew_lease(cls, run_id: str, token: str, lease_s: int, **progress) -> None:
-        """Record progress (stage, progress_done, progress_total) and extend the lease; raise
-        ClaimLost when another job has taken the run over."""
-        lease_expires = timezone.now() + timedelta(seconds=lease_s)
-        updated = cls.objects.filter(pk=run_id, claim_token=token, status=cls.RUNNING).update(
-            lease_expires=lease_expires, **progress)
-        if updated != 1:
-            raise ClaimLost(run_id)
-
     @classmethod
     def finish(cls, run_id: str, token: str, artifact: dict) -> None:
         """Store the artifact (its "sources" as KernelSource rows) and mark the run done, all in
         one transaction: a run is never seen half-written."""
         sources = artifact.pop("sources", {})
         with transaction.atomic():
-            updated = cls.objects.filter(pk=run_id, claim_token=token, status=cls.RUNNING) \
-                .update(status=cls.DONE, artifact=artifact, finished=timezone.now(),
-                        lease_expires=None, progress_done=F("progress_total"))
-            if updated != 1:
-                raise ClaimLost(run_id)
+            cls._mark_done(run_id, token, artifact=artifact)
             KernelSource.objects.filter(run_id=run_id).delete()
             KernelSource.objects.bulk_create(
-                KernelSource.from_artifact(run_id, key, source)
-                for key, source in sources.items())
+                (KernelSource.from_artifact(run_id, key, source)
+                 for key, source in sources.items()), batch_size=500)
+
+    def latest_measurement(self) -> Measurement | None:
+        """The newest measurement job of this run, whatever its state."""
+        return self.measurements.order_by("-created", "-pk").first()
+
+
+class Measurement(Job):
+    """One request to time a run's plans on a GPU: a job on the `gpu` queue
+    (workers.measure_run) and, once done, its result: compiler.measure.measure_graph's
+    MEASUREMENTS (the GPU's name, every plan's kernels checked and timed, the eager
+    baseline)."""
+    VERB = "measure this run"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="measurements")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                     on_delete=models.SET_NULL, related_name="+")
+    gpu = models.CharField(max_length=200, blank=True)
+    compiler_version = models.CharField(max_length=64, blank=True)
+    result = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-pk"]
+
+    def __str__(self) -> str:
+        return f"measurement {self.pk} of {self.run_id} ({self.status})"
 
     @classmethod
-    def fail(cls, run_id: str, error: str, error_stage: str, token: str | None = None) -> bool:
-        """Mark the run failed with a message for the user. With a token, only while that claim
-        holds; without, any running run (the hard time limit: the claimer was killed)."""
-        runs = cls.objects.filter(pk=run_id, status=cls.RUNNING)
-        if token is not None:
-            runs = runs.filter(claim_token=token)
-        updated = runs.update(status=cls.FAILED, error=error,
-                              error_stage=error_stage or F("stage"), finished=timezone.now(),
-                              lease_expires=None)
-        return updated == 1
+    def finish(cls, pk: int, token: str, result: dict) -> None:
+        cls._mark_done(pk, token, result=result, gpu=result.get("gpu", "")[:200],
+                       compiler_version=result.get("compiler_version", "")[:64])
 
 
 class KernelSource(models.Model):
@@ -183,6 +235,9 @@ class KernelSource(models.Model):
     ptx = models.TextField(blank=True)
     line_nodes = models.JSONField(default=dict)
     resources = models.JSONField(null=True, blank=True)
+    # The CodeGen plans codegen weighed for this kernel, with their projections: the kernel
+    # page's table. Kept here rather than in the run's artifact, which every run page reads.
+    candidate_plans = models.JSONField(default=list)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "device", "strategy", "kernel"],
@@ -197,9 +252,10 @@ class KernelSource(models.Model):
         """A row from one entry of the artifact's "sources" ("<device>/<strategy>/<kernel>")."""
         device, strategy, kernel = key.split("/", 2)
         return cls(run_id=run_id, device=device, strategy=strategy, kernel=kernel,
-                   function=source["function"], source=source["source"],
+                   function=source["function"], source=source["source"] or "",
                    ptx=source["ptx"] or "", line_nodes=source["line_nodes"],
-                   resources=source["resources"])
+                   resources=source["resources"],
+                   candidate_plans=source.get("candidate_plans") or [])
 
 
 class ApiToken(models.Model):

@@ -40,6 +40,94 @@ def limiter_colour(limiter: str | None) -> str:
     return LIMITER_COLOURS.get(limiter or "", OTHER_COLOUR)
 
 
+# -- measurements -----------------------------------------------------------------------------
+
+def measurement_state(measurement, gpu: dict | None) -> dict:
+    """What the pages say about measuring a run: `measurement` is its latest Measurement (or
+    None), `gpu` workers/presence.gpu_status() (None when not asked). "text" explains an empty
+    measured cell; "can_request" whether asking for a measurement makes sense now."""
+    online = bool(gpu and gpu["online"])
+    no_worker = (gpu or {}).get("summary", "no GPU worker online")
+    if measurement is None:
+        text = "not measured yet" if online else f"not measured — {no_worker}"
+        return {"state": "none", "text": text, "can_request": True, "gpu_online": online}
+    status = measurement.status
+    if status == "queued":
+        text = ("queued: waiting for the GPU worker" if online else
+                f"queued: waits until a GPU worker comes online ({no_worker})")
+    elif status == "running":
+        text = (f"measuring on {measurement.claimed_by}: {measurement.stage} "
+                f"{measurement.progress_done} / {measurement.progress_total}")
+    elif status == "failed":
+        text = f"the last measurement failed ({measurement.error_stage}): {measurement.error}"
+    else:
+        text = f"measured on {measurement.gpu}"
+    return {"state": status, "text": text, "gpu_online": online,
+            "can_request": status in ("failed", "done")}
+
+
+def apply_measurement(devices: dict, result: dict | None) -> dict:
+    """The artifact's "devices" with the measured fields filled in from a measurement's
+    MEASUREMENTS (compiler/measure.py): each kernel's "measured_us" and its whole record under
+    "measured", each plan's total "measured_us" (the plan run back to back) and, per device,
+    "eager" (the unfused CuPy baseline) and "measured_on". New dicts: `devices` is unchanged."""
+    if not result:
+        return devices
+    merged = {}
+    for name, device_result in devices.items():
+        measured = result.get("devices", {}).get(name)
+        if measured is None:
+            merged[name] = device_result
+            continue
+        strategies = {}
+        for strategy, plan in device_result["strategies"].items():
+            run = measured["strategies"].get(strategy)
+            strategies[strategy] = _measured_plan(plan, run) if run else plan
+        merged[name] = {**device_result, "strategies": strategies,
+                        "eager": measured.get("eager"),
+                        "measured_on": {"gpu": result.get("gpu"),
+                                        "matches_gpu": measured.get("matches_gpu", False)}}
+    return merged
+
+
+def _measured_plan(plan: dict, run: dict) -> dict:
+    by_name = {kernel["name"]: kernel for kernel in run["kernels"]}
+    kernels = []
+    for kernel in plan["kernels"]:
+        record = by_name.get(kernel["name"])
+        kernels.append({**kernel, "measured_us": record["measured_us"] if record else None,
+                        "measured": record})
+    end_to_end = run.get("end_to_end")
+    total = {**plan["total"], "measured_us": end_to_end["median_us"] if end_to_end else None,
+             "measured_kernel_sum_us": run.get("total_us"),
+             "not_measured": run.get("not_measured")}
+    return {**plan, "kernels": kernels, "total": total}
+
+
+def measured_rows(kernel: dict) -> list[tuple[str, object, str]] | None:
+    """The kernel page's "measured vs predicted" table: (label, value, unit), or None when the
+    kernel has no measurement record."""
+    record = kernel.get("measured")
+    if not record:
+        return None
+    timing = record.get("timing") or {}
+    rows = [("measured (median)", record.get("measured_us"), "µs"),
+            ("fastest run", timing.get("min_us"), "µs"),
+            ("variation (cv)", timing.get("cv"), ""),
+            ("timed runs", timing.get("runs"), ""),
+            ("SOL", kernel.get("sol_us"), "µs"),
+            ("projected", kernel.get("proj_us"), "µs"),
+            ("model error (projected)", model_error(kernel.get("proj_us"),
+                                                    record.get("measured_us")), "%"),
+            ("model error (SOL)", model_error(kernel.get("sol_us"),
+                                              record.get("measured_us")), "%"),
+            ("largest error vs the interpreter", record.get("max_abs_error"), ""),
+            ("outputs differing", len(record.get("mismatches") or []), "")]
+    if record.get("not_measured"):
+        rows.insert(0, ("not measured", record["not_measured"], ""))
+    return rows
+
+
 # -- strategy comparison ----------------------------------------------------------------------
 
 def _ratio(numerator: float | None, denominator: float | None) -> float | None:
@@ -71,6 +159,8 @@ def comparison_rows(device_result: dict) -> list[dict]:
             row[f"speedup_vs_{baseline}"] = _ratio(base.get("proj_us"), total["proj_us"])
             row[f"measured_speedup_vs_{baseline}"] = _ratio(base.get("measured_us"),
                                                             total["measured_us"])
+        eager = (device_result.get("eager") or {}).get("measured_us")
+        row["measured_speedup_vs_eager"] = _ratio(eager, total["measured_us"])
         rows.append(row)
     fastest = min((row["proj_us"] for row in rows if row["proj_us"] is not None), default=None)
     for row in rows:
@@ -78,8 +168,9 @@ def comparison_rows(device_result: dict) -> list[dict]:
     return rows
 
 
-def comparison_figure(rows: list[dict]) -> dict:
-    """Grouped bars of each strategy's SOL, projected and (where there is one) measured total."""
+def comparison_figure(rows: list[dict], eager_us: float | None = None) -> dict:
+    """Grouped bars of each strategy's SOL, projected and (where there is one) measured total,
+    and the measured eager baseline as a dashed line across them."""
     names = [row["strategy"] for row in rows]
     series = (("SOL", "sol_us", "#b8c7ea"), ("projected", "proj_us", "#3b6fd8"),
               ("measured", "measured_us", "#1f9e89"))
@@ -91,6 +182,11 @@ def comparison_figure(rows: list[dict]) -> dict:
         data.append({"type": "bar", "name": label, "x": names, "y": values,
                      "marker": {"color": colour},
                      "hovertemplate": f"%{{x}}: %{{y:.2f}} µs ({label})<extra></extra>"})
+    if eager_us is not None:
+        data.append({"type": "scatter", "mode": "lines", "name": "eager CuPy (measured)",
+                     "x": names, "y": [eager_us] * len(names),
+                     "line": {"color": "#444", "dash": "dash", "width": 1.5},
+                     "hovertemplate": "eager CuPy: %{y:.2f} µs<extra></extra>"})
     return {"data": data, "layout": {**LAYOUT, "barmode": "group", "height": 340,
                                      "title": {"text": "Total time per strategy"},
                                      "yaxis": {"title": {"text": "total time (µs)"},
@@ -122,6 +218,9 @@ def kernel_rows(strategy_result: dict) -> list[dict]:
             "waves": kernel["waves"],
             "registers": kernel["registers"],
             "measured_us": kernel["measured_us"],
+            "measured_note": (kernel.get("measured") or {}).get("not_measured")
+            or "not measured",
+            "mismatched": bool((kernel.get("measured") or {}).get("mismatches")),
             "model_error": model_error(kernel["proj_us"], kernel["measured_us"]),
             "has_source": bool(kernel.get("function")),
             "codegen_error": kernel.get("codegen_error"),
@@ -249,7 +348,9 @@ def _dag_nodes(members, xs, ys, sizes, hover, kernels, name, marker) -> dict:
     return {"type": "scattergl", "mode": "markers", "name": name,
             "x": [xs[i] for i in members], "y": [ys[i] for i in members],
             "text": [hover[i] for i in members], "hoverinfo": "text",
-            "customdata": [kernels[i]["name"] for i in members],
+            # What a click on a kernel lists: its name, a summary line and its ops.
+            "customdata": [[kernels[i]["name"], hover[i].split("<br>", 1)[-1]
+                            .replace("<br>", "; "), kernels[i]["nodes"]] for i in members],
             "marker": {**marker, "size": [sizes[i] for i in members],
                        "line": {"color": "#333", "width": 0.5}}}
 
@@ -425,11 +526,12 @@ PLAN_FIELDS = ("schedule", "block_size", "grid_size", "vector_width", "threads_p
                "rows_per_block", "shared_bytes", "splits", "tile", "cooperative")
 
 
-def candidate_rows(kernel: dict) -> list[dict]:
-    """The candidate CodeGen plans, fastest projected first, the emitted one marked."""
+def candidate_rows(kernel: dict, candidates: list[dict]) -> list[dict]:
+    """The kernel's candidate CodeGen plans (stored with its source), fastest projected first,
+    the emitted one marked."""
     chosen = kernel.get("codegen_plan") or {}
     rows = []
-    for plan in kernel.get("candidate_plans") or []:
+    for plan in candidates:
         fields = {name: plan.get(name) for name in PLAN_FIELDS}
         rows.append({**fields,
                      "projected_us": plan.get("projected_us"),

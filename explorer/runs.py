@@ -23,7 +23,7 @@ from django.db.models import Q, QuerySet
 from django.utils.crypto import salted_hmac
 
 from compiler.pipeline import canonical_options, compiler_version, import_graph
-from explorer.models import Membership, Run
+from explorer.models import Measurement, Membership, Run
 
 RUN_ID_LENGTH = 22
 BASE62 = string.digits + string.ascii_letters
@@ -96,3 +96,29 @@ def enqueue_compile(identifier: str) -> None:
     from workers.tasks import compile_run
 
     compile_run.delay(identifier)
+
+
+def request_measurement(run: Run, user) -> Measurement:
+    """A measurement job for the run's plans on a GPU worker: the one already waiting or
+    running, if any (asking twice does not measure twice), or a new one, enqueued on the `gpu`
+    queue once the transaction commits. There it waits for a GPU worker, however long that
+    takes: a worker started later measures it. ValueError for a run that is not done."""
+    if run.status != Run.DONE:
+        raise ValueError("only a finished run can be measured")
+    with transaction.atomic():
+        # Lock the run's row so two requests at once cannot both create a job.
+        Run.objects.select_for_update().filter(pk=run.pk).exists()
+        pending = run.measurements.filter(status__in=(Measurement.QUEUED, Measurement.RUNNING))
+        measurement = pending.first()
+        if measurement is None:
+            measurement = Measurement.objects.create(
+                run=run, requested_by=user if user.is_authenticated else None)
+            transaction.on_commit(lambda: enqueue_measure(measurement.pk))
+    return measurement
+
+
+def enqueue_measure(measurement_id: int) -> None:
+    """Send the measurement job to the `gpu` queue (its route in settings)."""
+    from workers.tasks import measure_run
+
+    measure_run.delay(measurement_id)

@@ -127,9 +127,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Compile tasks run for seconds to minutes; prefetching more than one would leave jobs waiting
 # behind a busy process while another worker is idle.
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-# CPU work (import, fusion, codegen, nvcc, cost models) goes to `compile`. Tasks that need a GPU
-# will get their own entry for the `gpu` queue above this one: the first matching pattern wins.
+# CPU work (import, fusion, codegen, nvcc, cost models) goes to `compile`; work that needs a GPU
+# to `gpu`, which only workers on GPU machines consume. The first matching pattern wins.
 CELERY_TASK_ROUTES = {
+    "workers.measure_run": {"queue": "gpu"},
     "workers.*": {"queue": "compile"},
 }
 # A job is acknowledged when it ends, not when it starts, and a job whose worker process died is
@@ -157,6 +158,20 @@ COMPILE_TIME_LIMIT_S = env_int(
 )
 COMPILE_LEASE_S = env_int("COMPILE_LEASE_S", default=120, minimum=1)
 COMPILE_MAX_ATTEMPTS = env_int("COMPILE_MAX_ATTEMPTS", default=3, minimum=1)
+# workers.measure_run, the same rules for a measurement job on the `gpu` queue. Timing every
+# kernel of four plans of a big graph takes minutes (each kernel: 3 warm-up and 20 timed runs,
+# each after an L2 flush, plus the reference interpreter's values to check it against).
+MEASURE_SOFT_TIME_LIMIT_S = env_int("MEASURE_SOFT_TIME_LIMIT_S", default=1800, minimum=1)
+MEASURE_TIME_LIMIT_S = env_int(
+    "MEASURE_TIME_LIMIT_S", default=MEASURE_SOFT_TIME_LIMIT_S + 60,
+    minimum=MEASURE_SOFT_TIME_LIMIT_S + 1,
+)
+MEASURE_LEASE_S = env_int("MEASURE_LEASE_S", default=300, minimum=1)
+MEASURE_MAX_ATTEMPTS = env_int("MEASURE_MAX_ATTEMPTS", default=2, minimum=1)
+# A GPU worker announces itself in Redis every GPU_WORKER_HEARTBEAT_S seconds; an announcement
+# not renewed for three times that is gone (workers/presence.py).
+GPU_WORKER_HEARTBEAT_S = env_int("GPU_WORKER_HEARTBEAT_S", default=10, minimum=1)
+
 # Test hook: a compile job sleeps this long when it enters the codegen stage, so a test can kill
 # its worker mid-job deterministically. Always 0 outside tests/workers/.
 COMPILE_TEST_CODEGEN_DELAY_S = env_int("COMPILE_TEST_CODEGEN_DELAY_S", default=0)

@@ -11,23 +11,31 @@ from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import (Http404, HttpRequest, HttpResponse, HttpResponseBadRequest,
                          JsonResponse)
+from django.core.cache import cache
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from compiler.cost.devices import get_device
 from compiler.errors import InputError
 from explorer import presenters
 from explorer.forms import RunSettingsForm, UploadForm, samples
-from explorer.models import KernelSource, Run
-from explorer.runs import submit_run, viewable_runs
+from explorer.models import KernelSource, Measurement, Run
+from explorer.runs import request_measurement, submit_run, viewable_runs
+from workers.presence import gpu_status
 
 
 class LoginNeeded(Exception):
     """Raised by `_viewable_run` for an anonymous visitor; the view redirects to the login."""
 
 
-def _viewable_run(request: HttpRequest, run_id: str) -> Run:
-    run = Run.objects.filter(pk=run_id).first()
+# The big columns a page that shows a run's results reads only when its cached HTML is stale.
+HEAVY_FIELDS = ("artifact", "graph_bytes")
+
+
+def _viewable_run(request: HttpRequest, run_id: str, light: bool = False) -> Run:
+    runs = Run.objects.select_related("owner")
+    run = (runs.defer(*HEAVY_FIELDS) if light else runs).filter(pk=run_id).first()
     if run is not None and run.can_view(request.user):
         return run
     if not request.user.is_authenticated:
@@ -35,11 +43,15 @@ def _viewable_run(request: HttpRequest, run_id: str) -> Run:
     raise Http404("No such run.")
 
 
-def _run_view(view):
-    """Look the run up and check access before `view(request, run, ...)` runs."""
+def _run_view(view=None, *, light: bool = False):
+    """Look the run up and check access before `view(request, run, ...)` runs; `light` leaves
+    the artifact and the graph unloaded (`_artifact(run)` reads the artifact)."""
+    if view is None:
+        return lambda view: _run_view(view, light=light)
+
     def wrapper(request: HttpRequest, run_id: str, *args, **kwargs) -> HttpResponse:
         try:
-            run = _viewable_run(request, run_id)
+            run = _viewable_run(request, run_id, light)
         except LoginNeeded:
             return redirect_to_login(request.get_full_path(), settings.LOGIN_URL)
         return view(request, run, *args, **kwargs)
@@ -78,7 +90,7 @@ def _upload(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-@_run_view
+@_run_view(light=True)
 def run_page(request: HttpRequest, run: Run) -> HttpResponse:
     """Progress while the run compiles; the comparison, plans and kernels once it is done."""
     return _render_run(request, run, RunSettingsForm.for_run(run, request.user))
@@ -86,25 +98,150 @@ def run_page(request: HttpRequest, run: Run) -> HttpResponse:
 
 def _render_run(request: HttpRequest, run: Run, settings_form: RunSettingsForm,
                 status: int = 200) -> HttpResponse:
-    context = {"run": run, "status": run.status_dict(), "devices": [], "figures": {},
+    context = {"run": run, "status": run.status_dict(),
                "is_owner": request.user.pk == run.owner_id, "settings_form": settings_form}
-    if run.status == "done" and run.artifact:
-        for name, result in run.artifact["devices"].items():
-            device, figures = _device_context(name, result)
-            context["devices"].append(device)
-            context["figures"].update(figures)
-        context["plans"] = _plan_choices(run, context["devices"])
-        context["other_runs"] = _other_runs(request.user, run)
+    if run.status == Run.DONE:
+        latest = run.measurements.defer("result").first()
+        measured = _measured_by(run, latest)
+        results = _cached(run, measured, "page", lambda: render_to_string(
+            "explorer/run_results.html", _results_context(run, _devices(run, measured))))
+        context.update({
+            "results_html": results,
+            "measurement": presenters.measurement_state(latest, gpu_status()),
+            "latest_measurement": latest,
+            "can_measure": request.user.is_authenticated,
+            "plans": _plan_choices(run),
+            "other_runs": _other_runs(request.user, run),
+        })
     return render(request, "explorer/run.html", context, status=status)
 
 
-def _plan_choices(run: Run, devices: list[dict]) -> list[dict]:
+# Rendered results of finished runs are cached this long; their key names everything they
+# show, so a new measurement or a recompiled run gets a new key rather than a stale page.
+RESULTS_CACHE_S = 24 * 3600
+
+
+def _measured_by(run: Run, latest: Measurement | None) -> Measurement | None:
+    """The measurement whose timings the results show: the newest finished one."""
+    if latest is not None and latest.status == Measurement.DONE:
+        return latest
+    return run.measurements.filter(status=Measurement.DONE).defer("result").first()
+
+
+def _cached(run: Run, measured: Measurement | None, part: str, render_part):
+    stamps = "-".join(f"{moment.timestamp():.6f}" if moment else "0"
+                      for moment in (run.created, run.finished))
+    key = f"run-results:{run.pk}:{stamps}:{measured.pk if measured else 0}:{part}"
+    value = cache.get(key)
+    if value is None:
+        value = render_part()
+        cache.set(key, value, RESULTS_CACHE_S)
+    return value
+
+
+def _devices(run: Run, measured: Measurement | None) -> dict:
+    """The artifact's devices, with the measured timings merged in."""
+    artifact = run.artifact if "artifact" in run.__dict__ else \
+        Run.objects.values_list("artifact", flat=True).get(pk=run.pk)
+    result = None
+    if measured is not None:
+        result = Measurement.objects.values_list("result", flat=True).get(pk=measured.pk)
+    return presenters.apply_measurement(artifact["devices"], result)
+
+
+def _results_context(run: Run, devices: dict) -> dict:
+    """Per device: the strategy comparison and its chart, the strategy tabs, and the panel of
+    the tab that opens first (the others load when clicked)."""
+    context = {"run": run, "devices": [], "figures": {}}
+    for name, result in devices.items():
+        rows = presenters.comparison_rows(result)
+        eager = (result.get("eager") or {}).get("measured_us")
+        context["figures"][f"{name}/comparison"] = presenters.comparison_figure(rows, eager)
+        strategies = presenters.ordered_strategies(result["strategies"])
+        default = strategies[-1]
+        panel = _panel_context(run, name, default, result["strategies"][default])
+        context["devices"].append({
+            "name": name, "full_name": get_device(name).full_name, "comparison": rows,
+            "measured": any(row["measured_us"] is not None for row in rows),
+            "eager": result.get("eager"), "measured_on": result.get("measured_on"),
+            "strategies": [{"name": strategy, "default": strategy == default,
+                            "kernel_count": len(result["strategies"][strategy]["kernels"])}
+                           for strategy in strategies],
+            "panel": panel})
+    return context
+
+
+# The decision table shows this many rows at first; the filter searches them all.
+DECISIONS_SHOWN = 200
+
+
+def _panel_context(run: Run, device: str, strategy: str, result: dict) -> dict:
+    """One strategy's panel: the kernel DAG (two colourings), kernel table and decisions."""
+    decisions = presenters.decision_rows(result)
+    return {"run": run, "device": device, "strategy": strategy,
+            "kernels": presenters.kernel_rows(result),
+            "decisions": decisions[:DECISIONS_SHOWN], "decision_count": len(decisions),
+            "actions": presenters.decision_actions(decisions),
+            "figures": {f"{device}/{strategy}/{key}":
+                        presenters.kernel_dag_figure(result, colour_by)
+                        for colour_by, key in (("proj_us", "time"), ("limiter", "limiter"))}}
+
+
+def _plan_result(run: Run, device: str, strategy: str, measured: Measurement | None) -> dict:
+    if run.status != Run.DONE:
+        raise Http404("This run has no results yet.")
+    result = _devices(run, measured).get(device, {}).get("strategies", {}).get(strategy)
+    if result is None:
+        raise Http404("This run has no such device or strategy.")
+    return result
+
+
+@require_GET
+@_run_view(light=True)
+def plan_panel(request: HttpRequest, run: Run, device: str, strategy: str) -> HttpResponse:
+    """The HTML of one strategy's panel, which the run page loads when its tab is opened."""
+    measured = _measured_by(run, run.measurements.defer("result").first())
+
+    def render_panel() -> str:
+        context = _panel_context(run, device, strategy,
+                                 _plan_result(run, device, strategy, measured))
+        return render_to_string("explorer/run_panel.html", {"panel": context})
+    return HttpResponse(_cached(run, measured, f"panel:{device}:{strategy}", render_panel))
+
+
+@require_GET
+@_run_view(light=True)
+def plan_decisions(request: HttpRequest, run: Run, device: str, strategy: str) -> JsonResponse:
+    """Every decision of one plan, [action, subject, reason, gain_us] each, for the filter."""
+    def rows() -> list:
+        result = _plan_result(run, device, strategy, None)
+        return [[row["action"], row["subject"], row["reason"], row["gain_us"]]
+                for row in presenters.decision_rows(result)]
+    return JsonResponse({"decisions": _cached(run, None, f"decisions:{device}:{strategy}",
+                                              rows)})
+
+
+@require_POST
+@_run_view(light=True)
+def measure(request: HttpRequest, run: Run) -> HttpResponse:
+    """Ask a GPU worker to measure the run (anyone logged in who can see it)."""
+    if not request.user.is_authenticated:
+        return redirect_to_login(request.get_full_path(), settings.LOGIN_URL)
+    try:
+        request_measurement(run, request.user)
+    except ValueError as error:
+        return HttpResponseBadRequest(str(error))
+    return redirect("explorer-run", run_id=run.pk)
+
+
+def _plan_choices(run: Run) -> list[dict]:
     """Every (device, strategy) of the run for the "compare strategies" picker; A starts on the
     first device's first strategy, B on its last."""
-    plans = [{"value": f"{run.pk}:{device['name']}:{strategy['name']}",
-              "label": f"{device['name']} · {strategy['name']}", "a": False, "b": False}
-             for device in devices for strategy in device["strategies"]]
-    first_device = len(devices[0]["strategies"]) if devices else 0
+    strategies = presenters.ordered_strategies(run.strategies)
+    plans = [{"value": f"{run.pk}:{device}:{strategy}",
+              "label": f"{device} · {strategy}", "a": False, "b": False}
+             for device in run.devices for strategy in strategies]
+    first_device = len(strategies) if run.devices else 0
     if first_device:
         plans[0]["a"] = plans[first_device - 1]["b"] = True
     return plans
@@ -140,34 +277,13 @@ def run_settings(request: HttpRequest, run: Run) -> HttpResponse:
     return redirect("explorer-run", run_id=run.pk)
 
 
-def _device_context(name: str, result: dict) -> tuple[dict, dict]:
-    """The device's tables, and its figures keyed "<device>/comparison",
-    "<device>/<strategy>/time" and "<device>/<strategy>/limiter" (the DAG coloured two ways)."""
-    rows = presenters.comparison_rows(result)
-    figures = {f"{name}/comparison": presenters.comparison_figure(rows)}
-    strategies = []
-    for strategy in presenters.ordered_strategies(result["strategies"]):
-        strategy_result = result["strategies"][strategy]
-        decisions = presenters.decision_rows(strategy_result)
-        strategies.append({
-            "name": strategy,
-            "kernels": presenters.kernel_rows(strategy_result),
-            "decisions": decisions,
-            "actions": presenters.decision_actions(decisions),
-        })
-        for colour_by, key in (("proj_us", "time"), ("limiter", "limiter")):
-            figures[f"{name}/{strategy}/{key}"] = presenters.kernel_dag_figure(
-                strategy_result, colour_by)
-    device = {"name": name, "full_name": get_device(name).full_name, "comparison": rows,
-              "measured": any(row["measured_us"] is not None for row in rows),
-              "strategies": strategies}
-    return device, figures
-
-
 @require_GET
-@_run_view
+@_run_view(light=True)
 def run_status(request: HttpRequest, run: Run) -> JsonResponse:
-    return JsonResponse(run.status_dict())
+    """The run's job status, and its latest measurement's (null when there is none)."""
+    latest = run.measurements.defer("result").first()
+    return JsonResponse({**run.status_dict(),
+                         "measurement": latest.status_dict() if latest else None})
 
 
 @require_GET
@@ -178,6 +294,13 @@ def kernel_page(request: HttpRequest, run: Run, device: str, strategy: str,
     entry = presenters.find_kernel(run.artifact or {}, device, strategy, kernel)
     if entry is None:
         raise Http404("No such kernel in this run.")
+    latest = run.measurements.defer("result").first()
+    measured_by = _measured_by(run, latest)
+    if measured_by is not None:
+        devices = presenters.apply_measurement(
+            {device: run.artifact["devices"][device]},
+            Measurement.objects.values_list("result", flat=True).get(pk=measured_by.pk))
+        entry = presenters.find_kernel({"devices": devices}, device, strategy, kernel)
     source = KernelSource.objects.filter(run=run, device=device, strategy=strategy,
                                          kernel=kernel).first()
     resources = source.resources if source else None
@@ -200,7 +323,10 @@ def kernel_page(request: HttpRequest, run: Run, device: str, strategy: str,
         "breakdown": presenters.breakdown_rows(entry),
         "resources": presenters.resource_rows(resources),
         "ptxas_log": (resources or {}).get("ptxas_log", ""),
-        "candidates": presenters.candidate_rows(entry),
+        "measured": presenters.measured_rows(entry),
+        "measurement": presenters.measurement_state(latest, None),
+        "measured_on": (devices[device].get("measured_on") if measured_by else None),
+        "candidates": presenters.candidate_rows(entry, source.candidate_plans if source else []),
     }
     return render(request, "explorer/kernel.html", context)
 

@@ -110,12 +110,13 @@ def celery_env(redis_url: str, test_database_path: Path) -> dict[str, str]:
     }
 
 
-def start_worker(env: dict[str, str], log_path: Path, name: str) -> RunningWorker:
-    """A Celery worker on the compile queue, ready to consume, in a process group of its own
-    (so that `kill` reaches its pool process too)."""
+def start_worker(env: dict[str, str], log_path: Path, name: str,
+                 queues: str = "compile") -> RunningWorker:
+    """A Celery worker on `queues` (the compile queue unless told), ready to consume, in a
+    process group of its own (so that `kill` reaches its pool process too)."""
     command = [
         sys.executable, "-m", "celery", "-A", "workers", "worker",
-        "-Q", "compile", "-l", "info", "--concurrency", "1",
+        "-Q", queues, "-l", "info", "--concurrency", "1",
         "--hostname", f"{name}-{os.getpid()}@%h",
         # A lone worker has no peers to sync with; skipping these saves seconds of start-up.
         "--without-gossip", "--without-mingle", "--without-heartbeat",
@@ -172,11 +173,12 @@ def compile_queue(
 
 @pytest.fixture
 def worker_factory(tmp_path: Path) -> Iterator:
-    """Starts extra workers for one test (`worker_factory(name, **env)`); stops them after."""
+    """Starts extra workers for one test (`worker_factory(name, env, queues="compile")`); stops
+    them after."""
     started: list[RunningWorker] = []
 
-    def start(name: str, env: dict[str, str]) -> RunningWorker:
-        worker = start_worker(env, tmp_path / f"{name}.log", name)
+    def start(name: str, env: dict[str, str], queues: str = "compile") -> RunningWorker:
+        worker = start_worker(env, tmp_path / f"{name}.log", name, queues)
         started.append(worker)
         return worker
 

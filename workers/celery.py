@@ -13,3 +13,8 @@ app = Celery("fusion_explorer")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 # workers/ is not a Django app, so name it: the default list comes from INSTALLED_APPS.
 app.autodiscover_tasks(["workers"])
+
+# gpu-queue workers announce themselves in Redis (workers/presence.py).
+from workers.presence import connect_signals  # noqa: E402  (needs Django set up)
+
+connect_signals()

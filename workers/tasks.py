@@ -12,8 +12,10 @@ from django.conf import settings
 from django.utils import timezone
 
 from compiler.errors import InputError
+from compiler.measure import measure_graph
 from compiler.pipeline import compile_graph
-from explorer.models import ClaimLost, Run
+from compiler.runtime.gpu import GpuUnavailable
+from explorer.models import ClaimLost, Job, Measurement, Run
 from workers.celery import app
 
 logger = logging.getLogger(__name__)
@@ -29,27 +31,45 @@ def ping() -> str:
     return "pong"
 
 
-class CompileTask(Task):
+class JobTask(Task):
+    """The base of the tasks that work on a Job row (explorer.models), whose first argument is
+    the row's primary key."""
+    abstract = True
+    model: type[Job] = Job
+    time_limit_setting = ""
+
     def on_failure(self, exc, task_id, args, kwargs, einfo):
         """Celery calls this when the job ended with an exception the task did not handle;
         mainly the hard time limit, which kills the job's process (this runs in the worker's
-        main process then). Failing the run means no page waits on it forever."""
+        main process then). Failing the job means no page waits on it forever."""
         if not args:
             return
         if isinstance(exc, TimeLimitExceeded):
-            message = (f"The compile job was stopped after the hard time limit of "
-                       f"{settings.COMPILE_TIME_LIMIT_S} s.")
+            message = (f"The job was stopped after the hard time limit of "
+                       f"{getattr(settings, self.time_limit_setting)} s.")
         else:
-            message = f"The compile job failed: {type(exc).__name__}: {exc}"
-        Run.fail(args[0], message, error_stage="")
+            message = f"The job failed: {type(exc).__name__}: {exc}"
+        self.model.fail(args[0], message, error_stage="")
+
+
+class CompileTask(JobTask):
+    abstract = True
+    model = Run
+    time_limit_setting = "COMPILE_TIME_LIMIT_S"
+
+
+class MeasureTask(JobTask):
+    abstract = True
+    model = Measurement
+    time_limit_setting = "MEASURE_TIME_LIMIT_S"
 
 
 class _ProgressRecorder:
-    """The progress callback: saves stage and counts on the run (throttled) and renews the
-    claim's lease with each save."""
+    """The progress callback: saves stage and counts on the job's row (throttled) and renews
+    the claim's lease with each save."""
 
-    def __init__(self, run_id: str, token: str):
-        self.run_id, self.token = run_id, token
+    def __init__(self, model: type[Job], pk, token: str, lease_s: int):
+        self.model, self.pk, self.token, self.lease_s = model, pk, token, lease_s
         self.stage, self.saved_at = "", 0.0
 
     def __call__(self, stage: str, done: int, total: int) -> None:
@@ -58,8 +78,8 @@ class _ProgressRecorder:
         now = time.monotonic()
         if not entering and done < total and now - self.saved_at < PROGRESS_INTERVAL_S:
             return
-        Run.renew_lease(self.run_id, self.token, settings.COMPILE_LEASE_S,
-                        stage=stage, progress_done=done, progress_total=total)
+        self.model.renew_lease(self.pk, self.token, self.lease_s,
+                               stage=stage, progress_done=done, progress_total=total)
         self.saved_at = now
         if entering and stage == "codegen" and settings.COMPILE_TEST_CODEGEN_DELAY_S:
             time.sleep(settings.COMPILE_TEST_CODEGEN_DELAY_S)
@@ -75,37 +95,72 @@ def compile_run(self, run_id: str) -> str:
     token = Run.claim(run_id, self.request.hostname or "", settings.COMPILE_LEASE_S,
                       settings.COMPILE_MAX_ATTEMPTS)
     if token is None:
-        return _not_claimed(self, run_id)
+        return _not_claimed(self, Run, run_id)
     run = Run.objects.get(pk=run_id)
-    progress = _ProgressRecorder(run_id, token)
+    progress = _ProgressRecorder(Run, run_id, token, settings.COMPILE_LEASE_S)
+    return _work(Run, run_id, token, progress, settings.COMPILE_SOFT_TIME_LIMIT_S,
+                 lambda: compile_graph(bytes(run.graph_bytes), run.filename, run.devices,
+                                       run.strategies, progress=progress))
+
+
+@app.task(bind=True, base=MeasureTask, name="workers.measure_run", acks_late=True,
+          reject_on_worker_lost=True, soft_time_limit=settings.MEASURE_SOFT_TIME_LIMIT_S,
+          time_limit=settings.MEASURE_TIME_LIMIT_S, max_retries=None,
+          ignore_result=True)
+def measure_run(self, measurement_id: int) -> str:
+    """Time the plans of a measurement's run on this worker's GPU (compiler.measure) and store
+    the result on the Measurement. A worker without a GPU fails the job with the reason."""
+    hostname = self.request.hostname or ""
+    token = Measurement.claim(measurement_id, hostname, settings.MEASURE_LEASE_S,
+                              settings.MEASURE_MAX_ATTEMPTS)
+    if token is None:
+        return _not_claimed(self, Measurement, measurement_id)
+    run = Measurement.objects.select_related("run").get(pk=measurement_id).run
+    progress = _ProgressRecorder(Measurement, measurement_id, token, settings.MEASURE_LEASE_S)
     try:
-        artifact = compile_graph(bytes(run.graph_bytes), run.filename, run.devices,
-                                 run.strategies, progress=progress)
-        Run.finish(run_id, token, artifact)
+        return _work(Measurement, measurement_id, token, progress,
+                     settings.MEASURE_SOFT_TIME_LIMIT_S,
+                     lambda: measure_graph(bytes(run.graph_bytes), run.filename, run.devices,
+                                           run.strategies, progress=progress))
+    except GpuUnavailable as error:
+        Measurement.fail(measurement_id, f"The GPU worker {hostname} cannot measure: {error}.",
+                         "gpu", token)
+        return Measurement.FAILED
+
+
+def _work(model: type[Job], pk, token: str, progress: _ProgressRecorder, soft_limit_s: int,
+          compute) -> str:
+    """Run `compute()` for a claimed job and store its result, or fail the job with a message
+    for the user and the stage that failed. The worker keeps going whatever happens."""
+    try:
+        model.finish(pk, token, compute())
     except ClaimLost:
-        logger.warning("run %s was claimed by another job; dropping this one's work", run_id)
+        logger.warning("%s %s was claimed by another job; dropping this one's work",
+                       model.__name__, pk)
         return "claim lost"
     except InputError as error:
-        Run.fail(run_id, str(error), progress.stage or "import", token)
-        return Run.FAILED
+        model.fail(pk, str(error), progress.stage or "import", token)
+        return model.FAILED
     except SoftTimeLimitExceeded:
-        Run.fail(run_id, f"Compiling took longer than the limit of "
-                         f"{settings.COMPILE_SOFT_TIME_LIMIT_S} s.", progress.stage, token)
-        return Run.FAILED
+        model.fail(pk, f"The job took longer than the limit of {soft_limit_s} s.",
+                   progress.stage, token)
+        return model.FAILED
+    except GpuUnavailable:
+        raise
     except Exception as error:  # a compiler bug: tell the user, keep the worker going
-        logger.exception("compiling run %s failed in stage %s", run_id, progress.stage)
-        Run.fail(run_id, f"Internal compiler error ({type(error).__name__}: {error}). This is "
-                         "a bug; please report it with the run's link.", progress.stage, token)
-        return Run.FAILED
-    return Run.DONE
+        logger.exception("%s %s failed in stage %s", model.__name__, pk, progress.stage)
+        model.fail(pk, f"Internal compiler error ({type(error).__name__}: {error}). This is "
+                       "a bug; please report it with the run's link.", progress.stage, token)
+        return model.FAILED
+    return model.DONE
 
 
-def _not_claimed(task, run_id: str) -> str:
-    """A delivery of a run this job may not take: finished, gone, or still held by a job whose
-    lease is alive. In the last case check back when the lease would run out: if that worker
-    died meanwhile, the retry claims the run."""
-    run = Run.objects.filter(pk=run_id).only("status", "lease_expires").first()
-    if run is None or run.status != Run.RUNNING:
+def _not_claimed(task, model: type[Job], pk) -> str:
+    """A delivery of a job this worker may not take: finished, gone, or still held by a job
+    whose lease is alive. In the last case check back when the lease would run out: if that
+    worker died meanwhile, the retry claims the job."""
+    job = model.objects.filter(pk=pk).only("status", "lease_expires").first()
+    if job is None or job.status != model.RUNNING:
         return "nothing to do"
-    wait_s = (run.lease_expires - timezone.now()).total_seconds() if run.lease_expires else 0
+    wait_s = (job.lease_expires - timezone.now()).total_seconds() if job.lease_expires else 0
     raise task.retry(countdown=max(1, int(wait_s) + 1))

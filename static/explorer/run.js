@@ -1,10 +1,12 @@
-// The run page: progress polling until the run is done, the plan DAG's colour switch and
-// kernel links, and the decision filter.
+// The run page: progress polling until the run is done (and while a measurement runs), strategy
+// panels loaded when their tab is first opened, the plan DAG (colour switch, a click lists the
+// kernel's ops) and the decision filter.
 "use strict";
 
 (() => {
   const POLL_MS = 1000;
   const progress = document.getElementById("progress");
+  const measurement = document.getElementById("measurement");
 
   function showStatus(status) {
     document.getElementById("progress-status").textContent = status.status;
@@ -19,66 +21,169 @@
     error.textContent = status.error ? `${status.error_stage}: ${status.error}` : "";
   }
 
-  async function poll() {
+  function showMeasurement(job) {
+    const text = document.getElementById("measurement-text");
+    if (job.status === "running") {
+      text.textContent = `measuring: ${job.stage} ${job.progress_done} / ${job.progress_total}`;
+    }
+  }
+
+  // Polls the status until the run (or the measurement in progress) ends, then reloads.
+  async function poll(url, waitingFor) {
     try {
-      const response = await fetch(progress.dataset.statusUrl, {
-        headers: { Accept: "application/json" },
-      });
+      const response = await fetch(url, { headers: { Accept: "application/json" } });
       if (response.ok) {
         const status = await response.json();
-        showStatus(status);
-        if (status.status === "done") {
-          window.location.reload();
-          return;
+        if (waitingFor === "run") {
+          showStatus(status);
+          if (status.status === "done") return window.location.reload();
+          if (status.status === "failed") return;
+        } else if (status.measurement) {
+          showMeasurement(status.measurement);
+          if (["done", "failed"].includes(status.measurement.status)) {
+            return window.location.reload();
+          }
         }
-        if (status.status === "failed") return;
       }
     } catch (error) {
       // A dropped connection is retried on the next tick.
     }
-    window.setTimeout(poll, POLL_MS);
+    window.setTimeout(() => poll(url, waitingFor), POLL_MS);
   }
 
   if (progress && document.getElementById("progress-status").textContent !== "failed") {
-    window.setTimeout(poll, POLL_MS);
+    window.setTimeout(() => poll(progress.dataset.statusUrl, "run"), POLL_MS);
+  }
+  if (measurement && ["queued", "running"].includes(measurement.dataset.state)) {
+    window.setTimeout(() => poll(measurement.dataset.statusUrl, "measurement"), POLL_MS);
   }
 
-  // The DAG: colour by projected time or limiter; clicking a kernel opens its page.
-  document.querySelectorAll("[data-dag-colour]").forEach((radio) => {
-    radio.addEventListener("change", () => {
-      const plot = radio.closest(".strategy").querySelector(".plot--dag");
-      plot.dataset.figure = `${plot.dataset.figureBase}/${radio.value}`;
-      Explorer.draw(plot);
-    });
-  });
-  document.querySelectorAll(".plot--dag").forEach((plot) => {
-    plot.addEventListener("explorer:drawn", () => {
-      if (plot.dataset.clickBound) return;
-      plot.dataset.clickBound = "1";
-      plot.on("plotly_click", (event) => {
-        const kernel = event.points[0] && event.points[0].customdata;
-        if (kernel) {
-          window.location.href = plot.dataset.kernelUrl.replace(
-            "KERNEL", encodeURIComponent(kernel));
-        }
+  // -- strategy panels -----------------------------------------------------------------------
+
+  function setUpPanel(panel) {
+    const holder = panel.querySelector("[data-panel-figures] script");
+    if (holder) Object.assign(Explorer.figures, JSON.parse(holder.textContent));
+    panel.querySelectorAll("[data-dag-colour]").forEach((radio) => {
+      radio.addEventListener("change", () => {
+        const plot = panel.querySelector(".plot--dag");
+        plot.dataset.figure = `${plot.dataset.figureBase}/${radio.value}`;
+        Explorer.draw(plot);
       });
     });
+    const plot = panel.querySelector(".plot--dag");
+    if (plot) {
+      plot.addEventListener("explorer:drawn", () => {
+        if (plot.dataset.clickBound) return;
+        plot.dataset.clickBound = "1";
+        plot.on("plotly_click", (event) => {
+          const point = event.points[0];
+          if (point && point.customdata) showKernel(panel, plot, point.customdata);
+        });
+      });
+    }
+    setUpDecisions(panel);
+    Explorer.drawVisible(panel);
+  }
+
+  // A click on a DAG node lists the kernel's ops beside the drawing.
+  function showKernel(panel, plot, [name, summary, nodes]) {
+    const box = panel.querySelector(".plan__kernel");
+    box.querySelector(".plan__kernel-name").textContent = name;
+    box.querySelector(".plan__kernel-summary").textContent = summary;
+    box.querySelector(".plan__kernel-link").href =
+      plot.dataset.kernelUrl.replace("KERNEL", encodeURIComponent(name));
+    const list = box.querySelector(".plan__kernel-ops");
+    list.replaceChildren(...nodes.map((node) => {
+      const item = document.createElement("li");
+      const code = document.createElement("code");
+      code.textContent = node;
+      item.append(code);
+      return item;
+    }));
+    box.hidden = false;
+  }
+
+  async function loadPanel(placeholder) {
+    if (placeholder.dataset.loading) return;
+    placeholder.dataset.loading = "1";
+    try {
+      const response = await fetch(placeholder.dataset.panelUrl);
+      if (!response.ok) throw new Error(`${response.status} ${response.statusText}`);
+      const template = document.createElement("template");
+      template.innerHTML = (await response.text()).trim();
+      const panel = template.content.querySelector(".strategy");
+      panel.hidden = placeholder.hidden;
+      placeholder.replaceWith(panel);
+      setUpPanel(panel);
+    } catch (error) {
+      placeholder.textContent = `The plan could not be loaded (${error.message}); reload the page.`;
+      delete placeholder.dataset.loading;
+    }
+  }
+
+  document.querySelectorAll(".strategy:not([data-panel-url])").forEach(setUpPanel);
+  document.addEventListener("click", (event) => {
+    const tab = event.target.closest(".tabs__tab");
+    if (!tab) return;
+    const group = tab.closest("[data-tab-group]").dataset.tabGroup;
+    document.querySelectorAll(
+      `[data-tab-panel="${group}"][data-tab="${tab.dataset.tab}"][data-panel-url]`,
+    ).forEach(loadPanel);
   });
 
-  // Decisions: filter by action and by any text in the row.
-  document.querySelectorAll(".strategy").forEach((panel) => {
+  // -- decisions: filter by action and by any text; the page holds the first rows, the filter
+  // searches every decision (fetched once, on first use).
+
+  const DECISIONS_SHOWN = 500;
+
+  function setUpDecisions(panel) {
     const action = panel.querySelector("[data-decision-action]");
     const text = panel.querySelector("[data-decision-text]");
     if (!action) return;
-    const filter = () => {
-      const needle = text.value.trim().toLowerCase();
-      panel.querySelectorAll(".decisions tbody tr").forEach((row) => {
-        const actionOk = !action.value || row.dataset.action === action.value;
-        const textOk = !needle || row.textContent.toLowerCase().includes(needle);
-        row.hidden = !(actionOk && textOk);
+    const body = panel.querySelector(".decisions tbody");
+    const shown = panel.querySelector("[data-decision-shown]");
+    const total = Number(panel.dataset.decisionCount);
+    let all = null;
+
+    async function everyDecision() {
+      if (all === null) {
+        const response = await fetch(panel.dataset.decisionsUrl);
+        all = (await response.json()).decisions;
+      }
+      return all;
+    }
+
+    function row([act, subject, reason, gain]) {
+      const tr = document.createElement("tr");
+      tr.dataset.action = act;
+      const cells = [act, subject, reason, gain === null ? "–" : `${gain.toFixed(2)} µs`];
+      cells.forEach((value, index) => {
+        const td = document.createElement("td");
+        if (index === 1) {
+          const code = document.createElement("code");
+          code.textContent = value;
+          td.append(code);
+        } else {
+          td.textContent = value;
+        }
+        if (index === 3) td.className = "num";
+        tr.append(td);
       });
-    };
+      return tr;
+    }
+
+    async function filter() {
+      const needle = text.value.trim().toLowerCase();
+      const decisions = await everyDecision();
+      const matches = decisions.filter(([act, subject, reason]) =>
+        (!action.value || act === action.value) &&
+        (!needle || `${act} ${subject} ${reason}`.toLowerCase().includes(needle)));
+      body.replaceChildren(...matches.slice(0, DECISIONS_SHOWN).map(row));
+      shown.textContent = matches.length > DECISIONS_SHOWN
+        ? `showing the first ${DECISIONS_SHOWN} of ${matches.length} matches (of ${total})`
+        : `${matches.length} of ${total}`;
+    }
     action.addEventListener("change", filter);
     text.addEventListener("input", filter);
-  });
+  }
 })();

@@ -36,7 +36,8 @@ def test_the_artifact_holds_every_device_and_strategy(compiled):
             for kernel in strategy["kernels"]:
                 assert kernel["measured_us"] is None
                 assert {"name", "nodes", "sol_us", "proj_us", "limiter", "occupancy",
-                        "registers", "candidate_plans", "codegen_error"} <= set(kernel)
+                        "registers", "codegen_plan", "codegen_error"} <= set(kernel)
+                assert "candidate_plans" not in kernel  # with the kernel's source instead
     json.dumps(artifact)  # stored as JSON as it is
 
 
@@ -69,6 +70,12 @@ def test_each_device_matches_what_the_codegen_command_prints(compiled, capsys):
     for result in (printed, ours):
         for strategy in result["strategies"].values():
             strategy["explore_ms"] = 0.0
+    # The artifact keeps each kernel's candidate plans with its source, not in the plan.
+    for name, strategy in printed["strategies"].items():
+        for kernel in strategy["kernels"]:
+            candidates = kernel.pop("candidate_plans")
+            stored = artifact["sources"].get(f"a100/{name}/{kernel['name']}", {})
+            assert json.loads(json.dumps(stored.get("candidate_plans", []))) == candidates
     assert ours == printed
 
 

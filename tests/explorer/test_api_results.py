@@ -22,7 +22,8 @@ class ResultsTests(AccessTestCase):
         response = self.get(self.owner)
 
         self.assertEqual(response.status_code, 200)
-        self.assertEqual(response.json(), {"id": self.done.pk, **self.done.artifact})
+        self.assertEqual(response.json(), {"id": self.done.pk, **self.done.artifact,
+                                           "measurement": None})
 
     def test_each_device_has_the_codegen_json_shape(self):
         devices = self.get(self.owner).json()["devices"]

@@ -43,10 +43,14 @@ class RunViewTests(AccessTestCase):
 
         self.assertContains(response, f"{cost['speedup_vs_unfused']:.2f}×")
 
-    def test_without_a_gpu_worker_nothing_is_measured(self):
+    def test_without_a_measurement_nothing_is_measured_and_one_can_be_asked_for(self):
         response = self.get(self.owner)
 
-        self.assertContains(response, "not measured — no GPU worker")
+        self.assertContains(response, "GPU measurement:")
+        self.assertContains(response, "not measured")
+        self.assertContains(response, reverse("explorer-run-measure", args=[self.done.pk]))
+        self.assertContains(response, "not measured (see GPU measurement")
+        self.assertNotContains(response, "Measured on")
 
     def test_every_kernel_links_to_its_page(self):
         response = self.get(self.owner)
@@ -56,13 +60,26 @@ class RunViewTests(AccessTestCase):
             url = reverse("explorer-kernel", args=[self.done.pk, "a100", "cost", kernel["name"]])
             self.assertContains(response, f'href="{url}"')
 
-    def test_it_embeds_the_bar_chart_and_a_webgl_plan_per_strategy(self):
-        figures = self.figures(self.get(self.owner))
+    def test_it_embeds_the_bar_chart_and_the_first_plans_webgl_dag(self):
+        response = self.get(self.owner)
+        figures = self.figures(response)
 
         self.assertEqual(figures["h100/comparison"]["data"][0]["type"], "bar")
-        dag = figures["h100/stitch/time"]
+        # The plan tab that opens first (cost) comes with the page, in its panel's own script.
+        html = response.content.decode()
+        start = html.index("<div data-panel-figures hidden>")
+        script = html.index("<script", start)
+        body = html[html.index(">", script) + 1:html.index("</script>", script)]
+        dag = json.loads(body)["a100/cost/time"]  # the first device's
         self.assertTrue(all(trace["type"] == "scattergl" for trace in dag["data"]))
-        self.assertIn("a100/unfused/limiter", figures)
+
+    def test_the_other_plans_load_when_their_tab_is_opened(self):
+        response = self.get(self.owner)
+
+        for device in ("a100", "h100"):
+            for strategy in ("unfused", "xla", "stitch"):
+                url = reverse("explorer-plan-panel", args=[self.done.pk, device, strategy])
+                self.assertContains(response, f'data-panel-url="{url}"')
 
     def test_plotly_comes_from_a_local_static_file(self):
         response = self.get(self.owner)
@@ -71,9 +88,9 @@ class RunViewTests(AccessTestCase):
         self.assertNotContains(response, "cdn.")
         self.assertIsNotNone(finders.find("plotly/plotly.min.js"))
 
-    def test_it_shows_the_decision_log_with_reasons(self):
+    def test_it_shows_the_first_plans_decision_log_with_reasons(self):
         response = self.get(self.owner)
-        decision = self.done.artifact["devices"]["h100"]["strategies"]["xla"]["decisions"][0]
+        decision = self.done.artifact["devices"]["h100"]["strategies"]["cost"]["decisions"][0]
 
         self.assertContains(response, "data-decision-action")
         self.assertContains(response, decision["reason"])

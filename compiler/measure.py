@@ -1,0 +1,97 @@
+"""The measure stage as one call: an uploaded graph's plans timed on this machine's GPU.
+
+    result = measure_graph(data, filename, devices, strategies, progress)
+
+This is what a GPU worker runs when someone asks for a run to be measured (workers.measure_run);
+`compile_graph` (compiler/pipeline.py) is its CPU-side sibling. Without a GPU it raises
+`GpuUnavailable` with the reason before doing any work, so a worker that cannot measure says so
+at once. It returns MEASUREMENTS, a plain JSON-ready dict:
+
+    {"gpu": "NVIDIA H100 80GB HBM3", "arch": "sm_90", "compiler_version": "...",
+     "inputs": "compiler.runtime.inputs.random_inputs, seed 0",
+     "devices": {"h100": {"matches_gpu": true,
+                          "strategies": {"cost": <PlanRun.to_dict()>, ...},
+                          "eager": {"measured_us": ..., "timing": ..., "not_measured": ...}}}}
+
+How:
+- The plans are made again here, by the same explore → codegen → build calls compile_graph
+  makes. The compiler is deterministic, so with the same compiler version (recorded above; the
+  web app compares it with the run's) these are the kernels the run's pages show.
+- Every plan runs through `compiler.runtime.gpu.run_plan`: each kernel checked against the
+  reference interpreter and timed alone, then the whole plan timed back to back.
+- The eager baseline (`compiler.runtime.eager`) is the graph run op by op with CuPy's own
+  functions, the way an unfused framework runs it: what a user compares every plan with.
+- A run planned for another GPU model than the one present (a run for the A100 measured on
+  an H100) is still measured, since a cubin for an older architecture runs through its PTX,
+  but `matches_gpu` is false and the pages say so: the model error is only meaningful when
+  the plan was made for the GPU that timed it.
+"""
+
+from __future__ import annotations
+
+from compiler.build import arch_for_device
+from compiler.codegen.stage import generate
+from compiler.cost.devices import get_device
+from compiler.fusion.explore import explore
+from compiler.pipeline import (Progress, StageCounter, canonical_options, compiler_version,
+                               import_graph, no_progress)
+from compiler.runtime.eager import EagerUnsupported, eager_program, time_eager
+from compiler.runtime.gpu import GpuRunner, run_plan
+from compiler.runtime.inputs import random_inputs
+
+INPUT_SEED = 0
+# The stages a measurement reports, in order.
+STAGES = ("codegen", "measure")
+
+
+def gpu_matches_device(gpu_name: str, device: str) -> bool:
+    """Whether the driver's GPU name ("NVIDIA H100 80GB HBM3") is the device model ("h100")."""
+    return device.lower() in gpu_name.lower().replace("-", " ").split()
+
+
+def measure_graph(data: bytes, filename: str, devices: list[str], strategies: list[str],
+                  progress: Progress | None = None, runner: GpuRunner | None = None) -> dict:
+    """MEASUREMENTS of the graph's plans for `devices` x `strategies` (see the module
+    docstring). GpuUnavailable without a GPU; InputError for a graph that does not import."""
+    progress = progress or no_progress
+    runner = runner or GpuRunner()
+    devices, strategies = canonical_options(devices, strategies)
+    graph = import_graph(data, filename)
+    inputs = random_inputs(graph, seed=INPUT_SEED)
+
+    counter = StageCounter(progress, "codegen", len(devices) * len(strategies))
+    targets = []
+    for device in devices:
+        spec = get_device(device)
+        for strategy, plan in explore(graph, device, strategies).items():
+            targets.append((device, strategy, plan,
+                            generate(graph, plan, spec, arch_for_device(device))))
+            counter.advance()
+
+    counter = StageCounter(progress, "measure",
+                       sum(len(plan.kernels) for _, _, plan, _ in targets) + len(devices))
+    results = {device: {"matches_gpu": gpu_matches_device(runner.name, device),
+                        "strategies": {}, "eager": None} for device in devices}
+    for device, strategy, plan, codes in targets:
+        results[device]["strategies"][strategy] = run_plan(graph, plan, codes, inputs,
+                                                           runner).to_dict()
+        counter.advance(len(plan.kernels))
+    eager = eager_baseline(graph, inputs, runner)
+    for device in devices:  # one baseline per GPU: the same for every device's plans
+        results[device]["eager"] = eager
+        counter.advance()
+    return {"gpu": runner.name, "arch": runner.arch, "compiler_version": compiler_version(),
+            "inputs": f"compiler.runtime.inputs.random_inputs, seed {INPUT_SEED}",
+            "devices": results}
+
+
+def eager_baseline(graph, inputs, runner: GpuRunner) -> dict:
+    """The eager baseline's timing, or why it could not run."""
+    try:
+        timing = time_eager(eager_program(graph), inputs, runner)
+    except EagerUnsupported as reason:
+        return {"measured_us": None, "timing": None, "not_measured": f"not measured: {reason}"}
+    except runner.cuda_errors as error:
+        return {"measured_us": None, "timing": None,
+                "not_measured": f"not measured: CUDA error: {error}"}
+    return {"measured_us": timing.median_us, "timing": timing.to_dict(), "not_measured": None}

@@ -1,0 +1,42 @@
+"""compiler.measure.measure_graph on a real GPU: what a GPU worker stores for a measurement.
+Timings are reported (gpu_report), never asserted beyond being positive."""
+import json
+from pathlib import Path
+
+import pytest
+
+from compiler.measure import gpu_matches_device, measure_graph
+from compiler.pipeline import compile_graph
+
+SOFTMAX = Path(__file__).resolve().parents[1] / "data" / "hlo" / "softmax.hlo"
+STRATEGIES = ["unfused", "xla", "cost"]
+
+
+@pytest.mark.timeout(600)
+def test_every_plan_is_checked_and_timed_with_the_eager_baseline(gpu_device, gpu_report):
+    progress = []
+    result = measure_graph(SOFTMAX.read_bytes(), SOFTMAX.name, ["h100"], STRATEGIES,
+                           progress=lambda *event: progress.append(event))
+
+    json.dumps(result)  # stored as JSON as it is
+    assert result["gpu"] == gpu_device
+    assert [stage for stage, _, _ in progress][-1] == "measure"
+    measured = result["devices"]["h100"]
+    assert measured["matches_gpu"] == gpu_matches_device(gpu_device, "h100")
+    # The kernels measured are the kernels the run's pages show.
+    artifact = compile_graph(SOFTMAX.read_bytes(), SOFTMAX.name, ["h100"], STRATEGIES)
+    for strategy in STRATEGIES:
+        plan = measured["strategies"][strategy]
+        shown = artifact["devices"]["h100"]["strategies"][strategy]["kernels"]
+        assert [k["name"] for k in plan["kernels"]] == [k["name"] for k in shown]
+        for kernel in plan["kernels"]:
+            assert kernel["mismatches"] == [], kernel
+            assert kernel["measured_us"] is None or kernel["measured_us"] > 0
+        if plan["end_to_end"]:
+            gpu_report.append(f"softmax {strategy} on {gpu_device}: "
+                              f"{plan['end_to_end']['median_us']:.2f} us back to back, "
+                              f"{len(plan['kernels'])} kernels")
+    eager = measured["eager"]
+    assert eager["measured_us"] > 0, eager["not_measured"]
+    gpu_report.append(f"softmax eager CuPy on {gpu_device}: {eager['measured_us']:.2f} us")
+
