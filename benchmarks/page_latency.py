@@ -4,7 +4,7 @@ Run:  .venv/bin/python benchmarks/page_latency.py [--clients 50] [--seconds 30]
                                                    [--graph softmax|transformer_12l] [--write]
 
 Starts its own stack (benchmarks/stack.py: Redis, a fresh SQLite database, one Celery compile
-worker, Django's runserver with DEBUG off), submits the graph through the API as a public run,
+worker, the gunicorn server `make run` starts, DEBUG off), submits the graph through the API as a public run,
 waits until it is done, then runs `clients` threads, each with its own keep-alive HTTP/1.1
 connection, fetching the run page /r/<id> back to back (no think time) for `seconds` after a
 short warm-up. Reports p50/p95/p99/max latency and throughput, and the page's size. The
@@ -148,7 +148,7 @@ def main() -> None:
             "python": platform.python_version(),
             "command": f".venv/bin/python benchmarks/page_latency.py --graph {args.graph} "
                        f"--clients {args.clients} --seconds {args.seconds:g} --write",
-            "server": "manage.py runserver --noreload (threaded, one process), DEBUG off, "
+            "server": "gunicorn -c explorer/gunicorn.conf.py (gthread), DEBUG off, "
                       "SQLite; clients: threads in one Python process, keep-alive",
             "target_p95_ms": 300,
             **figures,

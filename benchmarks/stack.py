@@ -5,9 +5,8 @@ folder, starts a Celery worker on the compile queue and the web server, and stop
 exit. Nothing touches var/ or a developer's Redis on 6379; the nvcc build cache is the temporary
 folder's too unless `build_cache` names another one, so a first compile is a cold one.
 
-The web server is Django's own (`manage.py runserver --noreload`: one process, a thread per
-connection) with DEBUG off, since that is what `make run` serves with and no production WSGI
-server (gunicorn, uWSGI) is among the project's packages.
+The web server is the one `make run` starts: gunicorn with explorer/gunicorn.conf.py (worker
+processes with threads, keep-alive), here with DEBUG off.
 
 `Client` talks to it over HTTP/1.1 with keep-alive, authenticating with an API token.
 """
@@ -99,8 +98,8 @@ class Stack:
             "-l", "info", "--concurrency", str(self.worker_concurrency),
             "-n", f"bench-{os.getpid()}@%h", "--without-gossip", "--without-mingle"])
         server = self._spawn("server", [
-            sys.executable, "manage.py", "runserver", "--noreload",
-            f"127.0.0.1:{self.http_port}"])
+            sys.executable, "-m", "gunicorn", "-c", "explorer/gunicorn.conf.py",
+            "--bind", f"127.0.0.1:{self.http_port}", "explorer.wsgi"])
         self._wait("worker", worker, lambda: "ready." in self.log("worker"))
         self._wait("server", server, self._answers)
 

@@ -3,7 +3,7 @@
 Run:  .venv/bin/python benchmarks/upload_to_results.py [--repeat 3] [--write]
 
 Starts its own stack (benchmarks/stack.py: Redis, a fresh SQLite database, one Celery compile
-worker, Django's runserver), creates a user with an API token, and for each repeat:
+worker, the gunicorn server `make run` starts), creates a user with an API token, and for each repeat:
 POST /api/v1/runs with benchmarks/data/transformer_12l.hlo.gz (default devices and strategies:
 H100, all four), poll GET /api/v1/runs/<id>/status every 50 ms until it is done, then GET the
 run page /r/<id> (what a browser shows). The clock runs from just before the upload to the end
@@ -97,7 +97,7 @@ def main() -> None:
             "python": platform.python_version(),
             "command": ".venv/bin/python benchmarks/upload_to_results.py --write",
             "module": GRAPH.name,
-            "server": "manage.py runserver --noreload, DEBUG off, SQLite, 1 Celery worker "
+            "server": "gunicorn (explorer/gunicorn.conf.py), DEBUG off, SQLite, 1 Celery worker "
                       "(concurrency 1)",
             "load_average_before": load_before,
             "target_s": 30,

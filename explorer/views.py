@@ -123,7 +123,7 @@ RESULTS_CACHE_S = 24 * 3600
 
 def _measured_by(run: Run, latest: Measurement | None) -> Measurement | None:
     """The measurement whose timings the results show: the newest finished one."""
-    if latest is not None and latest.status == Measurement.DONE:
+    if latest is None or latest.status == Measurement.DONE:
         return latest
     return run.measurements.filter(status=Measurement.DONE).defer("result").first()
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Starts the local stack for `make run`: Redis (unless REDIS_URL names one), migrations of the
 # database (SQLite in var/, or PostgreSQL when DATABASE_URL is set), the sample runs, a Celery
-# worker on the compile queue, one on the gpu queue when CuPy finds a GPU, and Django's
-# development server. Ctrl-C stops everything this script started and nothing else: a Redis
-# that was already running is left alone.
+# worker on the compile queue, one on the gpu queue when CuPy finds a GPU, and the web server
+# (gunicorn with explorer/gunicorn.conf.py). Ctrl-C stops everything this script started and
+# nothing else: a Redis that was already running is left alone.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -53,7 +53,7 @@ stop_workers() {
 }
 
 # The server runs in a session of its own (see below), so its id is also its process group's id
-# and one signal reaches the autoreloader and the child process it restarts.
+# and one signal reaches gunicorn's master and its worker processes.
 stop_server() {
     [ -n "$server_pid" ] || return 0
     kill -TERM -- "-$server_pid" 2>/dev/null || true
@@ -98,6 +98,18 @@ else
     echo "Using the Redis at REDIS_URL=$REDIS_URL."
 fi
 
+# Served like a deployment: DEBUG off (no traceback pages), with a secret key made once for this
+# checkout and kept in var/ (set DEBUG=true for Django's debug pages while developing).
+export DEBUG="${DEBUG:-false}"
+if [ -z "${SECRET_KEY:-}" ]; then
+    if [ ! -s "$VAR_DIR/secret_key" ]; then
+        (umask 077 && "$VENV_BIN/python" -c "import secrets; print(secrets.token_urlsafe(50))" \
+            >"$VAR_DIR/secret_key")
+    fi
+    SECRET_KEY="$(cat "$VAR_DIR/secret_key")"
+    export SECRET_KEY
+fi
+
 "$VENV_BIN/python" manage.py migrate --no-input
 # The sample graphs as public runs (nothing new when they are there already); the worker
 # started below compiles any that are not done yet.
@@ -132,6 +144,6 @@ echo "Fusion Explorer: http://$HOST:$PORT/  (Ctrl-C stops the server, the worker
 echo
 # In the background and in its own session, so that the traps above run as soon as Ctrl-C or a
 # SIGTERM reaches this script (bash runs a trap only once its foreground command has ended).
-setsid "$VENV_BIN/python" manage.py runserver "$HOST:$PORT" &
+setsid "$VENV_BIN/gunicorn" -c explorer/gunicorn.conf.py --bind "$HOST:$PORT" explorer.wsgi &
 server_pid=$!
 wait "$server_pid"

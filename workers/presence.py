@@ -11,6 +11,7 @@ would make every page wait for replies that may never come.
 """
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
@@ -35,11 +36,18 @@ def _client(redis_url: str | None = None, timeout_s: float | None = None) -> red
                                 socket_connect_timeout=timeout_s)
 
 
+@functools.cache
+def _reader(redis_url: str) -> redis.Redis:
+    """One client (and connection pool) per process and URL for the pages: a fresh connection
+    per page view would cost more than the read itself."""
+    return _client(redis_url, READ_TIMEOUT_S)
+
+
 def gpu_workers(redis_url: str | None = None) -> list[dict] | None:
     """The announcements of the workers on the gpu queue ({"hostname", "gpu", "reason",
     "since"}), by hostname; None when Redis cannot be reached."""
     try:
-        client = _client(redis_url, READ_TIMEOUT_S)
+        client = _reader(redis_url or settings.REDIS_URL)
         keys = sorted(client.scan_iter(match=KEY_PREFIX + "*", count=100))
         values = client.mget(keys) if keys else []
     except redis.RedisError as error:

@@ -67,6 +67,52 @@ def check_charts(page) -> None:
     assert dag.locator(".scatterlayer, .gl-container").count() > 0
 
 
+def check_plan_tabs(page, run: Run) -> None:
+    """Another strategy's tab loads its panel on first click; its DAG is drawn, a click on a
+    kernel lists the kernel's ops, and the decision filter narrows the log."""
+    page.locator('.device:not([hidden]) .tabs--small .tabs__tab[data-tab="xla"]').click()
+    panel = page.locator('.device:not([hidden]) .strategy[data-tab="xla"]:not([hidden])')
+    xla = run.artifact["devices"]["h100"]["strategies"]["xla"]
+    panel.locator("table.kernels").wait_for()
+    assert panel.locator("table.kernels tbody tr").count() == len(xla["kernels"])
+    dag = panel.locator(".plot--dag")
+    dag.locator("canvas").first.wait_for(state="attached")
+
+    # Click the first kernel's node where Plotly drew it.
+    dag.scroll_into_view_if_needed()
+    x, y, name = page.evaluate("""(plot) => {
+        const layout = plot._fullLayout, box = plot.getBoundingClientRect();
+        const nodes = plot.data.find((trace) => trace.mode === "markers");
+        return [box.left + layout.xaxis._offset + layout.xaxis.l2p(nodes.x[0]),
+                box.top + layout.yaxis._offset + layout.yaxis.l2p(nodes.y[0]),
+                nodes.customdata[0][0]];
+    }""", dag.element_handle())
+    page.mouse.move(x, y)
+    page.locator(".hoverlayer .hovertext").first.wait_for()  # Plotly found the point
+    page.mouse.click(x, y)
+    details = panel.locator(".plan__kernel")
+    details.wait_for()
+    assert details.locator(".plan__kernel-name").inner_text() == name
+    ops = details.locator(".plan__kernel-ops li").all_inner_texts()
+    assert ops == stored_kernel(run, "xla", name)["nodes"]
+
+    node = xla["decisions"][-1]["subject"].split()[0]
+    panel.locator("[data-decision-text]").fill(node)
+    panel.locator("[data-decision-shown]").filter(has_text=" of ").wait_for()
+    rows = panel.locator(".decisions tbody tr").all_inner_texts()
+    expected = [d for d in xla["decisions"]
+                if node.lower() in f"{d['action']} {d['subject']} {d['reason']}".lower()]
+    assert len(rows) == len(expected) and all(node in row for row in rows)
+
+
+def ask_for_a_measurement(page) -> None:
+    """No GPU worker runs in the tests: the measurement is queued and the page says it waits."""
+    page.get_by_role("button", name="Measure on a GPU").click()
+    page.wait_for_load_state()
+    page.locator("#measurement[data-state=queued]").wait_for()
+    assert "waits until a GPU worker comes online" in page.locator("#measurement").inner_text()
+
+
 def stored_kernel(run: Run, strategy: str, name: str) -> dict:
     kernels = run.artifact["devices"]["h100"]["strategies"][strategy]["kernels"]
     return next(kernel for kernel in kernels if kernel["name"] == name)
@@ -112,8 +158,25 @@ def compare_strategies(page, base_url: str, run_path: str, run: Run) -> None:
     assert_no_js_errors(page)
 
 
+@pytest.fixture
+def measure_queue(redis_url, monkeypatch):
+    """Measurements asked for in the test go to the test Redis's gpu queue, where no worker
+    consumes them (and gpu-worker announcements are read from there)."""
+    from django.conf import settings
+
+    from explorer import runs
+    from workers import app
+    from workers.tasks import measure_run
+
+    def enqueue(measurement_id: int) -> None:
+        with app.connection_for_write(redis_url) as connection:
+            measure_run.apply_async((measurement_id,), connection=connection)
+    monkeypatch.setattr(runs, "enqueue_measure", enqueue)
+    monkeypatch.setattr(settings, "REDIS_URL", redis_url)
+
+
 def test_a_user_uploads_hlo_sees_results_opens_a_kernel_and_shares_the_link(
-        users, compile_queue, live_server, new_page, screenshots):
+        users, compile_queue, measure_queue, live_server, new_page, screenshots):
     base_url = live_server.url
     page = new_page()
     log_in(page, base_url, "ada")
@@ -136,6 +199,10 @@ def test_a_user_uploads_hlo_sees_results_opens_a_kernel_and_shares_the_link(
     check_charts(page)
     assert_no_js_errors(page)
     screenshots(page, "run")
+    check_plan_tabs(page, run)
+    assert_no_js_errors(page)
+    screenshots(page, "run-xla-plan")
+    page.locator('.device:not([hidden]) .tabs--small .tabs__tab[data-tab="cost"]').click()
 
     # The first generated kernel of the plan shown (library calls have no source).
     kernels = run.artifact["devices"]["h100"]["strategies"]["cost"]["kernels"]
@@ -146,6 +213,10 @@ def test_a_user_uploads_hlo_sees_results_opens_a_kernel_and_shares_the_link(
     check_kernel_page(page, run)
     assert_no_js_errors(page)
     screenshots(page, "kernel")
+
+    page.goto(f"{base_url}{run_path}")
+    ask_for_a_measurement(page)
+    assert_no_js_errors(page)
 
     # Two strategies side by side, picked on the run page; then the history lists the run.
     compare_strategies(page, base_url, run_path, run)
