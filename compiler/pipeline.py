@@ -4,7 +4,8 @@
 plain JSON-ready dict: for every device, the object `python -m compiler codegen --json` prints
 less each kernel's "candidate_plans", and under "sources", per kernel, what only its own page
 shows: the CUDA source, PTX, line → node map, ptxas resources and the candidate CodeGen plans
-(a kernel that generated no code has its candidates there and no source). It reports progress as it goes, stage by stage and kernel by kernel, so a page can
+with their headline projections (projected time, limiter, occupancy, estimated registers; not
+their whole breakdowns), a kernel that generated no code having its candidates and no source. It reports progress as it goes, stage by stage and kernel by kernel, so a page can
 show a progress bar. Nothing here knows about Django or Celery.
 
 `compiler_version()` names the compiler that produced an artifact: a digest of the compiler
@@ -146,11 +147,14 @@ def compile_graph(data: bytes, filename: str, devices: list[str], strategies: li
         strategy_result = results[target.device]["strategies"][target.strategy]
         attach_codes(strategy_result, target.plan, target.codes)
         for entry, code in zip(strategy_result["kernels"], target.codes):
-            # The candidates are most of a big plan's bytes and only a kernel page shows them.
-            candidates = entry.pop("candidate_plans", None)
+            # The candidates are most of a big plan's bytes and only a kernel page shows them,
+            # as a table of their plans and headline figures: their whole breakdowns stay out.
+            candidates = [{name: value for name, value in candidate.items()
+                           if name != "projected"}
+                          for candidate in entry.pop("candidate_plans", None) or []]
             if has_source(code) or candidates:
                 key = f"{target.device}/{target.strategy}/{code.kernel.name}"
-                sources[key] = {**kernel_source(code), "candidate_plans": candidates or []}
+                sources[key] = {**kernel_source(code), "candidate_plans": candidates}
     return {"compiler_version": compiler_version(), "graph": summary, "devices": results,
             "sources": sources}
 

@@ -75,7 +75,9 @@ def test_each_device_matches_what_the_codegen_command_prints(compiled, capsys):
         for kernel in strategy["kernels"]:
             candidates = kernel.pop("candidate_plans")
             stored = artifact["sources"].get(f"a100/{name}/{kernel['name']}", {})
-            assert json.loads(json.dumps(stored.get("candidate_plans", []))) == candidates
+            headlines = [{key: value for key, value in candidate.items() if key != "projected"}
+                         for candidate in candidates]
+            assert json.loads(json.dumps(stored.get("candidate_plans", []))) == headlines
     assert ours == printed
 
 
