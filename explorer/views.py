@@ -374,10 +374,10 @@ def _compare_side(request: HttpRequest, text: str, prefer_device: str | None = N
     it leaves out is the other side's device and strategy where this run has them."""
     run_id, device, strategy = presenters.parse_side(text)
     run = _viewable_run(request, run_id)
-    artifact = run.artifact or {}
-    devices = artifact.get("devices") or {}
-    if run.status != Run.DONE or not devices:
+    if run.status != Run.DONE or not run.artifact:
         raise Http404("This run has no results yet.")
+    devices = _devices(run, _measured_by(run, run.measurements.defer("result").first()))
+    artifact = {**run.artifact, "devices": devices}
     if device is None and prefer_device in devices:
         device = prefer_device
     if strategy is None and prefer_strategy in devices.get(device, {}).get("strategies", {}):

@@ -34,6 +34,20 @@ class CompareViewTests(AccessTestCase):
         self.assertEqual(totals["proj_us"]["b"], strategies["stitch"]["total"]["proj_us"])
         self.assertContains(response, "Δ (B − A)")
 
+    def test_a_measured_run_compares_its_measured_totals(self):
+        from explorer.models import Measurement
+        from tests.explorer.measurements import measurement_result
+
+        result = measurement_result(self.team_run.artifact)
+        Measurement.objects.create(run=self.team_run, status=Measurement.DONE, result=result)
+        response = self.get(self.owner, *self.strategies())
+
+        totals = {row["key"]: row for row in response.context["totals"]}
+        measured = result["devices"]["h100"]["strategies"]
+        self.assertEqual(totals["measured_us"]["a"], measured["xla"]["end_to_end"]["median_us"])
+        self.assertEqual(totals["measured_us"]["b"],
+                         measured["stitch"]["end_to_end"]["median_us"])
+
     def test_every_kernel_links_to_its_page_on_its_side(self):
         response = self.get(self.owner, *self.strategies())
 
