@@ -67,7 +67,7 @@ def check_charts(page) -> None:
     assert dag.locator(".scatterlayer, .gl-container").count() > 0
 
 
-def check_plan_tabs(page, run: Run) -> None:
+def check_plan_tabs(page, run: Run, screenshots) -> None:
     """Another strategy's tab loads its panel on first click; its DAG is drawn, a click on a
     kernel lists the kernel's ops, and the decision filter narrows the log."""
     page.locator('.device:not([hidden]) .tabs--small .tabs__tab[data-tab="xla"]').click()
@@ -95,6 +95,7 @@ def check_plan_tabs(page, run: Run) -> None:
     assert details.locator(".plan__kernel-name").inner_text() == name
     ops = details.locator(".plan__kernel-ops li").all_inner_texts()
     assert ops == stored_kernel(run, "xla", name)["nodes"]
+    screenshots(page, "run-xla-plan")
 
     node = xla["decisions"][-1]["subject"].split()[0]
     panel.locator("[data-decision-text]").fill(node)
@@ -199,9 +200,8 @@ def test_a_user_uploads_hlo_sees_results_opens_a_kernel_and_shares_the_link(
     check_charts(page)
     assert_no_js_errors(page)
     screenshots(page, "run")
-    check_plan_tabs(page, run)
+    check_plan_tabs(page, run, screenshots)
     assert_no_js_errors(page)
-    screenshots(page, "run-xla-plan")
     page.locator('.device:not([hidden]) .tabs--small .tabs__tab[data-tab="cost"]').click()
 
     # The first generated kernel of the plan shown (library calls have no source).
