@@ -129,12 +129,18 @@ def compile_graph(data: bytes, filename: str, devices: list[str], strategies: li
             counter.advance()
 
     counter = StageCounter(progress, "build", kernel_count)
-    values = _reference_values(graph) if emulate else None
-    for target in targets:
-        build_codes(target.codes, arch_for_device(target.device))
-        if values is not None:
+    # One nvcc batch per device holding every strategy's kernels (their names carry the
+    # strategy): the CUDA headers are parsed once per batch, and kernels two plans share are
+    # compiled once (compiler/build/nvcc.py).
+    for device in devices:
+        codes = [code for target in targets if target.device == device
+                 for code in target.codes]
+        build_codes(codes, arch_for_device(device))
+        counter.advance(len(codes))
+    if emulate:
+        values = _reference_values(graph)
+        for target in targets:
             emulate_codes(graph, target.codes, values)
-        counter.advance(len(target.codes))
 
     counter = StageCounter(progress, "cost", kernel_count)
     for target in targets:

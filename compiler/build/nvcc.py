@@ -5,34 +5,48 @@
 
 How, and why this way:
 
-1. Front end once per batch. nvcc spends almost all of its time parsing the CUDA headers, so
-   50 small kernels built one by one take about 25 s on the 2-core development machine, and
-   as one batch about 1.5 s (0.7 s of it nvcc, the rest 50 ptxas runs). The kernels are
-   `extern "C"` with unique names and the prelude has an include guard, so the sources are
+1. Front end once per batch (or chunk). Every nvcc run spends about 1 s on the CUDA headers
+   and the prelude before it reaches the kernels, so 50 small kernels built one by one take
+   about 25 s on the 2-core development machine, and as one batch about 1.5 s. The kernels
+   are `extern "C"` with unique names and the prelude has an include guard, so the sources are
    concatenated, each behind a `#line 1 "<unit>.cu"` so that errors name the source and its
    own line numbers, and each followed by `#undef` of the macros it defined, so that no macro
    leaks into the next source. `nvcc --ptx` gives one PTX module, which `split_ptx` cuts into
-   one standalone module per kernel. Sources that clash when concatenated (the same helper
+   one standalone module per kernel. Past `CHUNK_SOURCE_BYTES` of source (about 1 s of cicc's
+   own work, at roughly 4 ms per KB) the batch is cut into `PARALLEL_JOBS` chunks of about
+   equal size, compiled at once: each chunk parses the headers again, but the kernels' work is
+   shared between the cores (the xla plan of the 12-layer transformer step, 1.4 MB of source:
+   about 6.5 s as one nvcc run, 4.5 s as two). The chunks' PTX differs from one run's only in
+   the numbering of basic-block labels. Sources that clash when concatenated (the same helper
    or namespace-scope constant defined in two of them) still build, through step 3, but each
    such clash costs a separate nvcc run: the fast path wants helpers in the prelude and
    constants inside the kernel. A text holding several kernels is passed once per kernel
    name; its other kernels keep their names and are left out of this kernel's PTX.
-2. Back end per kernel. `ptxas -v` on each kernel's PTX (about 20 ms, two at a time) gives a
-   cubin that holds only that kernel and a report that cannot be confused with another's.
+2. Back end per distinct kernel (step 4). `ptxas -v` on each distinct kernel's PTX (about
+   18 ms to start the process, then 5 to 400 ms of the kernel's own; two at a time, the
+   largest first) gives a cubin that holds only that kernel and a report that cannot be
+   confused with another's. One ptxas run for a whole chunk would save the process starts
+   (about half of ptxas' time on the 12-layer step) but give one cubin holding every kernel of
+   the chunk: a loader would load them all for each, cubin and `__constant__` sizes would stop
+   being per kernel, and a cache entry would hold a chunk.
 3. A compile error in one source does not lose the others: when the combined build fails, the
    sources named in the errors are compiled alone (for their own message) and the rest again
    together; when no source is named (an error in a shared header), every source is compiled
    alone, two at a time.
 4. Structurally identical kernels (the same text once the kernel's name is replaced by a
-   placeholder) share one front-end compile and one cache entry: the PTX is renamed by
-   text substitution. Each name still gets its own ptxas run, because the cubin's symbol
-   carries the name and renaming an ELF symbol in place is not worth the risk for 20 ms.
+   placeholder) share one front-end compile, one ptxas run, one cubin and one cache entry per
+   stage. ptxas compiles the kernel under its placeholder name (`fx_unit_<hash>`), so the
+   cubin, its symbol and the resources depend on the kernel's text alone, not on which names
+   share it: every name gets the same registers, spills, shared memory, stack, barriers,
+   constant and code bytes, and the same cubin, whose symbol `BuildResult.cubin_function`
+   names (what a loader looks up; `GpuRunner.load` does). The PTX and the ptxas log are
+   renamed by text substitution, so each name's PTX defines a kernel of that name.
    `BuildBatch.unique_kernels` says how many distinct kernels there were.
 5. Both stages are cached by content (`cache.py`): the front end by the normalised source,
    arch, toolchain fingerprint, the include directories' headers and the flags; the back end
-   by the renamed PTX, arch, toolchain and flags. A second build of the same batch runs no
-   compiler at all. Compile errors are cached too: they are as deterministic as successes;
-   a compiler killed by a signal (out of memory, a timeout) is not cached.
+   by the placeholder-named PTX, arch, toolchain and flags. A second build of the same batch
+   runs no compiler at all. Compile errors are cached too: they are as deterministic as
+   successes; a compiler killed by a signal (out of memory, a timeout) is not cached.
 """
 
 from __future__ import annotations
@@ -53,6 +67,8 @@ from compiler.build.ptx import (ResourceReportError, cubin_section_sizes, kernel
 from compiler.build.toolchain import Toolchain, check_arch, find_toolchain
 
 PARALLEL_JOBS = 2
+# Source text (bytes) past which a front-end batch is cut into PARALLEL_JOBS chunks.
+CHUNK_SOURCE_BYTES = 200_000
 SUBPROCESS_TIMEOUT_S = 600
 EXCERPT_CONTEXT_LINES = 2
 
@@ -101,13 +117,21 @@ class BuildResult:
     constant_bytes: int = 0           # parameter bank + the module's __constant__ data
     code_bytes: int = 0               # the kernel's machine code (.text section)
     ptxas_log: str = ""
+    # The cubin's symbol for this kernel: kernels identical but for their name share one
+    # cubin, compiled under a placeholder name. Defaults to `name`.
+    cubin_function: str = ""
+
+    def __post_init__(self):
+        if not self.cubin_function:
+            object.__setattr__(self, "cubin_function", self.name)
 
     @property
     def cubin_bytes(self) -> int:
         return len(self.cubin)
 
     def to_dict(self) -> dict:
-        """Everything but the binary: the artifact the web app stores and shows."""
+        """Everything but the binary (and its symbol): the artifact the web app stores and
+        shows."""
         return {"name": self.name, "arch": self.arch, "ok": self.ok, "error": self.error,
                 "registers": self.registers, "spill_store_bytes": self.spill_store_bytes,
                 "spill_load_bytes": self.spill_load_bytes,
@@ -165,22 +189,21 @@ def build_batch(sources: Mapping[str, str], arch: str,
 
     front = _front_end(list(units.values()), arch, include_dirs, options, toolchain, cache,
                        counter)
+    built = {unit.key: front[unit.key]["ptx"] for unit in units.values()
+             if front[unit.key]["ok"]}
+    back = _back_end(built, arch, options, toolchain, cache, counter)
 
-    pending: list[tuple[str, str]] = []      # (name, PTX) for ptxas
     for unit in units.values():
         outcome = front[unit.key]
         for name in unit.names:
             if outcome["ok"]:
-                pending.append((name, outcome["ptx"].replace(unit.placeholder, name)))
+                results[name] = _result(name, arch, sources[name], unit, outcome["ptx"],
+                                        back[unit.key])
             else:
                 results[name] = BuildResult(
                     name=name, arch=arch, source=sources[name], ok=False,
                     error=_describe_error(outcome["error"].replace(unit.placeholder, name),
                                           sources[name], f"{name}.cu"))
-
-    back = _back_end(pending, arch, options, toolchain, cache, counter)
-    for name, ptx in pending:
-        results[name] = _result(name, arch, sources[name], ptx, back[name])
 
     return BuildBatch(results={name: results[name] for name in sources},
                       unique_kernels=len(units), front_end_compiles=counter.front_end,
@@ -243,12 +266,31 @@ def _front_end(units: list[_Unit], arch: str, include_dirs: tuple[Path, ...],
             missing.append(unit)
         else:
             outcomes[unit.key] = cached
-    compiled = _compile_units(missing, arch, include_dirs, options, toolchain, counter)
+    compiled = {}
+    for chunk_outcomes in _parallel(
+            lambda chunk: _compile_units(chunk, arch, include_dirs, options, toolchain, counter),
+            _chunks(missing)):
+        compiled.update(chunk_outcomes)
     for key, outcome in compiled.items():
         if outcome["returncode"] >= 0:      # not killed by a signal: the compiler's answer
             cache.put(key, outcome)
     counter.add("front_end", len(missing))
     return outcomes | compiled
+
+
+def _chunks(units: list[_Unit]) -> list[list[_Unit]]:
+    """`units` in one chunk, or, past CHUNK_SOURCE_BYTES of source, in PARALLEL_JOBS chunks
+    of about equal size (largest first into the lightest), each keeping the batch's order."""
+    total = sum(len(unit.normalised) for unit in units)
+    count = min(PARALLEL_JOBS, len(units)) if total > CHUNK_SOURCE_BYTES else 1
+    loads = [0] * count
+    chunk_of = {}
+    for unit in sorted(units, key=lambda u: len(u.normalised), reverse=True):
+        lightest = loads.index(min(loads))
+        chunk_of[unit.key] = lightest
+        loads[lightest] += len(unit.normalised)
+    return [[u for u in units if chunk_of[u.key] == index] for index in range(count)
+            if loads[index]]
 
 
 def _compile_units(units: list[_Unit], arch: str, include_dirs: tuple[Path, ...],
@@ -304,32 +346,30 @@ def _combined_part(unit: _Unit) -> str:
     return f'#line 1 "{unit.placeholder}.cu"\n{unit.text}\n{undefines}'
 
 
-# -- the back end: ptxas per kernel ----------------------------------------------------------------
+# -- the back end: ptxas per distinct kernel ------------------------------------------------------
 
-def _back_end(pending: list[tuple[str, str]], arch: str, options: BuildOptions,
-              toolchain: Toolchain, cache: BuildCache, counter: _Counter) -> dict[str, dict]:
-    """{name: {"ok", "cubin", "log"}} for each (name, PTX)."""
+def _back_end(modules: dict[str, str], arch: str, options: BuildOptions, toolchain: Toolchain,
+              cache: BuildCache, counter: _Counter) -> dict[str, dict]:
+    """{unit key: {"ok", "cubin", "log"}} for `modules`, {unit key: PTX naming the kernel by
+    the unit's placeholder}."""
     environment = (arch, toolchain.fingerprint, repr(options))
-    keys = {name: cache_key("back", ptx, *environment) for name, ptx in pending}
+    cache_keys = {key: cache_key("back", ptx, *environment) for key, ptx in modules.items()}
     outcomes = {}
     missing = []
-    for name, ptx in pending:
-        cached = cache.get(keys[name])
+    for key in modules:
+        cached = cache.get(cache_keys[key])
         if cached is None:
-            missing.append((name, ptx))
+            missing.append(key)
         else:
-            outcomes[name] = cached
-
-    def assemble(item: tuple[str, str]) -> tuple[str, dict]:
-        name, ptx = item
-        return name, _ptxas(ptx, arch, options, toolchain)
-
+            outcomes[key] = cached
+    # The largest first, so that a long ptxas run does not start last and run alone.
+    missing.sort(key=lambda key: len(modules[key]), reverse=True)
     counter.add("ptxas", len(missing))
-
-    for name, outcome in _parallel(assemble, missing):
+    assembled = _parallel(lambda key: _ptxas(modules[key], arch, options, toolchain), missing)
+    for key, outcome in zip(missing, assembled):
         if outcome["returncode"] >= 0:
-            cache.put(keys[name], outcome)
-        outcomes[name] = outcome
+            cache.put(cache_keys[key], outcome)
+        outcomes[key] = outcome
     return outcomes
 
 
@@ -346,24 +386,30 @@ def _ptxas(ptx: str, arch: str, options: BuildOptions, toolchain: Toolchain) -> 
         return {"ok": True, "cubin": output.read_bytes(), "log": log, "returncode": 0}
 
 
-def _result(name: str, arch: str, source: str, ptx: str, outcome: dict) -> BuildResult:
+def _result(name: str, arch: str, source: str, unit: _Unit, unit_ptx: str,
+            outcome: dict) -> BuildResult:
+    """`name`'s result from its unit's PTX and ptxas outcome, which name the kernel
+    `unit.placeholder`: the PTX and the log are renamed, the cubin keeps the placeholder."""
+    symbol = unit.placeholder
+    ptx = unit_ptx.replace(symbol, name)
+    log = outcome["log"].replace(symbol, name)
     if not outcome["ok"]:
         return BuildResult(name=name, arch=arch, source=source, ok=False, ptx=ptx,
-                           error=f"ptxas failed for {name}:\n{outcome['log'].strip()}",
-                           ptxas_log=outcome["log"])
+                           error=f"ptxas failed for {name}:\n{log.strip()}", ptxas_log=log)
     try:
-        resources = parse_resources(outcome["log"], name)
+        resources = parse_resources(outcome["log"], symbol)
     except ResourceReportError as error:
         return BuildResult(name=name, arch=arch, source=source, ok=False, ptx=ptx,
-                           cubin=outcome["cubin"], error=str(error), ptxas_log=outcome["log"])
+                           cubin=outcome["cubin"], error=str(error).replace(symbol, name),
+                           ptxas_log=log, cubin_function=symbol)
     sections = cubin_section_sizes(outcome["cubin"])
     return BuildResult(
         name=name, arch=arch, source=source, ok=True, ptx=ptx, cubin=outcome["cubin"],
         registers=resources.registers, spill_store_bytes=resources.spill_store_bytes,
         spill_load_bytes=resources.spill_load_bytes,
         shared_static_bytes=resources.shared_static_bytes, stack_bytes=resources.stack_bytes,
-        barriers=resources.barriers, constant_bytes=kernel_constant_bytes(sections, name),
-        code_bytes=kernel_code_bytes(sections, name), ptxas_log=outcome["log"])
+        barriers=resources.barriers, constant_bytes=kernel_constant_bytes(sections, symbol),
+        code_bytes=kernel_code_bytes(sections, symbol), ptxas_log=log, cubin_function=symbol)
 
 
 # -- helpers ---------------------------------------------------------------------------------------

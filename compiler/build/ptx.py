@@ -6,7 +6,8 @@
 - `parse_resources` reads `ptxas -v` for one entry: registers, spills, stack, shared memory,
   barriers.
 - `cubin_section_sizes` reads the section table of a cubin (an ELF64 file): `.text.<kernel>` is
-  the kernel's machine code, `.nv.constant0.<kernel>` its parameter/constant bank.
+  the kernel's machine code, `.nv.constant0.<kernel>` its parameter/constant bank;
+  `cubin_functions` its symbol table's function names.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ _IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
 _ENTRY_NAME = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)")
 _FUNC_NAME = re.compile(r"\.func\s+(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*)")
 _VARIABLE_NAME = re.compile(r"([A-Za-z_$][\w$]*)\s*(?:\[|;|=)")
+_SHT_SYMTAB = 2          # ELF section type of a symbol table
+_STT_FUNC = 2            # ELF symbol type of a function
+_SYMBOL_SIZE = 24        # bytes of an Elf64_Sym
 
 
 class ResourceReportError(ValueError):
@@ -129,8 +133,8 @@ def parse_resources(log: str, entry: str) -> Resources:
     )
 
 
-def cubin_section_sizes(cubin: bytes) -> dict[str, int]:
-    """{section name: size in bytes} from the section table of an ELF64 little-endian cubin."""
+def _elf_sections(cubin: bytes) -> list[tuple[str, int, int, int, int]]:
+    """(name, type, offset, size, link) of each section of an ELF64 little-endian cubin."""
     if cubin[:4] != b"\x7fELF" or cubin[4] != 2 or cubin[5] != 1:
         raise ValueError("not an ELF64 little-endian cubin")
     section_table, = struct.unpack_from("<Q", cubin, 0x28)
@@ -138,13 +142,33 @@ def cubin_section_sizes(cubin: bytes) -> dict[str, int]:
     headers = [struct.unpack_from("<IIQQQQIIQQ", cubin, section_table + i * entry_size)
                for i in range(count)]
     names_offset = headers[names_index][4]
-    sizes = {}
-    for name_offset, _type, _flags, _addr, _offset, size, *_ in headers:
-        start = names_offset + name_offset
-        name = cubin[start:cubin.index(b"\0", start)].decode()
-        if name:
-            sizes[name] = size
-    return sizes
+    return [(_c_string(cubin, names_offset + name), kind, offset, size, link)
+            for name, kind, _flags, _addr, offset, size, link, *_ in headers]
+
+
+def _c_string(data: bytes, start: int) -> str:
+    return data[start:data.index(b"\0", start)].decode()
+
+
+def cubin_section_sizes(cubin: bytes) -> dict[str, int]:
+    """{section name: size in bytes} from the section table of an ELF64 little-endian cubin."""
+    return {name: size for name, _kind, _offset, size, _link in _elf_sections(cubin) if name}
+
+
+def cubin_functions(cubin: bytes) -> set[str]:
+    """The names of the functions (STT_FUNC symbols: kernels and device functions) in the
+    symbol table of an ELF64 little-endian cubin: what a loader can look up."""
+    sections = _elf_sections(cubin)
+    names = set()
+    for _name, kind, offset, size, link in sections:
+        if kind != _SHT_SYMTAB:
+            continue
+        strings = sections[link][2]
+        for start in range(offset, offset + size, _SYMBOL_SIZE):
+            name, info = struct.unpack_from("<IB", cubin, start)
+            if info & 0xF == _STT_FUNC:
+                names.add(_c_string(cubin, strings + name))
+    return names
 
 
 def kernel_code_bytes(sections: dict[str, int], entry: str) -> int:

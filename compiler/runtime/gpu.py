@@ -220,7 +220,9 @@ class GpuRunner:
     def load(self, function: str, build) -> object:
         """The CUDA function `function` from a BuildResult: its cubin when built for this
         device's architecture, else (or when the driver refuses the cubin) its PTX, which
-        the driver compiles."""
+        the driver compiles. The PTX names the kernel `function`; the cubin may hold it
+        under another symbol, `build.cubin_function`, because kernels identical but for
+        their name share one cubin (compiler/build/nvcc.py)."""
         if build is None or not build.ok:
             raise StepNotRunnable("not measured: the kernel was not built")
         # Plans of different graphs reuse function names: the binary is part of the key.
@@ -229,20 +231,20 @@ class GpuRunner:
             return self._functions[key]
         images, problems = [], []
         if build.cubin and build.arch == self.arch:
-            images.append(("cubin", bytes(build.cubin)))
+            images.append(("cubin", bytes(build.cubin), build.cubin_function))
         else:
             problems.append(f"no cubin for {self.arch} (built for {build.arch})")
         if build.ptx:
             # CPython keeps bytes NUL-terminated, as cuModuleLoadData wants PTX text.
-            images.append(("PTX", build.ptx.encode()))
-        for kind, image in images:
+            images.append(("PTX", build.ptx.encode(), function))
+        for kind, image, symbol in images:
             module = self._module_type()
             try:
                 module.load(image)
+                self._functions[key] = module.get_function(symbol)
             except self.cuda_errors as error:
                 problems.append(f"the driver refused the {kind}: {error}")
                 continue
-            self._functions[key] = module.get_function(function)
             return self._functions[key]
         raise StepNotRunnable(f"not measured: cannot load {function}: {'; '.join(problems)}")
 

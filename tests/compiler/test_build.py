@@ -5,6 +5,7 @@ the compiler skip, saying why, when the CUDA wheels are not installed.
 """
 
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,10 +14,11 @@ from compiler.build import (BuildCache, BuildOptions, ToolchainError, arch_for_d
                             build_batch, build_kernels, find_toolchain)
 from compiler.build import nvcc as nvcc_module
 from compiler.build.cache import cache_root
-from compiler.build.ptx import cubin_section_sizes, split_ptx
+from compiler.build.ptx import cubin_functions, cubin_section_sizes, parse_resources, split_ptx
 from compiler.build.toolchain import REQUIRED_FILES, check_arch
 from compiler.errors import InputError
 from compiler.limits import ConfigurationError
+from compiler.runtime.gpu import GpuRunner, StepNotRunnable
 
 try:
     TOOLCHAIN = find_toolchain()
@@ -202,10 +204,13 @@ def test_good_kernels_build_with_plausible_registers_ptx_and_cubin(hand_written_
 
 
 @needs_nvcc
-def test_each_cubin_holds_only_its_own_kernel(hand_written_batch):
+def test_each_cubin_holds_only_its_own_kernel_under_its_cubin_function(hand_written_batch):
     for name in GOOD_KERNELS:
-        sections = cubin_section_sizes(hand_written_batch.results[name].cubin)
-        assert [s for s in sections if s.startswith(".text.")] == [f".text.{name}"]
+        result = hand_written_batch.results[name]
+        sections = cubin_section_sizes(result.cubin)
+        assert [s for s in sections if s.startswith(".text.")] == [
+            f".text.{result.cubin_function}"]
+        assert result.cubin_function in cubin_functions(result.cubin)
 
 
 @needs_nvcc
@@ -362,17 +367,137 @@ def test_editing_an_included_header_invalidates_the_cache(tmp_path, cache):
 
 
 @needs_nvcc
-def test_kernels_identical_but_for_their_name_are_compiled_once(cache, counted_runs):
+def test_kernels_identical_but_for_their_name_are_compiled_and_assembled_once(cache,
+                                                                             counted_runs):
     copies = {f"copy_{i}": ELEMENTWISE.replace("elementwise", f"copy_{i}") for i in range(3)}
     batch = build_batch(copies | {"reverse_block": STATIC_SHARED}, "sm_90", cache=cache)
     assert batch.unique_kernels == 2
     assert batch.front_end_compiles == 2
     assert batch.nvcc_invocations == 1
+    assert batch.ptxas_runs == 2
+    assert len([c for c in counted_runs.commands if Path(c[0]).name == "ptxas"]) == 2
     results = [batch.results[name] for name in copies]
     for name, result in zip(copies, results):
         assert result.ok and f".entry {name}(" in result.ptx
-        assert f".text.{name}" in cubin_section_sizes(result.cubin)
-    assert len({(r.registers, r.code_bytes, r.constant_bytes) for r in results}) == 1
+        assert f"Compiling entry function '{name}'" in result.ptxas_log
+        assert "fx_unit_" not in result.ptx + result.ptxas_log
+    # One cubin for all three, holding the kernel under one symbol that none of them is named.
+    assert len({r.cubin for r in results}) == 1
+    assert len({r.cubin_function for r in results}) == 1
+    symbol = results[0].cubin_function
+    assert symbol not in copies and symbol in cubin_functions(results[0].cubin)
+    resources = {(r.registers, r.spill_store_bytes, r.spill_load_bytes, r.shared_static_bytes,
+                  r.stack_bytes, r.barriers, r.constant_bytes, r.code_bytes) for r in results}
+    assert len(resources) == 1
+    assert batch.results["reverse_block"].cubin_function != symbol
+
+
+@needs_nvcc
+def test_a_shared_cubin_has_the_resources_ptxas_reports_for_each_name_alone(cache, tmp_path):
+    """The placeholder name does not change what ptxas makes of a kernel: assembling each
+    name's own PTX (which defines the kernel under that name) reports the same figures."""
+    sources = {"first": MANY_LIVE_VALUES.replace("many_live", "first"),
+               "second": MANY_LIVE_VALUES.replace("many_live", "second")}
+    batch = build_batch(sources, "sm_80", options=BuildOptions(max_registers=32), cache=cache)
+    assert batch.ptxas_runs == 1
+    for name, result in batch.results.items():
+        (tmp_path / f"{name}.ptx").write_text(result.ptx)
+        completed = subprocess.run(
+            [str(TOOLCHAIN.ptxas), "-arch=sm_80", *BuildOptions(max_registers=32).ptxas_flags(),
+             str(tmp_path / f"{name}.ptx"), "-o", str(tmp_path / f"{name}.cubin")],
+            capture_output=True, text=True, check=True)
+        alone = parse_resources(completed.stderr + completed.stdout, name)
+        assert (alone.registers, alone.spill_store_bytes, alone.spill_load_bytes,
+                alone.shared_static_bytes, alone.stack_bytes, alone.barriers) == (
+            result.registers, result.spill_store_bytes, result.spill_load_bytes,
+            result.shared_static_bytes, result.stack_bytes, result.barriers)
+        assert alone.spill_store_bytes > 0     # the cap bites: the figures are not all zero
+        sections = cubin_section_sizes((tmp_path / f"{name}.cubin").read_bytes())
+        assert sections[f".text.{name}"] == result.code_bytes
+        assert sections[f".nv.constant0.{name}"] == result.constant_bytes
+
+
+@needs_nvcc
+def test_a_kernel_built_under_another_name_before_comes_from_both_caches(cache):
+    build_kernels({"elementwise": ELEMENTWISE}, "sm_90", cache=cache)
+    batch = build_batch({"renamed": ELEMENTWISE.replace("elementwise", "renamed")}, "sm_90",
+                        cache=cache)
+    assert (batch.front_end_compiles, batch.ptxas_runs, batch.nvcc_invocations) == (0, 0, 0)
+    result = batch.results["renamed"]
+    assert result.ok and ".entry renamed(" in result.ptx
+    assert result.cubin_function in cubin_functions(result.cubin)
+
+
+@needs_nvcc
+def test_a_large_batch_is_compiled_in_chunks_and_a_broken_source_loses_only_itself(
+        cache, counted_runs, monkeypatch):
+    monkeypatch.setattr(nvcc_module, "CHUNK_SOURCE_BYTES", 1)
+    sources = GOOD_KERNELS | {"broken": BROKEN}
+    batch = build_batch(sources, "sm_90", cache=cache)
+    assert all(batch.results[name].ok for name in GOOD_KERNELS)
+    assert "broken.cu(3): error" in batch.results["broken"].error
+    # Two chunks; the one holding the broken source again without it, and the suspect alone.
+    assert batch.nvcc_invocations == 4
+    single = build_batch(GOOD_KERNELS, "sm_90", cache=BuildCache(cache.directory / "single"))
+    for name in GOOD_KERNELS:
+        chunked, alone = batch.results[name], single.results[name]
+        assert (chunked.registers, chunked.code_bytes, chunked.shared_static_bytes) == (
+            alone.registers, alone.code_bytes, alone.shared_static_bytes)
+
+
+def test_chunks_are_about_equal_in_size_and_keep_the_batchs_order(monkeypatch):
+    monkeypatch.setattr(nvcc_module, "CHUNK_SOURCE_BYTES", 100)
+    units = [nvcc_module._Unit(f"{i:064x}", "x" * size)
+             for i, size in enumerate([60, 10, 50, 30, 40, 20])]
+    chunks = nvcc_module._chunks(units)
+    assert len(chunks) == nvcc_module.PARALLEL_JOBS == 2
+    sizes = [sum(len(u.normalised) for u in chunk) for chunk in chunks]
+    assert sorted(sizes) == [100, 110]
+    for chunk in chunks:
+        assert chunk == sorted(chunk, key=units.index)
+    monkeypatch.setattr(nvcc_module, "CHUNK_SOURCE_BYTES", 1000)
+    assert nvcc_module._chunks(units) == [units]
+    assert nvcc_module._chunks([]) == []
+
+
+class FakeModule:
+    """Stands in for CuPy's Module: finds a function the way the driver would, in the cubin's
+    symbol table or as a PTX .entry."""
+
+    class Refused(Exception):
+        pass
+
+    def load(self, image: bytes) -> None:
+        self.image = image
+
+    def get_function(self, symbol: str) -> tuple[str, str]:
+        if self.image.startswith(b"\x7fELF"):
+            if symbol not in cubin_functions(self.image):
+                raise self.Refused(f"CUDA_ERROR_NOT_FOUND: {symbol}")
+            return "cubin", symbol
+        if f".entry {symbol}(".encode() not in self.image:
+            raise self.Refused(f"CUDA_ERROR_NOT_FOUND: {symbol}")
+        return "PTX", symbol
+
+
+def fake_runner(arch: str) -> GpuRunner:
+    runner = object.__new__(GpuRunner)
+    runner.arch, runner._functions = arch, {}
+    runner._module_type, runner.cuda_errors = FakeModule, (FakeModule.Refused,)
+    return runner
+
+
+@needs_nvcc
+def test_the_gpu_runner_looks_up_the_cubin_function_in_the_cubin_and_the_name_in_the_ptx(
+        cache):
+    copies = {f"copy_{i}": ELEMENTWISE.replace("elementwise", f"copy_{i}") for i in range(2)}
+    results = build_kernels(copies, "sm_90", cache=cache)
+    for name, result in results.items():
+        assert fake_runner("sm_90").load(name, result) == ("cubin", result.cubin_function)
+        assert fake_runner("sm_80").load(name, result) == ("PTX", name)
+    with pytest.raises(StepNotRunnable, match="cannot load copy_0"):
+        fake_runner("sm_90").load("copy_0", replace(results["copy_0"], ptx="",
+                                                    cubin_function="missing"))
 
 
 def test_the_cache_dir_comes_from_the_environment_and_bad_values_fail_loudly(tmp_path):
