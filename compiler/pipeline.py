@@ -151,13 +151,11 @@ def compile_graph(data: bytes, filename: str, devices: list[str], strategies: li
     sources = {}
     for target in targets:
         strategy_result = results[target.device]["strategies"][target.strategy]
-        attach_codes(strategy_result, target.plan, target.codes)
+        # Kernel pages show the candidates' headline figures, not their whole breakdowns.
+        attach_codes(strategy_result, target.plan, target.codes, candidate_breakdowns=False)
         for entry, code in zip(strategy_result["kernels"], target.codes):
-            # The candidates are most of a big plan's bytes and only a kernel page shows them,
-            # as a table of their plans and headline figures: their whole breakdowns stay out.
-            candidates = [{name: value for name, value in candidate.items()
-                           if name != "projected"}
-                          for candidate in entry.pop("candidate_plans", None) or []]
+            # The candidates are most of a big plan's bytes and only a kernel page shows them.
+            candidates = entry.pop("candidate_plans", None) or []
             if has_source(code) or candidates:
                 key = f"{target.device}/{target.strategy}/{code.kernel.name}"
                 sources[key] = {**kernel_source(code), "candidate_plans": candidates}
@@ -165,10 +163,11 @@ def compile_graph(data: bytes, filename: str, devices: list[str], strategies: li
             "sources": sources}
 
 
-def attach_codes(strategy_result: dict, plan: FusionPlan, codes: list[KernelCode]) -> None:
+def attach_codes(strategy_result: dict, plan: FusionPlan, codes: list[KernelCode],
+                 candidate_breakdowns: bool = True) -> None:
     """Add the code fields to a plan's `explore --json` entry (`codegen --json`'s shape)."""
     for entry, code in zip(strategy_result["kernels"], codes):
-        entry.update(code.fields())
+        entry.update(code.fields(candidate_breakdowns))
     strategy_result["total"]["proj_us"] = plan.total_projected_us
 
 

@@ -43,8 +43,9 @@ class KernelCode:
     def chosen(self) -> CodeGenPlan | None:
         return self.emitted.plan if self.emitted else None
 
-    def fields(self) -> dict:
-        """The per-kernel fields `codegen --json` adds to the plan's kernel entry."""
+    def fields(self, candidate_breakdowns: bool = True) -> dict:
+        """The per-kernel fields `codegen --json` adds to the plan's kernel entry; without
+        `candidate_breakdowns` the candidate plans carry their headline figures only."""
         emitted, build = self.emitted, self.build
         generated = emitted is not None and not emitted.library
         return {
@@ -52,7 +53,7 @@ class KernelCode:
             "function": self.function if generated else None,
             "schedule": self.chosen.schedule if self.chosen else None,
             "codegen_plan": self.chosen.to_dict() if self.chosen else None,
-            "candidate_plans": self._candidates(),
+            "candidate_plans": self._candidates(candidate_breakdowns),
             "block_size": emitted.block[0] * emitted.block[1] * emitted.block[2]
             if generated else None,
             "grid_size": emitted.grid[0] * emitted.grid[1] * emitted.grid[2]
@@ -67,17 +68,20 @@ class KernelCode:
         }
 
 
-    def _candidates(self) -> list[dict]:
+    def _candidates(self, breakdowns: bool = True) -> list[dict]:
         """Every candidate plan; ranked ones carry their projected figures (estimated
-        registers), fastest first, then the ones the workload model does not cover."""
+        registers) and, with `breakdowns`, their whole breakdown, fastest first, then the ones
+        the workload model does not cover."""
         out, ranked = [], set()
         for plan, breakdown in self.ranking:
             ranked.add(plan)
-            out.append({**plan.to_dict(), "projected_us": round(breakdown.projected_us, 4),
-                        "limiter": breakdown.limiter,
-                        "occupancy": round(breakdown.occupancy, 4),
-                        "registers_estimated": breakdown.registers,
-                        "projected": breakdown.to_dict()})
+            figures = {"projected_us": round(breakdown.projected_us, 4),
+                       "limiter": breakdown.limiter,
+                       "occupancy": round(breakdown.occupancy, 4),
+                       "registers_estimated": breakdown.registers}
+            if breakdowns:
+                figures["projected"] = breakdown.to_dict()
+            out.append({**plan.to_dict(), **figures})
         out.extend(p.to_dict() for p in self.candidates if p not in ranked)
         return out
 
