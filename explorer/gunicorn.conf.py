@@ -1,17 +1,21 @@
 """The web server's settings, shared by `make run` (scripts/run.sh) and the benchmarks
 (benchmarks/stack.py): `gunicorn -c explorer/gunicorn.conf.py explorer.wsgi`.
 
-Worker processes, each with a pool of threads: pages spend most of their time in Python (the
-GIL), so processes give the parallelism, and threads let a process keep serving while one
-request waits on the database or Redis. The gthread worker also keeps HTTP/1.1 connections
-alive. WEB_WORKERS and WEB_THREADS override the defaults; BIND the address.
+A worker process per core, each with a pool of threads: pages spend most of their time in
+Python (the GIL), so processes give the parallelism, and threads let a process keep serving
+while one request waits on the database or Redis. The gthread worker also keeps HTTP/1.1
+connections alive. More processes than cores made the tail worse, not better: with 50 clients
+on the 2-core development machine, 2 processes x 4 threads gave a run page p95 of 147 ms,
+3 x 8 264 ms, 4 x 4 310 ms and 6 x 2 568 ms (benchmarks/page_latency.py, softmax): the
+processes holding more connections get no more CPU than the others. WEB_WORKERS and
+WEB_THREADS override the defaults; BIND the address.
 """
 import multiprocessing
 import os
 
 bind = os.environ.get("BIND", "127.0.0.1:8000")
 worker_class = "gthread"
-workers = int(os.environ.get("WEB_WORKERS", multiprocessing.cpu_count() + 1))
+workers = int(os.environ.get("WEB_WORKERS", multiprocessing.cpu_count()))
 threads = int(os.environ.get("WEB_THREADS", 4))
 # Keep-alive connections stay open this long between requests (seconds).
 keepalive = 5

@@ -348,9 +348,10 @@ def _dag_nodes(members, xs, ys, sizes, hover, kernels, name, marker) -> dict:
     return {"type": "scattergl", "mode": "markers", "name": name,
             "x": [xs[i] for i in members], "y": [ys[i] for i in members],
             "text": [hover[i] for i in members], "hoverinfo": "text",
-            # What a click on a kernel lists: its name, a summary line and its ops.
+            # What a click on a kernel shows: its name and a summary line (the page lists its
+            # ops from the kernel table, which has them already).
             "customdata": [[kernels[i]["name"], hover[i].split("<br>", 1)[-1]
-                            .replace("<br>", "; "), kernels[i]["nodes"]] for i in members],
+                            .replace("<br>", "; ")] for i in members],
             "marker": {**marker, "size": [sizes[i] for i in members],
                        "line": {"color": "#333", "width": 0.5}}}
 

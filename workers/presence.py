@@ -15,6 +15,7 @@ import functools
 import json
 import logging
 import threading
+import time
 from datetime import datetime, timezone
 
 import redis
@@ -51,9 +52,22 @@ def gpu_workers(redis_url: str | None = None) -> list[dict] | None:
         keys = sorted(client.scan_iter(match=KEY_PREFIX + "*", count=100))
         values = client.mget(keys) if keys else []
     except redis.RedisError as error:
-        logger.warning("cannot read the GPU workers' announcements: %s", error)
+        _warn_unreachable(error)
         return None
     return [json.loads(value) for value in values if value is not None]
+
+
+# A page view that finds Redis down logs it at most this often (seconds), not once per view.
+WARN_EVERY_S = 60
+_last_warning = 0.0
+
+
+def _warn_unreachable(error: Exception) -> None:
+    global _last_warning
+    now = time.monotonic()
+    if now - _last_warning >= WARN_EVERY_S:
+        _last_warning = now
+        logger.warning("cannot read the GPU workers' announcements: %s", error)
 
 
 def gpu_status(redis_url: str | None = None) -> dict:

@@ -64,9 +64,15 @@
     const holder = panel.querySelector("[data-panel-figures] script");
     if (holder) Object.assign(Explorer.figures, JSON.parse(holder.textContent));
     panel.querySelectorAll("[data-dag-colour]").forEach((radio) => {
-      radio.addEventListener("change", () => {
+      radio.addEventListener("change", async () => {
         const plot = panel.querySelector(".plot--dag");
-        plot.dataset.figure = `${plot.dataset.figureBase}/${radio.value}`;
+        const key = `${plot.dataset.figureBase}/${radio.value}`;
+        if (!Explorer.figures[key]) {  // fetched the first time it is asked for
+          const response = await fetch(plot.dataset.dagUrl.replace("COLOURING", radio.value));
+          if (!response.ok) return;
+          Explorer.figures[key] = await response.json();
+        }
+        plot.dataset.figure = key;
         Explorer.draw(plot);
       });
     });
@@ -85,8 +91,12 @@
     Explorer.drawVisible(panel);
   }
 
-  // A click on a DAG node lists the kernel's ops beside the drawing.
-  function showKernel(panel, plot, [name, summary, nodes]) {
+  // A click on a DAG node lists the kernel's ops (from its row in the kernel table) under the
+  // drawing.
+  function showKernel(panel, plot, [name, summary]) {
+    const row = [...panel.querySelectorAll("table.kernels tr[data-kernel]")]
+      .find((candidate) => candidate.dataset.kernel === name);
+    const nodes = row ? row.querySelector("[data-ops]").title.split(", ") : [];
     const box = panel.querySelector(".plan__kernel");
     box.querySelector(".plan__kernel-name").textContent = name;
     box.querySelector(".plan__kernel-summary").textContent = summary;

@@ -97,6 +97,13 @@ def check_plan_tabs(page, run: Run, screenshots) -> None:
     assert ops == stored_kernel(run, "xla", name)["nodes"]
     screenshots(page, "run-xla-plan")
 
+    # Coloured by limiter: one trace per limiter, fetched on first use.
+    panel.locator("[data-dag-colour][value=limiter]").check()
+    page.wait_for_function("(plot) => plot.dataset.drawn && plot.dataset.drawn.endsWith("
+                           "'/limiter')", arg=dag.element_handle())
+    legend = dag.locator(".legend .traces .legendtext").all_text_contents()
+    assert {text.strip() for text in legend} == {k["limiter"] or "none" for k in xla["kernels"]}
+
     node = xla["decisions"][-1]["subject"].split()[0]
     panel.locator("[data-decision-text]").fill(node)
     panel.locator("[data-decision-shown]").filter(has_text=" of ").wait_for()

@@ -33,9 +33,26 @@ class PlanPanelViewTests(AccessTestCase):
         html = response.content.decode()
         script = html.index("<script", html.index("data-panel-figures"))
         figures = json.loads(html[html.index(">", script) + 1:html.index("</script>", script)])
-        self.assertEqual(set(figures), {"h100/xla/time", "h100/xla/limiter"})
+        self.assertEqual(set(figures), {"h100/xla/time"})  # the limiter colouring on request
         nodes = [trace for trace in figures["h100/xla/time"]["data"] if trace["mode"] == "markers"]
         self.assertEqual(len(nodes[0]["x"]), len(self.xla["kernels"]))
+
+    def test_the_dag_coloured_by_limiter_comes_on_request_with_a_trace_per_limiter(self):
+        url = reverse("explorer-plan-dag", args=[self.done.pk, "h100", "xla", "limiter"])
+        figure = self.get(self.owner, url).json()
+
+        traces = {trace["name"]: trace for trace in figure["data"] if trace["mode"] == "markers"}
+        limiters = {kernel["limiter"] or "none" for kernel in self.xla["kernels"]}
+        self.assertEqual(set(traces), limiters)
+        for name, trace in traces.items():
+            expected = sorted(k["name"] for k in self.xla["kernels"]
+                              if (k["limiter"] or "none") == name)
+            self.assertEqual(sorted(data[0] for data in trace["customdata"]), expected)
+
+    def test_an_unknown_colouring_is_a_404_and_a_stranger_gets_no_dag(self):
+        for user, colouring in ((self.owner, "rainbow"), (self.stranger, "time")):
+            url = reverse("explorer-plan-dag", args=[self.done.pk, "h100", "xla", colouring])
+            self.assertEqual(self.get(user, url).status_code, 404)
 
     def test_the_decisions_endpoint_lists_every_decision_in_order(self):
         response = self.get(self.owner, self.decisions_url)
