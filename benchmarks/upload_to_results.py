@@ -3,7 +3,8 @@
 Run:  .venv/bin/python benchmarks/upload_to_results.py [--repeat 3] [--write]
 
 Starts its own stack (benchmarks/stack.py: Redis, a fresh SQLite database, one Celery compile
-worker, the gunicorn server `make run` starts), creates a user with an API token, and for each repeat:
+worker, the gunicorn server `make run` starts), creates a user with an API token, and for
+each repeat:
 POST /api/v1/runs with benchmarks/data/transformer_12l.hlo.gz (default devices and strategies:
 H100, all four), poll GET /api/v1/runs/<id>/status every 50 ms until it is done, then GET the
 run page /r/<id> (what a browser shows). The clock runs from just before the upload to the end

@@ -6,9 +6,8 @@ Python (the GIL), so processes give the parallelism, and threads let a process k
 while one request waits on the database or Redis. The gthread worker also keeps HTTP/1.1
 connections alive. More processes than cores made the tail worse, not better: with 50 clients
 on the 2-core development machine, 2 processes x 4 threads gave a run page p95 of 147 ms,
-3 x 8 264 ms, 4 x 4 310 ms and 6 x 2 568 ms (benchmarks/page_latency.py, softmax): the
-processes holding more connections get no more CPU than the others. WEB_WORKERS and
-WEB_THREADS override the defaults; BIND the address.
+3 x 8 264 ms, 4 x 4 310 ms and 6 x 2 568 ms (benchmarks/page_latency.py, softmax), before
+reuse_port below. WEB_WORKERS and WEB_THREADS override the defaults; BIND the address.
 """
 import multiprocessing
 import os
@@ -22,3 +21,7 @@ keepalive = 5
 # Big uploads (a 48-layer HLO) take a while to parse before the response: far below this.
 timeout = 120
 accesslog = os.environ.get("WEB_ACCESS_LOG") or None
+# A listening socket per worker process (SO_REUSEPORT): the kernel spreads new connections
+# evenly across the processes, where a shared socket lets whichever process wakes first take
+# them, so that with keep-alive one process could end up serving most of the clients.
+reuse_port = True
