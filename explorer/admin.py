@@ -1,7 +1,8 @@
-"""Django admin for staff: runs (with their kernels), teams and memberships, API tokens."""
+"""Django admin for staff: runs (with their kernels), measurements, teams and memberships, API
+tokens."""
 from django.contrib import admin
 
-from explorer.models import ApiToken, KernelSource, Membership, Run, Team
+from explorer.models import ApiToken, KernelSource, Measurement, Membership, Run, Team
 
 
 class MembershipInline(admin.TabularInline):
@@ -58,6 +59,21 @@ class KernelSourceAdmin(admin.ModelAdmin):
     list_filter = ["device", "strategy"]
     search_fields = ["run__id", "kernel", "function"]
     raw_id_fields = ["run"]
+
+
+@admin.register(Measurement)
+class MeasurementAdmin(admin.ModelAdmin):
+    """Measurement jobs are asked for on run pages or through the API and run by GPU workers;
+    here staff follow them (a stuck or failed one shows its claim and error)."""
+    list_display = ["pk", "run", "status", "stage", "gpu", "requested_by", "attempts",
+                    "created", "finished"]
+    list_filter = ["status", "gpu"]
+    search_fields = ["run__id", "gpu", "claimed_by"]
+    raw_id_fields = ["run", "requested_by"]
+    exclude = ["result"]  # large, written by the worker
+    readonly_fields = ["gpu", "compiler_version", "status", "stage", "progress_done",
+                       "progress_total", "error", "error_stage", "created", "started",
+                       "finished", "claimed_by", "lease_expires", "attempts"]
 
 
 @admin.register(ApiToken)
