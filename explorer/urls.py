@@ -19,6 +19,7 @@ urlpatterns = [
          views.plan_decisions, name="explorer-plan-decisions"),
     path("r/<str:run_id>/<str:device>/<str:strategy>/<str:kernel>", views.kernel_page,
          name="explorer-kernel"),
+    path("account/api-tokens", views.api_tokens, name="explorer-api-tokens"),
     path("api/v1/", include("explorer.api_urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),

@@ -20,7 +20,7 @@ from compiler.cost.devices import get_device
 from compiler.errors import InputError
 from explorer import presenters
 from explorer.forms import RunSettingsForm, UploadForm, samples
-from explorer.models import KernelSource, Measurement, Run
+from explorer.models import ApiToken, KernelSource, Measurement, Run
 from explorer.runs import request_measurement, submit_run, viewable_runs
 from workers.presence import gpu_status
 
@@ -468,3 +468,25 @@ def _filter_choices(lists) -> dict[str, list[str]]:
         tags.update(run_tags)
     return {"device": sorted(devices),
             "strategy": presenters.ordered_strategies(strategies), "tag": sorted(tags)}
+
+
+# Longest token name a user may give.
+TOKEN_NAME_LENGTH = 100
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def api_tokens(request: HttpRequest) -> HttpResponse:
+    """The user's API keys: make one (its key is shown this once: only its hash is stored) or
+    revoke one."""
+    new_key = None
+    if request.method == "POST":
+        if "revoke" in request.POST:
+            revoke = request.POST["revoke"]
+            if revoke.isdigit():
+                ApiToken.objects.filter(user=request.user, pk=int(revoke)).delete()
+            return redirect("explorer-api-tokens")
+        name = request.POST.get("name", "").strip()[:TOKEN_NAME_LENGTH]
+        _, new_key = ApiToken.create_for(request.user, name)
+    tokens = ApiToken.objects.filter(user=request.user)
+    return render(request, "explorer/api_tokens.html", {"tokens": tokens, "new_key": new_key})
