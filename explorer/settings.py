@@ -125,6 +125,14 @@ STATIC_ROOT.mkdir(exist_ok=True)  # WhiteNoise looks there too (filled by collec
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
+# Each web process keeps the rendered results of the finished runs it served (explorer.views
+# _cached: immutable once a run is done, keyed by what they show) in its own memory. At most
+# this many entries: a big run's first plan is about 0.5 MB of HTML and its unfused plan a few.
+CACHES = {"default": {
+    "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+    "OPTIONS": {"MAX_ENTRIES": env_int("RESULTS_CACHE_ENTRIES", default=200, minimum=1)},
+}}
+
 # Celery reads every CELERY_* setting here (workers/celery.py uses namespace="CELERY").
 REDIS_URL = env_str("REDIS_URL", default="redis://127.0.0.1:6379/0")
 CELERY_BROKER_URL = REDIS_URL
