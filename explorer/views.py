@@ -176,7 +176,7 @@ DECISIONS_SHOWN = 200
 
 
 def _panel_context(run: Run, device: str, strategy: str, result: dict) -> dict:
-    """One strategy's panel: the kernel DAG (two colourings), kernel table and decisions."""
+    """One strategy's panel: the kernel DAG, kernel table and decisions."""
     decisions = presenters.decision_rows(result)
     return {"run": run, "device": device, "strategy": strategy,
             "kernels": presenters.kernel_rows(result),
