@@ -15,7 +15,8 @@ from compiler.cost.occupancy import LaunchLimitError, occupancy
 
 # Strategies in the order the comparison lists them; others follow alphabetically.
 STRATEGY_ORDER = ("unfused", "xla", "stitch", "cost")
-NOT_MEASURED = "not measured — no GPU worker"
+# What an empty measured cell says on hover (the page's GPU measurement line says why).
+NOT_MEASURED = "not measured"
 
 # One colour per limiter, the same on every chart of the site.
 LIMITER_COLOURS = {
@@ -42,10 +43,11 @@ def limiter_colour(limiter: str | None) -> str:
 
 # -- measurements -----------------------------------------------------------------------------
 
-def measurement_state(measurement, gpu: dict | None) -> dict:
+def measurement_state(measurement, gpu: dict | None, run_version: str = "") -> dict:
     """What the pages say about measuring a run: `measurement` is its latest Measurement (or
-    None), `gpu` workers/presence.gpu_status() (None when not asked). "text" explains an empty
-    measured cell; "can_request" whether asking for a measurement makes sense now."""
+    None), `gpu` workers/presence.gpu_status() (None when not asked), `run_version` the
+    compiler version the run was compiled with. "text" explains an empty measured cell;
+    "can_request" whether asking for a measurement makes sense now."""
     online = bool(gpu and gpu["online"])
     no_worker = (gpu or {}).get("summary", "no GPU worker online")
     if measurement is None:
@@ -62,6 +64,9 @@ def measurement_state(measurement, gpu: dict | None) -> dict:
         text = f"the last measurement failed ({measurement.error_stage}): {measurement.error}"
     else:
         text = f"measured on {measurement.gpu}"
+        if run_version and measurement.compiler_version not in ("", run_version):
+            text += (f" by compiler {measurement.compiler_version}, not the run's "
+                     f"{run_version}: its kernels may differ from the ones shown")
     return {"state": status, "text": text, "gpu_online": online,
             "can_request": status in ("failed", "done")}
 

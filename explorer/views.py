@@ -107,7 +107,7 @@ def _render_run(request: HttpRequest, run: Run, settings_form: RunSettingsForm,
             "explorer/run_results.html", _results_context(run, _devices(run, measured))))
         context.update({
             "results_html": results,
-            "measurement": presenters.measurement_state(latest, gpu_status()),
+            "measurement": presenters.measurement_state(latest, gpu_status(), run.compiler_version),
             "latest_measurement": latest,
             "can_measure": request.user.is_authenticated,
             "plans": _plan_choices(run),
@@ -342,7 +342,7 @@ def kernel_page(request: HttpRequest, run: Run, device: str, strategy: str,
         "resources": presenters.resource_rows(resources),
         "ptxas_log": (resources or {}).get("ptxas_log", ""),
         "measured": presenters.measured_rows(entry),
-        "measurement": presenters.measurement_state(latest, gpu_status()),
+        "measurement": presenters.measurement_state(latest, gpu_status(), run.compiler_version),
         "measured_on": (devices[device].get("measured_on") if measured_by else None),
         "candidates": presenters.candidate_rows(entry, source.candidate_plans if source else []),
     }

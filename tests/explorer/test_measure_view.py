@@ -91,6 +91,16 @@ class MeasureViewTests(AccessTestCase):
         self.assertContains(response, "eager (CuPy)")
         self.assertContains(response, "50.00 µs")
 
+    def test_a_measurement_by_another_compiler_says_its_kernels_may_differ(self):
+        Measurement.objects.create(run=self.done, status=Measurement.DONE, gpu=GPU,
+                                   compiler_version="0123abcd",
+                                   result=measurement_result(self.done.artifact))
+        self.client.force_login(self.owner)
+        response = self.client.get(self.page)
+
+        self.assertContains(response, "by compiler 0123abcd, not the run")
+        self.assertContains(response, "its kernels may differ from the ones shown")
+
     def test_a_kernel_page_shows_measured_against_predicted(self):
         self.finished_measurement(mismatched={"fusion.0"})
         kernel = self.done.artifact["devices"]["h100"]["strategies"]["cost"]["kernels"][0]
