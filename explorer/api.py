@@ -296,7 +296,7 @@ def run_results(request: HttpRequest, run_id: str) -> JsonResponse:
 
 
 def _measured_artifact(run: Run) -> tuple[dict, Measurement | None]:
-    measurement = run.measurements.filter(status=Measurement.DONE).first()
+    measurement = run.shown_measurement()
     if measurement is None:
         return run.artifact, None
     return ({**run.artifact, "devices": apply_measurement(run.artifact["devices"],

@@ -194,8 +194,13 @@ class Run(Job):
                  for key, source in sources.items()), batch_size=500)
 
     def latest_measurement(self) -> Measurement | None:
-        """The newest measurement job of this run, whatever its state."""
-        return self.measurements.order_by("-created", "-pk").first()
+        """The newest measurement job of this run, whatever its state (its result, which can
+        be large, left unread)."""
+        return self.measurements.defer("result").first()
+
+    def shown_measurement(self) -> Measurement | None:
+        """The measurement whose timings the run's pages show: the newest finished one."""
+        return self.measurements.filter(status=Measurement.DONE).defer("result").first()
 
 
 class Measurement(Job):

@@ -101,14 +101,13 @@ def _render_run(request: HttpRequest, run: Run, settings_form: RunSettingsForm,
     context = {"run": run, "status": run.status_dict(),
                "is_owner": request.user.pk == run.owner_id, "settings_form": settings_form}
     if run.status == Run.DONE:
-        latest = run.measurements.defer("result").first()
+        latest = run.latest_measurement()
         measured = _measured_by(run, latest)
         results = _cached(run, measured, "page", lambda: render_to_string(
             "explorer/run_results.html", _results_context(run, _devices(run, measured))))
         context.update({
             "results_html": results,
             "measurement": presenters.measurement_state(latest, gpu_status(), run.compiler_version),
-            "latest_measurement": latest,
             "can_measure": request.user.is_authenticated,
             "plans": _plan_choices(run),
             "other_runs": _other_runs(request.user, run),
@@ -122,10 +121,11 @@ RESULTS_CACHE_S = 24 * 3600
 
 
 def _measured_by(run: Run, latest: Measurement | None) -> Measurement | None:
-    """The measurement whose timings the results show: the newest finished one."""
+    """`run.shown_measurement()`, sparing the query when `latest` (the run's newest
+    measurement) is finished or there is none."""
     if latest is None or latest.status == Measurement.DONE:
         return latest
-    return run.measurements.filter(status=Measurement.DONE).defer("result").first()
+    return run.shown_measurement()
 
 
 def _cached(run: Run, measured: Measurement | None, part: str, render_part):
@@ -199,7 +199,7 @@ def _plan_result(run: Run, device: str, strategy: str, measured: Measurement | N
 @_run_view(light=True)
 def plan_panel(request: HttpRequest, run: Run, device: str, strategy: str) -> HttpResponse:
     """The HTML of one strategy's panel, which the run page loads when its tab is opened."""
-    measured = _measured_by(run, run.measurements.defer("result").first())
+    measured = run.shown_measurement()
 
     def render_panel() -> str:
         context = _panel_context(run, device, strategy,
@@ -231,7 +231,7 @@ def plan_dag(request: HttpRequest, run: Run, device: str, strategy: str,
     """One plan's kernel DAG as a Plotly figure, coloured by "time" or "limiter"."""
     if colouring not in DAG_COLOURINGS:
         raise Http404("No such colouring.")
-    measured = _measured_by(run, run.measurements.defer("result").first())
+    measured = run.shown_measurement()
     figure = _cached(run, measured, f"dag:{device}:{strategy}:{colouring}",
                      lambda: presenters.kernel_dag_figure(
                          _plan_result(run, device, strategy, measured),
@@ -299,7 +299,7 @@ def run_settings(request: HttpRequest, run: Run) -> HttpResponse:
 @_run_view(light=True)
 def run_status(request: HttpRequest, run: Run) -> JsonResponse:
     """The run's job status, and its latest measurement's (null when there is none)."""
-    latest = run.measurements.defer("result").first()
+    latest = run.latest_measurement()
     return JsonResponse({**run.status_dict(),
                          "measurement": latest.status_dict() if latest else None})
 
@@ -312,7 +312,7 @@ def kernel_page(request: HttpRequest, run: Run, device: str, strategy: str,
     entry = presenters.find_kernel(run.artifact or {}, device, strategy, kernel)
     if entry is None:
         raise Http404("No such kernel in this run.")
-    latest = run.measurements.defer("result").first()
+    latest = run.latest_measurement()
     measured_by = _measured_by(run, latest)
     if measured_by is not None:
         devices = presenters.apply_measurement(
@@ -394,7 +394,7 @@ def _compare_side(request: HttpRequest, text: str, prefer_device: str | None = N
     run = _viewable_run(request, run_id)
     if run.status != Run.DONE or not run.artifact:
         raise Http404("This run has no results yet.")
-    devices = _devices(run, _measured_by(run, run.measurements.defer("result").first()))
+    devices = _devices(run, run.shown_measurement())
     artifact = {**run.artifact, "devices": devices}
     if device is None and prefer_device in devices:
         device = prefer_device
