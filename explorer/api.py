@@ -319,10 +319,8 @@ def run_measurements(request: HttpRequest, run_id: str) -> JsonResponse:
     POST: ask for one (202); while one waits or runs, that one (200)."""
     run = _done_run(request, run_id)
     if request.method == "POST":
-        before = set(run.measurements.values_list("pk", flat=True))
-        measurement = request_measurement(run, request.user)
-        status = 200 if measurement.pk in before else 202
-        return JsonResponse(_measurement(request, measurement), status=status)
+        measurement, created = request_measurement(run, request.user)
+        return JsonResponse(_measurement(request, measurement), status=202 if created else 200)
     gpu = gpu_status()
     return JsonResponse({"gpu_worker_online": gpu["online"], "gpu_workers": gpu["summary"],
                          "results": [_measurement(request, measurement) for measurement in

@@ -98,11 +98,12 @@ def enqueue_compile(identifier: str) -> None:
     compile_run.delay(identifier)
 
 
-def request_measurement(run: Run, user) -> Measurement:
-    """A measurement job for the run's plans on a GPU worker: the one already waiting or
-    running, if any (asking twice does not measure twice), or a new one, enqueued on the `gpu`
-    queue once the transaction commits. There it waits for a GPU worker, however long that
-    takes: a worker started later measures it. ValueError for a run that is not done."""
+def request_measurement(run: Run, user) -> tuple[Measurement, bool]:
+    """A measurement job for the run's plans on a GPU worker, and whether it is new: the one
+    already waiting or running, if any (asking twice does not measure twice), or a new one,
+    enqueued on the `gpu` queue once the transaction commits. There it waits for a GPU worker,
+    however long that takes: a worker started later measures it. ValueError for a run that is
+    not done."""
     if run.status != Run.DONE:
         raise ValueError("only a finished run can be measured")
     with transaction.atomic():
@@ -110,11 +111,12 @@ def request_measurement(run: Run, user) -> Measurement:
         Run.objects.select_for_update().filter(pk=run.pk).exists()
         pending = run.measurements.filter(status__in=(Measurement.QUEUED, Measurement.RUNNING))
         measurement = pending.first()
-        if measurement is None:
-            measurement = Measurement.objects.create(
-                run=run, requested_by=user if user.is_authenticated else None)
-            transaction.on_commit(lambda: enqueue_measure(measurement.pk))
-    return measurement
+        if measurement is not None:
+            return measurement, False
+        measurement = Measurement.objects.create(
+            run=run, requested_by=user if user.is_authenticated else None)
+        transaction.on_commit(lambda: enqueue_measure(measurement.pk))
+    return measurement, True
 
 
 def enqueue_measure(measurement_id: int) -> None:

@@ -63,7 +63,8 @@ def test_a_measurement_waits_for_a_gpu_worker_which_takes_it_later(
     monkeypatch.setattr(runs, "enqueue_measure", send_measure_to(broker_url))
     assert gpu_status(broker_url)["online"] is False
 
-    measurement = runs.request_measurement(done_run, done_run.owner)
+    measurement, created = runs.request_measurement(done_run, done_run.owner)
+    assert created
     time.sleep(1)  # nobody consumes the gpu queue yet: the job waits
     assert Measurement.objects.get(pk=measurement.pk).status == Measurement.QUEUED
 
