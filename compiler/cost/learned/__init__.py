@@ -2,13 +2,23 @@
 CodeGen plan that predicts the kernel's runtime, after Kaufman et al., "A Learned Performance
 Model for Tensor Processing Units" (MLSys 2021), adapted to GPUs.
 
-- features.py: `kernel_sample(graph, kernel, plan, device, breakdown=None, resources=None)`,
-  NumPy only, so the compiler can build samples without torch;
-- model.py: `CostModel`, `ModelConfig`, `collate`, `predict_us` (torch + torch_geometric);
-- train.py: losses, `split_by_program`, `train`, `metrics` / `evaluate`, `save_model` /
-  `load_model`.
+NumPy only (the compiler builds samples without torch):
+- features.py: `kernel_sample(graph, kernel, plan, device, ...)`: one kernel under one plan;
+- dataset.py: the samples of a whole program (every kernel, its candidate plans) and the
+  dataset file (gzip JSON lines with a header naming the features);
+- synthetic.py: a known runtime function, to test the pipeline where nothing is measured;
+- collect.py: a dataset collected on a GPU (every candidate built, checked, timed alone);
+- records.py: samples from the web app's measurements of a run.
 
-Nothing here has been trained on measured GPU times yet: the tests fit a known synthetic
-function; no accuracy on GPUs is claimed. This package does not import torch itself: import
-the submodule you need.
+torch + torch_geometric:
+- model.py: `CostModel`, `ModelConfig`, `collate`, `predict_us`;
+- train.py: losses, `train`, `metrics` / `evaluate`, `save_model` / `load_model`;
+- experiment.py: splits by program and by model family, learned vs SOL vs projected on the
+  same held-out set, the readout comparison, `train_costmodel` (a versioned model file);
+- registry.py: the versioned model files of a directory and which one is active;
+- predict.py: `LearnedPredictor`, `attach_learned`: learned times in explore/codegen results.
+
+No GPU has measured anything for it yet: the tests and benchmarks fit a synthetic function and
+no accuracy on GPUs is claimed. This package does not import torch itself: import the submodule
+you need.
 """

@@ -129,10 +129,12 @@ class KernelSample:
     node_names: list[str]          # graph node per row, for debugging and the UI
     kernel: str                    # the kernel's name
     plan: str                      # CodeGenPlan.key()
-    projected_us: float            # the analytic model's time (a baseline to compare with)
+    projected_us: float            # the analytic models' times (baselines to compare with)
+    sol_us: float = 0.0
     target_us: float | None = None     # measured time; None until a GPU has run it
     group: str = ""                # samples of one kernel under different plans share it
     program: str = ""              # the graph it comes from: the unit of train/test splits
+    family: str = ""               # the model family of the program (the harder split)
     extra: dict = field(default_factory=dict)
 
 
@@ -224,4 +226,4 @@ def kernel_sample(graph: Graph, kernel: Kernel, plan: CodeGenPlan, device: Devic
         kernel_features=np.array(_kernel_features(kernel, plan, device, breakdown,
                                                   len(nodes)), dtype=np.float32),
         node_names=names, kernel=kernel.name, plan=plan.key(),
-        projected_us=float(breakdown.projected_us))
+        projected_us=float(breakdown.projected_us), sol_us=float(breakdown.sol_us or 0.0))
