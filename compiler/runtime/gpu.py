@@ -22,10 +22,11 @@ How a plan runs (`run_plan`):
    values of its inputs (as the CPU emulator does, so one kernel's rounding does not travel
    into the next kernel's check), and its outputs are compared with the interpreter's using
    `compiler.codegen.check.compare` (per-dtype tolerances).
-3. Time: each step alone, then the whole sequence, where every input some earlier step
-   writes is read from that step's output buffer (so the sequence sees the plan's real data
-   flow, L2 reuse between kernels included). Every timed run starts with the L2 flushed by
-   writing a buffer twice its size; a run is bracketed by CUDA events on the stream.
+3. Time: each step alone, then (unless `end_to_end=False`) the whole sequence, where every
+   input some earlier step writes is read from that step's output buffer (so the sequence
+   sees the plan's real data flow, L2 reuse between kernels included). Every timed run
+   starts with the L2 flushed by writing a buffer twice its size; a run is bracketed by CUDA
+   events on the stream.
    `Timing` keeps the samples with their median, minimum and coefficient of variation.
 
 Buffers are raw bytes on the device in the graph's memory layout (`minor_to_major`), so
@@ -350,10 +351,11 @@ class _Buffers:
 
 def run_plan(graph: Graph, plan: FusionPlan, codes: list, inputs: Sequence,
              runner: GpuRunner | None = None, warmup: int = WARMUP_RUNS,
-             runs: int = TIMED_RUNS) -> PlanRun:
+             runs: int = TIMED_RUNS, end_to_end: bool = True) -> PlanRun:
     """Check and time every kernel of `plan` (codes: `codegen.stage.generate`'s KernelCode
     per kernel, in plan order) on `inputs` (in parameter order); GpuUnavailable without a
-    GPU."""
+    GPU. Without `end_to_end` the kernels are timed alone only, not also back to back: for
+    kernels that are not one plan's sequence (the cost model's candidate plans)."""
     if runner is None:
         runner = GpuRunner()
     if [code.kernel.name for code in codes] != [kernel.name for kernel in plan.kernels]:
@@ -381,14 +383,15 @@ def run_plan(graph: Graph, plan: FusionPlan, codes: list, inputs: Sequence,
         except runner.cuda_errors as error:
             result.not_measured = f"not measured: CUDA error: {error}"
             continue
-        buffers.written.update(step.outputs)
-        steps.append(step)
+        if end_to_end:  # only the back-to-back sequence reads earlier steps' outputs
+            buffers.written.update(step.outputs)
+            steps.append(step)
     missing = [r.kernel for r in results if r.timing is None]
     run = PlanRun(plan.strategy, runner.name, results)
     if missing:
         run.not_measured = (f"not measured: {len(missing)} of {len(results)} kernels did not "
                             f"run ({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''})")
-    else:
+    elif end_to_end:
         run.end_to_end = runner.time(lambda: [step.chained() for step in steps], warmup, runs)
     return run
 
