@@ -8,6 +8,7 @@ split by program) can learn such a function and generalise to held-out programs;
 nothing about accuracy on real GPUs.
 """
 
+import copy
 import math
 from pathlib import Path
 
@@ -215,3 +216,72 @@ def test_a_model_of_other_features_is_refused(tmp_path):
     (tmp_path / "junk.pt").write_bytes(b"not a model")
     with pytest.raises(InputError, match="not a learned cost model"):
         load_model(tmp_path / "junk.pt")
+
+
+# -- batching ---------------------------------------------------------------------------------
+
+
+def test_collate_lays_out_a_batch_as_torch_geometric_does(dataset):
+    from torch_geometric.data import Batch, Data
+
+    from compiler.cost.learned.model import collate
+
+    train_set, _ = dataset
+    picks = train_set[::37][:40]
+    reference = Batch.from_data_list([
+        Data(opcodes=torch.from_numpy(s.opcodes), x=torch.from_numpy(s.node_features),
+             edge_index=torch.from_numpy(s.edge_index),
+             x_kernel=torch.from_numpy(s.kernel_features).unsqueeze(0),
+             num_nodes=len(s.opcodes)) for s in picks])
+    batch = collate(picks)
+    for key in ("opcodes", "x", "edge_index", "x_kernel", "batch", "ptr"):
+        assert torch.equal(getattr(batch, key), getattr(reference, key)), key
+    assert batch.num_graphs == len(picks)
+
+
+def test_prediction_in_pieces_equals_one_batch(dataset, monkeypatch):
+    import compiler.cost.learned.model as model_module
+
+    train_set, test_set = dataset
+    config = ModelConfig(hidden=16, embedding=4, layers=2, readout="transformer", heads=2)
+    model, _ = train([s for s in train_set if s.program == "softmax"], config,
+                     TrainConfig(epochs=1, seed=0))
+    whole = predict_us(model, test_set)
+    monkeypatch.setattr(model_module, "PREDICT_BATCH", 7)
+    pieces = predict_us(model, test_set)
+    assert np.allclose(pieces, whole, rtol=1e-5)
+    assert predict_us(model, []).shape == (0,)
+
+
+def test_predictions_stay_within_a_factor_of_100_of_the_projected_time(dataset):
+    train_set, test_set = dataset
+    small = [s for s in train_set if s.program == "softmax"]
+    projected = KERNEL_FEATURES.index("log2_projected_us")
+    strange = []
+    for scale in (1e3, -1e3):                      # every other input far outside training
+        sample = copy.deepcopy(test_set[0])
+        keep = sample.kernel_features[projected]
+        sample.kernel_features = sample.kernel_features * scale
+        sample.kernel_features[projected] = keep
+        sample.node_features = sample.node_features * scale
+        strange.append(sample)
+    timed, _ = train(small, SMALL, TrainConfig(epochs=2, seed=0))
+    ratio = predict_us(timed, strange) / test_set[0].projected_us
+    assert np.all((ratio <= 100 * (1 + 1e-4)) & (ratio >= 0.01 * (1 - 1e-4)))
+    # A model trained for the order of plans only predicts no times: nothing is bounded.
+    ranked, _ = train(small, SMALL, TrainConfig(epochs=2, seed=0, loss="rank"))
+    with np.errstate(over="ignore"):                # far enough out, exp gives inf
+        ratio = predict_us(ranked, strange) / test_set[0].projected_us
+    assert np.any((ratio > 100) | (ratio < 0.01))
+
+
+def test_training_leaves_the_process_torch_thread_count_as_it_was(dataset):
+    train_set, _ = dataset
+    small = [s for s in train_set if s.program == "softmax"]
+    before = torch.get_num_threads()
+    torch.set_num_threads(3)
+    try:
+        train(small, SMALL, TrainConfig(epochs=1, threads=1))
+        assert torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(before)

@@ -16,12 +16,15 @@ of one kernel, and kernels of one program, are too alike to test one with anothe
 Metrics (`metrics`): MAPE; the median absolute percentage error of kernels under and over
 SPLIT_US (launch-bound kernels, a few microseconds, are a different regime); Kendall's tau
 between predicted and true times within each group (compiler.cost.calibrate.kendall_tau),
-averaged; and the top-1 regret: how much slower the plan ranked first is than the group's
-fastest, averaged over groups.
+averaged; and the top-1 and top-5 regrets: how much slower the best of the plans ranked
+first (or among the first five) is than the group's fastest, averaged over groups (plans
+predicted equally fast count as a random pick among them).
 
-A saved model is one `torch.save` file: the state dict and a JSON-able header (format,
-version, model config, opcode vocabulary, feature names, training config and metrics);
-`load_model` refuses a file whose vocabulary or features differ from this code's.
+A saved model is one `torch.save` file: the state dict and a JSON-able header (format and
+format_version, model config, opcode vocabulary, feature names, training config and metrics,
+plus whatever the caller adds: experiment.py adds the device, origin, registry version,
+datasets, splits and evaluation); `load_model` refuses a file whose vocabulary or features
+differ from this code's. `read_header` reads the header alone, without building the model.
 """
 
 from __future__ import annotations
@@ -33,16 +36,17 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch_geometric.data import Batch
 
 from compiler.cost.calibrate import kendall_tau
 from compiler.cost.learned.features import (KERNEL_FEATURES, NODE_FEATURES, OPCODES,
                                             KernelSample)
-from compiler.cost.learned.model import CostModel, ModelConfig, predict_us, sample_data
+from compiler.cost.learned.model import CostModel, ModelConfig, collate, predict_us
 from compiler.errors import InputError
 
 FORMAT = "fusion-explorer-learned-cost"
-VERSION = 1
+# The file layout's version. The header's "version" is the model's own number in a registry
+# (learned-<device>-v<N>.pt), so the layout's is kept under "format_version".
+FORMAT_VERSION = 2
 LOSSES = ("mse", "rank", "combined")
 SPLIT_US = 5.0
 
@@ -58,6 +62,11 @@ class TrainConfig:
     rank_kind: str = "logistic"   # "logistic" | "hinge"
     margin: float = 0.1           # hinge only, in log-time units
     seed: int = 0
+    # torch threads while training. One: on the 2-core development machine under load, two
+    # made training on 200 samples 30x slower (time spent in the scatter-adds of message
+    # passing, forward and backward), and on 56,000 samples they gained 10-20 %
+    # (benchmarks/learned_cost.py measures one epoch both ways).
+    threads: int = 1
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -105,16 +114,21 @@ def loss_value(config: TrainConfig, predicted_log: torch.Tensor, target_log: tor
 # -- data -------------------------------------------------------------------------------------
 
 
+def draw_held_out(names: list[str], test_fraction: float, seed: int) -> set[str]:
+    """About `test_fraction` of `names` (programs or families), drawn with `seed`: at least one,
+    and not all, when there are two or more."""
+    order = np.random.default_rng(seed).permutation(len(names))
+    count = round(test_fraction * len(names))
+    if len(names) >= 2:
+        count = min(max(1, count), len(names) - 1)
+    return {names[k] for k in order[:count]}
+
+
 def split_by_program(samples: list[KernelSample], test_fraction: float = 0.25,
                      seed: int = 0) -> tuple[list[KernelSample], list[KernelSample]]:
     """(train, test): whole programs, about `test_fraction` of them (at least one each side
     when there are two or more), drawn with `seed`."""
-    programs = sorted({s.program for s in samples})
-    order = np.random.default_rng(seed).permutation(len(programs))
-    count = round(test_fraction * len(programs))
-    if len(programs) >= 2:
-        count = min(max(1, count), len(programs) - 1)
-    test_programs = {programs[k] for k in order[:count]}
+    test_programs = draw_held_out(sorted({s.program for s in samples}), test_fraction, seed)
     train = [s for s in samples if s.program not in test_programs]
     test = [s for s in samples if s.program in test_programs]
     return train, test
@@ -122,13 +136,20 @@ def split_by_program(samples: list[KernelSample], test_fraction: float = 0.25,
 
 def _group_batches(samples: list[KernelSample], batch_size: int,
                    rng: np.random.Generator) -> list[list[int]]:
-    """Sample indices in batches of whole groups, groups drawn in a random order."""
+    """Sample indices in batches of whole groups. Groups go in order of kernel size (node
+    count), in a random order among kernels of one size, so a batch holds kernels of similar
+    size: the transformer readout pads every kernel of a batch to the largest one, and one
+    400-node kernel among 4-node ones made a batch a hundred times its useful work."""
     groups: dict[str, list[int]] = {}
     for k, s in enumerate(samples):
         groups.setdefault(s.group, []).append(k)
+    names = sorted(groups)
+    shuffle = rng.permutation(len(names))
+    order = sorted(range(len(names)),
+                   key=lambda k: (len(samples[groups[names[k]][0]].opcodes), shuffle[k]))
     batches, current = [], []
-    for name in rng.permutation(sorted(groups)):
-        members = groups[str(name)]
+    for k in order:
+        members = groups[names[k]]
         if current and len(current) + len(members) > batch_size:
             batches.append(current)
             current = []
@@ -143,17 +164,27 @@ def _group_batches(samples: list[KernelSample], batch_size: int,
 
 def train(samples: list[KernelSample], model_config: ModelConfig | None = None,
           config: TrainConfig | None = None) -> tuple[CostModel, list[float]]:
-    """A model fitted to `samples` (each with a target_us) and its mean loss per epoch."""
+    """A model fitted to `samples` (each with a target_us) and its mean loss per epoch, trained
+    with `config.threads` torch threads (the process's setting is restored after)."""
     config = config or TrainConfig()
+    previous = torch.get_num_threads()
+    torch.set_num_threads(config.threads)
+    try:
+        return _fit(samples, model_config, config)
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _fit(samples: list[KernelSample], model_config: ModelConfig | None,
+         config: TrainConfig) -> tuple[CostModel, list[float]]:
     if any(s.target_us is None or not s.target_us > 0 for s in samples):
         raise ValueError("every training sample needs a positive target_us")
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
     model = CostModel(model_config)
-    model.fit_normalisation(samples)
+    model.fit_normalisation(samples, bound=config.loss != "rank")
     optimiser = torch.optim.Adam(model.parameters(), lr=config.learning_rate,
                                  weight_decay=config.weight_decay)
-    datas = [sample_data(s) for s in samples]
     targets = torch.tensor([math.log(s.target_us) for s in samples], dtype=torch.float32)
     group_ids = {name: k for k, name in enumerate(sorted({s.group for s in samples}))}
     groups = torch.tensor([group_ids[s.group] for s in samples])
@@ -162,7 +193,7 @@ def train(samples: list[KernelSample], model_config: ModelConfig | None = None,
     batches = []
     for indices in _group_batches(samples, config.batch_size, rng):
         index = torch.tensor(indices)
-        batches.append((Batch.from_data_list([datas[k] for k in indices]), targets[index],
+        batches.append((collate([samples[k] for k in indices]), targets[index],
                         groups[index]))
     history = []
     for _ in range(config.epochs):
@@ -186,24 +217,49 @@ def _median(values: list[float]) -> float | None:
     return float(np.median(values)) if values else None
 
 
+def _regret_percent(predicted: np.ndarray, true: np.ndarray, top: int) -> float:
+    """How much slower, in %, the fastest true time among the `top` plans predicted fastest is
+    than the fastest true time of all (0 when the best plan is among them).
+
+    Plans predicted equally fast are picked at random, and this is the expected regret: a
+    model that predicts one time for every plan (SOL does not depend on the plan) is scored
+    as a random pick, not credited with whatever order the samples happen to be in."""
+    best = float(true.min())
+    if top >= len(predicted):
+        return 0.0
+    boundary = np.sort(predicted)[top - 1]
+    surely = true[predicted < boundary]             # chosen whatever the tie-break
+    tied = np.sort(true[predicted == boundary])     # `picks` of these are chosen at random
+    picks = top - len(surely)
+    # The fastest of `picks` drawn from m tied plans is the i-th fastest (0-based) with
+    # probability C(m - 1 - i, picks - 1) / C(m, picks).
+    m = len(tied)
+    sure_best = float(surely.min()) if len(surely) else math.inf
+    expected = 0.0
+    for i, value in enumerate(tied):
+        chance = math.comb(m - 1 - i, picks - 1) / math.comb(m, picks)
+        expected += chance * min(float(value), sure_best)
+    return 100.0 * (expected - best) / best
+
+
 def metrics(predicted_us, samples: list[KernelSample]) -> dict:
-    """Error and ranking figures of `predicted_us` (one per sample) against the targets."""
+    """Error and ranking figures of `predicted_us` (one per sample) against the targets.
+    Ranking figures are over groups of two or more samples (a kernel under several plans)."""
     predicted = np.asarray(predicted_us, dtype=float)
     true = np.array([s.target_us for s in samples], dtype=float)
     apes = 100.0 * np.abs(predicted - true) / true
     groups: dict[str, list[int]] = {}
     for k, s in enumerate(samples):
         groups.setdefault(s.group, []).append(k)
-    taus, regrets = [], []
+    taus, top1, top5 = [], [], []
     for members in groups.values():
         if len(members) < 2:
             continue
         tau = kendall_tau(list(predicted[members]), list(true[members]))
         if tau is not None:
             taus.append(tau)
-        chosen = members[int(np.argmin(predicted[members]))]
-        best = float(true[members].min())
-        regrets.append(100.0 * (true[chosen] - best) / best)
+        top1.append(_regret_percent(predicted[members], true[members], 1))
+        top5.append(_regret_percent(predicted[members], true[members], 5))
     return {
         "count": len(samples),
         "mape": float(apes.mean()) if len(apes) else None,
@@ -211,7 +267,8 @@ def metrics(predicted_us, samples: list[KernelSample]) -> dict:
         "median_ape_over_5us": _median([a for a, t in zip(apes, true) if t >= SPLIT_US]),
         "groups_ranked": len(taus),
         "mean_kendall_tau": float(np.mean(taus)) if taus else None,
-        "mean_top1_regret_percent": float(np.mean(regrets)) if regrets else None,
+        "mean_top1_regret_percent": float(np.mean(top1)) if top1 else None,
+        "mean_top5_regret_percent": float(np.mean(top5)) if top5 else None,
     }
 
 
@@ -223,33 +280,62 @@ def evaluate(model: CostModel, samples: list[KernelSample]) -> dict:
 
 
 def save_model(path: str | Path, model: CostModel, train_config: TrainConfig | None = None,
-               model_metrics: dict | None = None) -> None:
-    header = {"format": FORMAT, "version": VERSION, "config": model.config.to_dict(),
-              "vocabulary": list(OPCODES), "node_features": list(NODE_FEATURES),
-              "kernel_features": list(KERNEL_FEATURES),
+               model_metrics: dict | None = None, extra: dict | None = None) -> None:
+    """Write `model` with its header; `extra` (JSON-able) is merged into the header and may
+    not replace the keys this function writes."""
+    header = {"format": FORMAT, "format_version": FORMAT_VERSION,
+              "config": model.config.to_dict(), "vocabulary": list(OPCODES),
+              "node_features": list(NODE_FEATURES), "kernel_features": list(KERNEL_FEATURES),
               "train_config": train_config.to_dict() if train_config else None,
               "metrics": model_metrics or {}}
+    clash = sorted(set(extra or {}) & set(header))
+    if clash:
+        raise ValueError(f"extra header keys {', '.join(clash)} would replace save_model's")
+    header.update(extra or {})
     torch.save({"header": header, "state_dict": model.state_dict()}, Path(path))
+
+
+def _load(path: str | Path) -> tuple[dict, dict]:
+    """(header, file contents) of a model file whose format and layout version this code
+    reads; an InputError otherwise."""
+    try:
+        data = torch.load(Path(path), weights_only=True)
+        header = data["header"]
+    except (OSError, RuntimeError, KeyError, IndexError, TypeError, ValueError, EOFError,
+            pickle.UnpicklingError) as error:
+        # torch's own message runs to paragraphs of advice about weights_only: keep its gist.
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise InputError(f"{path}: not a learned cost model file ({reason})") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise InputError(f"{path}: not a learned cost model file (no {FORMAT} header)")
+    if header.get("format_version") != FORMAT_VERSION:
+        raise InputError(f"{path}: a {FORMAT} file of layout version "
+                         f"{header.get('format_version')}; this code reads version "
+                         f"{FORMAT_VERSION}: retrain the model")
+    return header, data
+
+
+def read_header(path: str | Path) -> dict:
+    """The header of a model file, without building the model: it is readable even when the
+    weights were made for other features than this code computes (load_model refuses those).
+    An InputError when the file is not a model file of this layout."""
+    return _load(path)[0]
 
 
 def load_model(path: str | Path) -> tuple[CostModel, dict]:
     """(model, header) of a file `save_model` wrote; an InputError when it is not one, or
     when it was trained on another vocabulary or other features than this code computes."""
-    try:
-        data = torch.load(Path(path), weights_only=True)
-        header = data["header"]
-    except (OSError, RuntimeError, KeyError, TypeError, ValueError, EOFError,
-            pickle.UnpicklingError) as error:
-        raise InputError(f"{path}: not a learned cost model file ({error})") from None
-    if header.get("format") != FORMAT or header.get("version") != VERSION:
-        raise InputError(f"{path}: a {header.get('format')} version {header.get('version')} "
-                         f"file, not {FORMAT} version {VERSION}")
+    header, data = _load(path)
     for key, current in (("vocabulary", OPCODES), ("node_features", NODE_FEATURES),
                          ("kernel_features", KERNEL_FEATURES)):
-        if tuple(header[key]) != tuple(current):
+        if tuple(header.get(key) or ()) != tuple(current):
             raise InputError(f"{path}: trained with other {key.replace('_', ' ')} than this "
                              f"version computes; retrain the model")
-    model = CostModel(ModelConfig(**header["config"]))
-    model.load_state_dict(data["state_dict"])
+    try:
+        model = CostModel(ModelConfig(**header["config"]))
+        model.load_state_dict(data["state_dict"])
+    except (KeyError, TypeError, ValueError, RuntimeError) as error:
+        raise InputError(f"{path}: the weights do not fit the model it describes "
+                         f"({error})") from None
     model.eval()
     return model, header

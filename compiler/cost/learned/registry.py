@@ -1,0 +1,138 @@
+"""Versioned learned cost model files in one directory: which models exist, which one is active.
+
+Every training run (experiment.train_costmodel) writes a new file, `learned-<device>-v<N>.pt`,
+N one more than the largest version of that device already there, and never overwrites one:
+a run's figures and links keep pointing at the model that produced them. The active model of
+a device is its newest file trained on measured GPU times; a model trained on synthetic
+targets (origin "synthetic", see synthetic.py) becomes active only where the caller allows
+it (tests, demos), because its predictions are not GPU times.
+
+Listing reads each file's header only (train.read_header), so a model saved for other
+features than this code computes is still listed, with its header, and `load_model` says why
+it cannot be used; a file that is not a model file at all is skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from compiler.cost.devices import get_device
+from compiler.cost.learned.features import KERNEL_FEATURES, NODE_FEATURES, OPCODES
+from compiler.cost.learned.train import read_header
+from compiler.errors import InputError
+
+_NAME = re.compile(r"learned-(?P<device>[a-z0-9_]+)-v(?P<version>[0-9]+)\.pt")
+
+
+@dataclass
+class ModelFile:
+    """One model file of the registry; `device` and `version` come from its name."""
+    path: Path
+    device: str
+    version: int
+    header: dict
+
+    @property
+    def origin(self) -> str:
+        """What the model's training targets were: "measured" or "synthetic"."""
+        return self.header["origin"]
+
+    @property
+    def label(self) -> str:
+        return f"learned-{self.device}-v{self.version}"
+
+
+def _named(directory: Path, device: str | None) -> list[tuple[Path, str, int]]:
+    """(path, device, version) of every file named like a model, of `device` when given."""
+    if not directory.is_dir():
+        return []
+    out = []
+    for path in directory.iterdir():
+        match = _NAME.fullmatch(path.name)
+        if match and (device is None or match["device"] == device):
+            out.append((path, match["device"], int(match["version"])))
+    return out
+
+
+def _canonical(device: str) -> str:
+    return get_device(device).name
+
+
+def model_files(directory: str | Path, device: str | None = None) -> list[ModelFile]:
+    """The model files in `directory` (of `device` when given), ordered by device, each
+    device's newest version last. Files that are not model files of this layout, or whose
+    header disagrees with their name about the device or origin, are skipped."""
+    device = _canonical(device) if device is not None else None
+    files = []
+    for path, name_device, version in _named(Path(directory), device):
+        try:
+            header = read_header(path)
+        except InputError:
+            continue
+        if header.get("device") != name_device or header.get("origin") not in (
+                "measured", "synthetic"):
+            continue
+        files.append(ModelFile(path, name_device, version, header))
+    return sorted(files, key=lambda f: (f.device, f.version))
+
+
+def active_model(directory: str | Path, device: str,
+                 allow_synthetic: bool = False) -> ModelFile | None:
+    """The newest model of `device` trained on measured times (or on any targets, with
+    `allow_synthetic`); None when there is none."""
+    usable = [f for f in model_files(directory, device)
+              if allow_synthetic or f.origin == "measured"]
+    return usable[-1] if usable else None
+
+
+def next_model_path(directory: str | Path, device: str) -> Path:
+    """Where the next model of `device` goes: one version above every file named like a
+    model of that device, readable or not, so no file is ever overwritten."""
+    device = _canonical(device)
+    versions = [version for _, _, version in _named(Path(directory), device)]
+    return Path(directory) / f"learned-{device}-v{max(versions, default=0) + 1}.pt"
+
+
+@dataclass
+class ModelStatus:
+    """A model file as pages and the API list it: whether the compiler uses it, and why not."""
+    file: ModelFile
+    active: bool
+    why_not: str | None     # why the compiler does not use it (None for the active one)
+    stale: bool             # trained on other features than this code computes: retrain
+
+    @property
+    def label(self) -> str:
+        return self.file.label
+
+
+def _stale(header: dict) -> bool:
+    return any(tuple(header.get(key) or ()) != names for key, names in (
+        ("vocabulary", OPCODES), ("node_features", NODE_FEATURES),
+        ("kernel_features", KERNEL_FEATURES)))
+
+
+def catalogue(directory: str | Path, allow_synthetic: bool = False
+              ) -> dict[str, list[ModelStatus]]:
+    """Every model of `directory` per device, newest first, each with its status."""
+    by_device: dict[str, list[ModelFile]] = {}
+    for model_file in model_files(directory):
+        by_device.setdefault(model_file.device, []).append(model_file)
+    out = {}
+    for device, files in by_device.items():
+        usable = [f for f in files if allow_synthetic or f.origin == "measured"]
+        active = usable[-1] if usable else None
+        statuses = []
+        for model_file in reversed(files):
+            if model_file is active:
+                why_not = None
+            elif model_file.origin == "synthetic" and not allow_synthetic:
+                why_not = "synthetic targets: used only with LEARNED_ALLOW_SYNTHETIC"
+            else:
+                why_not = f"older than {active.label}"
+            statuses.append(ModelStatus(model_file, model_file is active, why_not,
+                                        _stale(model_file.header)))
+        out[device] = statuses
+    return out
