@@ -95,6 +95,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="where to write out0..outM")
     run.add_argument("--module", type=int, default=0, metavar="N",
                      help="which module of a multi-module HLO file (default 0)")
+    _costmodel_commands(commands)
     return parser
 
 
@@ -110,13 +111,102 @@ def _plan_arguments(command: argparse.ArgumentParser, default_strategy: str,
     command.add_argument("--json", action="store_true", help=json_help)
     command.add_argument("--module", type=int, default=0, metavar="N",
                          help="which module of a multi-module HLO file (default 0)")
+    command.add_argument("--learned-model", metavar="FILE",
+                         help="a model file train-costmodel wrote for the device: adds each "
+                              "kernel's learned time (learned_us) and the plan's learned total")
+
+
+# The learned model's options as train-costmodel offers them. They are spelled out here because
+# the modules that define them import torch, which would cost every command seconds to start;
+# tests/compiler/test_cli_costmodel.py checks that they match model.READOUTS, train.LOSSES and
+# TrainConfig's defaults.
+READOUTS = ("mean", "max", "sum", "transformer")
+LOSSES = ("mse", "rank", "combined")
+RANK_KINDS = ("logistic", "hinge")
+DEFAULT_LOSS, DEFAULT_RANK_KIND, DEFAULT_EPOCHS, DEFAULT_THREADS = "combined", "logistic", 60, 1
+SYNTHETIC_WARNING = "trained on SYNTHETIC targets: not a GPU prediction"
+
+
+def _costmodel_commands(commands) -> None:
+    """collect-costmodel-data and train-costmodel: the learned cost model's data and training
+    (compiler/cost/learned/)."""
+    collect = commands.add_parser(
+        "collect-costmodel-data", help="time every candidate kernel of some programs on the "
+                                       "GPU: a dataset for train-costmodel",
+        description="For every program of the files: every distinct kernel of the strategies' "
+                    "fusion plans under its --top-k fastest CodeGen plans (projected model), "
+                    "emitted, built with nvcc and timed alone on this machine's GPU after a "
+                    "check against the reference interpreter; written as one dataset file "
+                    "(gzip-compressed JSON lines). The GPU must be the --device. With "
+                    "--synthetic no GPU is used: the targets come from a known function "
+                    "(compiler/cost/learned/synthetic.py) and the file is labelled synthetic, "
+                    "for testing the pipeline only.")
+    collect.add_argument("files", nargs="+", metavar="FILE",
+                         help="graph files (.hlo, .onnx, .json; .gz works)")
+    collect.add_argument("--device", default="h100",
+                         help="the device the plans are made for and the GPU is (default h100)")
+    collect.add_argument("--strategy", default="all", metavar="all|unfused,xla,stitch,cost",
+                         help="strategies whose kernels are collected (default all)")
+    collect.add_argument("--top-k", type=int, default=4, metavar="K",
+                         help="candidate CodeGen plans per kernel (default 4)")
+    collect.add_argument("--synthetic", action="store_true",
+                         help="synthetic targets instead of GPU timings (no GPU needed)")
+    collect.add_argument("--seed", type=int, default=0,
+                         help="seed of the synthetic targets' noise (default 0)")
+    collect.add_argument("--out", required=True, metavar="OUT.jsonl.gz",
+                         help="the dataset file to write (must not exist)")
+    collect.add_argument("--json", action="store_true",
+                         help="the collection summary as one JSON object on stdout")
+
+    train = commands.add_parser(
+        "train-costmodel", help="train the learned cost model on datasets and rank it "
+                                "against the SOL and projected models",
+        description="Train the learned cost model (a GraphSAGE network over each kernel's op "
+                    "graph) on the dataset files of one device, holding out a quarter of the "
+                    "programs, and evaluate it, the SOL model and the projected model on the "
+                    "same held-out kernels; then again with whole model families held out. "
+                    "The model trained on the program split is saved as the next version, "
+                    "OUT_DIR/learned-<device>-v<N>.pt, with both evaluations in its header. "
+                    "A model trained on synthetic data says so, and the web app does not "
+                    "predict with it unless LEARNED_ALLOW_SYNTHETIC is set.")
+    train.add_argument("datasets", nargs="+", metavar="DATASET",
+                       help="dataset files written by collect-costmodel-data")
+    train.add_argument("--device", default="h100",
+                       help="the device of the datasets (default h100)")
+    train.add_argument("--out-dir", default="var/models", metavar="DIR",
+                       help="the model directory (default var/models)")
+    train.add_argument("--readout", default="mean", choices=READOUTS,
+                       help="how node states become one kernel vector (default mean)")
+    train.add_argument("--compare-readouts", action="store_true",
+                       help="train every readout on both splits and save the one with the "
+                            "lowest held-out-program MAPE (ties: higher Kendall tau)")
+    train.add_argument("--loss", default=DEFAULT_LOSS, choices=LOSSES,
+                       help=f"log-time squared error, pairwise ranking within a kernel's "
+                            f"plans, or both (default {DEFAULT_LOSS})")
+    train.add_argument("--rank-kind", default=DEFAULT_RANK_KIND, choices=RANK_KINDS,
+                       help=f"the ranking loss's form (default {DEFAULT_RANK_KIND})")
+    train.add_argument("--epochs", type=int, default=DEFAULT_EPOCHS, metavar="N",
+                       help=f"passes over the training samples (default {DEFAULT_EPOCHS})")
+    train.add_argument("--holdout-family", action="extend", nargs="+", metavar="F",
+                       help="families to hold out in the family split (default: a quarter "
+                            "of them drawn with the seed); give them after the datasets")
+    train.add_argument("--seed", type=int, default=0,
+                       help="seed of the splits and of training (default 0)")
+    train.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="N",
+                       help=f"torch threads while training (default {DEFAULT_THREADS}: more "
+                            f"help only with tens of thousands of samples on an idle machine; "
+                            f"see benchmarks/README.md)")
+    train.add_argument("--json", action="store_true",
+                       help="one JSON object on stdout: the model file and its evaluation")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         command = {"inspect": _inspect, "explore": _explore, "codegen": _codegen,
-                   "calibrate": _calibrate, "run": _run}[args.command]
+                   "calibrate": _calibrate, "run": _run,
+                   "collect-costmodel-data": _collect_costmodel_data,
+                   "train-costmodel": _train_costmodel}[args.command]
         return command(args)
     except (InputError, ConfigurationError) as error:
         print(f"error: {error}", file=sys.stderr)
@@ -146,8 +236,11 @@ def _inspect(args) -> int:
 def _explore(args) -> int:
     strategies = parse_strategies(args.strategy)
     graph, _ = _load(args)
+    predictor = _predictor(args)
     plans = explore(graph, args.device, strategies)
     result = exploration_to_dict(summarize(graph), args.device, plans)
+    if predictor is not None:
+        _attach_learned(result, graph, plans, predictor)
     _print(result, args.json, format_exploration)
     return 0
 
@@ -162,6 +255,7 @@ def _codegen(args) -> int:
     strategies = parse_strategies(args.strategy)
     graph, _ = _load(args)
     device = get_device(args.device)
+    predictor = _predictor(args)
     plans = explore(graph, args.device, strategies)
     result = exploration_to_dict(summarize(graph), args.device, plans)
     values = evaluate_all(graph, random_inputs(graph)) if args.emulate else None
@@ -170,6 +264,8 @@ def _codegen(args) -> int:
         if values is not None:
             emulate(graph, codes, values)
         attach_codes(result["strategies"][name], plan, codes)
+        if predictor is not None:
+            _attach_learned(result, graph, {name: plan}, predictor, codes)
         if args.out:
             for entry, code in zip(result["strategies"][name]["kernels"], codes):
                 if has_source(code):
@@ -179,6 +275,27 @@ def _codegen(args) -> int:
                     entry["source_path"] = str(path)
     _print(result, args.json, format_codegen)
     return 0
+
+
+def _predictor(args):
+    """The learned model --learned-model names (checked before any work), or None."""
+    if not args.learned_model:
+        return None
+    from compiler.cost.devices import get_device
+    from compiler.cost.learned.predict import LearnedPredictor
+
+    predictor = LearnedPredictor.load(args.learned_model)
+    if predictor.device != get_device(args.device).name:
+        raise InputError(f"{args.learned_model}: a model for {predictor.device}, not for "
+                         f"{args.device}")
+    return predictor
+
+
+def _attach_learned(result: dict, graph, plans: dict, predictor, codes=None) -> None:
+    from compiler.cost.learned.predict import attach_learned
+
+    for name, plan in plans.items():
+        attach_learned(result["strategies"][name], graph, plan, codes, predictor)
 
 
 def _calibrate(args) -> int:
@@ -213,6 +330,110 @@ def _print(result: dict, as_json: bool, format_text) -> None:
         sys.stdout.write("\n")
     else:
         print(format_text(result))
+
+
+def _collect_costmodel_data(args) -> int:
+    from compiler.cost.learned.collect import collect_dataset
+    from compiler.runtime.gpu import GpuUnavailable
+
+    strategies = parse_strategies(args.strategy)
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if stage == "collect" and done:
+            print(f"collected {done}/{total} programs", file=sys.stderr)
+
+    try:
+        summary = collect_dataset(args.files, args.device, args.out, strategies=strategies,
+                                  top_k=args.top_k, synthetic=args.synthetic, seed=args.seed,
+                                  progress=progress)
+    except GpuUnavailable as error:
+        raise InputError(f"{error}; run on a machine with the GPU, or collect --synthetic "
+                         f"data to test the pipeline") from None
+
+    def text(r: dict) -> str:
+        lines = [f"{r['out']}: {r['samples']} samples of {r['programs']} programs "
+                 f"({r['origin']}, {r['device']}{', ' + r['gpu'] if r['gpu'] else ''}) "
+                 f"in {r['seconds']:.1f} s",
+                 f"candidates {r['candidates']}, built {r['built']}, measured {r['measured']}"]
+        lines += [f"dropped {count}: {reason}" for reason, count in r["dropped"].items()]
+        lines += [f"not collected: {e['program']} ({e['file']}): {e['error']}"
+                  for e in r["errors"]]
+        if r["origin"] == "synthetic":
+            lines.append("SYNTHETIC targets (a known function): not GPU timings")
+        return "\n".join(lines)
+
+    _print(summary, args.json, text)
+    return 0
+
+
+_METRIC_COLUMNS = (("mape", "MAPE %"), ("median_ape_under_5us", "APE<5us %"),
+                   ("median_ape_over_5us", "APE>=5us %"), ("mean_kendall_tau", "tau"),
+                   ("mean_top1_regret_percent", "top-1 reg %"),
+                   ("mean_top5_regret_percent", "top-5 reg %"))
+
+
+def _train_costmodel(args) -> int:
+    from compiler.cost.learned.experiment import load_datasets, train_costmodel
+    from compiler.cost.learned.model import ModelConfig
+    from compiler.cost.learned.train import TrainConfig
+
+    if args.epochs < 1 or args.threads < 1:
+        raise InputError(f"--epochs and --threads must be at least 1, not {args.epochs} and "
+                         f"{args.threads}")
+    samples, datasets = load_datasets(args.datasets, args.device)
+    model = train_costmodel(
+        samples, args.device, args.out_dir, datasets=datasets,
+        model_config=ModelConfig(readout=args.readout),
+        train_config=TrainConfig(epochs=args.epochs, loss=args.loss, rank_kind=args.rank_kind,
+                                 seed=args.seed, threads=args.threads),
+        compare_readouts=args.compare_readouts, holdout_families=args.holdout_family,
+        seed=args.seed)
+    header = model.header
+    result = {"path": str(model.path), "label": model.label, "device": model.device,
+              "version": model.version, "origin": model.origin,
+              **{key: header[key] for key in ("created", "datasets", "programs", "config",
+                                              "train_config", "evaluation", "readouts",
+                                              "readout_winner")}}
+    _print(result, args.json, _format_training)
+    return 0
+
+
+def _format_metrics(value) -> str:
+    return f"{value:11.3f}" if value is not None else f"{'-':>11s}"
+
+
+def _format_training(r: dict) -> str:
+    lines = [f"{r['label']}: {r['path']} ({r['origin']}, readout {r['config']['readout']})"]
+    if r["origin"] == "synthetic":
+        lines.append(SYNTHETIC_WARNING)
+    lines += [f"dataset {d['path']}: {d['samples']} samples, {d['origin']}"
+              f"{', ' + d['gpu'] if d['gpu'] else ''}" for d in r["datasets"]]
+    header = f"  {'model':10s}" + "".join(f"{title:>12s}" for _, title in _METRIC_COLUMNS)
+    for split, title in (("program", "held-out programs"), ("family", "held-out families")):
+        result = r["evaluation"][split]
+        if result is None:
+            lines.append(f"{title}: none (the data has a single family)")
+            continue
+        counts = result["counts"]
+        held = result.get("test_families", result["test_programs"])
+        lines.append(f"{title} ({', '.join(held)}): {counts['test_samples']} samples, "
+                     f"tau over {result['learned']['groups_ranked']} kernels' plans; "
+                     f"trained on {counts['train_samples']} samples of "
+                     f"{counts['train_programs']} programs in {result['train_seconds']:.1f} s")
+        lines.append(header)
+        for name in ("learned", "sol", "projected"):
+            lines.append(f"  {name:10s}" + "".join(_format_metrics(result[name][key])
+                                                   for key, _ in _METRIC_COLUMNS))
+    if r["readouts"]:
+        lines.append("readouts (learned, test MAPE % / Kendall tau):")
+        for readout, by_split in r["readouts"].items():
+            cells = [f"{split} " + (f"{_format_metrics(m['mape']).strip()} / "
+                                    f"{_format_metrics(m['mean_kendall_tau']).strip()}"
+                                    if m else "-")
+                     for split, m in by_split.items()]
+            mark = "  <- saved" if readout == r["readout_winner"] else ""
+            lines.append(f"  {readout:12s} " + ", ".join(cells) + mark)
+    return "\n".join(lines)
 
 
 def _run(args) -> int:

@@ -5,8 +5,14 @@ plain JSON-ready dict: for every device, the object `python -m compiler codegen 
 less each kernel's "candidate_plans", and under "sources", per kernel, what only its own page
 shows: the CUDA source, PTX, line → node map, ptxas resources and the candidate CodeGen plans
 with their headline projections (projected time, limiter, occupancy, estimated registers; not
-their whole breakdowns), a kernel that generated no code having its candidates and no source. It reports progress as it goes, stage by stage and kernel by kernel, so a page can
-show a progress bar. Nothing here knows about Django or Celery.
+their whole breakdowns), a kernel that generated no code having its candidates and no source.
+It reports progress as it goes, stage by stage and kernel by kernel, so a page can show a
+progress bar. Nothing here knows about Django or Celery.
+
+With `learned_models` (device -> learned cost model file), the cost stage also fills each
+plan's learned fields (compiler/cost/learned/predict.py) with that device's model: one batched
+forward per plan. A model file that cannot be loaded does not fail the compile: the plans of
+its device say why under "learned_model" ({"error": ...}) and their learned times stay null.
 
 `compiler_version()` names the compiler that produced an artifact: a digest of the compiler
 package's files, so it changes with any change to the compiler (and to nothing else).
@@ -100,10 +106,13 @@ def no_progress(stage: str, done: int, total: int) -> None:
 
 
 def compile_graph(data: bytes, filename: str, devices: list[str], strategies: list[str],
-                  progress: Progress | None = None, emulate: bool = False) -> dict:
+                  progress: Progress | None = None, emulate: bool = False,
+                  learned_models: dict[str, str] | None = None) -> dict:
     """The ARTIFACT of an uploaded graph (see the module docstring); InputError on bad input
     or an unknown device or strategy. `emulate` runs every kernel on the CPU emulator against
-    the reference interpreter and records the largest error (slow on big graphs)."""
+    the reference interpreter and records the largest error (slow on big graphs).
+    `learned_models`: the learned cost model file to predict each device's kernels with
+    (devices without one get null learned times)."""
     progress = progress or no_progress
     devices, strategies = canonical_options(devices, strategies)
 
@@ -159,8 +168,37 @@ def compile_graph(data: bytes, filename: str, devices: list[str], strategies: li
             if has_source(code) or candidates:
                 key = f"{target.device}/{target.strategy}/{code.kernel.name}"
                 sources[key] = {**kernel_source(code), "candidate_plans": candidates}
+    if learned_models:
+        _predict_learned(graph, targets, results, learned_models)
     return {"compiler_version": compiler_version(), "graph": summary, "devices": results,
             "sources": sources}
+
+
+def _predict_learned(graph: Graph, targets: list[_Target], results: dict,
+                     learned_models: dict[str, str]) -> None:
+    """Fill the learned fields of every plan of a device that has a model file (null
+    otherwise, as FusionPlan.to_dict leaves them), or say why its model cannot be used."""
+    # Imported here: the learned model needs torch, seconds to import, which a compile
+    # without a model (the CLI, most tests) should not pay.
+    from compiler.cost.learned.predict import LearnedPredictor, attach_learned
+
+    predictors: dict[str, LearnedPredictor | str] = {}   # device -> predictor, or why none
+    for device in {target.device for target in targets} & set(learned_models):
+        path = learned_models[device]
+        try:
+            predictor = LearnedPredictor.load(path)
+        except InputError as error:
+            predictors[device] = f"the learned model could not be loaded: {error}"
+            continue
+        predictors[device] = predictor if predictor.device == device else (
+            f"the learned model {path} predicts {predictor.device} kernels, not {device} ones")
+    for target in targets:
+        predictor = predictors.get(target.device)
+        strategy_result = results[target.device]["strategies"][target.strategy]
+        if isinstance(predictor, str):
+            strategy_result["learned_model"] = {"error": predictor}
+        elif predictor is not None:
+            attach_learned(strategy_result, graph, target.plan, target.codes, predictor)
 
 
 def attach_codes(strategy_result: dict, plan: FusionPlan, codes: list[KernelCode],

@@ -26,6 +26,7 @@ LIMITER_COLOURS = {
 }
 OTHER_COLOUR = "#999999"
 HIGHLIGHT_COLOUR = "#d62728"
+LEARNED_COLOUR = "#8c6bb1"
 BAR_COLOUR = "#9bb3e8"
 
 LAYOUT = {"margin": {"l": 60, "r": 20, "t": 40, "b": 50}, "font": {"family": "system-ui"},
@@ -116,18 +117,23 @@ def measured_rows(kernel: dict) -> list[tuple[str, object, str]] | None:
     if not record:
         return None
     timing = record.get("timing") or {}
-    rows = [("measured (median)", record.get("measured_us"), "µs"),
+    measured = record.get("measured_us")
+    # Only kernels a learned model predicted have learned rows.
+    learned = kernel.get("learned_us")
+    rows = [("measured (median)", measured, "µs"),
             ("fastest run", timing.get("min_us"), "µs"),
             ("variation (cv)", timing.get("cv"), ""),
             ("timed runs", timing.get("runs"), ""),
             ("SOL", kernel.get("sol_us"), "µs"),
-            ("projected", kernel.get("proj_us"), "µs"),
-            ("model error (projected)", model_error(kernel.get("proj_us"),
-                                                    record.get("measured_us")), "%"),
-            ("model error (SOL)", model_error(kernel.get("sol_us"),
-                                              record.get("measured_us")), "%"),
-            ("largest error vs the interpreter", record.get("max_abs_error"), ""),
-            ("outputs differing", len(record.get("mismatches") or []), "")]
+            ("projected", kernel.get("proj_us"), "µs")]
+    if learned is not None:
+        rows.append(("learned", learned, "µs"))
+    rows += [("model error (projected)", model_error(kernel.get("proj_us"), measured), "%"),
+             ("model error (SOL)", model_error(kernel.get("sol_us"), measured), "%")]
+    if learned is not None:
+        rows.append(("model error (learned)", model_error(learned, measured), "%"))
+    rows += [("largest error vs the interpreter", record.get("max_abs_error"), ""),
+             ("outputs differing", len(record.get("mismatches") or []), "")]
     if record.get("not_measured"):
         rows.insert(0, ("not measured", record["not_measured"], ""))
     return rows
@@ -139,6 +145,17 @@ def _ratio(numerator: float | None, denominator: float | None) -> float | None:
     if numerator is None or not denominator:
         return None
     return numerator / denominator
+
+
+def learned_model(*strategy_results: dict) -> dict | None:
+    """The learned model that predicted these plans (a device's plans share one), as pages
+    name it: {"label", "origin", "device", "synthetic"}, or {"error", "synthetic": False}
+    when its file could not be used; None when no model predicted them."""
+    for result in strategy_results:
+        model = result.get("learned_model")
+        if model:
+            return {**model, "synthetic": model.get("origin") == "synthetic"}
+    return None
 
 
 def comparison_rows(device_result: dict) -> list[dict]:
@@ -157,6 +174,9 @@ def comparison_rows(device_result: dict) -> list[dict]:
             "sol_us": total["sol_us"],
             "proj_us": total["proj_us"],
             "measured_us": total["measured_us"],
+            # Artifacts compiled before the learned model have no learned fields.
+            "learned_us": total.get("learned_us"),
+            "learned_kernels": total.get("learned_kernels"),
             "explore_ms": result.get("explore_ms"),
         }
         for baseline in ("unfused", "xla"):
@@ -174,11 +194,11 @@ def comparison_rows(device_result: dict) -> list[dict]:
 
 
 def comparison_figure(rows: list[dict], eager_us: float | None = None) -> dict:
-    """Grouped bars of each strategy's SOL, projected and (where there is one) measured total,
-    and the measured eager baseline as a dashed line across them."""
+    """Grouped bars of each strategy's SOL, projected and (where there are some) learned and
+    measured totals, and the measured eager baseline as a dashed line across them."""
     names = [row["strategy"] for row in rows]
     series = (("SOL", "sol_us", "#b8c7ea"), ("projected", "proj_us", "#3b6fd8"),
-              ("measured", "measured_us", "#1f9e89"))
+              ("learned", "learned_us", LEARNED_COLOUR), ("measured", "measured_us", "#1f9e89"))
     data = []
     for label, key, colour in series:
         values = [row[key] for row in rows]
@@ -227,6 +247,8 @@ def kernel_rows(strategy_result: dict) -> list[dict]:
             or "not measured",
             "mismatched": bool((kernel.get("measured") or {}).get("mismatches")),
             "model_error": model_error(kernel["proj_us"], kernel["measured_us"]),
+            "learned_us": kernel.get("learned_us"),
+            "learned_error": model_error(kernel.get("learned_us"), kernel["measured_us"]),
             "has_source": bool(kernel.get("function")),
             "codegen_error": kernel.get("codegen_error"),
         })
@@ -583,7 +605,10 @@ def resource_rows(resources: dict | None) -> list[tuple[str, object]]:
 # has nothing to do with "loop.3" of another).
 
 TOTAL_FIELDS = (("kernels", "kernels"), ("dram_bytes", "DRAM traffic"), ("sol_us", "SOL"),
-                ("proj_us", "projected"), ("measured_us", "measured"))
+                ("proj_us", "projected"), ("learned_us", "learned"),
+                ("measured_us", "measured"))
+# Rows of the totals that only plans predicted by a learned model have.
+OPTIONAL_TOTALS = ("learned_us",)
 FASTER_COLOUR = "#1f9e89"
 SLOWER_COLOUR = "#d62728"
 
@@ -615,7 +640,8 @@ def plan_totals(strategy_result: dict) -> dict:
     total = strategy_result["total"]
     return {"kernels": strategy_result.get("kernel_count", len(strategy_result["kernels"])),
             "dram_bytes": total.get("dram_bytes"), "sol_us": total.get("sol_us"),
-            "proj_us": total.get("proj_us"), "measured_us": total.get("measured_us")}
+            "proj_us": total.get("proj_us"), "learned_us": total.get("learned_us"),
+            "measured_us": total.get("measured_us")}
 
 
 def _delta(a: float | None, b: float | None) -> float | None:
@@ -623,11 +649,13 @@ def _delta(a: float | None, b: float | None) -> float | None:
 
 
 def total_rows(totals_a: dict, totals_b: dict) -> list[dict]:
-    """The two plans' totals side by side: B − A and B / A per figure."""
+    """The two plans' totals side by side: B − A and B / A per figure (the learned total
+    only where a side has one)."""
     return [{"key": key, "label": label, "a": totals_a[key], "b": totals_b[key],
              "delta": _delta(totals_a[key], totals_b[key]),
              "ratio": _ratio(totals_b[key], totals_a[key])}
-            for key, label in TOTAL_FIELDS]
+            for key, label in TOTAL_FIELDS
+            if key not in OPTIONAL_TOTALS or (totals_a[key], totals_b[key]) != (None, None)]
 
 
 def jaccard(a: set, b: set) -> float:

@@ -186,6 +186,18 @@ MEASURE_MAX_ATTEMPTS = env_int("MEASURE_MAX_ATTEMPTS", default=2, minimum=1)
 # not renewed for three times that is gone (workers/presence.py).
 GPU_WORKER_HEARTBEAT_S = env_int("GPU_WORKER_HEARTBEAT_S", default=10, minimum=1)
 
+# The learned cost model (compiler/cost/learned/). Trained models are versioned files
+# learned-<device>-v<N>.pt in LEARNED_MODEL_DIR (compiler/cost/learned/registry.py); a compile
+# predicts each device's kernels with its newest model trained on measured GPU times, or with
+# any newest model, synthetic targets included, when LEARNED_ALLOW_SYNTHETIC is on (a demo:
+# the pages then say the times are no GPU prediction). LEARNED_DATA_DIRS (comma-separated)
+# hold the dataset files (.jsonl.gz) models are trained on. Relative paths are relative to the
+# project's root, whatever directory a server or worker starts in.
+LEARNED_MODEL_DIR = BASE_DIR / env_str("LEARNED_MODEL_DIR", default="var/models")
+LEARNED_DATA_DIRS = [BASE_DIR / path for path in env_list(
+    "LEARNED_DATA_DIRS", default=["compiler/cost/learned/datasets"])]
+LEARNED_ALLOW_SYNTHETIC = env_bool("LEARNED_ALLOW_SYNTHETIC", default=False)
+
 # Test hook: a compile job sleeps this long when it enters the codegen stage, so a test can kill
 # its worker mid-job deterministically. Always 0 outside tests/workers/.
 COMPILE_TEST_CODEGEN_DELAY_S = env_int("COMPILE_TEST_CODEGEN_DELAY_S", default=0)

@@ -100,7 +100,25 @@ def compile_run(self, run_id: str) -> str:
     progress = _ProgressRecorder(Run, run_id, token, settings.COMPILE_LEASE_S)
     return _work(Run, run_id, token, progress, settings.COMPILE_SOFT_TIME_LIMIT_S,
                  lambda: compile_graph(bytes(run.graph_bytes), run.filename, run.devices,
-                                       run.strategies, progress=progress))
+                                       run.strategies, progress=progress,
+                                       learned_models=learned_models(run.devices)))
+
+
+def learned_models(devices: list[str]) -> dict[str, str]:
+    """The active learned cost model file of each of `devices` that has one
+    (compiler/cost/learned/registry.py; settings LEARNED_MODEL_DIR and
+    LEARNED_ALLOW_SYNTHETIC): what compile_graph predicts their kernels with."""
+    # Imported here: the registry reads model files with torch, seconds to import, and web
+    # processes import this module only to send tasks.
+    from compiler.cost.learned.registry import active_model
+
+    found = {}
+    for device in devices:
+        model = active_model(settings.LEARNED_MODEL_DIR, device,
+                             settings.LEARNED_ALLOW_SYNTHETIC)
+        if model is not None:
+            found[device] = str(model.path)
+    return found
 
 
 @app.task(bind=True, base=MeasureTask, name="workers.measure_run", acks_late=True,

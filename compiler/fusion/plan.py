@@ -78,7 +78,7 @@ class Kernel:
             # a stage has produced them, never made up.
             "proj_us": None, "measured_us": None, "limiter": None, "occupancy": None,
             "waves": None, "block_size": None, "grid_size": None, "registers": None,
-            "shared_bytes": None,
+            "shared_bytes": None, "learned_us": None,
             **projected_fields(self.projected),
         }
 
@@ -152,8 +152,12 @@ class FusionPlan:
             "explore_ms": round(self.explore_ms, 3),
             "kernel_count": len(self.kernels),
             "kinds": self.kind_counts(),
+            # The learned fields stay null until a learned model predicts the plan
+            # (compiler/cost/learned/predict.py).
             "total": {"sol_us": self.total_sol_us, "proj_us": self.total_projected_us,
-                      "measured_us": None, "dram_bytes": self.dram_bytes},
+                      "measured_us": None, "dram_bytes": self.dram_bytes,
+                      "learned_us": None, "learned_kernels": None},
+            "learned_model": None,
             "kernels": [k.to_dict() for k in self.kernels],
             "decisions": [d.to_dict() for d in self.decisions],
         }

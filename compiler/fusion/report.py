@@ -14,6 +14,7 @@ def format_exploration(result: dict, max_kernels: int = 40) -> str:
         lines.append(f"{name:10s} {plan['kernel_count']:8d} {total['dram_bytes'] / 1e6:10.3f} "
                      f"{total['sol_us']:10.2f} {_number(total.get('proj_us'), '10.2f')} "
                      f"{(f'{speedup:.2f}x' if speedup else '-'):>10s} {plan['explore_ms']:10.1f}")
+    lines += _learned_lines(result)
     for name, plan in result["strategies"].items():
         lines += ["", f"== {name}: {plan['kernel_count']} kernels "
                       f"({', '.join(f'{k} {n}' for k, n in sorted(plan['kinds'].items()))})"]
@@ -32,6 +33,24 @@ def format_exploration(result: dict, max_kernels: int = 40) -> str:
     return "\n".join(lines)
 
 
+def _learned_lines(result: dict) -> list[str]:
+    """The learned model's plan totals (with --learned-model), after the summary table."""
+    lines = []
+    for name, plan in result["strategies"].items():
+        model, total = plan.get("learned_model"), plan["total"]
+        if not model:
+            continue
+        if "error" in model:
+            lines.append(f"{name:10s} learned: no prediction: {model['error']}")
+            continue
+        note = " (SYNTHETIC targets: not a GPU prediction)" if model["origin"] == "synthetic" \
+            else ""
+        lines.append(f"{name:10s} learned {_number(total.get('learned_us'), '10.2f')} us by "
+                     f"{model['label']}{note}: {total.get('learned_kernels') or 0} of "
+                     f"{plan['kernel_count']} kernels predicted, the others projected")
+    return [""] + lines if lines else []
+
+
 def _number(value, fmt: str) -> str:
     width = fmt.split(".")[0]
     return format("-", f">{width}") if value is None else format(value, fmt)
@@ -40,6 +59,7 @@ def _number(value, fmt: str) -> str:
 def format_codegen(result: dict) -> str:
     """Per strategy, per kernel: schedule, launch, ptxas resources, emulation error."""
     lines = [f"graph {result['graph']['name']}: device {result['device']}"]
+    lines += _learned_lines(result)
     for name, plan in result["strategies"].items():
         lines += ["", f"== {name}: {plan['kernel_count']} kernels"]
         lines.append(f"  {'function':28s} {'schedule':20s} {'block':>5s} {'grid':>7s} "

@@ -1,4 +1,5 @@
 """Environment-driven settings fail loudly on bad values (explorer.env, explorer.settings)."""
+import json
 import os
 import subprocess
 import sys
@@ -150,3 +151,34 @@ def test_settings_refuse_both_database_url_and_database_path():
     loaded = _settings_databases(DATABASE_URL="postgres://db/explorer", DATABASE_PATH="/tmp/x")
     assert loaded.returncode != 0
     assert "DATABASE_URL and DATABASE_PATH are both set" in loaded.stderr
+
+
+def _learned_settings(**env) -> subprocess.CompletedProcess:
+    """The LEARNED_* settings as a fresh process loads them with `env` added (and no
+    LEARNED_* of ours)."""
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("LEARNED_")}
+    return subprocess.run(
+        [sys.executable, "-c", "import json, explorer.settings as s; print(json.dumps("
+                               "[s.LEARNED_MODEL_DIR, s.LEARNED_DATA_DIRS, "
+                               "s.LEARNED_ALLOW_SYNTHETIC], default=str))"],
+        cwd=REPO_ROOT, env={**clean, **env}, capture_output=True, text=True, timeout=60)
+
+
+def test_learned_model_settings_default_to_the_projects_folders():
+    loaded = _learned_settings()
+    assert loaded.returncode == 0, loaded.stderr
+    assert json.loads(loaded.stdout) == [str(REPO_ROOT / "var" / "models"),
+                                         [str(REPO_ROOT / "compiler/cost/learned/datasets")],
+                                         False]
+
+
+def test_learned_model_settings_read_the_environment():
+    loaded = _learned_settings(LEARNED_MODEL_DIR="/srv/models",
+                               LEARNED_DATA_DIRS="/srv/a, data/b",
+                               LEARNED_ALLOW_SYNTHETIC="yes")
+    assert loaded.returncode == 0, loaded.stderr
+    assert json.loads(loaded.stdout) == ["/srv/models", ["/srv/a", str(REPO_ROOT / "data/b")],
+                                         True]
+    refused = _learned_settings(LEARNED_ALLOW_SYNTHETIC="sometimes")
+    assert refused.returncode != 0
+    assert "LEARNED_ALLOW_SYNTHETIC='sometimes' is not a boolean" in refused.stderr

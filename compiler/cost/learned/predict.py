@@ -1,0 +1,145 @@
+"""Learned predictions for a compiled plan: the trained cost model applied to every generated
+kernel of a fusion plan, and the fields they fill in the `explore` / `codegen` JSON.
+
+`LearnedPredictor` wraps a trained `CostModel` and its file header (train.save_model). It
+predicts the kernels of one device only, the device its training samples were made for: an
+h100 model says nothing about an a100 plan, and asking it is an InputError.
+
+`predict_plan(graph, plan, codes=None)` gives one time per kernel of the plan, in order:
+- a generated kernel is described under its CodeGen plan: with `codes` (the codegen stage's
+  KernelCode list), the emitted plan and its breakdown with ptxas' resources; without, the
+  plan the projected model ranks first, as codegen's emit_code chooses it, with rank_plans'
+  breakdown (estimated registers);
+- a library kernel (cuBLAS, cuDNN), a kernel without a CodeGen plan, and one whose schedule
+  the workload model does not cover (features.kernel_sample raises ValueError) get None;
+- all kernels of the plan go through the model in one batched forward.
+
+`attach_learned(strategy_result, graph, plan, codes, predictor)` writes the predictions into
+one strategy's entry of the JSON:
+- each kernel's "learned_us": the model's time, or null where it predicted none;
+- the total's "learned_us": the sum over the plan's kernels of the learned time where the model
+  predicted one and the kernel's projected time elsewhere (library kernels), so plans with and
+  without library calls compare; null when a kernel has neither, or the model predicted none;
+- the total's "learned_kernels": how many kernels the model predicted (the rest are projected);
+- the strategy's "learned_model": {"label", "origin", "device"} of the model used.
+Without a predictor all of them are null, as every field a stage has not produced is.
+
+A model's "origin" is "measured" (trained on GPU timings) or "synthetic" (trained on a known
+function, compiler/cost/learned/synthetic.py): a synthetic model's times prove the pipeline
+runs and are no GPU prediction; pages that show them say so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from compiler.codegen.plan import enumerate_plans
+from compiler.codegen.stage import KernelCode
+from compiler.cost.devices import Device, get_device
+from compiler.cost.learned.dataset import ORIGINS
+from compiler.cost.learned.features import KernelSample, kernel_sample
+from compiler.cost.learned.model import CostModel, predict_us
+from compiler.cost.learned.train import load_model
+from compiler.cost.projected import rank_plans
+from compiler.errors import InputError
+from compiler.fusion.plan import FusionPlan, Kernel
+from compiler.ir.graph import Graph
+
+# Decimal places of a learned time in the JSON, as for the projected times.
+_DIGITS = 4
+
+
+class LearnedPredictor:
+    """A trained cost model for one device, with what pages say about it (label, origin)."""
+
+    def __init__(self, model: CostModel, header: dict, source: str = "the model"):
+        device = header.get("device")
+        if not device:
+            raise InputError(f"{source}: the header names no device; train the model with "
+                             f"compiler.cost.learned.experiment.train_costmodel")
+        origin = header.get("origin")
+        if origin not in ORIGINS:
+            raise InputError(f"{source}: origin must be one of {', '.join(ORIGINS)}, not "
+                             f"{origin!r}")
+        self.model, self.header = model, header
+        self.device: str = get_device(device).name
+        self.origin: str = origin
+        # The registry's name for the model (registry.ModelFile.label); a model saved outside
+        # a registry has no version number.
+        version = header.get("version")
+        self.label = f"learned-{self.device}" + (f"-v{version}" if version else "")
+
+    @classmethod
+    def load(cls, path: str | Path) -> LearnedPredictor:
+        """The predictor of a model file; InputError when the file is not a model this code
+        can run (train.load_model) or its header names no device or origin."""
+        model, header = load_model(path)
+        return cls(model, header, str(path))
+
+    @classmethod
+    def from_model(cls, model: CostModel, header: dict) -> LearnedPredictor:
+        return cls(model, header)
+
+    def info(self) -> dict:
+        """The strategy's "learned_model" entry."""
+        return {"label": self.label, "origin": self.origin, "device": self.device}
+
+    def predict_plan(self, graph: Graph, plan: FusionPlan,
+                     codes: list[KernelCode] | None = None) -> list[float | None]:
+        """Predicted time in µs of every kernel of `plan` (None where the model cannot
+        describe it; see the module docstring), in one forward of the model."""
+        if plan.device != self.device:
+            raise InputError(f"the learned model {self.label} predicts {self.device} kernels; "
+                             f"this {plan.strategy} plan is for {plan.device}")
+        if codes is not None and len(codes) != len(plan.kernels):
+            raise ValueError(f"{len(codes)} kernel codes for a plan of {len(plan.kernels)} "
+                             f"kernels")
+        device = get_device(self.device)
+        samples: list[KernelSample | None] = []
+        for index, kernel in enumerate(plan.kernels):
+            code = codes[index] if codes is not None else None
+            samples.append(_sample(graph, kernel, device, code))
+        described = [sample for sample in samples if sample is not None]
+        times = iter(predict_us(self.model, described).tolist()) if described else iter(())
+        return [None if sample is None else float(next(times)) for sample in samples]
+
+
+def _sample(graph: Graph, kernel: Kernel, device: Device,
+            code: KernelCode | None) -> KernelSample | None:
+    """The kernel's sample under its CodeGen plan, or None when it has none the model reads."""
+    if kernel.kind == "library":
+        return None
+    if code is not None:
+        codegen_plan, breakdown = code.chosen, code.breakdown
+    else:
+        ranking = rank_plans(graph, kernel, enumerate_plans(graph, kernel), device)
+        # No ranked plan: codegen falls back to a heuristic plan the workload model (and so
+        # the features) cannot describe.
+        codegen_plan, breakdown = ranking[0] if ranking else (None, None)
+    if codegen_plan is None:
+        return None
+    try:
+        return kernel_sample(graph, kernel, codegen_plan, device, breakdown)
+    except ValueError:
+        return None
+
+
+def attach_learned(strategy_result: dict, graph: Graph, plan: FusionPlan,
+                   codes: list[KernelCode] | None, predictor: LearnedPredictor | None) -> None:
+    """Fill one strategy's learned fields (see the module docstring) from `predictor`'s
+    predictions for `plan`; all null without a predictor."""
+    if predictor is None:
+        for entry in strategy_result["kernels"]:
+            entry["learned_us"] = None
+        strategy_result["total"].update(learned_us=None, learned_kernels=None)
+        strategy_result["learned_model"] = None
+        return
+    times = predictor.predict_plan(graph, plan, codes)
+    parts = []   # the learned time of each kernel, else its projected time (may be None)
+    for entry, time in zip(strategy_result["kernels"], times):
+        entry["learned_us"] = None if time is None else round(time, _DIGITS)
+        parts.append(entry.get("proj_us") if time is None else time)
+    predicted = sum(time is not None for time in times)
+    total = None if not predicted or None in parts else round(sum(parts), _DIGITS)
+    strategy_result["total"].update(learned_us=total, learned_kernels=predicted)
+    strategy_result["learned_model"] = predictor.info()
