@@ -17,6 +17,7 @@ import io
 import json
 from functools import wraps
 
+from django.conf import settings
 from django.core.paginator import EmptyPage, Paginator
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -403,6 +404,30 @@ def csv_rows(artifact: dict) -> list[tuple]:
                              len(kernel.get("nodes", [])),
                              *(kernel.get(column) for column in CSV_COLUMNS[5:])))
     return rows
+
+
+@api_view("GET")
+def cost_models(request: HttpRequest) -> JsonResponse:
+    """The learned cost models of LEARNED_MODEL_DIR per device, newest first, with the one the
+    compiler uses and each model's held-out evaluation (what /cost-models shows)."""
+    from compiler.cost.learned.registry import catalogue   # reads headers with torch
+
+    allow_synthetic = settings.LEARNED_ALLOW_SYNTHETIC
+    devices = {}
+    for device, statuses in catalogue(settings.LEARNED_MODEL_DIR, allow_synthetic).items():
+        devices[device] = [_cost_model(status) for status in statuses]
+    return JsonResponse({"allow_synthetic": allow_synthetic, "devices": devices})
+
+
+def _cost_model(status) -> dict:
+    header = status.file.header
+    config = header.get("config")
+    return {"label": status.label, "version": status.file.version,
+            "origin": status.file.origin, "created": header.get("created"),
+            "active": status.active, "why_not": status.why_not, "stale": status.stale,
+            "readout": config.get("readout") if isinstance(config, dict) else None,
+            **{key: header.get(key) for key in ("datasets", "programs", "evaluation",
+                                                "readouts", "readout_winner")}}
 
 
 @api_view("GET", public=True)

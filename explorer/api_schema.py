@@ -43,6 +43,9 @@ KERNEL = {
         "nodes": {"type": "array", "items": {"type": "string"}},
         "dram_bytes": _nullable("integer"), "sol_us": _nullable("number"),
         "proj_us": _nullable("number"), "measured_us": _nullable("number"),
+        "learned_us": {**_nullable("number"),
+                       "description": "the learned cost model's time; null without a model "
+                                      "for the device or for a library kernel"},
         "limiter": _nullable("string"), "occupancy": _nullable("number"),
         "waves": _nullable("number"), "block_size": _nullable("integer"),
         "grid_size": _nullable("integer"), "registers": _nullable("integer"),
@@ -148,9 +151,36 @@ SCHEMAS = {
                                      "required": ["sol_us", "proj_us", "measured_us"],
                                      "properties": {"sol_us": {"type": "number"},
                                                     "proj_us": _nullable("number"),
-                                                    "measured_us": _nullable("number")}},
+                                                    "measured_us": _nullable("number"),
+                                                    "learned_us": _nullable("number"),
+                                                    "learned_kernels": _nullable("integer")}},
+                           "learned_model": {
+                               **_nullable("object"),
+                               "description": "the learned model that predicted learned_us: "
+                                              "label, origin (measured or synthetic), device; "
+                                              "or {error} when it could not be loaded"},
                            "kernels": {"type": "array", "items": _ref("Kernel")},
                            "decisions": {"type": "array"}}},
+    "CostModels": {"type": "object", "required": ["allow_synthetic", "devices"],
+                   "properties": {
+                       "allow_synthetic": {"type": "boolean"},
+                       "devices": {"type": "object", "additionalProperties": {
+                           "type": "array", "items": _ref("CostModel")}}}},
+    "CostModel": {
+        "type": "object",
+        "description": "One model file (`learned-<device>-v<N>.pt`). origin 'synthetic': "
+                       "trained on a known function, not GPU times. evaluation: per split "
+                       "(program, family) the metrics of learned, sol and projected on the "
+                       "same held-out samples.",
+        "required": ["label", "version", "origin", "active", "why_not", "stale"],
+        "properties": {
+            "label": {"type": "string"}, "version": {"type": "integer"},
+            "origin": {"type": "string", "enum": ["measured", "synthetic"]},
+            "created": _nullable("string"), "active": {"type": "boolean"},
+            "why_not": _nullable("string"), "stale": {"type": "boolean"},
+            "readout": _nullable("string"), "datasets": _nullable("array"),
+            "programs": _nullable("object"), "evaluation": _nullable("object"),
+            "readouts": _nullable("object"), "readout_winner": _nullable("string")}},
     "Artifact": {"type": "object", "required": ["compiler_version", "graph", "devices"],
                  "properties": {
                      "compiler_version": {"type": "string"},
@@ -254,6 +284,11 @@ PATHS = {
                 "multipart/form-data": {"schema": _ref("MultipartSubmission")}}},
             operationId="submitRun"),
     },
+    "/cost-models": {"get": _operation(
+        "The learned cost models per device, newest first: which one the compiler uses, why "
+        "the others are not used, and each one's held-out evaluation next to SOL and "
+        "projected.",
+        {"200": _json(_ref("CostModels"), "The models.")}, [], operationId="listCostModels")},
     "/runs/{run_id}": {"get": _operation(
         "A run's metadata and progress.",
         {"200": _json(_ref("Run"), "The run."), "404": NOT_FOUND}, [RUN_ID],

@@ -8,6 +8,7 @@ RUN = "runs/<str:run_id>"
 urlpatterns = [
     path("openapi.json", api.openapi, name="api-openapi"),
     path("runs", api.runs, name="api-runs"),
+    path("cost-models", api.cost_models, name="api-cost-models"),
     path(RUN, api.run_detail, name="api-run"),
     path(f"{RUN}/status", api.run_status, name="api-run-status"),
     path(f"{RUN}/results", api.run_results, name="api-run-results"),

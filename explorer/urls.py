@@ -20,6 +20,7 @@ urlpatterns = [
     path("r/<str:run_id>/<str:device>/<str:strategy>/<str:kernel>", views.kernel_page,
          name="explorer-kernel"),
     path("account/api-tokens", views.api_tokens, name="explorer-api-tokens"),
+    path("cost-models", views.cost_models, name="explorer-cost-models"),
     path("api/v1/", include("explorer.api_urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),

@@ -163,6 +163,8 @@ def _results_context(run: Run, devices: dict) -> dict:
         context["devices"].append({
             "name": name, "full_name": get_device(name).full_name, "comparison": rows,
             "measured": any(row["measured_us"] is not None for row in rows),
+            "learned": any(row["learned_us"] is not None for row in rows),
+            "learned_model": presenters.learned_model(*result["strategies"].values()),
             "eager": result.get("eager"), "measured_on": result.get("measured_on"),
             "strategies": [{"name": strategy, "default": strategy == default,
                             "kernel_count": len(result["strategies"][strategy]["kernels"])}
@@ -178,8 +180,11 @@ DECISIONS_SHOWN = 200
 def _panel_context(run: Run, device: str, strategy: str, result: dict) -> dict:
     """One strategy's panel: the kernel DAG, kernel table and decisions."""
     decisions = presenters.decision_rows(result)
+    kernels = presenters.kernel_rows(result)
     return {"run": run, "device": device, "strategy": strategy,
-            "kernels": presenters.kernel_rows(result),
+            "kernels": kernels,
+            "learned": any(row["learned_us"] is not None for row in kernels),
+            "learned_model": presenters.learned_model(result),
             "decisions": decisions[:DECISIONS_SHOWN], "decision_count": len(decisions),
             "actions": presenters.decision_actions(decisions),
             # Coloured by time; the limiter colouring is fetched when asked for (plan_dag).
@@ -345,6 +350,8 @@ def kernel_page(request: HttpRequest, run: Run, device: str, strategy: str,
         "measurement": presenters.measurement_state(latest, gpu_status(), run.compiler_version),
         "measured_on": (devices[device].get("measured_on") if measured_by else None),
         "candidates": presenters.candidate_rows(entry, source.candidate_plans if source else []),
+        "learned_model": presenters.learned_model(
+            run.artifact["devices"][device]["strategies"][strategy]),
     }
     return render(request, "explorer/kernel.html", context)
 
@@ -404,9 +411,10 @@ def _compare_side(request: HttpRequest, text: str, prefer_device: str | None = N
     if plan is None:
         raise Http404("This run has no such device or strategy.")
     device, strategy = plan
+    result = devices[device]["strategies"][strategy]
     return {"run": run, "device": device, "strategy": strategy,
-            "spec": f"{run.pk}:{device}:{strategy}",
-            "result": devices[device]["strategies"][strategy]}
+            "spec": f"{run.pk}:{device}:{strategy}", "result": result,
+            "learned_model": presenters.learned_model(result)}
 
 
 # Runs per page of the history.
@@ -490,3 +498,38 @@ def api_tokens(request: HttpRequest) -> HttpResponse:
         _, new_key = ApiToken.create_for(request.user, name)
     tokens = ApiToken.objects.filter(user=request.user)
     return render(request, "explorer/api_tokens.html", {"tokens": tokens, "new_key": new_key})
+
+
+@require_GET
+@login_required
+def cost_models(request: HttpRequest) -> HttpResponse:
+    """The learned cost models in LEARNED_MODEL_DIR, per device, newest first: the one the
+    compiler uses (the newest trained on measured times; synthetic ones too with
+    LEARNED_ALLOW_SYNTHETIC), why each other one is not used, and the data and held-out
+    figures of the active model or of the one ?model=<label> names. Files that are not
+    readable model files are left out (registry.model_files), so a broken file cannot break
+    the page."""
+    # Imported here: the registry reads headers with torch, which the other pages never need.
+    from compiler.cost.learned.registry import catalogue
+
+    directory, allow_synthetic = settings.LEARNED_MODEL_DIR, settings.LEARNED_ALLOW_SYNTHETIC
+    devices = catalogue(directory, allow_synthetic)
+    wanted = request.GET.get("model")
+    if wanted and wanted not in {s.label for statuses in devices.values() for s in statuses}:
+        raise Http404("No such model.")
+    sections = []
+    for device, statuses in devices.items():
+        active = next((s.file for s in statuses if s.active), None)
+        selected = next((s.file for s in statuses if s.label == wanted),
+                        active or statuses[0].file)
+        # Read defensively: a file written by other code may lack parts of the header.
+        evaluation = selected.header.get("evaluation")
+        evaluation = evaluation if isinstance(evaluation, dict) else {}
+        sections.append({"device": device, "rows": statuses, "active": active,
+                         "selected": selected, "header": selected.header,
+                         "evaluation": [(split, evaluation.get(split))
+                                        for split in ("program", "family")]})
+    return render(request, "explorer/cost_models.html",
+                  {"sections": sections, "directory": directory,
+                   "allow_synthetic": allow_synthetic,
+                   "models": ("learned", "sol", "projected")})
