@@ -40,6 +40,16 @@ def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator:
 
 
 @pytest.fixture
+def users(transactional_db) -> dict:
+    """The owner "ada" and a stranger "eve"; log_in's password is "<name>-password-1"."""
+    from django.contrib.auth import get_user_model
+
+    make = get_user_model().objects.create_user
+    return {"owner": make("ada", password="ada-password-1"),
+            "stranger": make("eve", password="eve-password-1")}
+
+
+@pytest.fixture
 def new_page(browser) -> Iterator:
     """`new_page()` opens a page in a fresh browser context (its own cookies: a new session).
     Every page records uncaught exceptions and console errors in `page.js_errors`."""

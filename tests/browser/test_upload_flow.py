@@ -5,7 +5,6 @@ import re
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from explorer.models import KernelSource, Run
 from explorer.presenters import comparison_rows
@@ -17,13 +16,6 @@ STRATEGIES = ["unfused", "xla", "stitch", "cost"]
 RESULTS_TIMEOUT_MS = 90_000
 
 pytestmark = pytest.mark.timeout(240)
-
-
-@pytest.fixture
-def users(transactional_db) -> dict:
-    make = get_user_model().objects.create_user
-    return {"owner": make("ada", password="ada-password-1"),
-            "stranger": make("eve", password="eve-password-1")}
 
 
 def log_in(page, base_url: str, username: str, next_path: str = "/"):
