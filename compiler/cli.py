@@ -366,12 +366,6 @@ def _collect_costmodel_data(args) -> int:
     return 0
 
 
-_METRIC_COLUMNS = (("mape", "MAPE %"), ("median_ape_under_5us", "APE<5us %"),
-                   ("median_ape_over_5us", "APE>=5us %"), ("mean_kendall_tau", "tau"),
-                   ("mean_top1_regret_percent", "top-1 reg %"),
-                   ("mean_top5_regret_percent", "top-5 reg %"))
-
-
 def _train_costmodel(args) -> int:
     from compiler.cost.learned.experiment import load_datasets, train_costmodel
     from compiler.cost.learned.model import ModelConfig
@@ -398,42 +392,15 @@ def _train_costmodel(args) -> int:
     return 0
 
 
-def _format_metrics(value) -> str:
-    return f"{value:11.3f}" if value is not None else f"{'-':>11s}"
-
-
 def _format_training(r: dict) -> str:
+    from compiler.cost.learned.experiment import format_evaluation
+
     lines = [f"{r['label']}: {r['path']} ({r['origin']}, readout {r['config']['readout']})"]
     if r["origin"] == "synthetic":
         lines.append(SYNTHETIC_WARNING)
     lines += [f"dataset {d['path']}: {d['samples']} samples, {d['origin']}"
               f"{', ' + d['gpu'] if d['gpu'] else ''}" for d in r["datasets"]]
-    header = f"  {'model':10s}" + "".join(f"{title:>12s}" for _, title in _METRIC_COLUMNS)
-    for split, title in (("program", "held-out programs"), ("family", "held-out families")):
-        result = r["evaluation"][split]
-        if result is None:
-            lines.append(f"{title}: none (the data has a single family)")
-            continue
-        counts = result["counts"]
-        held = result.get("test_families", result["test_programs"])
-        lines.append(f"{title} ({', '.join(held)}): {counts['test_samples']} samples, "
-                     f"tau over {result['learned']['groups_ranked']} kernels' plans; "
-                     f"trained on {counts['train_samples']} samples of "
-                     f"{counts['train_programs']} programs in {result['train_seconds']:.1f} s")
-        lines.append(header)
-        for name in ("learned", "sol", "projected"):
-            lines.append(f"  {name:10s}" + "".join(_format_metrics(result[name][key])
-                                                   for key, _ in _METRIC_COLUMNS))
-    if r["readouts"]:
-        lines.append("readouts (learned, test MAPE % / Kendall tau):")
-        for readout, by_split in r["readouts"].items():
-            cells = [f"{split} " + (f"{_format_metrics(m['mape']).strip()} / "
-                                    f"{_format_metrics(m['mean_kendall_tau']).strip()}"
-                                    if m else "-")
-                     for split, m in by_split.items()]
-            mark = "  <- saved" if readout == r["readout_winner"] else ""
-            lines.append(f"  {readout:12s} " + ", ".join(cells) + mark)
-    return "\n".join(lines)
+    return "\n".join(lines + format_evaluation(r))
 
 
 def _run(args) -> int:

@@ -134,14 +134,18 @@ def project_code(graph: Graph, code: KernelCode, device) -> None:
         code.breakdown = project_library(code.kernel, device)
     elif code.emitted is not None and code.chosen is not None:
         build = code.build if code.build is not None and code.build.ok else None
-        resources = None if build is None else Resources(
-            registers=build.registers, static_shared_bytes=build.shared_static_bytes,
-            spill_bytes=build.spill_store_bytes + build.spill_load_bytes)
+        resources = None if build is None else built_resources(build)
         try:
             code.breakdown = project_kernel(graph, code.kernel, code.chosen, device, resources)
         except ValueError:
             code.breakdown = None  # a schedule the workload model does not cover
     code.kernel.projected = code.breakdown
+
+
+def built_resources(build: BuildResult) -> Resources:
+    """What ptxas reports for a built kernel, as the projected model reads it."""
+    return Resources(registers=build.registers, static_shared_bytes=build.shared_static_bytes,
+                     spill_bytes=build.spill_store_bytes + build.spill_load_bytes)
 
 
 def emulate(graph: Graph, codes: list[KernelCode], values: dict) -> None:

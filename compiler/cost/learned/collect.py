@@ -41,14 +41,14 @@ from pathlib import Path
 from compiler.build import arch_for_device
 from compiler.codegen.elemental import CodegenUnsupported, c_identifier
 from compiler.codegen.emit import emit_kernel
-from compiler.codegen.stage import KernelCode, build_codes
+from compiler.codegen.stage import KernelCode, build_codes, built_resources
 from compiler.cost.devices import DEVICES, get_device
 from compiler.cost.learned.dataset import (ALL_STRATEGIES, candidate_sample, dataset_header,
                                            family_of, program_candidates, write_dataset)
 from compiler.cost.learned.features import KernelSample
 from compiler.cost.learned.synthetic import DESCRIPTION as SYNTHETIC_DESCRIPTION
 from compiler.cost.learned.synthetic import label as synthetic_label
-from compiler.cost.projected import Resources, project_kernel
+from compiler.cost.projected import project_kernel
 from compiler.errors import InputError
 from compiler.fusion.plan import FusionPlan
 from compiler.importers import import_bytes
@@ -142,11 +142,8 @@ def collect_program(graph: Graph, program: str, device: str, strategies=ALL_STRA
             _drop(summary, candidate.group, candidate.plan.key(), DOES_NOT_COMPILE,
                   code.build.error or "")
             continue
-        build = code.build
-        resources = Resources(registers=build.registers,
-                              static_shared_bytes=build.shared_static_bytes,
-                              spill_bytes=build.spill_store_bytes + build.spill_load_bytes)
-        breakdown = project_kernel(graph, candidate.kernel, candidate.plan, spec, resources)
+        breakdown = project_kernel(graph, candidate.kernel, candidate.plan, spec,
+                                   built_resources(code.build))
         built.append((candidate, code))
         samples.append(candidate_sample(graph, candidate, device, program, family, breakdown))
     summary["built"] = len(built)

@@ -45,7 +45,8 @@ from compiler.codegen.elemental import CodegenUnsupported
 from compiler.codegen.plan import CodeGenPlan, enumerate_plans
 from compiler.cost.devices import get_device
 from compiler.cost.learned.features import (KERNEL_FEATURES, NODE_FEATURES, OPCODES,
-                                            KernelSample, kernel_sample)
+                                            KernelSample, feature_names, kernel_sample,
+                                            other_features)
 from compiler.cost.projected import Breakdown, rank_plans
 from compiler.errors import InputError
 from compiler.fusion.explore import explore
@@ -152,8 +153,7 @@ def dataset_header(device: str, origin: str, target: str, gpu: str | None = None
     return {"format": FORMAT, "version": VERSION, "device": device, "origin": origin,
             "gpu": gpu, "target": target, "compiler_version": compiler_version,
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "vocabulary": list(OPCODES), "node_features": list(NODE_FEATURES),
-            "kernel_features": list(KERNEL_FEATURES)}
+            **feature_names()}
 
 
 def _rounded(values: np.ndarray) -> list:
@@ -265,9 +265,8 @@ def _header(path: Path, line: str) -> dict:
     if header.get("origin") not in ORIGINS:
         raise InputError(f"{path}:1: origin must be one of {', '.join(ORIGINS)}, not "
                          f"{header.get('origin')!r}")
-    for key, current in (("vocabulary", OPCODES), ("node_features", NODE_FEATURES),
-                         ("kernel_features", KERNEL_FEATURES)):
-        if tuple(header.get(key) or ()) != tuple(current):
-            raise InputError(f"{path}:1: made with other {key.replace('_', ' ')} than this "
-                             f"version computes; collect the samples again")
+    differing = other_features(header)
+    if differing:
+        raise InputError(f"{path}:1: made with other {differing} than this version computes; "
+                         f"collect the samples again")
     return header

@@ -199,17 +199,6 @@ def readout_table(experiments: dict) -> dict:
             for readout, by_split in experiments.items()}
 
 
-def compare_readouts(samples: list[KernelSample], model_config: ModelConfig | None = None,
-                     train_config: TrainConfig | None = None,
-                     test_fraction: float = TEST_FRACTION, seed: int = 0,
-                     holdout=None) -> tuple[dict, str]:
-    """(readout_table, best_readout) of readout_experiments: every readout trained on both
-    splits, and the winner (lowest program-split test MAPE, ties broken by Kendall tau)."""
-    experiments = readout_experiments(samples, model_config, train_config, test_fraction,
-                                      seed, holdout)
-    return readout_table(experiments), best_readout(experiments)
-
-
 # -- the model file ---------------------------------------------------------------------------
 
 
@@ -252,9 +241,10 @@ def train_costmodel(samples: list[KernelSample], device: str, out_dir: str | Pat
     if compare_readouts:
         runs = _readout_runs(labelled, model_config, train_config, TEST_FRACTION, seed,
                              holdout)
-        winner = best_readout(_results(runs))
+        results = _results(runs)
+        winner = best_readout(results)
         program_run, family_run = runs[winner]["program"], runs[winner]["family"]
-        readouts = readout_table(_results(runs))
+        readouts = readout_table(results)
     else:
         program_run = _fit(labelled, model_config, train_config, "program", TEST_FRACTION,
                            seed, None)
@@ -290,3 +280,48 @@ def _save_next(directory: Path, device: str, model: CostModel, train_config: Tra
         extra["version"] = int(path.stem.rsplit("-v", 1)[1])
         save_model(path, model, train_config, model_metrics, extra)
         return path
+
+
+# -- as text ----------------------------------------------------------------------------------
+
+# (metrics key, column title) of the printed tables, as train.metrics names them.
+METRIC_COLUMNS = (("mape", "MAPE %"), ("median_ape_under_5us", "APE<5us %"),
+                  ("median_ape_over_5us", "APE>=5us %"), ("mean_kendall_tau", "tau"),
+                  ("mean_top1_regret_percent", "top-1 reg %"),
+                  ("mean_top5_regret_percent", "top-5 reg %"))
+
+
+def _figure(value) -> str:
+    return f"{value:11.3f}" if value is not None else f"{'-':>11s}"
+
+
+def format_evaluation(header: dict) -> list[str]:
+    """A model file header's evaluation as text lines: per held-out split, learned vs SOL vs
+    projected, then the readout comparison when there is one (train-costmodel and
+    manage.py train_costmodel print it)."""
+    lines = []
+    columns = f"  {'model':10s}" + "".join(f"{title:>12s}" for _, title in METRIC_COLUMNS)
+    for how, title in (("program", "held-out programs"), ("family", "held-out families")):
+        result = (header.get("evaluation") or {}).get(how)
+        if result is None:
+            lines.append(f"{title}: none (the data has a single {how})")
+            continue
+        counts = result["counts"]
+        held = result.get("test_families", result["test_programs"])
+        lines.append(f"{title} ({', '.join(held)}): {counts['test_samples']} samples, "
+                     f"tau over {result['learned']['groups_ranked']} kernels' plans; "
+                     f"trained on {counts['train_samples']} samples of "
+                     f"{counts['train_programs']} programs in {result['train_seconds']:.1f} s")
+        lines.append(columns)
+        for name in ("learned", "sol", "projected"):
+            lines.append(f"  {name:10s}" + "".join(_figure(result[name][key])
+                                                   for key, _ in METRIC_COLUMNS))
+    if header.get("readouts"):
+        lines.append("readouts (learned, test MAPE % / Kendall tau):")
+        for readout, by_split in header["readouts"].items():
+            cells = [f"{how} " + (f"{_figure(m['mape']).strip()} / "
+                                  f"{_figure(m['mean_kendall_tau']).strip()}" if m else "-")
+                     for how, m in by_split.items()]
+            mark = "  <- saved" if readout == header.get("readout_winner") else ""
+            lines.append(f"  {readout:12s} " + ", ".join(cells) + mark)
+    return lines

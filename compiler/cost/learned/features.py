@@ -110,6 +110,22 @@ KERNEL_FEATURES: tuple[str, ...] = (
 )
 
 
+def feature_names() -> dict[str, list[str]]:
+    """The vocabulary and feature columns, as dataset and model file headers record them: a
+    sample's numbers mean something only with the names they were computed with."""
+    return {"vocabulary": list(OPCODES), "node_features": list(NODE_FEATURES),
+            "kernel_features": list(KERNEL_FEATURES)}
+
+
+def other_features(header: dict) -> str | None:
+    """Which of feature_names' lists a file's header records differently from this code
+    ("node features", ...), or None when all match."""
+    for key, names in feature_names().items():
+        if list(header.get(key) or ()) != names:
+            return key.replace("_", " ")
+    return None
+
+
 def opcode_id(op: str) -> int:
     return _OPCODE_INDEX.get(op, 0)
 

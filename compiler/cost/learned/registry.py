@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from compiler.cost.devices import get_device
-from compiler.cost.learned.features import KERNEL_FEATURES, NODE_FEATURES, OPCODES
+from compiler.cost.learned.features import other_features
 from compiler.cost.learned.train import read_header
 from compiler.errors import InputError
 
@@ -82,8 +82,12 @@ def active_model(directory: str | Path, device: str,
                  allow_synthetic: bool = False) -> ModelFile | None:
     """The newest model of `device` trained on measured times (or on any targets, with
     `allow_synthetic`); None when there is none."""
-    usable = [f for f in model_files(directory, device)
-              if allow_synthetic or f.origin == "measured"]
+    return _newest_usable(model_files(directory, device), allow_synthetic)
+
+
+def _newest_usable(files: list[ModelFile], allow_synthetic: bool) -> ModelFile | None:
+    """The active one of one device's files (model_files' order, newest last)."""
+    usable = [f for f in files if allow_synthetic or f.origin == "measured"]
     return usable[-1] if usable else None
 
 
@@ -108,12 +112,6 @@ class ModelStatus:
         return self.file.label
 
 
-def _stale(header: dict) -> bool:
-    return any(tuple(header.get(key) or ()) != names for key, names in (
-        ("vocabulary", OPCODES), ("node_features", NODE_FEATURES),
-        ("kernel_features", KERNEL_FEATURES)))
-
-
 def catalogue(directory: str | Path, allow_synthetic: bool = False
               ) -> dict[str, list[ModelStatus]]:
     """Every model of `directory` per device, newest first, each with its status."""
@@ -122,8 +120,7 @@ def catalogue(directory: str | Path, allow_synthetic: bool = False
         by_device.setdefault(model_file.device, []).append(model_file)
     out = {}
     for device, files in by_device.items():
-        usable = [f for f in files if allow_synthetic or f.origin == "measured"]
-        active = usable[-1] if usable else None
+        active = _newest_usable(files, allow_synthetic)
         statuses = []
         for model_file in reversed(files):
             if model_file is active:
@@ -133,6 +130,6 @@ def catalogue(directory: str | Path, allow_synthetic: bool = False
             else:
                 why_not = f"older than {active.label}"
             statuses.append(ModelStatus(model_file, model_file is active, why_not,
-                                        _stale(model_file.header)))
+                                        other_features(model_file.header) is not None))
         out[device] = statuses
     return out

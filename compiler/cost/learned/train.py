@@ -38,8 +38,7 @@ import numpy as np
 import torch
 
 from compiler.cost.calibrate import kendall_tau
-from compiler.cost.learned.features import (KERNEL_FEATURES, NODE_FEATURES, OPCODES,
-                                            KernelSample)
+from compiler.cost.learned.features import KernelSample, feature_names, other_features
 from compiler.cost.learned.model import CostModel, ModelConfig, collate, predict_us
 from compiler.errors import InputError
 
@@ -284,8 +283,7 @@ def save_model(path: str | Path, model: CostModel, train_config: TrainConfig | N
     """Write `model` with its header; `extra` (JSON-able) is merged into the header and may
     not replace the keys this function writes."""
     header = {"format": FORMAT, "format_version": FORMAT_VERSION,
-              "config": model.config.to_dict(), "vocabulary": list(OPCODES),
-              "node_features": list(NODE_FEATURES), "kernel_features": list(KERNEL_FEATURES),
+              "config": model.config.to_dict(), **feature_names(),
               "train_config": train_config.to_dict() if train_config else None,
               "metrics": model_metrics or {}}
     clash = sorted(set(extra or {}) & set(header))
@@ -326,11 +324,10 @@ def load_model(path: str | Path) -> tuple[CostModel, dict]:
     """(model, header) of a file `save_model` wrote; an InputError when it is not one, or
     when it was trained on another vocabulary or other features than this code computes."""
     header, data = _load(path)
-    for key, current in (("vocabulary", OPCODES), ("node_features", NODE_FEATURES),
-                         ("kernel_features", KERNEL_FEATURES)):
-        if tuple(header.get(key) or ()) != tuple(current):
-            raise InputError(f"{path}: trained with other {key.replace('_', ' ')} than this "
-                             f"version computes; retrain the model")
+    differing = other_features(header)
+    if differing:
+        raise InputError(f"{path}: trained with other {differing} than this version "
+                         f"computes; retrain the model")
     try:
         model = CostModel(ModelConfig(**header["config"]))
         model.load_state_dict(data["state_dict"])

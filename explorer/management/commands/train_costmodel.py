@@ -24,7 +24,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from compiler.cost.devices import get_device
 from compiler.cost.learned import dataset, records
-from compiler.cost.learned.experiment import load_datasets, train_costmodel
+from compiler.cost.learned.experiment import format_evaluation, load_datasets, train_costmodel
 from compiler.cost.learned.model import READOUTS, ModelConfig
 from compiler.cost.learned.train import TrainConfig
 from compiler.errors import InputError
@@ -34,12 +34,6 @@ from explorer.models import Measurement, Run
 MEASUREMENTS = "explorer measurements"
 RUN_OTHER_COMPILER = "runs compiled by another compiler version"
 DATASET_PATTERN = "*.jsonl.gz"
-# (metrics key, column title) of the printed comparison, as train.metrics names them.
-COLUMNS = (("mape", "MAPE %"), ("median_ape_under_5us", "APE<5us %"),
-           ("median_ape_over_5us", "APE>5us %"), ("mean_kendall_tau", "tau"),
-           ("mean_top1_regret_percent", "top1 regret %"),
-           ("mean_top5_regret_percent", "top5 regret %"))
-MODELS = ("learned", "sol", "projected")
 
 
 def measured_samples(device: str) -> tuple[list, dict | None, dict]:
@@ -86,26 +80,6 @@ def dataset_files(places, device: str) -> list[Path]:
         else:
             raise InputError("no such dataset file or directory", str(place))
     return files
-
-
-def comparison_table(evaluation: dict) -> str:
-    """The learned, SOL and projected models' figures on each held-out split, as text."""
-    lines = [f"{'':22}" + "".join(f"{title:>15}" for _, title in COLUMNS)]
-    for split, title in (("program", "held-out programs"), ("family", "held-out families")):
-        result = evaluation.get(split)
-        if not result:
-            lines.append(f"{title}: none (the data has a single {split})")
-            continue
-        lines.append(f"{title} ({result['learned']['count']} samples):")
-        for model in MODELS:
-            figures = result[model]
-            lines.append(f"  {model:20}" + "".join(_cell(figures.get(key))
-                                                   for key, _ in COLUMNS))
-    return "\n".join(lines)
-
-
-def _cell(value) -> str:
-    return f"{'-':>15}" if value is None else f"{value:>15.3f}"
 
 
 class Command(BaseCommand):
@@ -158,10 +132,7 @@ class Command(BaseCommand):
         except InputError as error:
             raise CommandError(str(error)) from None
         self.stdout.write(f"{model_file.path} ({model_file.label}, origin {model_file.origin})")
-        self.stdout.write(comparison_table(model_file.header["evaluation"]))
-        if model_file.header.get("readout_winner"):
-            self.stdout.write(f"readout: {model_file.header['readout_winner']} (lowest MAPE "
-                              "on held-out programs)")
+        self.stdout.write("\n".join(format_evaluation(model_file.header)))
 
     def _refuse_synthetic(self, files: list[Path], allow_synthetic: bool) -> None:
         if allow_synthetic:
