@@ -30,7 +30,7 @@ HERE = Path(__file__).parent
 
 def measure(module: str) -> dict:
     sys.path.insert(0, str(HERE.parent))
-    from compiler.build import build_batch
+    from compiler.toolchain import build_batch
     from compiler.codegen.check import PRELUDE_DIR
     from compiler.codegen.stage import generate
     from compiler.cost.devices import get_device

@@ -29,7 +29,6 @@ How:
 
 from __future__ import annotations
 
-from compiler.build import arch_for_device
 from compiler.codegen.stage import generate
 from compiler.cost.devices import get_device
 from compiler.fusion.explore import explore
@@ -38,6 +37,7 @@ from compiler.pipeline import (Progress, StageCounter, canonical_options, compil
 from compiler.runtime.eager import EagerUnsupported, eager_program, time_eager
 from compiler.runtime.gpu import GpuRunner, run_plan
 from compiler.runtime.inputs import random_inputs
+from compiler.toolchain import arch_for_device
 
 INPUT_SEED = 0
 # The stages a measurement reports, in order.

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from compiler.build import arch_for_device
 from compiler.codegen.stage import KernelCode, build_codes, emit_code, project_code
 from compiler.codegen.stage import emulate as emulate_codes
 from compiler.cost.devices import DEVICES, get_device
@@ -36,6 +35,7 @@ from compiler.fusion.plan import FusionPlan
 from compiler.importers import import_bytes, pick_module
 from compiler.ir.graph import Graph
 from compiler.ir.summary import summarize
+from compiler.toolchain import arch_for_device
 
 # The stages in the order they run; `progress` callbacks see them in this order.
 STAGES = ("import", "explore", "codegen", "build", "cost")
@@ -140,7 +140,7 @@ def compile_graph(data: bytes, filename: str, devices: list[str], strategies: li
     counter = StageCounter(progress, "build", kernel_count)
     # One nvcc batch per device holding every strategy's kernels (their names carry the
     # strategy): the CUDA headers are parsed once per batch, and kernels two plans share are
-    # compiled once (compiler/build/nvcc.py).
+    # compiled once (compiler/toolchain/nvcc.py).
     for device in devices:
         codes = [code for target in targets if target.device == device
                  for code in target.codes]

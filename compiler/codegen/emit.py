@@ -11,7 +11,7 @@ No graph node name reaches the text: parameters are `in<k>`/`out<k>`, a node's l
 canonical tag `v<k>_<op>` (k counts nodes in the order the kernel first touches them), and the
 statement computing a node ends with `// <tag>`. So kernels of the same structure (the same
 block in every layer of a model) have the same source but for the function name, and the build
-compiles them once (compiler/build/nvcc.py, point 4). The node names live in
+compiles them once (compiler/toolchain/nvcc.py, point 4). The node names live in
 `EmittedKernel.line_nodes` (source line -> nodes) and `node_lines` (node -> lines) for the UI.
 """
 

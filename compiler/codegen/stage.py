@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from compiler.build import BuildResult, arch_for_device, build_kernels
 from compiler.codegen.check import PRELUDE_DIR, compare, emulate_kernel, max_abs_error
 from compiler.codegen.elemental import CodegenUnsupported, c_identifier
 from compiler.codegen.emit import EmittedKernel, emit_kernel
@@ -24,6 +23,7 @@ from compiler.cost.projected import (Breakdown, Resources, project_kernel, proje
                                      rank_plans)
 from compiler.fusion.plan import FusionPlan, Kernel, projected_fields
 from compiler.ir.graph import Graph
+from compiler.toolchain import BuildResult, arch_for_device, build_kernels
 
 
 @dataclass

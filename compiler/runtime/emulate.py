@@ -41,7 +41,7 @@ from typing import Sequence
 
 import numpy as np
 
-from compiler.build.cache import cache_root
+from compiler.toolchain.cache import cache_root
 
 RUNTIME_DIR = Path(__file__).resolve().parent
 EMULATOR_HEADER = RUNTIME_DIR / "cuda_emu.h"

@@ -223,7 +223,7 @@ class GpuRunner:
         device's architecture, else (or when the driver refuses the cubin) its PTX, which
         the driver compiles. The PTX names the kernel `function`; the cubin may hold it
         under another symbol, `build.cubin_function`, because kernels identical but for
-        their name share one cubin (compiler/build/nvcc.py)."""
+        their name share one cubin (compiler/toolchain/nvcc.py)."""
         if build is None or not build.ok:
             raise StepNotRunnable("not measured: the kernel was not built")
         # Plans of different graphs reuse function names: the binary is part of the key.

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from compiler.build import (BuildCache, BuildOptions, ToolchainError, arch_for_device,
+from compiler.toolchain import (BuildCache, BuildOptions, ToolchainError, arch_for_device,
                             build_batch, build_kernels, find_toolchain)
-from compiler.build import nvcc as nvcc_module
-from compiler.build.cache import cache_root
-from compiler.build.ptx import cubin_functions, cubin_section_sizes, parse_resources, split_ptx
-from compiler.build.toolchain import REQUIRED_FILES, check_arch
+from compiler.toolchain import nvcc as nvcc_module
+from compiler.toolchain.cache import cache_root
+from compiler.toolchain.ptx import cubin_functions, cubin_section_sizes, parse_resources, split_ptx
+from compiler.toolchain.locate import REQUIRED_FILES, check_arch
 from compiler.errors import InputError
 from compiler.limits import ConfigurationError
 from compiler.runtime.gpu import GpuRunner, StepNotRunnable

@@ -48,7 +48,7 @@ def _emulator():
 
 def _toolchain_found() -> bool:
     try:
-        from compiler.build.toolchain import find_toolchain
+        from compiler.toolchain.locate import find_toolchain
         find_toolchain()
     except Exception:  # noqa: BLE001 - any missing piece of the toolchain
         return False
@@ -57,8 +57,8 @@ def _toolchain_found() -> bool:
 
 def _nvcc():
     try:
-        from compiler.build.nvcc import build_kernels
-        from compiler.build.toolchain import find_toolchain
+        from compiler.toolchain.nvcc import build_kernels
+        from compiler.toolchain.locate import find_toolchain
         find_toolchain()
     except Exception as err:  # noqa: BLE001 - any missing piece of the toolchain skips
         pytest.skip(f"nvcc not available: {err}")
@@ -632,7 +632,7 @@ def test_every_kernel_of_every_plan_is_generated_built_and_matches_the_interpret
     builds = {}
     if sources and _toolchain_found():
         # nvcc for both architectures runs while g++ compiles the emulated module.
-        from compiler.build.nvcc import build_kernels
+        from compiler.toolchain.nvcc import build_kernels
 
         pool = concurrent.futures.ThreadPoolExecutor(2)
         builds = {arch: pool.submit(build_kernels, sources, arch, [str(PRELUDE_DIR)])

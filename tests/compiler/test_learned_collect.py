@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compiler.build import arch_for_device, build_kernels
+from compiler.toolchain import arch_for_device, build_kernels
 from compiler.codegen.check import PRELUDE_DIR, Mismatch
 from compiler.codegen.emit import emit_kernel
 from compiler.codegen.plan import enumerate_plans

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.build.toolchain import default_root
+from compiler.toolchain.locate import default_root
 from compiler.cost.devices import DEVICES, KIB, get_device
 from compiler.cost.occupancy import (
     LIMITS, REGISTERS_PER_BLOCK, REGISTERS_PER_THREAD, SHARED_MEMORY_CARVEOUTS_KIB,

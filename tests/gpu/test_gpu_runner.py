@@ -38,7 +38,7 @@ def runner() -> GpuRunner:
 def test_a_built_kernel_loads_runs_and_is_timed_after_l2_flushes(runner, gpu_report):
     import cupy
 
-    from compiler.build import build_kernels
+    from compiler.toolchain import build_kernels
 
     build = build_kernels({"add": ADD}, runner.arch, [str(PRELUDE_DIR)])["add"]
     assert build.ok, build.error

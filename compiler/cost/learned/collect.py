@@ -10,7 +10,7 @@ Per program (`collect_program`):
    strategies' fusion plans under its `top_k` fastest projected CodeGen plans, which are the
    plans codegen chooses from.
 2. Each candidate is emitted under its plan with a CUDA name of its own, and all of them are
-   built in one nvcc batch (compiler/build/nvcc.py: the headers are parsed once). A candidate
+   built in one nvcc batch (compiler/toolchain/nvcc.py: the headers are parsed once). A candidate
    the emitter cannot generate yet, or whose source does not compile, is dropped and its
    reason counted.
 3. Each built candidate is projected again with ptxas' registers, shared memory and spills,
@@ -38,7 +38,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from compiler.build import arch_for_device
 from compiler.codegen.elemental import CodegenUnsupported, c_identifier
 from compiler.codegen.emit import emit_kernel
 from compiler.codegen.stage import KernelCode, build_codes, built_resources
@@ -58,6 +57,7 @@ from compiler.measure import INPUT_SEED, gpu_matches_device
 from compiler.pipeline import Progress, StageCounter, canonical_options, no_progress
 from compiler.runtime.gpu import TIMED_RUNS, WARMUP_RUNS, GpuRunner, run_plan
 from compiler.runtime.inputs import random_inputs
+from compiler.toolchain import arch_for_device
 
 # Why a candidate has no sample: the keys of a summary's "dropped" counts.
 NOT_GENERATED = "not generated"

@@ -61,10 +61,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from compiler.build.cache import BuildCache, cache_key, headers_digest
-from compiler.build.ptx import (ResourceReportError, cubin_section_sizes, kernel_code_bytes,
-                                kernel_constant_bytes, parse_resources, split_ptx)
-from compiler.build.toolchain import Toolchain, check_arch, find_toolchain
+from compiler.toolchain.cache import BuildCache, cache_key, headers_digest
+from compiler.toolchain.ptx import (ResourceReportError, cubin_section_sizes,
+                                    kernel_code_bytes, kernel_constant_bytes, parse_resources,
+                                    split_ptx)
+from compiler.toolchain.locate import Toolchain, check_arch, find_toolchain
 
 PARALLEL_JOBS = 2
 # Source text (bytes) past which a front-end batch is cut into PARALLEL_JOBS chunks.
