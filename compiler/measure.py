@@ -32,12 +32,13 @@ from __future__ import annotations
 from compiler.codegen.stage import generate
 from compiler.cost.devices import get_device
 from compiler.fusion.explore import explore
-from compiler.pipeline import (Progress, StageCounter, canonical_options, compiler_version,
-                               import_graph, no_progress)
+from compiler.pipeline import (Progress, StageCounter, canonical_options, import_graph,
+                               no_progress)
 from compiler.runtime.eager import EagerUnsupported, eager_program, time_eager
 from compiler.runtime.gpu import GpuRunner, run_plan
 from compiler.runtime.inputs import random_inputs
 from compiler.toolchain import arch_for_device
+from compiler.version import compiler_version
 
 INPUT_SEED = 0
 # The stages a measurement reports, in order.

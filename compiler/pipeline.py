@@ -14,17 +14,13 @@ plan's learned fields (compiler/cost/learned/predict.py) with that device's mode
 forward per plan. A model file that cannot be loaded does not fail the compile: the plans of
 its device say why under "learned_model" ({"error": ...}) and their learned times stay null.
 
-`compiler_version()` names the compiler that produced an artifact: a digest of the compiler
-package's files, so it changes with any change to the compiler (and to nothing else).
+The artifact's "compiler_version" is `compiler.version.compiler_version()`.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
-from pathlib import Path
 
 from compiler.codegen.stage import KernelCode, build_codes, emit_code, project_code
 from compiler.codegen.stage import emulate as emulate_codes
@@ -36,31 +32,12 @@ from compiler.importers import import_bytes, pick_module
 from compiler.ir.graph import Graph
 from compiler.ir.summary import summarize
 from compiler.toolchain import arch_for_device
+from compiler.version import compiler_version
 
 # The stages in the order they run; `progress` callbacks see them in this order.
 STAGES = ("import", "explore", "codegen", "build", "cost")
 
 Progress = Callable[[str, int, int], None]
-
-COMPILER_DIR = Path(__file__).resolve().parent
-# Files whose content defines what the compiler produces: its code and the CUDA headers it emits.
-VERSIONED_SUFFIXES = (".py", ".cuh", ".h")
-
-
-@cache
-def compiler_version() -> str:
-    """A digest of every source file of the compiler package (path and content), computed once
-    per process: equal versions produced their artifacts with the same code."""
-    digest = hashlib.sha256()
-    for path in sorted(COMPILER_DIR.rglob("*")):
-        if path.suffix not in VERSIONED_SUFFIXES or "__pycache__" in path.parts:
-            continue
-        digest.update(path.relative_to(COMPILER_DIR).as_posix().encode())
-        digest.update(b"\0")
-        digest.update(path.read_bytes())
-        digest.update(b"\0")
-    return digest.hexdigest()[:16]
-
 
 def canonical_options(devices, strategies) -> tuple[list[str], list[str]]:
     """Devices sorted by name and strategies in exploration order (the cost search reuses the

@@ -22,7 +22,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 from django.utils.crypto import salted_hmac
 
-from compiler.pipeline import canonical_options, compiler_version, import_graph
+from compiler.pipeline import canonical_options, import_graph
+from compiler.version import compiler_version
 from explorer.models import Measurement, Membership, Run
 
 RUN_ID_LENGTH = 22

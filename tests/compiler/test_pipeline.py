@@ -6,7 +6,8 @@ import pytest
 
 from compiler.errors import InputError
 from compiler.fusion.explore import STRATEGIES
-from compiler.pipeline import STAGES, compile_graph, compiler_version
+from compiler.pipeline import STAGES, compile_graph
+from compiler.version import compiler_version
 
 SOFTMAX_PATH = Path(__file__).resolve().parents[1] / "data/hlo/softmax.hlo"
 SOFTMAX = SOFTMAX_PATH.read_bytes()

@@ -7,7 +7,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.test import override_settings
 
 from compiler.errors import InputError
-from compiler.pipeline import compiler_version
+from compiler.version import compiler_version
 from explorer import runs
 from explorer.models import ClaimLost, Membership, Run, Team
 from explorer.runs import run_id, submit_run

@@ -52,6 +52,7 @@ from compiler.errors import InputError
 from compiler.fusion.explore import explore
 from compiler.fusion.plan import Kernel
 from compiler.ir.graph import Graph
+from compiler.version import compiler_version as current_compiler_version
 
 FORMAT = "fusion-explorer-costmodel-dataset"
 VERSION = 1
@@ -148,8 +149,7 @@ def dataset_header(device: str, origin: str, target: str, gpu: str | None = None
         raise ValueError(f"origin must be one of {', '.join(ORIGINS)}, not {origin!r}")
     get_device(device)   # an unknown device is an InputError here, not a bad file later
     if compiler_version is None:
-        from compiler.pipeline import compiler_version as current_version
-        compiler_version = current_version()
+        compiler_version = current_compiler_version()
     return {"format": FORMAT, "version": VERSION, "device": device, "origin": origin,
             "gpu": gpu, "target": target, "compiler_version": compiler_version,
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -31,7 +31,8 @@ from compiler.cost.learned.features import KernelSample, kernel_sample
 from compiler.cost.projected import Resources
 from compiler.errors import InputError
 from compiler.fusion.explore import explore
-from compiler.pipeline import canonical_options, compiler_version, import_graph
+from compiler.pipeline import canonical_options, import_graph
+from compiler.version import compiler_version
 
 # Why a kernel of a measured run is not a sample, as `measurement_samples` counts them.
 OTHER_GPU = "plans made for another GPU"

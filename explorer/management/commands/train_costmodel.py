@@ -28,7 +28,7 @@ from compiler.cost.learned.experiment import format_evaluation, load_datasets, t
 from compiler.cost.learned.model import READOUTS, ModelConfig
 from compiler.cost.learned.train import TrainConfig
 from compiler.errors import InputError
-from compiler.pipeline import compiler_version
+from compiler.version import compiler_version
 from explorer.models import Measurement, Run
 
 MEASUREMENTS = "explorer measurements"
