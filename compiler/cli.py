@@ -3,12 +3,19 @@
 Users script it and teams run it in CI, so its commands and flags are kept stable (DESIGN.md).
 Every error in the input is printed as `file:line:col: message` on stderr with exit status 1;
 a usage error exits 2 (argparse's convention). Tracebacks are for bugs only.
+
+A reader that stops early (`python -m compiler explore big.hlo | head -1`) is not an error of
+ours: the command stops writing, prints nothing more and exits with status 141 (128 + SIGPIPE),
+what the shell reports for any Unix tool that a closed pipe stopped (`yes | head -1` under
+`set -o pipefail`). Not 0: the output was cut short, and a script that checks the status of
+every command in a pipeline should be able to tell.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import zipfile
 from pathlib import Path
@@ -200,7 +207,32 @@ def _costmodel_commands(commands) -> None:
                        help="one JSON object on stdout: the model file and its evaluation")
 
 
+# The exit status when the reader of stdout closed it early (see the module docstring).
+BROKEN_PIPE_STATUS = 128 + 13   # SIGPIPE
+
+
 def main(argv: list[str] | None = None) -> int:
+    try:
+        try:
+            return _main(argv)
+        finally:
+            # Flushed here (after argparse's --help too), so that a closed pipe shows up as
+            # the exception below, not as a complaint from the interpreter's flush at exit.
+            sys.stdout.flush()
+    except BrokenPipeError:
+        _discard_stdout()
+        return BROKEN_PIPE_STATUS
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so that nothing more (the interpreter's flush at exit
+    included) writes to the closed pipe (the Python documentation's advice for SIGPIPE)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     try:
         command = {"inspect": _inspect, "explore": _explore, "codegen": _codegen,

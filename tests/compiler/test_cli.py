@@ -161,3 +161,32 @@ def test_a_bad_limit_setting_is_named(tmp_path):
         env={**os.environ, "FUSION_EXPLORER_MAX_NODES": "ten"})
     assert result.returncode == 1 and "FUSION_EXPLORER_MAX_NODES" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def wide_graph(path: Path, parameters: int = 5000) -> Path:
+    """An HLO module whose summary lists many parameters: far more output than a pipe holds."""
+    lines = ["HloModule wide", "ENTRY e {"]
+    lines += [f"  p{i} = f32[2] parameter({i})" for i in range(parameters)]
+    types = ", ".join(["f32[2]"] * parameters)
+    names = ", ".join(f"p{i}" for i in range(parameters))
+    lines += [f"  ROOT t = ({types}) tuple({names})", "}"]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_a_reader_that_closes_the_pipe_early_gets_no_traceback_and_status_141(tmp_path, as_json):
+    graph = wide_graph(tmp_path / "wide.hlo")
+    command = [sys.executable, "-m", "compiler", "inspect", str(graph)]
+    command += ["--json"] if as_json else []
+    with open(tmp_path / "stderr", "w+") as stderr:
+        process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=stderr)
+        # What `| head -c 16` reads (--json is a single line, so `head -1` would read it all).
+        first = os.read(process.stdout.fileno(), 16)
+        process.stdout.close()
+        status = process.wait(timeout=120)
+        stderr.seek(0)
+        errors = stderr.read()
+    assert first.startswith(b"{" if as_json else b"graph wide")
+    assert errors == ""
+    assert status == 141
