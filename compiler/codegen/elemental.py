@@ -15,8 +15,8 @@ Numerics are the reference interpreter's (compiler/ir/interpreter.py): f16/bf16 
 unsigned arithmetic, where C would call signed overflow undefined); XLA's rules for division by
 zero, shifts and float-to-int conversion come from helpers in fx_prelude.cuh.
 
-Schedules (emit.py) own the loops and the thread mapping; this module only writes the
-straight-line code inside them through a `Body`.
+Schedules (compiler/codegen/schedules/) own the loops and the thread mapping; this module
+only writes the straight-line code inside them through a `Body`.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def _wide_unsigned(dtype: DType) -> str:
     return "uint64_t" if dtype.bits == 64 else "uint32_t"
 
 
-def _round(dtype: DType, expr: str) -> str:
+def round_to_dtype(dtype: DType, expr: str) -> str:
     """`expr` (computed in f32) rounded to a 16-bit float type; unchanged for other types."""
     if dtype.name == "bf16":
         return f"fx_round_bf16({expr})"
@@ -185,11 +185,11 @@ def unary_expr(op: str, dtype: DType, x: str) -> str:
     if dtype.is_float:
         one = literal(dtype, 1)
         if op in _FLOAT_UNARY:
-            return _round(dtype, _math(dtype, _FLOAT_UNARY[op], x))
+            return round_to_dtype(dtype, _math(dtype, _FLOAT_UNARY[op], x))
         if op == "rsqrt":
-            return _round(dtype, f"{one} / {_math(dtype, 'sqrt', x)}")
+            return round_to_dtype(dtype, f"{one} / {_math(dtype, 'sqrt', x)}")
         if op == "logistic":
-            return _round(dtype, f"{one} / ({one} + {_math(dtype, 'exp', f'-{x}')})")
+            return round_to_dtype(dtype, f"{one} / ({one} + {_math(dtype, 'exp', f'-{x}')})")
         if op == "negate":
             return f"-{x}"
         if op == "sign":
@@ -224,15 +224,15 @@ def binary_expr(op: str, dtype: DType, a: str, b: str) -> str:
     """C expression of a binary elementwise op whose operands and result have `dtype`."""
     if dtype.is_float:
         if op in _ARITHMETIC:
-            return _round(dtype, f"{a} {_ARITHMETIC[op]} {b}")
+            return round_to_dtype(dtype, f"{a} {_ARITHMETIC[op]} {b}")
         if op == "divide":
-            return _round(dtype, f"{a} / {b}")
+            return round_to_dtype(dtype, f"{a} / {b}")
         if op == "remainder":
-            return _round(dtype, _math(dtype, "fmod", a, b))
+            return round_to_dtype(dtype, _math(dtype, "fmod", a, b))
         if op == "power":
-            return _round(dtype, _math(dtype, "pow", a, b))
+            return round_to_dtype(dtype, _math(dtype, "pow", a, b))
         if op == "atan2":
-            return _round(dtype, _math(dtype, "atan2", a, b))
+            return round_to_dtype(dtype, _math(dtype, "atan2", a, b))
         if op == "maximum":
             return f"fx_max({a}, {b})"
         if op == "minimum":
@@ -268,7 +268,7 @@ def convert_expr(source: DType, target: DType, x: str) -> str:
         return x
     target_ctype = value_ctype(target)
     if target.is_float:
-        return _round(target, f"{target_ctype}({x})")
+        return round_to_dtype(target, f"{target_ctype}({x})")
     if source.is_float:
         low = -(1 << (target.bits - 1)) if target.kind == "sint" else 0
         high = (1 << (target.bits - 1)) - 1 if target.kind == "sint" else (1 << target.bits) - 1
@@ -711,7 +711,7 @@ class Elemental:
                 operand = self.reduce_operand_index(node, index, inner)
                 x = self.value(node.operands[0], operand)
                 self.body.line(f"{acc} = {binary_expr(reducer, acc_dtype, acc, x)};", node.name)
-        return self.declare(node, _round(dtype, acc) if dtype != acc_dtype else acc)
+        return self.declare(node, round_to_dtype(dtype, acc) if dtype != acc_dtype else acc)
 
     def _op_reduce_window(self, node: Node, index: Index) -> str:
         """One thread loops over its output element's window, as the interpreter does: the
@@ -781,7 +781,7 @@ class Elemental:
             self.body.depth -= 1
             self.body.line("}")
         self.scopes.pop()
-        return self.declare(node, _round(dtype, acc) if dtype != acc_dtype else acc)
+        return self.declare(node, round_to_dtype(dtype, acc) if dtype != acc_dtype else acc)
 
     def reduce_operand_index(self, node: Node, kept: Index, reduced: Index) -> Index:
         """The operand index of a reduce from its output index and its reduced dims' index."""

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from compiler.codegen.check import PRELUDE_DIR, compare, emulate_kernel, max_abs_error
 from compiler.codegen.elemental import CodegenUnsupported, c_identifier
 from compiler.codegen.emit import EmittedKernel, emit_kernel
-from compiler.codegen.plan import CodeGenPlan, choose_plan, enumerate_plans
+from compiler.codegen.plan import CodeGenPlan
+from compiler.codegen.schedules import choose_plan, enumerate_plans
 from compiler.cost.projected import (Breakdown, Resources, project_kernel, project_library,
                                      rank_plans)
 from compiler.fusion.plan import FusionPlan, Kernel, projected_fields

@@ -289,7 +289,7 @@ def project_plan(graph, plan, device: Device, derating: Derating | None = None) 
     estimated registers (the quick projection `explore` shows; `codegen` ranks every candidate
     and uses ptxas' registers). Kernels the workload model does not cover stay None."""
     from compiler.codegen.elemental import CodegenUnsupported
-    from compiler.codegen.plan import choose_plan, enumerate_plans
+    from compiler.codegen.schedules import choose_plan, enumerate_plans
 
     for kernel in plan.kernels:
         if kernel.kind == "library":

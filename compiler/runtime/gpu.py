@@ -42,7 +42,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from compiler.codegen.check import Mismatch, compare, from_memory, max_abs_error, to_memory
-from compiler.codegen.emit import SCRATCH
+from compiler.codegen.plan import SCRATCH
 from compiler.fusion.plan import FusionPlan, Kernel
 from compiler.ir.graph import Graph
 

@@ -24,7 +24,7 @@ from compiler.codegen.check import PRELUDE_DIR, compare, launch_emulated
 from compiler.codegen.elemental import CodegenUnsupported
 from compiler.codegen.emit import emit_kernel
 from compiler.codegen.indexing import Ix, delinearize, linear_expr, linearize
-from compiler.codegen.plan import choose_plan, enumerate_plans
+from compiler.codegen.schedules import choose_plan, enumerate_plans
 from compiler.cost.devices import get_device
 from compiler.cost.projected import rank_plans
 from compiler.cost.sol import SolModel

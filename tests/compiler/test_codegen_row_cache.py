@@ -18,7 +18,8 @@ import pytest
 
 from compiler.codegen.check import PRELUDE_DIR
 from compiler.codegen.emit import emit_kernel
-from compiler.codegen.plan import ROW_CACHE_MAX, ROW_SCHEDULES, choose_plan, enumerate_plans
+from compiler.codegen.plan import ROW_CACHE_MAX, ROW_SCHEDULES
+from compiler.codegen.schedules import choose_plan, enumerate_plans
 from compiler.cost.devices import get_device
 from compiler.cost.projected import rank_plans
 from compiler.cost.workload import kernel_workload

@@ -19,8 +19,9 @@ import pytest
 
 from compiler.codegen.check import PRELUDE_DIR, compare, from_memory, to_memory
 from compiler.codegen.emit import SCRATCH, emit_kernel
-from compiler.codegen.plan import (ROW_SCHEDULES, SPLIT_SCHEDULES, choose_plan, enumerate_plans,
-                                   split_scratch)
+from compiler.codegen.plan import ROW_SCHEDULES, SPLIT_SCHEDULES
+from compiler.codegen.schedules import choose_plan, enumerate_plans
+from compiler.codegen.schedules.split import split_scratch
 from compiler.importers.hlo_text import import_hlo
 from compiler.ir.dtypes import dtype as dtype_named
 from compiler.ir.interpreter import evaluate_all

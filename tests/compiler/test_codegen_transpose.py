@@ -17,8 +17,9 @@ import pytest
 
 from compiler.codegen.check import PRELUDE_DIR, compare
 from compiler.codegen.emit import emit_kernel
-from compiler.codegen.plan import TRANSPOSE_SCHEDULE, choose_plan, enumerate_plans
-from compiler.codegen.transpose import transpose_tile
+from compiler.codegen.plan import TRANSPOSE_SCHEDULE
+from compiler.codegen.schedules import choose_plan, enumerate_plans
+from compiler.codegen.schedules.transpose import transpose_tile
 from compiler.importers.hlo_text import import_hlo
 from compiler.ir.interpreter import evaluate_all
 from compiler.runtime.inputs import random_inputs

@@ -17,7 +17,7 @@ import pytest
 
 from compiler.codegen.check import PRELUDE_DIR, aligned_copy, compare
 from compiler.codegen.emit import emit_kernel
-from compiler.codegen.plan import choose_plan, enumerate_plans
+from compiler.codegen.schedules import choose_plan, enumerate_plans
 from compiler.cost.devices import get_device
 from compiler.cost.sol import SolModel
 from compiler.fusion.plan import KernelSpec, build_plan

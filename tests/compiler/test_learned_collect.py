@@ -10,7 +10,7 @@ import pytest
 from compiler.toolchain import arch_for_device, build_kernels
 from compiler.codegen.check import PRELUDE_DIR, Mismatch
 from compiler.codegen.emit import emit_kernel
-from compiler.codegen.plan import enumerate_plans
+from compiler.codegen.schedules import enumerate_plans
 from compiler.cost.learned import collect
 from compiler.cost.learned.collect import collect_dataset, collect_program
 from compiler.cost.learned.dataset import ALL_STRATEGIES, read_dataset

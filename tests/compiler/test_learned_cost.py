@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from compiler.codegen.plan import enumerate_plans
+from compiler.codegen.schedules import enumerate_plans
 from compiler.cost.devices import get_device
 from compiler.cost.learned.features import (KERNEL_FEATURES, NODE_FEATURES, OPCODES,
                                             kernel_sample, opcode_id)

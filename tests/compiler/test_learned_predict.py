@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compiler.codegen.plan import enumerate_plans
+from compiler.codegen.schedules import enumerate_plans
 from compiler.codegen.stage import generate
 from compiler.cost.devices import get_device
 from compiler.cost.learned import synthetic

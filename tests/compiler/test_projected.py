@@ -21,7 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compiler.codegen.emit import emit_kernel
-from compiler.codegen.plan import CodeGenPlan, enumerate_plans
+from compiler.codegen.plan import CodeGenPlan
+from compiler.codegen.schedules import enumerate_plans
 from compiler.cost.calibrate import (Record, errors, fit, kendall_tau, load_records,
                                      record_from_dict)
 from compiler.cost.devices import DEVICES, get_device

@@ -42,7 +42,8 @@ from pathlib import Path
 import numpy as np
 
 from compiler.codegen.elemental import CodegenUnsupported
-from compiler.codegen.plan import CodeGenPlan, enumerate_plans
+from compiler.codegen.plan import CodeGenPlan
+from compiler.codegen.schedules import enumerate_plans
 from compiler.cost.devices import get_device
 from compiler.cost.learned.features import (KERNEL_FEATURES, NODE_FEATURES, OPCODES,
                                             KernelSample, feature_names, kernel_sample,

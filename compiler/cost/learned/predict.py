@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compiler.codegen.plan import enumerate_plans
+from compiler.codegen.schedules import enumerate_plans
 from compiler.codegen.stage import KernelCode
 from compiler.cost.devices import Device, get_device
 from compiler.cost.learned.dataset import ORIGINS

@@ -38,12 +38,14 @@ import math
 from dataclasses import dataclass
 
 from compiler.codegen.elemental import CodegenUnsupported, Elemental, value_ctype
-from compiler.codegen.emit import _depends_on, _elementwise
 from compiler.codegen.indexing import Index, Ix, strides
-from compiler.codegen.plan import CodeGenPlan
+from compiler.codegen.loops import depends_on, elementwise_loops
+from compiler.codegen.plan import MAX_GRID, TRANSPOSE_SCHEDULE, WARP, CodeGenPlan
 from compiler.fusion.plan import Kernel
 from compiler.ir.graph import Graph, Node
 from compiler.ir.shapes import ArrayShape
+
+SCHEDULES = (TRANSPOSE_SCHEDULE,)
 
 # Kernels whose outputs are written by an elementwise loop: the tile loop replaces it. Kernels
 # with a dominant reduction keep their reduction schedules.
@@ -140,7 +142,7 @@ def transpose_tile(graph: Graph, kernel: Kernel, hero: str | None = None
         if node.array_shape.size == 0:
             continue
         tiled = [o for o in outputs if o.array_shape.size == node.array_shape.size]
-        reader = next((o for o in tiled if _depends_on(graph, o.name, {name}, computed)), None)
+        reader = next((o for o in tiled if depends_on(graph, o.name, {name}, computed)), None)
         if reader is None:
             continue
         out_dim = _output_minor(reader.array_shape, dims)
@@ -149,16 +151,58 @@ def transpose_tile(graph: Graph, kernel: Kernel, hero: str | None = None
         staged = [other for other in kernel.computed if other != name
                   and graph.nodes[other].array_shape.dims == dims
                   and _operand_minor(graph, graph.nodes[other]) == in_dim
-                  and any(_depends_on(graph, o.name, {other}, computed) for o in tiled)]
+                  and any(depends_on(graph, o.name, {other}, computed) for o in tiled)]
         return TransposeTile(hero=name, dims=dims, out_dim=out_dim, in_dim=in_dim,
                              staged=(name, *staged), outputs=tuple(o.name for o in tiled))
     return None
 
 
+# Square tile edges; a tile is enumerated when the next smaller one does not cover the plane.
+TRANSPOSE_TILES = (8, 16, 32)
+
+
+def candidates(graph: Graph, kernel: Kernel, dominant: str) -> list[CodeGenPlan]:
+    """Tiled-transpose candidates when the kernel transposes the innermost dimension (what
+    qualifies is `transpose.transpose_tile`'s rule): each tile edge up to the first that
+    covers the tile's plane (the two dims it spans), with edge/4, edge/2 or edge rows of
+    threads (at least a warp): 32x8, 32x16 and 32x32 threads for 32-element tiles. The
+    hero transpose is the plan's `dominant`."""
+    tile = transpose_tile(graph, kernel)
+    if tile is None:
+        return []
+    plane = max(tile.dims[tile.out_dim], tile.dims[tile.in_dim])
+    plans = []
+    for edge in TRANSPOSE_TILES:
+        if edge > TRANSPOSE_TILES[0] and edge // 2 >= plane:
+            break
+        tiles = tile.tiles(edge)
+        grid = min(MAX_GRID, tiles)
+        shared = tile.shared_bytes(graph, edge, double_buffered=grid < tiles)
+        for rows in sorted({edge // 4, edge // 2, edge}):
+            if edge * rows >= WARP:
+                plans.append(CodeGenPlan(schedule=TRANSPOSE_SCHEDULE, dominant=tile.hero,
+                                         block_size=edge * rows, grid_size=grid,
+                                         shared_bytes=shared, tile=edge))
+    return plans
+
+
+def choose(plans: list[CodeGenPlan]) -> CodeGenPlan | None:
+    """The tiled-transpose plan, whenever there is one (a strided side costs a sector per
+    element, the tile one barrier per tile): the largest tile enumerated (the smallest that
+    covers the plane, 32 for larger planes: a warp reads a whole tile row), with the block
+    nearest 256 threads (32x8 threads for 32-element tiles, each moving 4 elements per
+    phase; 16x16 and 8x8 for the smaller tiles). None when there is none."""
+    tiled = [p for p in plans if p.schedule == TRANSPOSE_SCHEDULE]
+    if not tiled:
+        return None
+    edge = max(p.tile for p in tiled)
+    return min((p for p in tiled if p.tile == edge), key=lambda p: abs(p.block_size - 256))
+
+
 # -- emission -------------------------------------------------------------------------------
 
 
-def emit_transpose(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes: list[Node],
+def emit(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes: list[Node],
                    buffers: dict[str, str], plan: CodeGenPlan) -> None:
     """The tile loop (see the module docstring), then grid-stride loops for other outputs."""
     tile = transpose_tile(graph, kernel, plan.dominant)
@@ -226,7 +270,7 @@ def emit_transpose(graph: Graph, kernel: Kernel, emitter: Elemental, output_node
                                 for name, pointer in tiles_of.items()})
     others = [n for n in output_nodes if n.name not in tile.outputs]
     if others:
-        _elementwise(emitter, others, buffers, plan)
+        elementwise_loops(emitter, others, buffers, plan)
 
 
 def _tile_bytes(graph: Graph, name: str, edge: int, double_buffered: bool) -> int:

@@ -5,9 +5,9 @@ A row schedule gives a long row one block, a column schedule gives 32 columns on
 row (each column's reduced elements, its "rows") is cut into `plan.splits` chunks of
 ceil(length / splits) elements, and a grid-stride loop hands the work items (slot, chunk) to
 the blocks, a slot being a row or a tile of `column_tile` columns. A block reduces its item's
-chunk like the unsplit schedule reduces a whole row or tile (the row code is emit.py's, with
-the chunk's bounds) and writes one partial per reduction and row (column) to the global
-scratch buffer, at [slot][chunk] in the accumulation type. The partials are then combined
+chunk like the unsplit schedule reduces a whole row or tile (the row code is loops.py's
+`row_partial`, with the chunk's bounds) and writes one partial per reduction and row (column)
+to the global scratch buffer, at [slot][chunk] in the accumulation type. The partials are then combined
 in chunk order, so results do not depend on which block finished first:
 
 - Tickets (single-phase kernels whose outputs as wide as the operand read no reduction, and
@@ -19,7 +19,7 @@ in chunk order, so results do not depend on which block finished first:
   no reduction are written in the chunk loop.
 - Grid barriers (row kernels with chained reductions, as softmax's max then sum of
   exp(x - max), or wide outputs reading a reduction: they need every chunk's partials in
-  every block): a cooperative launch whose grid plan.py caps so every block is resident. Phase
+  every block): a cooperative launch whose grid `candidates` caps so every block is resident. Phase
   k is one loop over the items: each combines the partials of the earlier phases' reductions
   of its row, then reduces its chunk for phase k's reductions and writes their partials;
   `fx_grid_sync()` follows every phase, outside the item loop, so every thread reaches each
@@ -28,7 +28,7 @@ in chunk order, so results do not depend on which block finished first:
 
 Partials are read through `volatile` pointers: in the ticket scheme another block wrote them
 during this launch, and a volatile load is not served from a stale L1 line. Outputs of other
-sizes (plan.py only splits when they read none of the split reductions) get the elementwise
+sizes (`candidates` only splits when they read none of the split reductions) get the elementwise
 loops after the items.
 """
 
@@ -38,21 +38,206 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from compiler.codegen.elemental import Elemental, reducer_functor, reducer_identity
-from compiler.codegen.emit import (SCRATCH, _elementwise, _finish_reduction, _row_partial,
-                                   _split_index, accumulate_columns, accumulator_ctype)
 from compiler.codegen.indexing import Index, Ix
-from compiler.codegen.plan import (WARP, CodeGenPlan, column_split, split_depths,
-                                   split_reductions, split_scratch)
+from compiler.codegen.loops import (accumulate_columns, accumulator_ctype, elementwise_loops,
+                                    finish_reduction, row_partial, split_index)
+from compiler.codegen.plan import (COOPERATIVE_GRID, COOPERATIVE_THREADS, MAX_GRID, SCRATCH,
+                                   SPLIT_SCHEDULES, WARP, CodeGenPlan, column_reductions,
+                                   column_split, global_reductions, next_power_of_two,
+                                   row_split)
 from compiler.fusion.plan import Kernel
 from compiler.ir.dtypes import accumulation_dtype
 from compiler.ir.graph import Graph, Node
+
+SCHEDULES = SPLIT_SCHEDULES
+
+# Splitting pays off where the unsplit schedule keeps few SMs of a big GPU busy (an H100 has
+# 132): at most SPLIT_MAX_SLOTS rows (a block each in the row schedule) or column tiles, each
+# reducing at least SPLIT_MIN_LENGTH elements.
+SPLIT_SMS = 132
+
+
+SPLIT_MAX_SLOTS = SPLIT_SMS // 4
+
+
+SPLIT_MIN_LENGTH = 4096
+
+
+SPLIT_COUNTS = (2, 4, 8, 16, 32, 64)
+
+
+SPLIT_BLOCK_SIZES = (128, 256, 512)
+
+
+# Candidates keep (rows or tiles) x splits work items within 4 waves of a block per SM.
+SPLIT_MAX_ITEMS = 4 * SPLIT_SMS
+
+
+# Below this many elements reduced in all (64 KiB of f32) a kernel is launch-bound whatever
+# its schedule, and the split's second step (fence, ticket, combine) would only add to it.
+SPLIT_MIN_ELEMENTS = 16384
+
+
+def split_reductions(graph: Graph, kernel: Kernel, schedule: str, dominant: str) -> list[str]:
+    """The reductions a split schedule cuts, in graph order: every reduction over the
+    dominant's rows (row split) or those sharing its column loop (column split)."""
+    if schedule == "column-reduce-split":
+        names = column_reductions(graph, kernel, dominant)
+    else:
+        rows = row_split(graph, dominant)
+        names = [n for n in kernel.computed if graph.nodes[n].op == "reduce"
+                 and row_split(graph, n) == rows]
+    order = {name: k for k, name in enumerate(graph.nodes)}
+    return sorted(names, key=order.__getitem__)
+
+
+def split_depths(graph: Graph, kernel: Kernel, reductions: list[str]) -> dict[str, int]:
+    """For each value the kernel computes, the longest chain of `reductions` it reads (a
+    reduction counts itself): 0 for a value reading none, 1 for a reduction of the inputs,
+    2 for one reading such a reduction (softmax's sum of exp(x - max)), ..."""
+    targets, computed = set(reductions), set(kernel.computed)
+    depth: dict[str, int] = {}
+    for name, node in graph.nodes.items():  # topological order
+        if name in computed:
+            reads = max((depth.get(o, 0) for o in node.operands), default=0)
+            depth[name] = reads + (name in targets)
+    return depth
+
+
+def split_scratch(reductions: int, slots: int, splits: int,
+                  tickets: int) -> tuple[list[int], int, int]:
+    """A split plan's scratch: each reduction's partials ([slot][chunk], 8 bytes apiece
+    whatever the accumulator type), then `tickets` unsigned counters; (the partials' byte
+    offsets, the tickets' offset, the total), every part 16-byte aligned."""
+    part = -(-slots * splits * 8 // 16) * 16
+    offsets = [k * part for k in range(reductions)]
+    total = reductions * part + -(-tickets * 4 // 16) * 16
+    return offsets, reductions * part, max(total, 16)
+
+
+def candidates(graph: Graph, kernel: Kernel, dominant: str) -> list[CodeGenPlan]:
+    """Split-row / split-column candidates (see the module docstring), only where they can
+    pay off: few long rows or few column tiles over many rows, and every output either of
+    the reduction's size, of its operand's size, or reading none of the reductions (which
+    would otherwise be recomputed serially per element). Every count of SPLIT_COUNTS and
+    block size of SPLIT_BLOCK_SIZES that gives each thread of a chunk at least one element
+    and at most SPLIT_MAX_ITEMS work items (a cooperative grid: 4 rounds of its capped grid)."""
+    if kernel.kind not in ("input", "stitch-regional", "stitch-global") or \
+            global_reductions(graph, kernel):
+        return []
+    rows = row_split(graph, dominant)
+    columns = column_split(graph, dominant)
+    if rows is not None:
+        slots, length = rows
+        schedule, wide_size, narrow_size = "row-reduce-split", slots * length, slots
+    elif columns is not None:
+        length = columns[1]
+        slots = -(-columns[0] // min(WARP, next_power_of_two(columns[0])))
+        wide_size = graph.nodes[graph.nodes[dominant].operands[0]].array_shape.size
+        schedule, narrow_size = "column-reduce-split", columns[0]
+    else:
+        return []
+    if slots > SPLIT_MAX_SLOTS or length < SPLIT_MIN_LENGTH:
+        return []
+    reductions = split_reductions(graph, kernel, schedule, dominant)
+    depth = split_depths(graph, kernel, reductions)
+    outputs = [graph.nodes[n] for n in kernel.outputs if not graph.nodes[n].shape.is_tuple]
+    if any(depth.get(n.name, 0) and n.array_shape.size not in (wide_size, narrow_size)
+           for n in outputs):
+        return []
+    # One reduction phase and nothing wide reading it: the last block of a slot finishes it
+    # (tickets). Otherwise the row phases meet at grid barriers: a cooperative launch.
+    cooperative = max(depth[n] for n in reductions) > 1 or any(
+        depth.get(n.name, 0) and n.array_shape.size == wide_size for n in outputs)
+    if cooperative and schedule == "column-reduce-split":
+        return []
+    if schedule == "row-reduce-split":
+        return _row_split_plans(dominant, slots, length, len(reductions), cooperative)
+    return _column_split_plans(dominant, columns[0], length, len(reductions))
+
+
+def _row_split_plans(dominant: str, rows: int, length: int, reductions: int,
+                     cooperative: bool) -> list[CodeGenPlan]:
+    plans = []
+    for block in SPLIT_BLOCK_SIZES:
+        cap = min(COOPERATIVE_GRID, COOPERATIVE_THREADS // block) if cooperative else MAX_GRID
+        limit = 4 * cap if cooperative else SPLIT_MAX_ITEMS
+        for splits in SPLIT_COUNTS:
+            items = rows * splits
+            if -(-length // splits) < block or items > limit:
+                continue
+            scratch = split_scratch(reductions, rows, splits, 0 if cooperative else rows)[2]
+            shared = 8 * (block // WARP) * reductions + (0 if cooperative else 16)
+            plans.append(CodeGenPlan(
+                schedule="row-reduce-split", dominant=dominant, block_size=block,
+                grid_size=min(items, cap), threads_per_row=block, rows_per_block=1,
+                shared_bytes=shared, rows=rows, row_length=length, cooperative=cooperative,
+                scratch_bytes=scratch, splits=splits))
+    return plans
+
+
+def _column_split_plans(dominant: str, columns: int, length: int,
+                        reductions: int) -> list[CodeGenPlan]:
+    tile = min(WARP, next_power_of_two(columns))
+    tiles = -(-columns // tile)
+    plans = []
+    for block in SPLIT_BLOCK_SIZES:
+        groups = block // tile
+        for splits in SPLIT_COUNTS:
+            items = tiles * splits
+            if -(-length // splits) < groups or items > SPLIT_MAX_ITEMS:
+                continue
+            shared = (8 * block * reductions if groups > 1 else 0) + 16
+            plans.append(CodeGenPlan(
+                schedule="column-reduce-split", dominant=dominant, block_size=block,
+                grid_size=items, shared_bytes=shared, row_length=length, columns=columns,
+                column_tile=tile, scratch_bytes=split_scratch(reductions, columns, splits,
+                                                              tiles)[2],
+                splits=splits))
+    return plans
+
+
+def choose(plans: list[CodeGenPlan]) -> CodeGenPlan | None:
+    """The split plan the heuristic prefers, or None to fall through to the others.
+
+    Split candidates exist only where the unsplit schedule leaves most SMs idle; of them:
+    - none when fewer than SPLIT_MIN_ELEMENTS elements are reduced in all (launch-bound);
+    - 256 threads, and the most splits that still give each thread at least 4 elements of its
+      chunk (a row's chunk over the block; a column's chunk over the row groups) and keep
+      the work items within 2 blocks per SM of a 132-SM GPU (a cooperative plan: within its
+      capped grid, so each phase is one round of work items).
+    """
+    split = [p for p in plans if p.schedule in SPLIT_SCHEDULES and p.block_size == 256]
+    if not split:
+        return None
+
+    def shape(p: CodeGenPlan) -> tuple[int, int, int]:
+        """(slots, elements reduced per output, threads sharing a chunk)"""
+        if p.schedule == "row-reduce-split":
+            return p.rows, p.row_length, p.block_size
+        return -(-p.columns // p.column_tile), p.row_length, p.block_size // p.column_tile
+
+    def fits(p: CodeGenPlan) -> bool:
+        slots, length, threads = shape(p)
+        limit = p.grid_size if p.cooperative else 2 * SPLIT_SMS
+        return -(-length // p.splits) >= 4 * threads and slots * p.splits <= limit
+
+    first = split[0]
+    outputs = first.rows if first.schedule == "row-reduce-split" else first.columns
+    if outputs * first.row_length < SPLIT_MIN_ELEMENTS:
+        return None
+    return max((p for p in split if fits(p)), key=lambda p: p.splits, default=None)
+
+
+# -- emission --------------------------------------------------------------------------------
+
 
 # Names every split kernel declares (the elemental emitter must not reuse them).
 _NAMES = {"shared", "t", "row_slot", "r", "c", "w", "x", "g", "col", "j", "tile_index", "item",
           "chunk", "chunk_start", "chunk_end", "tickets", "is_last"}
 
 
-def emit_split(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes: list[Node],
+def emit(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes: list[Node],
                buffers: dict[str, str], plan: CodeGenPlan) -> None:
     emitter.used_names.update(_NAMES)
     emitter.body.line("FX_SHARED_MEMORY(shared);")
@@ -68,7 +253,7 @@ def emit_split(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes: l
 def _partial_pointers(emitter: Elemental, reductions: list[Node], slots: int, splits: int,
                       tickets: int) -> dict[str, str]:
     """{reduction: a volatile pointer to its partials in scratch}; declares `tickets` too when
-    the plan takes them (the layout is plan.py's `split_scratch`)."""
+    the plan takes them (the layout is `split_scratch`'s)."""
     offsets, ticket_offset, _ = split_scratch(len(reductions), slots, splits, tickets)
     pointers = {}
     emitter.body.line(f"// scratch: each reduction's partials [slot][chunk] ({splits} chunks)")
@@ -119,7 +304,7 @@ def _combine(emitter: Elemental, node: Node, pointer: str, slot: str, splits: in
     emitter.body.line(f"{ctype} {acc} = {identity};", node.name)
     emitter.body.line(f"for (int {k} = 0; {k} < {splits}; ++{k}) {acc} = {functor}()({acc}, "
                       f"{ctype}({pointer}[{slot} * {splits} + {k}]));", node.name)
-    return _finish_reduction(emitter, node, acc, index)
+    return finish_reduction(emitter, node, acc, index)
 
 
 @contextmanager
@@ -170,7 +355,7 @@ def _split_rows(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes: 
         nonlocal shared_offset
         accumulators = []
         for node in nodes:
-            acc, shared_offset = _row_partial(graph, emitter, node, plan, row_ix, column_ix,
+            acc, shared_offset = row_partial(graph, emitter, node, plan, row_ix, column_ix,
                                               shared_offset, bounds)
             accumulators.append((node, acc))
         _write_partials(emitter, accumulators, pointers, "r", splits, "t == 0")
@@ -181,7 +366,7 @@ def _split_rows(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes: 
         loop = f"for (int c = chunk_start + t; c < chunk_end; c += {plan.block_size}) {{"
         with body.block(loop), emitter.scope():
             for node in wide:
-                index = _split_index(emitter, node.array_shape.dims, rows, row_ix, column_ix)
+                index = split_index(emitter, node.array_shape.dims, rows, row_ix, column_ix)
                 emitter.store(node, buffers[node.name], index)
 
     def write_narrow(condition: str) -> None:
@@ -213,7 +398,7 @@ def _split_rows(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes: 
             with _last_block(emitter, "r", splits):
                 write_narrow("t == 0")
     if others:
-        _elementwise(emitter, others, buffers, plan)
+        elementwise_loops(emitter, others, buffers, plan)
 
 
 # -- columns ----------------------------------------------------------------------------------
@@ -222,7 +407,7 @@ def _split_rows(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes: 
 def _split_columns(graph: Graph, kernel: Kernel, emitter: Elemental,
                    output_nodes: list[Node], buffers: dict[str, str],
                    plan: CodeGenPlan) -> None:
-    """`_columns` of emit.py over a chunk of the rows per work item; then the ticket."""
+    """`columns.emit_columns`' loop over a chunk of the rows per work item; then the ticket."""
     body = emitter.body
     columns, length = column_split(graph, plan.dominant)
     tile, splits = plan.column_tile, plan.splits
@@ -272,7 +457,7 @@ def _split_columns(graph: Graph, kernel: Kernel, emitter: Elemental,
                     emitter.store(node, buffers[node.name],
                                   emitter.delinearize(column_ix, node.array_shape.dims))
     if others:
-        _elementwise(emitter, others, buffers, plan)
+        elementwise_loops(emitter, others, buffers, plan)
 
 
 def _combine_row_groups(emitter: Elemental, accumulators: list[tuple[Node, str]], block: int,

@@ -1,0 +1,57 @@
+"""The schedules: one module each, every one over the emitter API of compiler/codegen/loops.py.
+
+A schedule module has
+- `SCHEDULES`: the `CodeGenPlan.schedule` names it emits;
+- `candidates(graph, kernel, dominant)`: its valid plans for a kernel (none when it does not
+  apply);
+- `choose(plans)`: the plan its heuristic prefers among the candidates (None when none is its
+  own), used before a cost model ranks them;
+- `emit(graph, kernel, emitter, output_nodes, buffers, plan)`: the kernel's body.
+
+`enumerate_plans` lists every module's candidates, in ENUMERATION order (the projected model
+breaks ties by that order); `choose_plan` asks the modules in PREFERENCE order. A new schedule is
+a new module added to both lists.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from compiler.codegen.plan import CodeGenPlan
+from compiler.codegen.schedules import columns, elementwise, rows, split, transpose
+from compiler.fusion.plan import Kernel
+from compiler.ir.graph import Graph
+
+ENUMERATION: tuple[ModuleType, ...] = (rows, columns, split, transpose, elementwise)
+# Task splitting exists only where the unsplit schedules leave most SMs idle, and a tiled
+# transpose only where a side would stride: when they exist they are preferred. Otherwise a
+# reduction's schedule beats the elementwise one, which reduces serially per thread.
+PREFERENCE: tuple[ModuleType, ...] = (split, transpose, rows, columns, elementwise)
+
+_EMITTERS = {name: module.emit for module in ENUMERATION for name in module.SCHEDULES}
+
+
+def enumerate_plans(graph: Graph, kernel: Kernel) -> list[CodeGenPlan]:
+    """Every valid plan for the kernel (empty for library kernels)."""
+    if kernel.kind == "library":
+        return []
+    dominant = kernel.dominant or (kernel.outputs or kernel.nodes)[-1]
+    return [plan for module in ENUMERATION for plan in module.candidates(graph, kernel,
+                                                                          dominant)]
+
+
+def choose_plan(plans: list[CodeGenPlan]) -> CodeGenPlan:
+    """The heuristic until a cost model ranks the candidates: the first schedule of
+    PREFERENCE that has a plan among `plans` picks one (each module's `choose` says how)."""
+    if not plans:
+        raise ValueError("no plans to choose from (a library kernel?)")
+    for module in PREFERENCE:
+        chosen = module.choose(plans)
+        if chosen is not None:
+            return chosen
+    raise ValueError(f"no schedule chose among {len(plans)} plans")
+
+
+def emitter_of(schedule: str):
+    """The `emit` function of the module that owns `schedule`; KeyError when none does."""
+    return _EMITTERS[schedule]
