@@ -158,4 +158,4 @@ def emulate(graph: Graph, codes: list[KernelCode], values: dict) -> None:
         got = emulate_kernel(graph, code.emitted, values)
         code.max_abs_error = max((max_abs_error(v, values[n]) for n, v in got.items()),
                                  default=0.0)
-        code.mismatches = compare(graph, got, values)
+        code.mismatches = compare(graph, got, values, code.kernel.computed)

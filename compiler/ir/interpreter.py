@@ -79,6 +79,22 @@ def evaluate_all(
         return machine.run(graph, args)
 
 
+def apply_op(graph: Graph, node: Node, operands: Sequence[Value],
+             options: InterpreterOptions | None = None) -> Value:
+    """`node`'s op (a node of `graph`) applied to `operands` as they are, not rounded to the
+    node's dtype: float64 operands of a float op give float64 results (reductions and dots
+    included). Error bounds (compiler/ir/error_bound.py) evaluate ops on perturbed values and
+    magnitudes this way, with exactly the attribute handling `evaluate` has."""
+    machine = _Machine(graph.computations, options or InterpreterOptions())
+    context = _Context(machine, graph, {})
+    evaluator = EVALUATORS.get(node.op)
+    if evaluator is None:
+        raise UnsupportedError(f"cannot evaluate {node.op}: not an op the explorer knows",
+                               node.where())
+    with np.errstate(all="ignore"):
+        return evaluator(node, list(operands), context)
+
+
 # -- input checking -----------------------------------------------------------------------------
 
 
