@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser.waits import DEADLINE_MS
+
 CHROMIUM = Path("/usr/bin/chromium")
 VIEWPORT = {"width": 1280, "height": 900}
 
@@ -52,12 +54,14 @@ def users(transactional_db) -> dict:
 @pytest.fixture
 def new_page(browser) -> Iterator:
     """`new_page()` opens a page in a fresh browser context (its own cookies: a new session).
-    Every page records uncaught exceptions and console errors in `page.js_errors`."""
+    Every page records uncaught exceptions and console errors in `page.js_errors`. Its waits
+    (auto-waiting actions, wait_for, navigations) have the generous deadline of waits.py."""
     contexts = []
 
     def open_page():
         context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
-        context.set_default_timeout(15_000)
+        context.set_default_timeout(DEADLINE_MS)
+        context.set_default_navigation_timeout(DEADLINE_MS)
         contexts.append(context)
         page = context.new_page()
         _record_errors(page)

@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 
 from compiler.cost.learned.train import read_header
-from explorer.models import Run
 from explorer.templatetags.explorer_format import us
-from tests.browser.test_upload_flow import RESULTS_TIMEOUT_MS, assert_no_js_errors, log_in
+from tests.browser.test_upload_flow import assert_no_js_errors, log_in
+from tests.browser.waits import TEST_TIMEOUT_S, wait_for_run
 from tests.explorer.learned import train_fixture_models
 
 HLO = Path(__file__).resolve().parents[1] / "data" / "hlo" / "attention_block.hlo"
 QUEUE = "compile-learned"
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = pytest.mark.timeout(TEST_TIMEOUT_S)
 
 
 @pytest.fixture
@@ -52,8 +52,7 @@ def test_a_worker_with_a_model_fills_the_learned_column_and_the_model_has_its_pa
     page.set_input_files("#upload-form input[type=file]", str(HLO))
     with page.expect_navigation():
         page.click("#upload-form button[type=submit]")
-    page.locator(".comparison__table").wait_for(timeout=RESULTS_TIMEOUT_MS)
-    run = Run.objects.get(pk=page.url.rsplit("/", 1)[-1])
+    run = wait_for_run(page, page.url.rsplit("/", 1)[-1])
     plans = run.artifact["devices"]["h100"]["strategies"]
 
     # The worker predicted with the active model: every generated kernel, no library call.

@@ -5,17 +5,17 @@ import re
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from explorer.models import KernelSource, Run
 from explorer.presenters import comparison_rows
 from explorer.templatetags.explorer_format import us
+from tests.browser.waits import TEST_TIMEOUT_S, wait_for_run
 
 HLO = Path(__file__).resolve().parents[1] / "data" / "hlo" / "attention_block.hlo"
 STRATEGIES = ["unfused", "xla", "stitch", "cost"]
-# Generous: a cold worker compiles (nvcc included) while the page polls.
-RESULTS_TIMEOUT_MS = 90_000
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = pytest.mark.timeout(TEST_TIMEOUT_S)
 
 
 def log_in(page, base_url: str, username: str, next_path: str = "/"):
@@ -24,7 +24,7 @@ def log_in(page, base_url: str, username: str, next_path: str = "/"):
     page.fill("#id_password", f"{username}-password-1")
     with page.expect_navigation():
         page.click("form.card button[type=submit]")
-    assert page.locator(".site-header__user").inner_text() == username
+    expect(page.locator(".site-header__user")).to_have_text(username)
 
 
 def assert_no_js_errors(page) -> None:
@@ -49,14 +49,13 @@ def check_comparison_table(page, run: Run) -> None:
 
 def check_charts(page) -> None:
     """The comparison bars (SVG) and the visible plan's DAG (WebGL canvas) were drawn."""
-    bars = page.locator('.device:not([hidden]) .plot[data-figure$="/comparison"]')
-    bars.locator(".main-svg").first.wait_for()
-    assert "js-plotly-plot" in bars.get_attribute("class")
-    assert bars.locator(".bars .point").count() == 2 * len(STRATEGIES)  # SOL and projected
-    dag = page.locator(".strategy:not([hidden]) .plot--dag")
+    bars = page.locator('.device:not([hidden]) .plot[data-figure$="/comparison"][data-drawn]')
+    expect(bars).to_have_class(re.compile(r"\bjs-plotly-plot\b"))
+    expect(bars.locator(".bars .point")).to_have_count(2 * len(STRATEGIES))  # SOL, projected
+    dag = page.locator(".strategy:not([hidden]) .plot--dag[data-drawn]")
     dag.locator("canvas").first.wait_for(state="attached")
-    assert "js-plotly-plot" in dag.get_attribute("class")
-    assert dag.locator(".scatterlayer, .gl-container").count() > 0
+    expect(dag).to_have_class(re.compile(r"\bjs-plotly-plot\b"))
+    dag.locator(".scatterlayer, .gl-container").first.wait_for(state="attached")
 
 
 def check_plan_tabs(page, run: Run, screenshots) -> None:
@@ -67,7 +66,7 @@ def check_plan_tabs(page, run: Run, screenshots) -> None:
     xla = run.artifact["devices"]["h100"]["strategies"]["xla"]
     panel.locator("table.kernels").wait_for()
     assert panel.locator("table.kernels tbody tr").count() == len(xla["kernels"])
-    dag = panel.locator(".plot--dag")
+    dag = panel.locator(".plot--dag[data-drawn]")
     dag.locator("canvas").first.wait_for(state="attached")
 
     # Click the first kernel's node where Plotly drew it.
@@ -93,8 +92,10 @@ def check_plan_tabs(page, run: Run, screenshots) -> None:
     panel.locator("[data-dag-colour][value=limiter]").check()
     page.wait_for_function("(plot) => plot.dataset.drawn && plot.dataset.drawn.endsWith("
                            "'/limiter')", arg=dag.element_handle())
-    legend = dag.locator(".legend .traces .legendtext").all_text_contents()
-    assert {text.strip() for text in legend} == {k["limiter"] or "none" for k in xla["kernels"]}
+    limiters = {k["limiter"] or "none" for k in xla["kernels"]}
+    legend = dag.locator(".legend .traces .legendtext")
+    expect(legend).to_have_count(len(limiters))
+    assert {text.strip() for text in legend.all_text_contents()} == limiters
 
     node = xla["decisions"][-1]["subject"].split()[0]
     panel.locator("[data-decision-text]").fill(node)
@@ -110,7 +111,7 @@ def ask_for_a_measurement(page) -> None:
     page.get_by_role("button", name="Measure on a GPU").click()
     page.wait_for_load_state()
     page.locator("#measurement[data-state=queued]").wait_for()
-    assert "waits until a GPU worker comes online" in page.locator("#measurement").inner_text()
+    expect(page.locator("#measurement")).to_contain_text("waits until a GPU worker comes online")
 
 
 def stored_kernel(run: Run, strategy: str, name: str) -> dict:
@@ -132,14 +133,16 @@ def check_kernel_page(page, run: Run) -> None:
                          sorted(stored.line_nodes.items(), key=lambda item: int(item[0]))
                          if computed & set(nodes))
     page.locator(f"#L{number}").click()
-    assert "is-marked" in page.locator(f"#L{number}").get_attribute("class")
-    marked = page.locator(".code__nodes .node.is-marked").all_inner_texts()
-    assert marked and set(marked) <= set(nodes)
+    expect(page.locator(f"#L{number}")).to_have_class(re.compile(r"\bis-marked\b"))
+    marked_nodes = page.locator(".code__nodes .node.is-marked")
+    marked_nodes.first.wait_for()
+    marked = marked_nodes.all_inner_texts()
+    assert set(marked) <= set(nodes)
 
     # And back: clicking a node marks its source lines.
     page.locator(f'#nodes .node[data-node="{marked[0]}"]').click()
-    assert page.locator("#source > li.is-marked").count() >= 1
-    page.locator('.plot[data-figure="pipes"] .main-svg').first.wait_for()
+    page.locator("#source > li.is-marked").first.wait_for()
+    page.locator('.plot[data-figure="pipes"][data-drawn] .main-svg').first.wait_for()
 
 
 def compare_strategies(page, base_url: str, run_path: str, run: Run) -> None:
@@ -154,7 +157,7 @@ def compare_strategies(page, base_url: str, run_path: str, run: Run) -> None:
     for strategy in ("unfused", "cost"):
         for kernel in strategies[strategy]["kernels"]:
             assert kernel["name"] in table
-    page.locator('.plot[data-figure="deltas"] .main-svg').first.wait_for()
+    page.locator('.plot[data-figure="deltas"][data-drawn] .main-svg').first.wait_for()
     assert_no_js_errors(page)
 
 
@@ -182,7 +185,7 @@ def test_a_user_uploads_hlo_sees_results_opens_a_kernel_and_shares_the_link(
     log_in(page, base_url, "ada")
 
     page.set_input_files("#upload-form input[type=file]", str(HLO))
-    assert HLO.name in page.locator("#chosen-file").inner_text()
+    expect(page.locator("#chosen-file")).to_contain_text(HLO.name)
     for strategy in STRATEGIES:
         assert page.locator(f'input[name=strategies][value="{strategy}"]').is_checked()
     page.fill("#id_name", "attention block")
@@ -192,9 +195,8 @@ def test_a_user_uploads_hlo_sees_results_opens_a_kernel_and_shares_the_link(
 
     assert re.fullmatch(rf"{re.escape(base_url)}/r/\w{{22}}", page.url), page.url
     run_path = page.url.removeprefix(base_url)
-    page.locator(".comparison__table").wait_for(timeout=RESULTS_TIMEOUT_MS)
-    run = Run.objects.get(pk=run_path.split("/")[-1])
-    assert run.status == Run.DONE and run.owner == users["owner"]
+    run = wait_for_run(page, run_path.split("/")[-1])
+    assert run.owner == users["owner"]
     check_comparison_table(page, run)
     check_charts(page)
     assert_no_js_errors(page)
