@@ -68,9 +68,9 @@ def _parser() -> argparse.ArgumentParser:
                     "nvcc for the device's architecture and report registers, shared memory, "
                     "spills and the projected breakdown (with ptxas' registers); --json lists "
                     "every candidate plan with its projected time. --emulate runs every kernel "
-                    "on the CPU emulator "
-                    "against the reference interpreter (on random inputs) and reports the "
-                    "largest error per kernel.")
+                    "on the CPU emulator against the reference interpreter, each kernel on its "
+                    "own random inputs, and reports the largest error per kernel (or why a "
+                    "kernel could not be checked).")
     _plan_arguments(codegen, default_strategy="cost",
                     json_help="one JSON object on stdout: the explore object plus per-kernel "
                               "code fields")
@@ -280,9 +280,7 @@ def _explore(args) -> int:
 def _codegen(args) -> int:
     from compiler.codegen.stage import emulate, generate
     from compiler.cost.devices import get_device
-    from compiler.ir.interpreter import evaluate_all
     from compiler.pipeline import attach_codes, has_source
-    from compiler.runtime.inputs import random_inputs
 
     strategies = parse_strategies(args.strategy)
     graph, _ = _load(args)
@@ -290,11 +288,10 @@ def _codegen(args) -> int:
     predictor = _predictor(args)
     plans = explore(graph, args.device, strategies)
     result = exploration_to_dict(summarize(graph), args.device, plans)
-    values = evaluate_all(graph, random_inputs(graph)) if args.emulate else None
     for name, plan in plans.items():
         codes = generate(graph, plan, device)
-        if values is not None:
-            emulate(graph, codes, values)
+        if args.emulate:
+            emulate(graph, codes)
         attach_codes(result["strategies"][name], plan, codes)
         if predictor is not None:
             _attach_learned(result, graph, {name: plan}, predictor, codes)

@@ -87,7 +87,8 @@ def compile_graph(data: bytes, filename: str, devices: list[str], strategies: li
                   learned_models: dict[str, str] | None = None) -> dict:
     """The ARTIFACT of an uploaded graph (see the module docstring); InputError on bad input
     or an unknown device or strategy. `emulate` runs every kernel on the CPU emulator against
-    the reference interpreter and records the largest error (slow on big graphs).
+    the reference interpreter, each on its own made-up inputs (codegen.stage.emulate), and
+    records the largest error (slow on big graphs).
     `learned_models`: the learned cost model file to predict each device's kernels with
     (devices without one get null learned times)."""
     progress = progress or no_progress
@@ -124,9 +125,8 @@ def compile_graph(data: bytes, filename: str, devices: list[str], strategies: li
         build_codes(codes, arch_for_device(device))
         counter.advance(len(codes))
     if emulate:
-        values = _reference_values(graph)
         for target in targets:
-            emulate_codes(graph, target.codes, values)
+            emulate_codes(graph, target.codes)
 
     counter = StageCounter(progress, "cost", kernel_count)
     for target in targets:
@@ -207,11 +207,3 @@ def kernel_source(code: KernelCode) -> dict:
             "line_nodes": {str(line): list(nodes)
                            for line, nodes in sorted(code.emitted.line_nodes.items())},
             "resources": resources}
-
-
-def _reference_values(graph: Graph) -> dict:
-    from compiler.ir.interpreter import evaluate_all
-    from compiler.runtime.inputs import random_inputs
-
-    return evaluate_all(graph, random_inputs(graph))
-

@@ -9,6 +9,14 @@ memory and spills, and — after `emulate(...)` — the largest error against th
 Plans the workload model does not cover fall back to `choose_plan`'s heuristic. A kernel the
 emitter cannot generate yet, or whose source does not compile, carries the reason in `error`;
 the rest of the plan still completes.
+
+`emulate` checks each kernel on its own: made-up values of its inputs
+(compiler/runtime/inputs.kernel_inputs), the interpreter on the kernel's sub-graph only, the
+emulated kernel compared with that. The graph is never evaluated as a whole, so a dump whose
+large constants are elided (`constant({...})`) can be checked: a constant is an input like any
+other. Only an input that cannot be made up (one that becomes an index through the kernel's
+ops) is computed from its producers on random graph inputs; when that needs an elided
+constant's value, the kernel is reported as not checked, with the reason in `not_checked`.
 """
 
 from __future__ import annotations
@@ -22,8 +30,12 @@ from compiler.codegen.plan import CodeGenPlan
 from compiler.codegen.schedules import choose_plan, enumerate_plans
 from compiler.cost.projected import (Breakdown, Resources, project_kernel, project_library,
                                      rank_plans)
+# The kernel as a graph of its own: its inputs become parameters.
+from compiler.fusion.plan import _kernel_graph as kernel_graph
 from compiler.fusion.plan import FusionPlan, Kernel, projected_fields
 from compiler.ir.graph import Graph
+from compiler.ir.interpreter import evaluate_all
+from compiler.runtime.inputs import kernel_inputs, kernel_rng, random_inputs
 from compiler.toolchain import BuildResult, arch_for_device, build_kernels
 
 
@@ -39,6 +51,7 @@ class KernelCode:
     error: str | None = None                        # why there is no (working) code
     max_abs_error: float | None = None              # after emulate()
     mismatches: list = field(default_factory=list)
+    not_checked: str | None = None                  # after emulate(): why it was not checked
 
     @property
     def chosen(self) -> CodeGenPlan | None:
@@ -65,6 +78,7 @@ class KernelCode:
             "spill_bytes": (build.spill_store_bytes + build.spill_load_bytes)
             if build and build.ok else None,
             "max_abs_error": self.max_abs_error,
+            "not_checked": self.not_checked,
             "codegen_error": self.error,
         }
 
@@ -149,13 +163,73 @@ def built_resources(build: BuildResult) -> Resources:
                      spill_bytes=build.spill_store_bytes + build.spill_load_bytes)
 
 
-def emulate(graph: Graph, codes: list[KernelCode], values: dict) -> None:
-    """Run every generated kernel on the CPU emulator with the interpreter's values of its
-    inputs (`values`: evaluate_all's result) and record the largest error of its outputs."""
+def emulate(graph: Graph, codes: list[KernelCode], seed: int = 0) -> None:
+    """Run every generated kernel on the CPU emulator, each on its own inputs (see the module
+    docstring), and record the largest error of its outputs against the interpreter, the
+    outputs beyond tolerance, or why the kernel could not be checked."""
+    producers = Producers(graph, seed)
     for code in codes:
         if code.emitted is None or code.emitted.library or code.error:
+            continue
+        try:
+            values = kernel_reference(graph, code.kernel, producers, seed)
+        except NotCheckable as reason:
+            code.not_checked = f"not checked: {reason}"
             continue
         got = emulate_kernel(graph, code.emitted, values)
         code.max_abs_error = max((max_abs_error(v, values[n]) for n, v in got.items()),
                                  default=0.0)
         code.mismatches = compare(graph, got, values, code.kernel.computed)
+
+
+class NotCheckable(Exception):
+    """A kernel whose inputs can be neither made up nor computed; the message says why."""
+
+
+def kernel_reference(graph: Graph, kernel: Kernel, producers: Producers,
+                     seed: int = 0) -> dict:
+    """The interpreter's values of the kernel's inputs and of every node it computes: inputs
+    made up where they can be (the same for a given seed and kernel name), else computed by
+    `producers`; NotCheckable when neither works."""
+    made = kernel_inputs(graph, kernel.inputs, kernel.computed, kernel_rng(seed, kernel.name))
+    values = dict(made.values)
+    if made.not_made_up:
+        values.update(producers.values_of(made.not_made_up))
+    return evaluate_all(kernel_graph(graph, kernel), [values[name] for name in kernel.inputs])
+
+
+class Producers:
+    """The interpreter's values of nodes computed from random graph inputs (`random_inputs`
+    with the seed): as much of the graph as they need is evaluated, once."""
+
+    def __init__(self, graph: Graph, seed: int = 0):
+        self.graph, self.seed = graph, seed
+        self.values: dict = {}
+
+    def values_of(self, names: list[str]) -> dict:
+        """{name: value}; NotCheckable naming an elided constant that one of them needs."""
+        missing = [name for name in names if name not in self.values]
+        if missing:
+            self.values.update(self._evaluate(missing))
+        return {name: self.values[name] for name in names}
+
+    def _evaluate(self, names: list[str]) -> dict:
+        graph = self.graph
+        needed, pending = set(), list(names)
+        while pending:
+            name = pending.pop()
+            if name not in needed:
+                needed.add(name)
+                pending.extend(graph.nodes[name].operands)
+        elided = [node.name for node in graph if node.name in needed
+                  and node.op == "constant" and node.attrs.get("value") is None]
+        if elided:
+            raise NotCheckable(f"needs the value of elided constant '{elided[0]}'")
+        upstream = Graph(name=f"{graph.name}.upstream", computations=graph.computations)
+        for node in graph:
+            if node.name in needed:
+                upstream.add(node)
+        upstream.parameters = [name for name in graph.parameters if name in needed]
+        upstream.root = names[0]
+        arguments = dict(zip(graph.parameters, random_inputs(graph, self.seed)))
+        return evaluate_all(upstream, [arguments[name] for name in upstream.parameters])

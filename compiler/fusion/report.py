@@ -81,5 +81,5 @@ def format_codegen(result: dict) -> str:
                 f"{(k.get('limiter') or '-'):8s} "
                 f"{show(None if k.get('occupancy') is None else 100 * k['occupancy'], '3.0f')}% "
                 f"{show(k['max_abs_error'], '9.2e')}  "
-                f"{k['codegen_error'] or ''}"[:400])
+                f"{k['codegen_error'] or k.get('not_checked') or ''}"[:400])
     return "\n".join(lines)

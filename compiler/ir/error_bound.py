@@ -57,7 +57,7 @@ import numpy as np
 from compiler.ir import dtypes
 from compiler.ir.graph import Graph, Node
 from compiler.ir.interpreter import apply_op
-from compiler.ir.ops import OPS, Category
+from compiler.ir.ops import OPS, Category, index_operands
 from compiler.ir.shapes import Shape
 
 # Each of two implementations may be gamma(n) * sum|x| away from the exact sum, on either side.
@@ -82,9 +82,6 @@ _LOGICAL = frozenset({"and", "or", "xor", "not"})   # logical on pred, bitwise o
 _FORWARDING = frozenset({"copy", "opt-barrier", "domain", "add-dependency"})
 _MOVEMENT = frozenset({Category.BROADCAST, Category.RESHAPE, Category.TRANSPOSE,
                        Category.DATA_MOVEMENT, Category.INDEXED})
-# Operand positions that hold indices, not data, in the movement ops that have them.
-_INDEX_OPERANDS = {"gather": slice(1, 2), "dynamic-slice": slice(1, None),
-                   "dynamic-update-slice": slice(2, None), "dynamic-reshape": slice(1, None)}
 # Ops a general reducer or a called computation may use without accumulating rounding errors.
 _EXACT_SCALAR_OPS = frozenset({
     "parameter", "constant", "tuple", "get-tuple-element", "compare", "select", "maximum",
@@ -397,7 +394,7 @@ def _as_float(value) -> np.ndarray:
 
 def _moved(graph: Graph, node: Node, values: Mapping, operand_bounds: list) -> Bound:
     """The op applied to the operands' bounds (index operands keep their values)."""
-    indices = range(len(node.operands))[_INDEX_OPERANDS.get(node.op, slice(0, 0))]
+    indices = index_operands(node.op, len(node.operands))
     if any(operand_bounds[i] is not None for i in indices):
         return _unbounded(node.shape)
     if node.op == "bitcast":

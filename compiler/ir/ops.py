@@ -189,6 +189,19 @@ def flop_count(node, operand_shapes: list[Shape]) -> int:
     return 0
 
 
+def index_operands(op: str, operand_count: int) -> range:
+    """The positions of the operands of an `op` node that are indices into another operand, not
+    data: the start indices of gather, scatter, dynamic-slice and dynamic-update-slice and the
+    sizes of dynamic-reshape."""
+    if op == "scatter":       # operands..., indices, updates...
+        position = (operand_count - 1) // 2
+        return range(position, position + 1)
+    if op == "gather":
+        return range(1, 2)
+    first = {"dynamic-slice": 1, "dynamic-update-slice": 2, "dynamic-reshape": 1}.get(op)
+    return range(0) if first is None else range(first, operand_count)
+
+
 def transcendental_count(node) -> int:
     info = OPS.get(node.op)
     if info is None or not info.transcendental:
