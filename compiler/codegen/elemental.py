@@ -33,6 +33,7 @@ from compiler.ir.dtypes import S32 as _S32, DType, accumulation_dtype
 from compiler.ir.graph import Graph, Node
 from compiler.ir.ops import OPS
 from compiler.codegen.indexing import Index, Ix, delinearize, linear_expr, linearize
+from compiler.codegen.plan import SCRATCH
 
 
 class CodegenUnsupported(Exception):
@@ -310,6 +311,11 @@ class Elemental:
 
     `buffers` maps the kernel's input values (node names) to their C parameter names; any
     other node must be one the kernel computes, or a scalar constant (inlined as a literal).
+
+    Schedules write the launch's geometry and its global scratch only through `block_index`,
+    `grid_blocks` and `scratch` (C expressions): a horizontal kernel (schedules/horizontal.py)
+    renames them for each of its parts, which sees its own range of blocks as a whole grid
+    and its own slice of the scratch buffer.
     """
 
     def __init__(self, graph: Graph, computed: set[str], buffers: dict[str, str], body: Body):
@@ -317,6 +323,9 @@ class Elemental:
         self.computed = computed
         self.buffers = buffers
         self.body = body
+        self.block_index = "blockIdx.x"
+        self.grid_blocks = "gridDim.x"
+        self.scratch = SCRATCH
         self.scopes: list[dict[tuple, str]] = [{}]
         self.used_names: set[str] = set()
         self.tags: dict[str, str] = {}

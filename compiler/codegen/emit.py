@@ -140,7 +140,8 @@ def _render(kernel: Kernel, plan: CodeGenPlan, name: str, params: list[Param],
               f"// A {kernel.kind} kernel, schedule {plan.schedule}: "
               f"{plan.block_size} threads x {plan.grid_size} blocks"
               + (f", {plan.threads_per_row} threads per row" if plan.threads_per_row else "")
-              + (f", {plan.vector_width} elements per thread" if plan.vector_width > 1 else ""),
+              + (f", {plan.vector_width} elements per thread" if plan.vector_width > 1 else "")
+              + (f", {len(plan.parts)} parts" if plan.parts else ""),
               f"// {len(kernel.nodes)} nodes computed, {len(kernel.recomputed)} recomputed: "
               + ", ".join(f"{op} {n}" for op, n in sorted(ops.items()))]
     signature = []

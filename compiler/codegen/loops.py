@@ -16,7 +16,10 @@ pieces here, each writing a well-defined part of a kernel body through an `Eleme
   `buffer_pointer`, `shuffle_ctype` / `accumulator_ctype`.
 
 Every name here is public: a new schedule is a new module over this API, and no schedule
-reaches into another's private helpers.
+reaches into another's private helpers. A schedule's loops over blocks read the block index,
+the grid's size and the scratch buffer as `emitter.block_index`, `emitter.grid_blocks` and
+`emitter.scratch`, never `blockIdx.x`, `gridDim.x` or `scratch` themselves: a horizontal
+kernel runs each part's schedule on a range of its blocks (schedules/horizontal.py).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from compiler.codegen.elemental import (Elemental, load_expr, reducer_functor,
                                         reducer_identity, round_to_dtype, storage_ctype,
                                         store_expr, value_ctype)
 from compiler.codegen.indexing import Index, Ix, linearize
-from compiler.codegen.plan import SCRATCH, WARP, CodeGenPlan
+from compiler.codegen.plan import WARP, CodeGenPlan
 from compiler.ir.dtypes import accumulation_dtype
 from compiler.ir.graph import Graph, Node
 from compiler.ir.shapes import ArrayShape
@@ -60,8 +63,8 @@ def elementwise_loops(emitter: Elemental, output_nodes: list[Node], buffers: dic
             continue
         width = plan.vector_width if size % plan.vector_width == 0 else 1
         i = emitter.fresh("i")
-        step = "gridDim.x * blockDim.x" + (f" * {width}" if width > 1 else "")
-        start = "blockIdx.x * blockDim.x + threadIdx.x"
+        step = f"{emitter.grid_blocks} * blockDim.x" + (f" * {width}" if width > 1 else "")
+        start = f"{emitter.block_index} * blockDim.x + threadIdx.x"
         start = f"({start}) * {width}" if width > 1 else start
         body.line(f"// {', '.join(buffers[n.name] for n in nodes)}: {size} elements")
         with body.block(f"for (int {i} = {start}; {i} < {size}; {i} += {step}) {{"), \
@@ -230,7 +233,7 @@ def scratch_pointers(graph: Graph, emitter: Elemental, reductions: list[Node]) -
         shape = node.array_shape
         ctype = storage_ctype(shape.dtype)
         pointer = emitter.fresh(f"{emitter.tag(node.name)}_scratch")
-        emitter.body.line(f"{ctype}* {pointer} = reinterpret_cast<{ctype}*>({SCRATCH} + "
+        emitter.body.line(f"{ctype}* {pointer} = reinterpret_cast<{ctype}*>({emitter.scratch} + "
                           f"{offset});", node.name)
         pointers[node.name] = pointer
         offset += -(-shape.size * shape.dtype.bits // 8 // 16) * 16

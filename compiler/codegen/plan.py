@@ -19,6 +19,9 @@ Schedules (their modules say how each maps threads):
 - "column-reduce": a tile of `column_tile` output columns per block (schedules/columns.py);
 - "row-reduce-split" / "column-reduce-split": task splitting, a row or a column's reduced
   elements cut into `splits` chunks reduced by different blocks (schedules/split.py);
+- "horizontal": the independent parts of a `horizontal` kernel in one launch, each under
+  the plan it would get as a kernel of its own (`parts`), on its own range of the launch's
+  blocks (`part_ranges`; schedules/horizontal.py);
 - "transpose-tiled": a transpose of the innermost dimension staged through shared-memory
   tiles of `tile` x `tile` elements (schedules/transpose.py).
 """
@@ -44,6 +47,9 @@ SPLIT_SCHEDULES = ("row-reduce-split", "column-reduce-split")
 # A transpose of the innermost dimension staged through a shared-memory tile
 # (schedules/transpose.py).
 TRANSPOSE_SCHEDULE = "transpose-tiled"
+# Independent parts of one launch, each under its own plan on its own range of blocks
+# (schedules/horizontal.py).
+HORIZONTAL_SCHEDULE = "horizontal"
 COLUMN_BLOCK_SIZES = (64, 128, 256, 512, 1024)
 # One block per SM of the smallest GPU the explorer targets (an L4 has 58 SMs): co-resident
 # anywhere at the block sizes used, whatever the registers.
@@ -84,12 +90,33 @@ class CodeGenPlan:
     # Row schedules: elements of its row each thread keeps in registers, ceil(row_length /
     # threads_per_row); 0: no register cache, each loop over the row recomputes its values.
     row_cache: int = 0
+    # Horizontal schedule: each part's own plan, in part order (schedules/horizontal.py); part
+    # k runs on the blocks [sum of the earlier parts' grids, + its grid): `part_ranges`.
+    parts: tuple[CodeGenPlan, ...] = ()
 
     def key(self) -> str:
-        return ",".join(f"{k}={v}" for k, v in asdict(self).items())
+        """Every field; `parts` only when there are some, so that the keys of plans without
+        (every schedule but the horizontal one) read as they did before it existed."""
+        fields = [f"{k}={v}" for k, v in asdict(self).items() if k != "parts"]
+        if self.parts:
+            fields.append("parts=[" + "; ".join(part.key() for part in self.parts) + "]")
+        return ",".join(fields)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The fields as JSON holds them; `parts` (a list of the parts' dicts) only when there
+        are some, as `key` does."""
+        out = {k: v for k, v in asdict(self).items() if k != "parts"}
+        if self.parts:
+            out["parts"] = [part.to_dict() for part in self.parts]
+        return out
+
+    def part_ranges(self) -> list[tuple[int, int]]:
+        """Horizontal: each part's blocks [start, end) of the launch, in part order."""
+        ranges, start = [], 0
+        for part in self.parts:
+            ranges.append((start, start + part.grid_size))
+            start += part.grid_size
+        return ranges
 
 
 def row_split(graph: Graph, reduce_name: str) -> tuple[int, int] | None:

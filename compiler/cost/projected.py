@@ -184,7 +184,10 @@ class ProjectedModel:
 
         waves = grid / (blocks_per_sm * device.sm_count)
         warp_cycles = workload.latency_cycles_per_thread + workload.sync_cycles_per_thread
-        latency_us = math.ceil(waves) * warp_cycles * d.latency_scale / clock * 1e6
+        # A horizontal launch's figures are its parts' means; its slowest part's thread is
+        # the least it takes (workload.py, `_horizontal_workload`).
+        latency_cycles = max(math.ceil(waves) * warp_cycles, workload.slowest_thread_cycles)
+        latency_us = latency_cycles * d.latency_scale / clock * 1e6
         busy_us = max(throughput_us, latency_us)
         grid_sync_us = workload.grid_syncs * GRID_SYNC_US
         launch_us = device.kernel_launch_overhead_us

@@ -32,10 +32,11 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from compiler.codegen.plan import (COLUMN_SCHEDULE, ROW_SCHEDULES, SPLIT_SCHEDULES,
-                                   TRANSPOSE_SCHEDULE, CodeGenPlan, column_reductions,
-                                   column_split, global_reductions, row_cache_reads,
-                                   row_split)
+from compiler.codegen.plan import (COLUMN_SCHEDULE, HORIZONTAL_SCHEDULE, ROW_SCHEDULES,
+                                   SPLIT_SCHEDULES, TRANSPOSE_SCHEDULE, CodeGenPlan,
+                                   column_reductions, column_split, global_reductions,
+                                   row_cache_reads, row_split)
+from compiler.codegen.schedules.horizontal import horizontal_parts
 from compiler.cost.devices import Device
 from compiler.fusion.plan import Kernel
 from compiler.ir.dtypes import accumulation_dtype
@@ -135,6 +136,10 @@ class Workload:
     chain_cycles_per_iteration: float = 0.0           # the longest dependent arithmetic
     latency_cycles_per_thread: float = 0.0            # its iterations' memory + arithmetic
     sync_cycles_per_thread: float = 0.0               # shuffles and barriers on a thread's path
+    # A horizontal launch's parts differ: the two figures above are then their means over the
+    # launch's blocks, and this is the slowest part's thread (latency + sync), which no
+    # launch outruns however few waves it has (0: a launch of one part, all threads alike).
+    slowest_thread_cycles: float = 0.0
     barriers_per_block: int = 0
     grid_syncs: int = 0
 
@@ -418,12 +423,18 @@ def _ceil(a: int, b: int) -> int:
 
 
 def kernel_workload(graph: Graph, kernel: Kernel, plan: CodeGenPlan, device: Device,
-                    memo: dict | None = None) -> Workload:
+                    memo: dict | None = None, read_before: set[str] | None = None) -> Workload:
     """The workload of `kernel` emitted under `plan` (see the module docstring). `memo`: a
-    dict shared by calls for the same kernel, so its loops are walked once."""
+    dict shared by calls for the same kernel, so its loops are walked once. `read_before`:
+    values an earlier part of the same launch read (a horizontal kernel's parts), read again
+    here from L2; the values this kernel reads are added to it."""
+    if plan.schedule == HORIZONTAL_SCHEDULE:
+        return _horizontal_workload(graph, kernel, plan, device, memo)
     w = Workload(schedule=plan.schedule, grid=plan.grid_size, block=plan.block_size,
                  shared_bytes=plan.shared_bytes)
     counter = _Counter(graph, kernel, device, w, memo)
+    if read_before is not None:
+        counter.read_once = set(read_before)
     outputs = [graph.nodes[n] for n in kernel.outputs if not graph.nodes[n].shape.is_tuple]
     threads = plan.grid_size * plan.block_size
     shuffle_latency = device.shared_memory_latency_cycles
@@ -462,6 +473,56 @@ def kernel_workload(graph: Graph, kernel: Kernel, plan: CodeGenPlan, device: Dev
                       elementwise, barrier_latency)
     else:
         raise ValueError(f"no workload model for schedule {schedule!r}")
+    if read_before is not None:
+        read_before |= counter.read_once
+    return w
+
+
+def _horizontal_workload(graph: Graph, kernel: Kernel, plan: CodeGenPlan, device: Device,
+                         memo: dict | None) -> Workload:
+    """The parts' workloads under their own plans, combined. Instructions, bytes, accesses and
+    shared-memory traffic are summed (a value two parts read comes from DRAM once, while it
+    fits in L2); the launch's grid, block and shared memory are the plan's (the sum of the
+    parts' grids, the shared block size, the largest part's shared memory).
+
+    Latency: the parts' blocks share the SMs' block slots, each part's for as long as its
+    thread takes. So a wave of the launch lasts the mean of its blocks' thread times (the
+    latency and sync cycles per thread are the parts' means weighted by their grids: the
+    projected model's ceil(waves) x cycles is then the parts' block-cycles over the slots),
+    and the launch lasts at least as long as the slowest part's thread
+    (`slowest_thread_cycles`), however few waves it has. Taking the slowest part's thread
+    for every wave instead would charge a small, slow part (a row reduction beside a large
+    convert) once per wave of the large part's blocks. Iterations, the dependency chain and
+    barriers per block are the most any part's thread or block has."""
+    memo = memo if memo is not None else {}
+    w = Workload(schedule=plan.schedule, grid=plan.grid_size, block=plan.block_size,
+                 shared_bytes=plan.shared_bytes)
+    parts = memo.get(("horizontal parts",))
+    if parts is None:  # the same for every candidate plan of the kernel
+        parts = memo[("horizontal parts",)] = horizontal_parts(graph, kernel)
+    if len(parts) != len(plan.parts):
+        raise ValueError(f"{kernel.name} has {len(parts)} parts, the plan {len(plan.parts)}")
+    read: set[str] = set()
+    grid = max(1, sum(sub.grid_size for sub in plan.parts))
+    for k, (part, sub) in enumerate(zip(parts, plan.parts)):
+        pw = kernel_workload(graph, part, sub, device, memo.setdefault(("part", k), {}), read)
+        for pipe, n in pw.instructions.items():
+            w.instructions[pipe] = w.instructions.get(pipe, 0) + n
+        w.dram_read_bytes += pw.dram_read_bytes
+        w.dram_write_bytes += pw.dram_write_bytes
+        w.l2_bytes += pw.l2_bytes
+        w.shared_traffic_bytes += pw.shared_traffic_bytes
+        w.accesses.extend(pw.accesses)
+        w.barriers_per_block = max(w.barriers_per_block, pw.barriers_per_block)
+        w.grid_syncs += pw.grid_syncs
+        w.iterations_per_thread = max(w.iterations_per_thread, pw.iterations_per_thread)
+        w.chain_cycles_per_iteration = max(w.chain_cycles_per_iteration,
+                                           pw.chain_cycles_per_iteration)
+        share = sub.grid_size / grid
+        w.latency_cycles_per_thread += share * pw.latency_cycles_per_thread
+        w.sync_cycles_per_thread += share * pw.sync_cycles_per_thread
+        w.slowest_thread_cycles = max(w.slowest_thread_cycles, pw.latency_cycles_per_thread
+                                      + pw.sync_cycles_per_thread)
     return w
 
 

@@ -10,7 +10,10 @@ A schedule module has
 
 `enumerate_plans` lists every module's candidates, in ENUMERATION order (the projected model
 breaks ties by that order); `choose_plan` asks the modules in PREFERENCE order. A new schedule is
-a new module added to both lists.
+a new module added to both lists. The horizontal schedule (horizontal.py) is built on the
+others: it cuts a `horizontal` kernel into its independent parts, asks `enumerate_plans` and
+`choose_plan` for each part's plan as for a kernel of its own, and emits each part with its
+schedule's `emit` on a range of the launch's blocks.
 """
 
 from __future__ import annotations
@@ -18,15 +21,19 @@ from __future__ import annotations
 from types import ModuleType
 
 from compiler.codegen.plan import CodeGenPlan
-from compiler.codegen.schedules import columns, elementwise, rows, split, transpose
+from compiler.codegen.schedules import (columns, elementwise, horizontal, rows, split,
+                                        transpose)
 from compiler.fusion.plan import Kernel
 from compiler.ir.graph import Graph
 
-ENUMERATION: tuple[ModuleType, ...] = (rows, columns, split, transpose, elementwise)
-# Task splitting exists only where the unsplit schedules leave most SMs idle, and a tiled
-# transpose only where a side would stride: when they exist they are preferred. Otherwise a
-# reduction's schedule beats the elementwise one, which reduces serially per thread.
-PREFERENCE: tuple[ModuleType, ...] = (split, transpose, rows, columns, elementwise)
+ENUMERATION: tuple[ModuleType, ...] = (horizontal, rows, columns, split, transpose, elementwise)
+# A horizontal kernel's parts each get the schedule they would get alone (a row reduction
+# beside unrelated converts is no longer reduced serially per element): preferred whenever it
+# exists. Task splitting exists only where the unsplit schedules leave most SMs idle, and a
+# tiled transpose only where a side would stride: when they exist they are preferred.
+# Otherwise a reduction's schedule beats the elementwise one, which reduces serially per
+# thread.
+PREFERENCE: tuple[ModuleType, ...] = (horizontal, split, transpose, rows, columns, elementwise)
 
 _EMITTERS = {name: module.emit for module in ENUMERATION for name in module.SCHEDULES}
 

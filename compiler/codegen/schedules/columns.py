@@ -97,8 +97,8 @@ def emit_columns(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes:
     body.line(f"const int g = threadIdx.x / {tile};  // row group")
     emitter.used_names.update({"x", "g", "tile", "col", "j", "shared", "w"})
     column_ix, row_ix = Ix.var("col", columns), Ix.var("j", length)
-    loop = (f"for (int tile = blockIdx.x * {tile}; tile < {columns}; "
-            f"tile += gridDim.x * {tile}) {{")
+    loop = (f"for (int tile = {emitter.block_index} * {tile}; tile < {columns}; "
+            f"tile += {emitter.grid_blocks} * {tile}) {{")
     with body.block(loop), emitter.scope():
         body.line("const int col = tile + x;")
         accumulators = []

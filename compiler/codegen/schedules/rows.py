@@ -169,8 +169,8 @@ def emit(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes: list[No
     emitter.used_names.update({"t", "row_slot", "r", "row_base", "c", "shared", "w"})
     row_ix, column_ix = Ix.var("r", rows), Ix.var("c", length)
     shared_offset = 0
-    loop = (f"for (int row_base = blockIdx.x * {per_block}; row_base < {rows}; "
-            f"row_base += gridDim.x * {per_block}) {{")
+    loop = (f"for (int row_base = {emitter.block_index} * {per_block}; row_base < {rows}; "
+            f"row_base += {emitter.grid_blocks} * {per_block}) {{")
     wide = [n for n in output_nodes if n.array_shape.size == rows * length and length > 1]
     narrow = [n for n in output_nodes if n.array_shape.size == rows and n not in wide]
     with body.block(loop), emitter.scope():

@@ -41,7 +41,7 @@ from compiler.codegen.elemental import Elemental, reducer_functor, reducer_ident
 from compiler.codegen.indexing import Index, Ix
 from compiler.codegen.loops import (accumulate_columns, accumulator_ctype, elementwise_loops,
                                     finish_reduction, row_partial, split_index)
-from compiler.codegen.plan import (COOPERATIVE_GRID, COOPERATIVE_THREADS, MAX_GRID, SCRATCH,
+from compiler.codegen.plan import (COOPERATIVE_GRID, COOPERATIVE_THREADS, MAX_GRID,
                                    SPLIT_SCHEDULES, WARP, CodeGenPlan, column_reductions,
                                    column_split, global_reductions, next_power_of_two,
                                    row_split)
@@ -260,11 +260,11 @@ def _partial_pointers(emitter: Elemental, reductions: list[Node], slots: int, sp
     for node, offset in zip(reductions, offsets):
         ctype = f"volatile {accumulator_ctype(node)}"
         pointer = emitter.fresh(f"{emitter.tag(node.name)}_partials")
-        emitter.body.line(f"{ctype}* {pointer} = reinterpret_cast<{ctype}*>({SCRATCH} + "
+        emitter.body.line(f"{ctype}* {pointer} = reinterpret_cast<{ctype}*>({emitter.scratch} + "
                           f"{offset});", node.name)
         pointers[node.name] = pointer
     if tickets:
-        emitter.body.line(f"unsigned* tickets = reinterpret_cast<unsigned*>({SCRATCH} + "
+        emitter.body.line(f"unsigned* tickets = reinterpret_cast<unsigned*>({emitter.scratch} + "
                           f"{ticket_offset});  // one counter per slot, 0 between launches")
     return pointers
 
@@ -276,7 +276,8 @@ def _work_items(emitter: Elemental, plan: CodeGenPlan, slot: str, slots: int,
     bounds [chunk_start, chunk_end) are declared inside."""
     body, splits = emitter.body, plan.splits
     size = -(-length // splits)
-    loop = f"for (int item = blockIdx.x; item < {slots * splits}; item += gridDim.x) {{"
+    loop = (f"for (int item = {emitter.block_index}; item < {slots * splits}; "
+            f"item += {emitter.grid_blocks}) {{")
     with body.block(loop), emitter.scope():
         body.line(f"const int {slot} = item / {splits};")
         body.line(f"const int chunk = item % {splits};")

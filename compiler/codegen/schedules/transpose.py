@@ -238,7 +238,8 @@ def emit(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes: list[No
         offset += _tile_bytes(graph, name, edge, double_buffered)
     outputs = [n for n in output_nodes if n.name in tile.outputs]
     buffer = "buffer + " if double_buffered else ""
-    loop = f"for (int tile = blockIdx.x; tile < {total}; tile += gridDim.x) {{"
+    loop = (f"for (int tile = {emitter.block_index}; tile < {total}; "
+            f"tile += {emitter.grid_blocks}) {{")
     with body.block(loop), emitter.scope():
         batch_ix, out_ix, in_ix = emitter.delinearize(Ix.var("tile", total),
                                                       (batch, out_tiles, in_tiles))
@@ -246,7 +247,7 @@ def emit(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes: list[No
         body.line(f"const int tile_out = {out_ix.times(edge).c()};")
         body.line(f"const int tile_in = {in_ix.times(edge).c()};")
         if double_buffered:
-            body.line(f"const int buffer = (tile / gridDim.x) % 2 * {edge * pitch};  "
+            body.line(f"const int buffer = (tile / {emitter.grid_blocks}) % 2 * {edge * pitch};  "
                       f"// this block's tiles alternate between two buffers")
         rows_loop = f"for (int row = ty; row < {edge}; row += {rows}) {{"
         guard = f"if (i_out < {n_out} && i_in < {n_in}) {{"

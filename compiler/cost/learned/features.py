@@ -68,7 +68,8 @@ NODE_FEATURES: tuple[str, ...] = (
 
 # One name per column of `KernelSample.kernel_features`, in order.
 KERNEL_FEATURES: tuple[str, ...] = (
-    *(f"schedule_{name}" for name in SCHEDULES),   # one-hot CodeGenPlan.schedule
+    *(f"schedule_{name}" for name in SCHEDULES),   # one-hot CodeGenPlan.schedule (horizontal:
+                                                   # its parts', weighted by their blocks)
     *(f"kind_{name}" for name in KINDS),           # one-hot fusion kernel kind
     "log2_block_size",
     "log2_grid_size",
@@ -186,15 +187,30 @@ def _node_features(node: Node, kernel: Kernel, role: str) -> list[float]:
     return row
 
 
+def _schedule_mix(plan: CodeGenPlan) -> tuple[list[float], CodeGenPlan]:
+    """The schedule one-hot and the plan whose thread mapping the features describe. A
+    horizontal plan (its parts' plans on ranges of its blocks) has no schedule of its own: its
+    one-hot is each part's schedule weighted by its share of the blocks, and its mapping is
+    that of the part with the most blocks; its launch (block, grid, shared memory, scratch)
+    is its own, the totals."""
+    if not plan.parts:
+        return [1.0 if plan.schedule == name else 0.0 for name in SCHEDULES], plan
+    grid = max(1, sum(part.grid_size for part in plan.parts))
+    mix = [sum(part.grid_size for part in plan.parts if part.schedule == name) / grid
+           for name in SCHEDULES]
+    return mix, max(plan.parts, key=lambda part: part.grid_size)
+
+
 def _kernel_features(kernel: Kernel, plan: CodeGenPlan, device: Device, b: Breakdown,
                      nodes: int) -> list[float]:
-    row = [1.0 if plan.schedule == name else 0.0 for name in SCHEDULES]
+    row, mapping = _schedule_mix(plan)
     row += [1.0 if kernel.kind == name else 0.0 for name in KINDS]
     row += [
         math.log2(max(1, plan.block_size)), math.log2(max(1, plan.grid_size)),
-        float(plan.vector_width), log2p(plan.threads_per_row), log2p(plan.rows_per_block),
-        log2p(plan.row_length), log2p(plan.rows), log2p(plan.columns), log2p(plan.splits),
-        log2p(plan.tile), float(plan.row_cache), 1.0 if plan.cooperative else 0.0,
+        float(mapping.vector_width), log2p(mapping.threads_per_row),
+        log2p(mapping.rows_per_block), log2p(mapping.row_length), log2p(mapping.rows),
+        log2p(mapping.columns), log2p(mapping.splits), log2p(mapping.tile),
+        float(mapping.row_cache), 1.0 if plan.cooperative else 0.0,
         log2p(plan.shared_bytes), log2p(plan.scratch_bytes),
         (b.registers or 0) / 64.0, 1.0 if b.registers_source == "ptxas" else 0.0,
         log2p(b.shared_bytes), log2p(b.spill_bytes),

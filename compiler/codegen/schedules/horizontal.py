@@ -1,0 +1,308 @@
+"""The "horizontal" schedule: independent parts of one launch, each under a schedule of its own.
+
+A `horizontal` kernel (compiler/fusion/plan.py KINDS) packs parts that share no computed value
+into one launch, as XLA's horizontal loop fusion does. Each part is scheduled as if it were a
+kernel of its own, and runs on a range of the launch's blocks:
+
+- Parts (`horizontal_parts`): the connected components of the kernel's owned nodes, two owned
+  nodes joined when one reads the other, directly or through recomputed nodes. A recomputed
+  node (a cheap value the fuser duplicates, a broadcast of a parameter) belongs to every part
+  that reads it, so two parts reading the same broadcast stay apart and each computes it.
+  Parts are ordered by their first owned node's graph position. Each is a `Kernel`: its owned
+  and recomputed nodes, the kernel's inputs it reads, the kernel's outputs it owns.
+- A part's kind is derived as the fusers derive it (stitch.py's block locality, which the cost
+  fuser follows too): `loop` without a reduction that moves data; `input` when its reductions
+  share one row space and nothing in the part reads their results; `stitch-regional` when
+  their results are read, in rows that fit a block (a reduction of a `full` value, broadcasts
+  that keep the row-major order, reshapes, transposes of size-1 dims, elementwise ops);
+  anything else (reductions of several row spaces, a result read across rows, a computed init
+  value) is `stitch-global`: it needs a grid barrier, which would stop every other part's
+  blocks too, so such a kernel gets no horizontal plan. The shared-memory fit stitch.py also
+  checks is left out: the row schedules keep no row in shared memory. A part's dominant is
+  the fusers': its reduction with the largest input (the first on a tie), else its largest
+  output.
+- Candidates: at most two per block size of BLOCK_SIZES (blockDim is uniform). In the
+  first, every part gets the plan closest to the one its own heuristic (`choose_plan` over
+  its candidates) prefers: the same schedule and variant (vector width, threads per row or
+  a block per row, row cache, tile, splits) at that block size when there is one, else the
+  same schedule, else the first in PREFERENCE order; no cooperative plans. In the second
+  (when it differs), every part with reductions takes instead its plan of that schedule
+  module over the most blocks (a block per row rather than a warp, with its row cache when
+  it has one): beside other parts the heuristic's warp per row can leave a reduction part
+  with long per-thread latency, and the projected model ranks the two. A block size some
+  part has no plan for is skipped. Part k owns the blocks [start_k, start_k + grid_k), its
+  own grid as its schedule caps it; the plan's grid is the sum (up to MAX_GRID per part:
+  gridDim.x allows 2^31 - 1 blocks), its dynamic shared memory the largest part's (a block
+  runs one part, so every part starts at offset 0), its global scratch the parts' slices
+  end to end (16-byte aligned).
+
+Emission: `if (blockIdx.x >= start && blockIdx.x < end) { ... }` per part (all threads of a
+block take the same branch, so a part's `__syncthreads()` is safe), in which the part's
+schedule sees `part_block = blockIdx.x - start` as its block index and its own grid size
+(`Elemental.block_index`, `grid_blocks`, `scratch`), in a value-cache scope of its own, with
+the C names of the other parts' branches free for reuse. Outputs keep their `out<k>`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+# The registry (schedules/__init__.py) imports this module while it is being initialised; its
+# functions are looked up when a plan is made or emitted, by then it is complete.
+from compiler.codegen import schedules as registry
+from compiler.codegen.elemental import Elemental
+from compiler.codegen.plan import BLOCK_SIZES, HORIZONTAL_SCHEDULE, SCRATCH, CodeGenPlan
+from compiler.fusion.plan import Kernel
+from compiler.fusion.stitch import (ELEMENTS_PER_THREAD, keeps_row_major_order, reduce_space,
+                                    transpose_keeps_order)
+from compiler.ir.graph import Graph, Node
+from compiler.ir.ops import OPS
+
+SCHEDULES = (HORIZONTAL_SCHEDULE,)
+
+# Kinds a part may have under this schedule (a `stitch-global` part needs a grid barrier).
+PART_KINDS = ("loop", "input", "stitch-regional")
+# The longest row a block reduces and stitches: stitch.py's `row_cap` on every device it
+# lists (1024 threads per block, ELEMENTS_PER_THREAD each).
+ROW_CAP = 1024 * ELEMENTS_PER_THREAD
+
+
+# -- parts ------------------------------------------------------------------------------------
+
+
+def horizontal_parts(graph: Graph, kernel: Kernel) -> list[Kernel]:
+    """The kernel's independent parts, in order, each a Kernel with its kind and dominant
+    (the module docstring says how they are found)."""
+    owned = set(kernel.nodes)
+    recomputed = set(kernel.recomputed)
+    parent = {name: name for name in kernel.nodes}
+
+    def root(name: str) -> str:
+        while parent[name] != name:
+            parent[name] = parent[parent[name]]
+            name = parent[name]
+        return name
+
+    reach: dict[str, set[str]] = {}  # recomputed node -> the owned nodes it reads through
+
+    def owned_behind(name: str) -> set[str]:
+        if name not in reach:
+            reach[name] = set()
+            for operand in graph.nodes[name].operands:
+                if operand in owned:
+                    reach[name].add(operand)
+                elif operand in recomputed:
+                    reach[name] |= owned_behind(operand)
+        return reach[name]
+
+    for name in kernel.nodes:
+        for operand in graph.nodes[name].operands:
+            linked = {operand} if operand in owned else \
+                owned_behind(operand) if operand in recomputed else set()
+            for other in linked:
+                parent[root(other)] = root(name)
+    members: dict[str, list[str]] = {}
+    for name in kernel.nodes:  # graph order: parts come out by their first owned node
+        members.setdefault(root(name), []).append(name)
+    position = {name: k for k, name in enumerate(graph.nodes)}
+    return [_part(graph, kernel, k, names, position)
+            for k, names in enumerate(members.values())]
+
+
+def _part(graph: Graph, kernel: Kernel, k: int, names: list[str],
+          position: dict[str, int]) -> Kernel:
+    """Part `k` of the kernel: its owned `names` and the recomputed nodes they read."""
+    recomputed_all = set(kernel.recomputed)
+    used: set[str] = set()
+    stack = [o for name in names for o in graph.nodes[name].operands]
+    while stack:
+        name = stack.pop()
+        if name in recomputed_all and name not in used:
+            used.add(name)
+            stack.extend(graph.nodes[name].operands)
+    recomputed = tuple(n for n in kernel.recomputed if n in used)
+    computed = (*names, *recomputed)
+    read = {o for name in computed for o in graph.nodes[name].operands}
+    kind, dominant = part_kind(graph, computed, position)
+    owned = set(names)
+    outputs = tuple(n for n in kernel.outputs if n in owned)
+    if dominant is None:  # the largest output, the first on a tie
+        dominant = max(outputs or tuple(names),
+                       key=lambda n: sum(leaf.size for leaf in graph.nodes[n].shape.leaves()))
+    return Kernel(name=f"{kernel.name}.part{k}", kind=kind, nodes=tuple(names),
+                  recomputed=recomputed, inputs=tuple(v for v in kernel.inputs if v in read),
+                  outputs=outputs, dominant=dominant,
+                  sol=None)  # a part is priced only inside its kernel (cost/workload.py)
+
+
+def part_kind(graph: Graph, computed: tuple[str, ...],
+              position: dict[str, int]) -> tuple[str, str | None]:
+    """(kind, dominant reduction or None) of a part computing `computed` (module docstring),
+    `position` the graph position of each node: the labels of stitch.py, `row` (a value per
+    row of the reductions' space), `full` (a value per element of those rows) or `grid`
+    (needs other blocks' values)."""
+    nodes = sorted(computed, key=position.__getitem__)
+    spaces = {name: reduce_space(graph, graph.nodes[name]) for name in nodes
+              if graph.nodes[name].op == "reduce" and not graph.nodes[name].shape.is_tuple}
+    reductions = [name for name, space in spaces.items() if space.length > 1]
+    if not reductions:
+        return "loop", None
+    dominant = max(reductions, key=lambda r: (graph.nodes[graph.nodes[r].operands[0]]
+                                              .shape.leaves()[0].size, -position[r]))
+    if len({spaces[r] for r in reductions}) > 1:
+        return "stitch-global", dominant
+    space = spaces[dominant]
+    fits = space.contiguous and space.length <= ROW_CAP
+    labels: dict[str, str] = {}
+    stitched = False
+    for name in nodes:
+        node = graph.nodes[name]
+        dependent = {labels[o] for o in node.operands if o in labels}
+        if name in reductions:
+            source = labels.get(node.operands[0])
+            if len(node.operands) != 2 or node.operands[1] in labels or \
+                    (source is not None and (source != "full" or not fits)):
+                return "stitch-global", dominant  # a computed init, or not a row's values
+            labels[name] = "row" if fits else "grid"
+            stitched |= source is not None
+            continue
+        if not dependent:
+            continue
+        stitched = True
+        label = _row_label(graph, node, dependent, space)
+        if label is None:
+            return "stitch-global", dominant  # reads a reduction's result across rows
+        labels[name] = label
+    return ("stitch-regional" if stitched else "input"), dominant
+
+
+def _row_label(graph: Graph, node: Node, dependent: set[str], space) -> str | None:
+    """The label of `node` from its operands' labels (`dependent`, not empty), or None when
+    its elements need values of other rows (stitch.py's `_map_rows`, without `moved`)."""
+    if len(dependent) > 1 or "grid" in dependent:
+        return None
+    (label,) = dependent
+    size = node.shape.leaves()[0].size if not node.shape.is_tuple else -1
+    expected = space.rows if label == "row" else space.rows * space.length
+    if node.op in ("reshape", "bitcast", "reduce"):  # a reduce here moves no data
+        return label if size == expected else None
+    if node.op == "broadcast":
+        if not keeps_row_major_order(graph, node):
+            return None
+        if size == expected:
+            return label
+        return "full" if label == "row" and size == space.rows * space.length else None
+    if node.op == "transpose":
+        return label if transpose_keeps_order(graph, node) else None
+    info = OPS.get(node.op)
+    return label if info is not None and info.is_elementwise else None
+
+
+# -- candidates -------------------------------------------------------------------------------
+
+
+def candidates(graph: Graph, kernel: Kernel, dominant: str) -> list[CodeGenPlan]:
+    """For a `horizontal` kernel whose parts all have a kind of PART_KINDS: one plan per block
+    size at which every part has a plan (module docstring)."""
+    if kernel.kind != "horizontal":
+        return []
+    parts = horizontal_parts(graph, kernel)
+    if any(part.kind not in PART_KINDS or not part.outputs for part in parts):
+        return []
+    options = []
+    for part in parts:
+        plans = [p for p in registry.enumerate_plans(graph, part) if not p.cooperative]
+        if not plans:
+            return []
+        options.append((plans, registry.choose_plan(plans)))
+    out = []
+    for block in BLOCK_SIZES:
+        closest = [_closest(plans, preferred, block) for plans, preferred in options]
+        if None in closest:
+            continue
+        spread = [_spread(plans, chosen) if part.kind != "loop" else chosen
+                  for part, (plans, _), chosen in zip(parts, options, closest)]
+        for chosen in (closest, spread) if spread != closest else (closest,):
+            out.append(CodeGenPlan(
+                schedule=HORIZONTAL_SCHEDULE, dominant=dominant, block_size=block,
+                grid_size=sum(p.grid_size for p in chosen),
+                shared_bytes=max(p.shared_bytes for p in chosen),
+                scratch_bytes=sum(_aligned(p.scratch_bytes) for p in chosen),
+                parts=tuple(chosen)))
+    return out
+
+
+def _spread(plans: list[CodeGenPlan], chosen: CodeGenPlan) -> CodeGenPlan:
+    """Among `plans` of `chosen`'s block size and schedule module, the one over the most
+    blocks (a block per row rather than a warp), with its row cache when it has one."""
+    module = next(m for m in registry.PREFERENCE if chosen.schedule in m.SCHEDULES)
+    same = [p for p in plans if p.block_size == chosen.block_size
+            and p.schedule in module.SCHEDULES]
+    return max(same, key=lambda p: (p.grid_size, p.row_cache > 0, p == chosen))
+
+
+def _variant(plan: CodeGenPlan) -> CodeGenPlan:
+    """What a heuristic chose in `plan`, apart from what follows from its block size."""
+    return replace(plan, block_size=0, grid_size=0, rows_per_block=0, shared_bytes=0,
+                   scratch_bytes=0, row_cache=min(plan.row_cache, 1),
+                   threads_per_row=0 if plan.threads_per_row == plan.block_size
+                   else plan.threads_per_row)
+
+
+def _closest(plans: list[CodeGenPlan], preferred: CodeGenPlan,
+             block: int) -> CodeGenPlan | None:
+    """Among `plans` of `block` threads, the one closest to `preferred` (module docstring)."""
+    at = [p for p in plans if p.block_size == block]
+    if not at:
+        return None
+    order = {name: k for k, module in enumerate(registry.PREFERENCE)
+             for name in module.SCHEDULES}
+    wanted = _variant(preferred)
+    return min(at, key=lambda p: (_variant(p) != wanted, p.schedule != preferred.schedule,
+                                  order.get(p.schedule, len(order))))
+
+
+def _aligned(size: int) -> int:
+    return -(-size // 16) * 16
+
+
+def choose(plans: list[CodeGenPlan]) -> CodeGenPlan | None:
+    """256 threads (the block size most parts' heuristics pick), else the first block size
+    every part has a plan for; None without horizontal plans."""
+    horizontal = [p for p in plans if p.schedule == HORIZONTAL_SCHEDULE]
+    if not horizontal:
+        return None
+    return next((p for p in horizontal if p.block_size == 256), horizontal[0])
+
+
+# -- emission ---------------------------------------------------------------------------------
+
+
+def emit(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes: list[Node],
+         buffers: dict[str, str], plan: CodeGenPlan) -> None:
+    """Each part's schedule in a branch on its block range (module docstring)."""
+    parts = horizontal_parts(graph, kernel)
+    if len(parts) != len(plan.parts):
+        raise ValueError(f"{kernel.name} has {len(parts)} parts, the plan {len(plan.parts)}")
+    body = emitter.body
+    names = set(emitter.used_names) | {"part_block"}
+    defaults = (emitter.block_index, emitter.grid_blocks, emitter.scratch)
+    scratch = 0
+    for k, (part, sub, (start, end)) in enumerate(zip(parts, plan.parts, plan.part_ranges())):
+        if sub.block_size != plan.block_size or sub.cooperative:
+            raise ValueError(f"part {k} of a horizontal plan needs a non-cooperative plan of "
+                             f"{plan.block_size} threads: {sub.key()}")
+        outputs = [graph.nodes[n] for n in part.outputs]
+        body.line(f"// part {k}: blocks [{start}, {end}), a {part.kind} part under the "
+                  f"{sub.schedule} schedule, writing "
+                  + ", ".join(buffers[n.name] for n in outputs))
+        condition = f"blockIdx.x < {end}" if start == 0 else \
+            f"blockIdx.x >= {start} && blockIdx.x < {end}"
+        with body.block(f"if ({condition}) {{"), emitter.scope():
+            body.line("const int part_block = blockIdx.x" + (f" - {start};" if start else ";"))
+            emitter.used_names = set(names)
+            emitter.block_index, emitter.grid_blocks = "part_block", str(sub.grid_size)
+            emitter.scratch = f"{SCRATCH} + {scratch}" if scratch else SCRATCH
+            registry.emitter_of(sub.schedule)(graph, part, emitter, outputs, buffers, sub)
+        scratch += _aligned(sub.scratch_bytes)
+    emitter.block_index, emitter.grid_blocks, emitter.scratch = defaults
