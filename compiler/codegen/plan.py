@@ -8,7 +8,8 @@ thousands), says which one its heuristic prefers and emits it; `schedules.enumer
 and `schedules.choose_plan` walk them all. This module holds the plan itself, the constants
 the schedules share, and the analyses of a kernel that both the schedules and the workload
 model (compiler/cost/workload.py) read: which reductions are rows (`row_split`) or columns
-(`column_split`), which share a row or column loop, what a row cache holds.
+(`column_split`), which share a row or column loop, what a row cache holds, what a phased
+plan's levels loop over (`phase_loops`).
 
 Schedules (their modules say how each maps threads):
 - "elementwise": one thread per output element, `vector_width` consecutive elements per
@@ -23,13 +24,18 @@ Schedules (their modules say how each maps threads):
   the plan it would get as a kernel of its own (`parts`), on its own range of the launch's
   blocks (`part_ranges`; schedules/horizontal.py);
 - "transpose-tiled": a transpose of the innermost dimension staged through shared-memory
-  tiles of `tile` x `tile` elements (schedules/transpose.py).
+  tiles of `tile` x `tile` elements (schedules/transpose.py);
+- "phased": a cooperative kernel in levels behind grid barriers, each reduction computed once
+  by the whole grid in work items of its own (`PhaseLoop`), its result passed to later
+  levels through global scratch (global stitching of any stitch-global kernel;
+  schedules/phased.py).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 
 from compiler.fusion.plan import Kernel
 from compiler.ir.graph import Graph
@@ -50,13 +56,22 @@ TRANSPOSE_SCHEDULE = "transpose-tiled"
 # Independent parts of one launch, each under its own plan on its own range of blocks
 # (schedules/horizontal.py).
 HORIZONTAL_SCHEDULE = "horizontal"
+# Every reduction computed once by the whole grid, level after level, behind grid barriers
+# (schedules/phased.py).
+PHASED_SCHEDULE = "phased"
 COLUMN_BLOCK_SIZES = (64, 128, 256, 512, 1024)
-# One block per SM of the smallest GPU the explorer targets (an L4 has 58 SMs): co-resident
-# anywhere at the block sizes used, whatever the registers.
-COOPERATIVE_GRID = 58
-# ... and at most this many threads in all: the CPU emulator runs a cooperative grid's threads
-# as fibers all at once, so larger grids cannot be checked there (see the report's "left").
-COOPERATIVE_THREADS = 8192
+# Cooperative plans (a kernel that calls fx_grid_sync()) need every block resident at once.
+# Their loops are grid-stride loops, right for any grid (and their results do not depend on
+# it), so candidates come in several grid sizes: an L4's 58 SMs (one block per SM of the
+# smallest GPU the explorer targets: co-resident anywhere, whatever the registers), an H100's
+# 132 and multiples.
+# The projected model refuses a plan whose grid its device cannot hold at once (occupancy.py
+# with the plan's registers), the GPU runner refuses to launch one, and the CPU emulator runs
+# any of them on a grid capped to what it can run as fibers (check.launch_emulated).
+COOPERATIVE_GRIDS = (58, 132, 264, 528, 1056)
+# The most threads any listed GPU holds at once (H100, H200: 132 SMs x 2048): no cooperative
+# candidate has more.
+MAX_RESIDENT_THREADS = 132 * 2048
 # The most row elements a thread keeps in registers per cached value. Softmax and layer norm
 # cache two values: 16 registers at 8 (ptxas: at most 48 in all, no spills, sm_80 and sm_90).
 # At 16 they would take 32 of the 64 a thread has under __launch_bounds__(1024), with about 30
@@ -219,3 +234,225 @@ def column_reductions(graph: Graph, kernel: Kernel, dominant: str) -> list[str]:
     """The kernel's reductions that share the dominant's column loop, in kernel order."""
     key = _column_key(graph, dominant)
     return [name for name in kernel.computed if _column_key(graph, name) == key]
+
+
+def cooperative_grids(natural: int, block: int) -> list[int]:
+    """The grid sizes of a cooperative plan whose work would take `natural` blocks of `block`
+    threads: each of COOPERATIVE_GRIDS capped at `natural` and at MAX_RESIDENT_THREADS
+    threads, smallest first, without repeats."""
+    cap = max(1, MAX_RESIDENT_THREADS // block)
+    return sorted({max(1, min(grid, natural, cap)) for grid in COOPERATIVE_GRIDS})
+
+
+def reduction_depths(graph: Graph, kernel: Kernel, reductions: list[str]) -> dict[str, int]:
+    """For each value the kernel computes, the longest chain of `reductions` it reads (a
+    reduction counts itself): 0 for a value reading none, 1 for a reduction of the inputs,
+    2 for one reading such a reduction (softmax's sum of exp(x - max)), ..."""
+    targets, computed = set(reductions), set(kernel.computed)
+    depth: dict[str, int] = {}
+    for name, node in graph.nodes.items():  # topological order
+        if name in computed:
+            reads = max((depth.get(o, 0) for o in node.operands), default=0)
+            depth[name] = reads + (name in targets)
+    return depth
+
+
+# -- the phased schedule's loops (schedules/phased.py) ----------------------------------------
+
+# A row of at most this many elements is reduced by a warp per work item, a longer one by a
+# block (the row schedules' choice: rows.choose).
+PHASED_WARP_ROW = 1024
+# Splitting stops where a thread of a chunk would reduce fewer elements than this...
+PHASED_MIN_ELEMENTS = 4
+# ... or where a slot would have more chunks than this (its partials are combined by a warp).
+PHASED_MAX_SPLITS = 1024
+
+
+@dataclass(frozen=True)
+class PhaseLoop:
+    """One loop over work items in a level of a phased plan: the reductions of the level, in
+    graph order, whose operands share one index space (the same dims and reduced dims), so one
+    pass over it feeds all of them. A work item is (unit, chunk): a unit's reduced elements
+    are cut into `splits` chunks so that the items fill the grid.
+
+    `mapping` says how threads walk the operand so that consecutive threads read consecutive
+    elements (of a row-major operand):
+    - "row": the threads of an item stride over one slot's (output element's) reduced elements
+      in row-major order; a unit is a slot. For rows (reduced dims innermost) and reductions
+      whose reduced elements inside the last kept dim (`fold`) make runs of a warp or more
+      (NCHW BatchNorm's H x W).
+    - "column": the operand is read as columns. A virtual column is a kept index followed by
+      the `fold` reduced elements inside the last kept dim (a group's channels in NHWC
+      GroupNorm; 1 in NHWC BatchNorm), so consecutive virtual columns are consecutive
+      elements; the other reduced dims are the virtual rows, which the row groups of an item
+      stride over (as the column schedule does). A unit is a tile of `tile` virtual columns;
+      a slot's `fold` virtual columns are combined after the grid barrier."""
+
+    level: int
+    reductions: tuple[str, ...]
+    mapping: str                  # "row" | "column"
+    dims: tuple[int, ...]         # the operands' dims
+    reduced: tuple[int, ...]      # the reduced dims, sorted
+    slots: int                    # output elements of each reduction
+    fold: int                     # column: virtual columns per slot; row: 1
+
+    @property
+    def fold_dims(self) -> tuple[int, ...]:
+        """The reduced dims inside the last kept dim of more than one element."""
+        kept = [d for d in range(len(self.dims)) if d not in self.reduced and self.dims[d] > 1]
+        last = max(kept, default=-1)
+        return tuple(d for d in self.reduced if d > last)
+
+    @property
+    def row_dims(self) -> tuple[int, ...]:
+        """Column mapping: the reduced dims that are not folded (the virtual rows)."""
+        return tuple(d for d in self.reduced if d not in self.fold_dims)
+
+    @property
+    def length(self) -> int:
+        """The elements a unit's chunks are cut from: a slot's reduced elements (row), the
+        virtual rows (column)."""
+        dims = self.reduced if self.mapping == "row" else self.row_dims
+        return math.prod(self.dims[d] for d in dims)
+
+    @property
+    def columns(self) -> int:
+        """Partials per chunk: a slot's (row), a virtual column's (column)."""
+        return self.slots * self.fold
+
+    @property
+    def tile(self) -> int:
+        """Column mapping: virtual columns per unit."""
+        return min(WARP, next_power_of_two(self.columns))
+
+    @property
+    def units(self) -> int:
+        return self.slots if self.mapping == "row" else -(-self.columns // self.tile)
+
+    @property
+    def axis(self) -> int | None:
+        """The operand dim consecutive threads walk."""
+        if self.mapping == "row":
+            dims = self.reduced
+        else:
+            dims = self.fold_dims if self.fold > 1 else \
+                [d for d in range(len(self.dims)) if d not in self.reduced]
+        return max((d for d in dims if self.dims[d] > 1), default=None)
+
+    def item_threads(self, block: int) -> int:
+        """The threads that work on one item: a warp for rows of at most PHASED_WARP_ROW
+        elements, else the block."""
+        return WARP if self.mapping == "row" and self.length <= PHASED_WARP_ROW else block
+
+    def sharing(self, block: int) -> int:
+        """The threads that share a chunk's elements: an item's (row); its row groups
+        (column)."""
+        return self.item_threads(block) if self.mapping == "row" else block // self.tile
+
+    def splits(self, grid: int, block: int) -> int:
+        """Chunks per unit: the count that gives the busiest worker (a block, or a warp for
+        warp items) the fewest elements over the grid-stride loop of items (the fewest chunks
+        on a tie), with at least PHASED_MIN_ELEMENTS elements per thread of a chunk and at
+        most PHASED_MAX_SPLITS chunks. It depends on the plan's grid, not on the launched one,
+        so a launch on another grid computes the same partials."""
+        most = max(1, min(PHASED_MAX_SPLITS, self.length // (self.sharing(block) *
+                                                              PHASED_MIN_ELEMENTS)))
+        return _best_splits(self.units, self.length,
+                            grid * (block // self.item_threads(block)), most)
+
+
+@lru_cache(maxsize=4096)
+def _best_splits(units: int, length: int, workers: int, most: int) -> int:
+    """`PhaseLoop.splits`' search (remembered: the candidates of a kernel, and the kernels of
+    a model's layers, ask the same)."""
+
+    def busiest(splits: int) -> tuple[int, int]:
+        return -(-units * splits // workers) * -(-length // splits), splits
+
+    return min(range(1, most + 1), key=busiest)
+
+
+def phase_loops(graph: Graph, kernel: Kernel) -> list[PhaseLoop] | None:
+    """The loops of a phased plan, by level then graph order: a reduction's level is the
+    longest chain of the kernel's reductions it reads (`reduction_depths`). A reduction of one
+    element per output (its reduced dims all of size 1) moves no data: it is not a phase's,
+    the elemental emitter computes it where it is read. None when the kernel has no other
+    reduction, or one the phases cannot compute (a variadic or general reducer)."""
+    order = {name: k for k, name in enumerate(graph.nodes)}
+
+    def reduces(node) -> bool:
+        if node.op != "reduce":
+            return False
+        source = graph.nodes[node.operands[0]].array_shape
+        return math.prod(source.dims[d] for d in node.attrs["dimensions"]) > 1
+
+    names = sorted((n for n in kernel.computed if reduces(graph.nodes[n])),
+                   key=order.__getitem__)
+    if not names or any(graph.nodes[n].attrs.get("reducer") is None
+                        or len(graph.nodes[n].operands) != 2 for n in names):
+        return None
+    depth = reduction_depths(graph, kernel, names)
+    groups: dict[tuple, list[str]] = {}
+    for name in names:
+        node = graph.nodes[name]
+        source = graph.nodes[node.operands[0]].array_shape
+        key = (depth[name], source.dims, tuple(sorted(node.attrs["dimensions"])))
+        groups.setdefault(key, []).append(name)
+    loops = []
+    for (level, dims, reduced), members in groups.items():
+        loop = PhaseLoop(level=level, reductions=tuple(members), mapping="row", dims=dims,
+                         reduced=reduced, slots=graph.nodes[members[0]].array_shape.size,
+                         fold=1)
+        fold = math.prod(dims[d] for d in loop.fold_dims)
+        folded_all = all(dims[d] == 1 for d in loop.row_dims)
+        if folded_all or fold >= WARP:
+            loops.append(loop)
+        else:
+            loops.append(PhaseLoop(level=level, reductions=tuple(members), mapping="column",
+                                   dims=dims, reduced=reduced, slots=loop.slots, fold=fold))
+    return sorted(loops, key=lambda loop: loop.level)
+
+
+def derived_values(graph: Graph, kernel: Kernel,
+                   loops: list[PhaseLoop]) -> dict[str, list[str]]:
+    """For each reduction of a phased plan, the values its combine step also computes and
+    stores in scratch, in graph order, so that later phases load them instead of computing
+    them at every element (GroupNorm's mean and 1 / sqrt(var + eps), BatchNorm's scale): the
+    kernel's values with as many elements as the reduction's result that read it and no
+    other reduction of its level, each at the last such value before something else reads
+    it (a larger value, one reading another reduction, a reduction, the kernel's outputs)."""
+    levels = {name: loop.level for loop in loops for name in loop.reductions}
+    computed = set(kernel.computed)
+    depth = reduction_depths(graph, kernel, list(levels))
+    reads: dict[str, set[str]] = {}  # value -> the reductions of its level it reads
+    readers: dict[str, set[str]] = {}
+    for name, node in graph.nodes.items():  # topological order
+        if name not in computed:
+            continue
+        for operand in node.operands:
+            readers.setdefault(operand, set()).add(name)
+        if name in levels or node.shape.is_tuple or depth[name] == 0:
+            continue
+        reads[name] = set()
+        for operand in node.operands:
+            if levels.get(operand) == depth[name]:
+                reads[name].add(operand)
+            elif operand in reads and depth[operand] == depth[name]:
+                reads[name] |= reads[operand]
+
+    def source(name: str) -> str | None:
+        """The reduction a value is narrow for, if it is."""
+        found = reads.get(name, ())
+        if len(found) != 1:
+            return None
+        (reduction,) = found
+        same = graph.nodes[name].array_shape.size == graph.nodes[reduction].array_shape.size
+        return reduction if same else None
+
+    derived: dict[str, list[str]] = {name: [] for name in levels}
+    for name in reads:
+        reduction = source(name)
+        if reduction is not None and (name in kernel.outputs or any(
+                source(reader) != reduction for reader in readers.get(name, ()))):
+            derived[reduction].append(name)
+    return derived

@@ -165,6 +165,13 @@ class ProjectedModel:
                         shared_static_bytes=resources.static_shared_bytes,
                         shared_dynamic_bytes=workload.shared_bytes)
         blocks_per_sm = max(1, occ.blocks_per_sm)
+        resident = occ.blocks_per_sm * device.sm_count
+        if workload.cooperative and grid > resident:
+            # Blocks waiting at the grid barrier would hold the SMs the others need: the
+            # launch would deadlock (CUDA refuses it), so the plan is not ranked.
+            raise ValueError(f"a cooperative grid of {grid} blocks is not co-resident on "
+                             f"{device.name}: {occ.blocks_per_sm} blocks of {block} threads "
+                             f"per SM x {device.sm_count} SMs = {resident}")
         sms_used = min(device.sm_count, grid)
         busiest_share = math.ceil(grid / device.sm_count) / grid  # of all blocks' work
 

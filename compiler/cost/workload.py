@@ -32,9 +32,10 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from compiler.codegen.plan import (COLUMN_SCHEDULE, HORIZONTAL_SCHEDULE, ROW_SCHEDULES,
-                                   SPLIT_SCHEDULES, TRANSPOSE_SCHEDULE, CodeGenPlan,
-                                   column_reductions, column_split, global_reductions,
+from compiler.codegen.plan import (COLUMN_SCHEDULE, HORIZONTAL_SCHEDULE, PHASED_SCHEDULE,
+                                   ROW_SCHEDULES, SPLIT_SCHEDULES, TRANSPOSE_SCHEDULE, WARP,
+                                   CodeGenPlan, column_reductions, column_split,
+                                   derived_values, global_reductions, phase_loops,
                                    row_cache_reads, row_split)
 from compiler.codegen.schedules.horizontal import horizontal_parts
 from compiler.cost.devices import Device
@@ -142,6 +143,9 @@ class Workload:
     slowest_thread_cycles: float = 0.0
     barriers_per_block: int = 0
     grid_syncs: int = 0
+    # A cooperative launch: every block must be resident at once (the projected model refuses
+    # a grid the device cannot hold).
+    cooperative: bool = False
 
     @property
     def dram_bytes(self) -> int:
@@ -431,7 +435,7 @@ def kernel_workload(graph: Graph, kernel: Kernel, plan: CodeGenPlan, device: Dev
     if plan.schedule == HORIZONTAL_SCHEDULE:
         return _horizontal_workload(graph, kernel, plan, device, memo)
     w = Workload(schedule=plan.schedule, grid=plan.grid_size, block=plan.block_size,
-                 shared_bytes=plan.shared_bytes)
+                 shared_bytes=plan.shared_bytes, cooperative=plan.cooperative)
     counter = _Counter(graph, kernel, device, w, memo)
     if read_before is not None:
         counter.read_once = set(read_before)
@@ -471,6 +475,9 @@ def kernel_workload(graph: Graph, kernel: Kernel, plan: CodeGenPlan, device: Dev
     elif schedule in (COLUMN_SCHEDULE, "column-reduce-split"):
         _column_loops(graph, kernel, plan, counter, outputs, plan.dominant, frozenset(),
                       elementwise, barrier_latency)
+    elif schedule == PHASED_SCHEDULE:
+        _phased_loops(graph, kernel, plan, counter, outputs, elementwise, shuffle_latency,
+                      barrier_latency)
     else:
         raise ValueError(f"no workload model for schedule {schedule!r}")
     if read_before is not None:
@@ -635,3 +642,128 @@ def _column_loops(graph, kernel, plan, counter, outputs, dominant_name, known, e
     others = [n for n in outputs if n not in wide and n not in narrow]
     if others:
         elementwise(others, known=all_known)
+
+
+def _phased_loops(graph, kernel, plan, counter, outputs, elementwise, shuffle_latency,
+                  barrier_latency) -> None:
+    """schedules/phased.py. Per level: each loop over work items reads its operands once,
+    coalesced or not as its mapping walks them (`PhaseLoop.axis`), reads the earlier levels'
+    results from scratch, combines each item's threads (shuffles, block barriers) and writes
+    a partial per slot or virtual column and chunk; a grid barrier; a warp per slot combines
+    the slot's partials into the result in scratch, with the values derived from it
+    (`derived_values`: the emitter stores those that read the result only at its slot, which
+    the model takes to be all); a grid barrier (none after the last level when no output is
+    left). Then the other outputs' elementwise loops."""
+    w, device = counter.w, counter.device
+    loops = phase_loops(graph, kernel)
+    derived = derived_values(graph, kernel, loops)
+    block, grid = plan.block_size, plan.grid_size
+    steps = int(math.log2(WARP))
+    stored = {name for loop in loops for reduction in loop.reductions
+              for name in (reduction, *derived[reduction])}
+    rest = [n for n in outputs if n.name not in stored]
+    levels = sorted({loop.level for loop in loops})
+    known: frozenset[str] = frozenset()
+    lsu = 0.0
+    for level in levels:
+        level_loops = [loop for loop in loops if loop.level == level]
+        for loop in level_loops:
+            splits = loop.splits(grid, block)
+            threads = loop.item_threads(block)
+            items = loop.units * splits
+            per_worker = _ceil(items, grid * (block // threads))
+            operands = list(dict.fromkeys(graph.nodes[n].operands[0] for n in loop.reductions))
+            elements = math.prod(loop.dims)
+            counter.loop(_Loop(elements=elements, targets=operands,
+                               axes={name: loop.axis for name in operands}, known=known,
+                               per_thread=per_worker * _ceil(_ceil(loop.length, splits),
+                                                             loop.sharing(block))))
+            _result_reads(counter, operands, known, elements)
+            count = len(loop.reductions)
+            # The item's parts (warps of a row item, row groups of a column item) meet in
+            # shared memory: `entries` accumulators written, then read, per reduction.
+            if loop.mapping == "row":
+                w.instructions["shfl"] = w.instructions.get("shfl", 0) + \
+                    items * threads * steps * count
+                w.sync_cycles_per_thread += per_worker * steps * shuffle_latency * count
+                parts = entries = threads // WARP
+            else:
+                parts, entries = block // loop.tile, block
+            if parts > 1:
+                w.barriers_per_block += 2 * per_worker
+                w.sync_cycles_per_thread += 2 * per_worker * barrier_latency
+                w.shared_traffic_bytes += items * entries * 8 * count * 2
+                lsu += items * entries * count * 2
+            # Partials (like results and derived values) are read back within the launch:
+            # L2 traffic, written back to DRAM only on eviction.
+            partial_bytes = loop.columns * splits * 8 * count
+            lsu += partial_bytes / 8
+            w.l2_bytes += partial_bytes
+        w.grid_syncs += 1
+        for loop in level_loops:
+            lsu += _phased_combine(graph, loop, loop.splits(grid, block), derived, plan,
+                                   counter, shuffle_latency)
+        if level != levels[-1] or rest:
+            w.grid_syncs += 1
+        known = known | {name for loop in level_loops for reduction in loop.reductions
+                         for name in (reduction, *derived[reduction])}
+    w.instructions["lsu"] = w.instructions.get("lsu", 0) + lsu
+    if rest:
+        elementwise(rest, known=known, vector=plan.vector_width)
+        sizes: dict[int, list[str]] = {}
+        for node in rest:
+            sizes.setdefault(node.array_shape.size, []).append(node.name)
+        for size, group in sizes.items():
+            _result_reads(counter, group, known, size)
+
+
+def _phased_combine(graph, loop, splits, derived, plan, counter, shuffle_latency) -> float:
+    """A warp per slot combines the slot's fold x splits partials (from L2), shuffles, and
+    lane 0 writes the result and its derived values to scratch (and to outputs); the load
+    and store instructions."""
+    w, device = counter.w, counter.device
+    per_slot = loop.fold * splits
+    warps = plan.grid_size * plan.block_size // WARP
+    rounds = _ceil(loop.slots, warps)
+    loads = _ceil(per_slot, WARP)
+    steps = int(math.log2(WARP))
+    lsu = 0.0
+    for name in loop.reductions:
+        stores = [graph.nodes[n] for n in (name, *derived[name])]
+        result_bytes = sum(n.array_shape.size * max(1, n.array_shape.dtype.bits // 8)
+                           for n in stores)
+        lsu += loop.slots * (per_slot + sum(1 + (n.name in counter.kernel.outputs)
+                                            for n in stores))
+        w.instructions["shfl"] = w.instructions.get("shfl", 0) + loop.slots * WARP * steps
+        w.l2_bytes += loop.slots * per_slot * 8 + result_bytes
+        w.iterations_per_thread += rounds * loads
+        w.latency_cycles_per_thread += rounds * (
+            loads / min(UNROLL, loads) * device.l2_hit_latency_cycles +
+            loads * device.fp32_fma_latency_cycles)
+        w.sync_cycles_per_thread += rounds * steps * shuffle_latency
+    return lsu
+
+
+def _result_reads(counter, targets: list[str], known: frozenset[str], elements: int) -> None:
+    """The loads from scratch (reduction results, derived values) that computing `targets`
+    at `elements` positions makes: every known value its walk reaches, once per position (a
+    broadcast read: nearby threads read the same element, which L1 serves). Counted in
+    instructions and bytes, as the split schedule's partials are, not as accesses: they are
+    no input of the kernel."""
+    graph, w = counter.graph, counter.w
+    reached, seen, stack = set(), set(), list(targets)
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in known:
+            reached.add(name)
+        elif name in counter.computed:
+            stack.extend(graph.nodes[name].operands)
+    for name in sorted(reached):
+        shape = graph.nodes[name].array_shape
+        itemsize = max(1, shape.dtype.bits // 8)
+        unique = shape.size * itemsize
+        w.instructions["lsu"] = w.instructions.get("lsu", 0) + elements
+        w.l2_bytes += max(unique, elements * itemsize // WARP)

@@ -19,7 +19,7 @@ import pytest
 
 from compiler.codegen.check import PRELUDE_DIR, compare, from_memory, to_memory
 from compiler.codegen.emit import SCRATCH, emit_kernel
-from compiler.codegen.plan import ROW_SCHEDULES, SPLIT_SCHEDULES
+from compiler.codegen.plan import COOPERATIVE_GRIDS, ROW_SCHEDULES, SPLIT_SCHEDULES
 from compiler.codegen.schedules import choose_plan, enumerate_plans
 from compiler.codegen.schedules.split import split_scratch
 from compiler.importers.hlo_text import import_hlo
@@ -108,7 +108,7 @@ def test_softmax_over_few_long_rows_splits_both_phases_behind_grid_barriers():
                                                {"row-reduce-split"})
     chosen = choose_plan(plans)
     assert chosen.schedule == "row-reduce-split" and chosen.cooperative
-    assert chosen.grid_size * chosen.block_size <= 8192 and chosen.grid_size <= 58
+    assert chosen.grid_size <= COOPERATIVE_GRIDS[0]  # co-resident on any GPU
     for plan, e in zip(plans, emitted):
         if plan.schedule == "row-reduce-split":
             assert e.cooperative and e.source.count("fx_grid_sync();") == 2

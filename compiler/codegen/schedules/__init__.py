@@ -21,19 +21,24 @@ from __future__ import annotations
 from types import ModuleType
 
 from compiler.codegen.plan import CodeGenPlan
-from compiler.codegen.schedules import (columns, elementwise, horizontal, rows, split,
-                                        transpose)
+from compiler.codegen.schedules import (columns, elementwise, horizontal, phased, rows,
+                                        split, transpose)
 from compiler.fusion.plan import Kernel
 from compiler.ir.graph import Graph
 
-ENUMERATION: tuple[ModuleType, ...] = (horizontal, rows, columns, split, transpose, elementwise)
+ENUMERATION: tuple[ModuleType, ...] = (horizontal, rows, columns, split, transpose, phased,
+                                       elementwise)
 # A horizontal kernel's parts each get the schedule they would get alone (a row reduction
 # beside unrelated converts is no longer reduced serially per element): preferred whenever it
 # exists. Task splitting exists only where the unsplit schedules leave most SMs idle, and a
-# tiled transpose only where a side would stride: when they exist they are preferred.
+# tiled transpose only where a side would stride: when they exist they are preferred. So are
+# phased plans, for kernels whose reductions the row and column schedules would recompute
+# (their `choose` leaves small kernels to those, and layer norm's backward to the row
+# schedule's cooperative plans).
 # Otherwise a reduction's schedule beats the elementwise one, which reduces serially per
 # thread.
-PREFERENCE: tuple[ModuleType, ...] = (horizontal, split, transpose, rows, columns, elementwise)
+PREFERENCE: tuple[ModuleType, ...] = (horizontal, phased, split, transpose, rows, columns,
+                                      elementwise)
 
 _EMITTERS = {name: module.emit for module in ENUMERATION for name in module.SCHEDULES}
 

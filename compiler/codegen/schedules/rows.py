@@ -21,9 +21,9 @@ the rows, as layer norm's backward pass sums gamma's and beta's gradients over t
 `cooperative` plans. Phase 1 is the row schedule; it writes each row reduction's result to a
 global scratch buffer. `fx_grid_sync()`; phase 2 is the column schedule over the column
 reductions (schedules/columns.py), reading the row results from scratch instead of
-recomputing them. The grid is capped at `COOPERATIVE_GRID` blocks (and
-`COOPERATIVE_THREADS`) so that every block is resident at once (the fuser's one-wave bound is
-larger; both phases are grid-stride loops, so any grid is right).
+recomputing them. Both phases are grid-stride loops, so any grid is right: the plans come in
+the cooperative grid sizes (`plan.cooperative_grids`), and the projected model refuses one
+whose blocks its device cannot hold all at once.
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ from compiler.codegen.elemental import Elemental
 from compiler.codegen.indexing import Ix
 from compiler.codegen.loops import (RowCache, depends_on, elementwise_loops, row_columns,
                                     row_phase, scratch_pointers, split_index)
-from compiler.codegen.plan import (BLOCK_SIZES, COOPERATIVE_GRID, COOPERATIVE_THREADS, MAX_GRID,
-                                   ROW_CACHE_MAX, ROW_SCHEDULES, WARP, CodeGenPlan,
-                                   column_split, global_reductions, next_power_of_two,
-                                   row_cache_reads, row_reductions, row_split)
+from compiler.codegen.plan import (BLOCK_SIZES, MAX_GRID, ROW_CACHE_MAX, ROW_SCHEDULES, WARP,
+                                   CodeGenPlan, column_split, cooperative_grids,
+                                   global_reductions, next_power_of_two, row_cache_reads,
+                                   row_reductions, row_split)
 from compiler.codegen.schedules.columns import emit_columns
 from compiler.fusion.plan import Kernel
 from compiler.ir.graph import Graph, Node
@@ -67,7 +67,7 @@ def candidates(graph: Graph, kernel: Kernel, dominant: str) -> list[CodeGenPlan]
                 threads_per_row=threads, rows_per_block=per_block,
                 shared_bytes=_row_shared_bytes(graph, kernel, per_block, threads),
                 rows=rows, row_length=length)
-            plans.append(_globally_stitched(graph, kernel, plan))
+            plans.extend(_globally_stitched(graph, kernel, plan))
     return plans + _row_cached_plans(graph, kernel, plans)
 
 
@@ -121,21 +121,23 @@ def _row_cached_plans(graph: Graph, kernel: Kernel,
     return cached
 
 
-def _globally_stitched(graph: Graph, kernel: Kernel, plan: CodeGenPlan) -> CodeGenPlan:
-    """`plan` with a column phase behind a grid barrier when the kernel needs one."""
+def _globally_stitched(graph: Graph, kernel: Kernel,
+                       plan: CodeGenPlan) -> list[CodeGenPlan]:
+    """`plan`, or when the kernel needs a column phase behind a grid barrier, `plan` with one
+    in each cooperative grid size."""
     second = global_reductions(graph, kernel)
     if not second:
-        return plan
+        return [plan]
     columns, _ = column_split(graph, second[0])
     tile = min(WARP, next_power_of_two(columns))
     row_results = [n for n in kernel.computed if row_split(graph, n) is not None]
     scratch = sum(-(-graph.nodes[n].array_shape.size * graph.nodes[n].array_shape.dtype.bits
                     // 8 // 16) * 16 for n in row_results)
     column_shared = 8 * plan.block_size * len(second) if plan.block_size > tile else 0
-    grid = min(plan.grid_size, COOPERATIVE_GRID, max(1, COOPERATIVE_THREADS // plan.block_size))
-    return replace(plan, grid_size=grid, cooperative=True,
-                   columns=columns, column_tile=tile, scratch_bytes=max(scratch, 16),
-                   shared_bytes=max(plan.shared_bytes, column_shared))
+    return [replace(plan, grid_size=grid, cooperative=True, columns=columns, column_tile=tile,
+                    scratch_bytes=max(scratch, 16),
+                    shared_bytes=max(plan.shared_bytes, column_shared))
+            for grid in cooperative_grids(plan.grid_size, plan.block_size)]
 
 
 def emit(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes: list[Node],

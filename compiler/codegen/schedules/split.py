@@ -19,9 +19,10 @@ in chunk order, so results do not depend on which block finished first:
   no reduction are written in the chunk loop.
 - Grid barriers (row kernels with chained reductions, as softmax's max then sum of
   exp(x - max), or wide outputs reading a reduction: they need every chunk's partials in
-  every block): a cooperative launch whose grid `candidates` caps so every block is resident. Phase
-  k is one loop over the items: each combines the partials of the earlier phases' reductions
-  of its row, then reduces its chunk for phase k's reductions and writes their partials;
+  every block): a cooperative launch, in the cooperative grid sizes (`cooperative_grids`;
+  the projected model refuses a grid its device cannot hold all at once). Phase k is one
+  loop over the items: each combines the partials of the earlier phases' reductions of its
+  row, then reduces its chunk for phase k's reductions and writes their partials;
   `fx_grid_sync()` follows every phase, outside the item loop, so every thread reaches each
   barrier once. A last loop over the items combines everything and writes the outputs: the
   wide ones over its chunk, the row-sized ones from chunk 0.
@@ -41,9 +42,9 @@ from compiler.codegen.elemental import Elemental, reducer_functor, reducer_ident
 from compiler.codegen.indexing import Index, Ix
 from compiler.codegen.loops import (accumulate_columns, accumulator_ctype, elementwise_loops,
                                     finish_reduction, row_partial, split_index)
-from compiler.codegen.plan import (COOPERATIVE_GRID, COOPERATIVE_THREADS, MAX_GRID,
-                                   SPLIT_SCHEDULES, WARP, CodeGenPlan, column_reductions,
-                                   column_split, global_reductions, next_power_of_two,
+from compiler.codegen.plan import (COOPERATIVE_GRIDS, SPLIT_SCHEDULES, WARP, CodeGenPlan,
+                                   column_reductions, column_split, cooperative_grids,
+                                   global_reductions, next_power_of_two, reduction_depths,
                                    row_split)
 from compiler.fusion.plan import Kernel
 from compiler.ir.dtypes import accumulation_dtype
@@ -91,19 +92,6 @@ def split_reductions(graph: Graph, kernel: Kernel, schedule: str, dominant: str)
     return sorted(names, key=order.__getitem__)
 
 
-def split_depths(graph: Graph, kernel: Kernel, reductions: list[str]) -> dict[str, int]:
-    """For each value the kernel computes, the longest chain of `reductions` it reads (a
-    reduction counts itself): 0 for a value reading none, 1 for a reduction of the inputs,
-    2 for one reading such a reduction (softmax's sum of exp(x - max)), ..."""
-    targets, computed = set(reductions), set(kernel.computed)
-    depth: dict[str, int] = {}
-    for name, node in graph.nodes.items():  # topological order
-        if name in computed:
-            reads = max((depth.get(o, 0) for o in node.operands), default=0)
-            depth[name] = reads + (name in targets)
-    return depth
-
-
 def split_scratch(reductions: int, slots: int, splits: int,
                   tickets: int) -> tuple[list[int], int, int]:
     """A split plan's scratch: each reduction's partials ([slot][chunk], 8 bytes apiece
@@ -140,7 +128,7 @@ def candidates(graph: Graph, kernel: Kernel, dominant: str) -> list[CodeGenPlan]
     if slots > SPLIT_MAX_SLOTS or length < SPLIT_MIN_LENGTH:
         return []
     reductions = split_reductions(graph, kernel, schedule, dominant)
-    depth = split_depths(graph, kernel, reductions)
+    depth = reduction_depths(graph, kernel, reductions)
     outputs = [graph.nodes[n] for n in kernel.outputs if not graph.nodes[n].shape.is_tuple]
     if any(depth.get(n.name, 0) and n.array_shape.size not in (wide_size, narrow_size)
            for n in outputs):
@@ -160,19 +148,18 @@ def _row_split_plans(dominant: str, rows: int, length: int, reductions: int,
                      cooperative: bool) -> list[CodeGenPlan]:
     plans = []
     for block in SPLIT_BLOCK_SIZES:
-        cap = min(COOPERATIVE_GRID, COOPERATIVE_THREADS // block) if cooperative else MAX_GRID
-        limit = 4 * cap if cooperative else SPLIT_MAX_ITEMS
         for splits in SPLIT_COUNTS:
             items = rows * splits
-            if -(-length // splits) < block or items > limit:
+            if -(-length // splits) < block or items > SPLIT_MAX_ITEMS:
                 continue
             scratch = split_scratch(reductions, rows, splits, 0 if cooperative else rows)[2]
             shared = 8 * (block // WARP) * reductions + (0 if cooperative else 16)
-            plans.append(CodeGenPlan(
-                schedule="row-reduce-split", dominant=dominant, block_size=block,
-                grid_size=min(items, cap), threads_per_row=block, rows_per_block=1,
-                shared_bytes=shared, rows=rows, row_length=length, cooperative=cooperative,
-                scratch_bytes=scratch, splits=splits))
+            for grid in cooperative_grids(items, block) if cooperative else [items]:
+                plans.append(CodeGenPlan(
+                    schedule="row-reduce-split", dominant=dominant, block_size=block,
+                    grid_size=grid, threads_per_row=block, rows_per_block=1,
+                    shared_bytes=shared, rows=rows, row_length=length,
+                    cooperative=cooperative, scratch_bytes=scratch, splits=splits))
     return plans
 
 
@@ -205,7 +192,8 @@ def choose(plans: list[CodeGenPlan]) -> CodeGenPlan | None:
     - 256 threads, and the most splits that still give each thread at least 4 elements of its
       chunk (a row's chunk over the block; a column's chunk over the row groups) and keep
       the work items within 2 blocks per SM of a 132-SM GPU (a cooperative plan: within its
-      capped grid, so each phase is one round of work items).
+      grid, so each phase is one round of work items, of at most COOPERATIVE_GRIDS[0]
+      blocks, one per SM of the smallest GPU: co-resident on any).
     """
     split = [p for p in plans if p.schedule in SPLIT_SCHEDULES and p.block_size == 256]
     if not split:
@@ -219,6 +207,8 @@ def choose(plans: list[CodeGenPlan]) -> CodeGenPlan | None:
 
     def fits(p: CodeGenPlan) -> bool:
         slots, length, threads = shape(p)
+        if p.cooperative and p.grid_size > COOPERATIVE_GRIDS[0]:
+            return False
         limit = p.grid_size if p.cooperative else 2 * SPLIT_SMS
         return -(-length // p.splits) >= 4 * threads and slots * p.splits <= limit
 
@@ -333,7 +323,7 @@ def _split_rows(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes: 
     rows, length, splits = plan.rows, plan.row_length, plan.splits
     names = split_reductions(graph, kernel, plan.schedule, plan.dominant)
     reductions = [graph.nodes[n] for n in names]
-    depth = split_depths(graph, kernel, names)
+    depth = reduction_depths(graph, kernel, names)
     phases = [[n for n in reductions if depth[n.name] == level]
               for level in range(1, max(depth[n] for n in names) + 1)]
     wide = [n for n in output_nodes if n.array_shape.size == rows * length]
@@ -420,7 +410,7 @@ def _split_columns(graph: Graph, kernel: Kernel, emitter: Elemental,
     source = graph.nodes[dominant.operands[0]].array_shape
     reduced_dims = sorted(dominant.attrs["dimensions"])
     kept_dims = [n for d, n in enumerate(source.dims) if d not in reduced_dims]
-    depth = split_depths(graph, kernel, [n.name for n in reductions])
+    depth = reduction_depths(graph, kernel, [n.name for n in reductions])
     wide = [n for n in output_nodes if n.array_shape.dims == source.dims
             and depth.get(n.name, 0) == 0]
     narrow = [n for n in output_nodes if n.array_shape.size == columns and n not in wide]
