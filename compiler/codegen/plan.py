@@ -175,7 +175,7 @@ def next_power_of_two(n: int) -> int:
 def row_reductions(graph: Graph, kernel: Kernel, rows: int, length: int) -> list[str]:
     """The kernel's reductions over the same rows (rows x length), in graph order: a row
     schedule's phases."""
-    order = {name: k for k, name in enumerate(graph.nodes)}
+    order = graph.positions()
     names = [n for n in kernel.computed if graph.nodes[n].op == "reduce"
              and row_split(graph, n) == (rows, length)]
     return sorted(names, key=order.__getitem__)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, replace
+from functools import lru_cache
 
 from compiler.cost.devices import Device
 from compiler.cost.occupancy import occupancy
@@ -147,6 +148,14 @@ def estimate_registers(workload: Workload) -> int:
     return int(min(255, 24 + 2 * reads * vector + reductions))
 
 
+@lru_cache(maxsize=4096)
+def _occupancy(device: Device, block: int, registers: int, static_shared: int,
+               dynamic_shared: int):
+    """occupancy.occupancy, remembered: candidate plans repeat a few launch shapes."""
+    return occupancy(device, block, registers, shared_static_bytes=static_shared,
+                     shared_dynamic_bytes=dynamic_shared)
+
+
 class ProjectedModel:
     """Projected times on one device, with its derating constants."""
 
@@ -161,9 +170,8 @@ class ProjectedModel:
         clock = device.clock_hz
         grid, block = max(1, workload.grid), max(1, workload.block)
         shared = workload.shared_bytes + resources.static_shared_bytes
-        occ = occupancy(device, block, max(1, resources.registers),
-                        shared_static_bytes=resources.static_shared_bytes,
-                        shared_dynamic_bytes=workload.shared_bytes)
+        occ = _occupancy(device, block, max(1, resources.registers),
+                         resources.static_shared_bytes, workload.shared_bytes)
         blocks_per_sm = max(1, occ.blocks_per_sm)
         resident = occ.blocks_per_sm * device.sm_count
         if workload.cooperative and grid > resident:

@@ -278,9 +278,7 @@ class _Counter:
         # of one kernel share it (`rank_plans` passes one memo for all of them).
         self.memo = memo if memo is not None else {}
 
-    def _walk(self, loop: _Loop) -> tuple[dict, dict, float, dict]:
-        key = (tuple(loop.targets), loop.known, tuple(loop.axes.get(t) for t in loop.targets),
-               loop.coalesced_reads)
+    def _walk(self, loop: _Loop, key: tuple) -> tuple[dict, dict, float, dict]:
         if key not in self.memo:
             self.memo[key] = self._walk_uncached(loop)
         return self.memo[key]
@@ -352,43 +350,69 @@ class _Counter:
         return evals, loads, chain, arithmetic
 
     def loop(self, loop: _Loop) -> None:
-        graph, device = self.graph, self.device
-        evals, loads, chain, arithmetic = self._walk(loop)
+        """Add what one loop costs to the workload. Its effect (instructions, bytes, accesses)
+        depends on the launch only through the vector width, so the candidate plans of a
+        kernel share it (`memo`); the latency depends on each thread's iterations."""
+        walk_key = (tuple(loop.targets), loop.known,
+                    tuple(loop.axes.get(t) for t in loop.targets), loop.coalesced_reads)
+        evals, loads, chain, arithmetic = self._walk(loop, walk_key)
+        read_before = self.read_once
+        seen = frozenset(name for name, _ in loads if name in read_before)
+        key = ("effect", walk_key, loop.elements, loop.vector, loop.stores, seen)
+        effect = self.memo.get(key)
+        if effect is None:
+            effect = self.memo[key] = self._effect(loop, evals, loads, arithmetic, seen)
         w = self.w
-        for pipe, n in arithmetic.items():
-            w.instructions[pipe] = w.instructions.get(pipe, 0) + n * loop.elements
+        for pipe, n in effect.instructions:
+            w.instructions[pipe] = w.instructions.get(pipe, 0) + n
+        w.l2_bytes += effect.l2_bytes
+        w.dram_read_bytes += effect.dram_read_bytes
+        w.dram_write_bytes += effect.dram_write_bytes
+        w.accesses.extend(effect.accesses)
+        self.read_once = read_before | {name for name, _ in loads}
+        # Latency: each iteration waits for its loads (DRAM the first time a value is read,
+        # L2 when it is read again; twice through a gather's index) and its arithmetic.
+        first_reads = any(name not in read_before for name, _ in loads)
+        device = self.device
+        memory = (device.dram_latency_cycles if first_reads
+                  else device.l2_hit_latency_cycles if loads else 0)
+        # nvcc unrolls a loop like these by UNROLL and issues the unrolled iterations' loads
+        # together, so that many memory round trips overlap.
+        round_trips = (2 if effect.gathers else 1) / min(UNROLL, max(1, loop.per_thread))
+        w.iterations_per_thread += loop.per_thread
+        w.chain_cycles_per_iteration = max(w.chain_cycles_per_iteration, chain)
+        w.latency_cycles_per_thread += loop.per_thread * (round_trips * memory + chain)
+
+    def _effect(self, loop: _Loop, evals: dict, loads: dict, arithmetic: dict,
+                seen: frozenset[str]) -> _Effect:
+        """The instructions, bytes and accesses of a loop whose reads of `seen` values are
+        re-reads (an earlier loop of the kernel read them)."""
+        graph = self.graph
+        instructions = {pipe: n * loop.elements for pipe, n in arithmetic.items()}
         # Index arithmetic and loop overhead, per position (shared by the lanes of a vector).
         rank = max((graph.nodes[t].array_shape.rank for t in loop.targets), default=1)
         per_position = dict(LOOP_OVERHEAD)
         for pipe, n in INDEX_PER_DIM.items():
             per_position[pipe] = per_position.get(pipe, 0) + n * max(0, rank - 1)
         for pipe, n in per_position.items():
-            w.instructions[pipe] = w.instructions.get(pipe, 0) + n * loop.elements / loop.vector
-        # Memory.
-        gathers = any(graph.nodes[n].op in ("gather", "dynamic-slice", "dynamic-update-slice")
-                      for n in evals)
-        read_before = set(self.read_once)
+            instructions[pipe] = instructions.get(pipe, 0) + n * loop.elements / loop.vector
+        effect = _Effect(instructions, gathers=any(
+            graph.nodes[n].op in ("gather", "dynamic-slice", "dynamic-update-slice")
+            for n in evals))
+        read = set(seen)
         for (name, pattern), multiplier in loads.items():
-            self._access(name, "read", pattern, loop.elements * multiplier, loop.vector,
-                         reread=name in self.read_once)
-            self.read_once.add(name)
+            self._access(effect, name, "read", pattern, loop.elements * multiplier,
+                         loop.vector, reread=name in read)
+            read.add(name)
         for name in loop.stores:
-            self._access(name, "write", _pattern(graph.nodes[name], loop.axes.get(name)),
+            self._access(effect, name, "write", _pattern(graph.nodes[name], loop.axes.get(name)),
                          graph.nodes[name].array_shape.size, loop.vector, reread=False)
-        # Latency: each iteration waits for its loads (DRAM the first time a value is read,
-        # L2 when it is read again; twice through a gather's index) and its arithmetic.
-        first_reads = any(name not in read_before for name, _ in loads)
-        memory = (device.dram_latency_cycles if first_reads
-                  else device.l2_hit_latency_cycles if loads else 0)
-        # nvcc unrolls a loop like these by UNROLL and issues the unrolled iterations' loads
-        # together, so that many memory round trips overlap.
-        round_trips = (2 if gathers else 1) / min(UNROLL, max(1, loop.per_thread))
-        w.iterations_per_thread += loop.per_thread
-        w.chain_cycles_per_iteration = max(w.chain_cycles_per_iteration, chain)
-        w.latency_cycles_per_thread += loop.per_thread * (round_trips * memory + chain)
+        effect.instructions = tuple(effect.instructions.items())
+        effect.accesses = tuple(effect.accesses)
+        return effect
 
-    def _access(self, name: str, role: str, pattern: str, elements: int, vector: int,
-                reread: bool) -> None:
+    def _access(self, effect: _Effect, name: str, role: str, pattern: str, elements: int,
+                vector: int, reread: bool) -> None:
         node = self.graph.nodes[name]
         shape = node.array_shape
         itemsize = max(1, shape.dtype.bits // 8)
@@ -403,20 +427,30 @@ class _Counter:
         else:  # strided or transposed: a sector per element
             l2 = elements * max(itemsize, SECTOR_BYTES)
             lsu = elements
-        w = self.w
-        w.instructions["lsu"] = w.instructions.get("lsu", 0) + lsu
-        w.l2_bytes += l2
+        effect.instructions["lsu"] = effect.instructions.get("lsu", 0) + lsu
+        effect.l2_bytes += l2
         fits_l2 = unique <= self.device.l2_bytes // 2
         wasteful = pattern in ("strided", "transposed")
         if role == "read":
             if not reread:
-                w.dram_read_bytes += unique if (fits_l2 or not wasteful) else l2
+                effect.dram_read_bytes += unique if (fits_l2 or not wasteful) else l2
             elif not fits_l2:
-                w.dram_read_bytes += l2
+                effect.dram_read_bytes += l2
         else:
-            w.dram_write_bytes += unique if (fits_l2 or not wasteful) else l2
-        w.accesses.append(Access(name, role, pattern, elements, unique, l2, vectorized,
-                                 itemsize))
+            effect.dram_write_bytes += unique if (fits_l2 or not wasteful) else l2
+        effect.accesses.append(Access(name, role, pattern, elements, unique, l2, vectorized,
+                                      itemsize))
+
+
+@dataclass
+class _Effect:
+    """What one loop adds to a workload, but for its latency (`_Counter.loop`)."""
+    instructions: dict | tuple                       # pipe -> thread instructions
+    l2_bytes: int = 0
+    dram_read_bytes: int = 0
+    dram_write_bytes: int = 0
+    accesses: list | tuple = field(default_factory=list)
+    gathers: bool = False
 
 
 # -- schedules -> loops -----------------------------------------------------------------------
@@ -543,16 +577,22 @@ def _row_loops(graph, kernel, plan, counter, outputs, elementwise, shuffle_laten
     work_items = rows * splits
     rows_per_slot = _ceil(work_items, slots)
     per_row = _ceil(_ceil(length, splits), threads_per_row)
-    # Phases in graph order: a kernel owns its reductions (never recomputed), and its owned
-    # nodes are in graph order.
-    reductions = [n for n in kernel.nodes if graph.nodes[n].op == "reduce"
-                  and row_split(graph, n) == (rows, length)]
-    second = set(global_reductions(graph, kernel)) if plan.cooperative else set()
-    wide = [n for n in outputs if n.array_shape.size == rows * length and length > 1
-            and n.name not in second]
-    # A row cache keeps what later loops over the row read in registers: known there.
-    cached = row_cache_reads(graph, kernel, reductions, [n.name for n in wide]) \
-        if plan.row_cache else [frozenset()] * (len(reductions) + 1)
+    # The kernel's analyses depend on the rows and on whether the plan is cooperative or has
+    # a row cache, not on its launch: the candidate plans of a kernel share them.
+    key = ("rows", rows, length, plan.cooperative, bool(plan.row_cache))
+    if key not in counter.memo:
+        # Phases in graph order: a kernel owns its reductions (never recomputed), and its
+        # owned nodes are in graph order.
+        reductions = [n for n in kernel.nodes if graph.nodes[n].op == "reduce"
+                      and row_split(graph, n) == (rows, length)]
+        second = set(global_reductions(graph, kernel)) if plan.cooperative else set()
+        wide = [n for n in outputs if n.array_shape.size == rows * length and length > 1
+                and n.name not in second]
+        # A row cache keeps what later loops over the row read in registers: known there.
+        cached = row_cache_reads(graph, kernel, reductions, [n.name for n in wide]) \
+            if plan.row_cache else [frozenset()] * (len(reductions) + 1)
+        counter.memo[key] = reductions, second, wide, cached
+    reductions, second, wide, cached = counter.memo[key]
     known: set[str] = set()
     steps = int(math.log2(max(1, min(threads_per_row, 32))))
     for k, name in enumerate(reductions):

@@ -118,6 +118,15 @@ class Graph:
                 result[operand].append(node.name)
         return result
 
+    def positions(self) -> dict[str, int]:
+        """Node name -> its index in graph (topological) order. Computed once and kept while
+        the graph's node count stays the same (stages treat a built graph as read-only)."""
+        cached = self.__dict__.get("_positions")
+        if cached is None or len(cached) != len(self.nodes):
+            cached = {name: i for i, name in enumerate(self.nodes)}
+            self.__dict__["_positions"] = cached
+        return cached
+
     def output_names(self) -> list[str]:
         """The graph's outputs in flattened output-tuple order (through nested tuples)."""
         names: list[str] = []

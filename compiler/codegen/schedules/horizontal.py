@@ -104,7 +104,7 @@ def horizontal_parts(graph: Graph, kernel: Kernel) -> list[Kernel]:
     members: dict[str, list[str]] = {}
     for name in kernel.nodes:  # graph order: parts come out by their first owned node
         members.setdefault(root(name), []).append(name)
-    position = {name: k for k, name in enumerate(graph.nodes)}
+    position = graph.positions()
     return [_part(graph, kernel, k, names, position)
             for k, names in enumerate(members.values())]
 

@@ -88,7 +88,7 @@ def split_reductions(graph: Graph, kernel: Kernel, schedule: str, dominant: str)
         rows = row_split(graph, dominant)
         names = [n for n in kernel.computed if graph.nodes[n].op == "reduce"
                  and row_split(graph, n) == rows]
-    order = {name: k for k, name in enumerate(graph.nodes)}
+    order = graph.positions()
     return sorted(names, key=order.__getitem__)
 
 
