@@ -290,6 +290,7 @@ class _Counter:
         evals: dict[str, int] = {}
         loads: dict[tuple[str, str], int] = {}   # (input, pattern) -> evaluations
         depth: dict[str, float] = {}
+        combines: dict[str, int] = {}             # reduction -> reducer applications
 
         def visit(name: str, multiplier: int, axis, transposed: bool = False) -> float:
             """Walks the values `name` needs; returns its dependency-chain latency.
@@ -314,8 +315,10 @@ class _Counter:
             if node.op == "reduce":
                 source = graph.nodes[node.operands[0]].array_shape
                 inner = multiplier * math.prod(source.dims[d] for d in node.attrs["dimensions"])
-            elif node.op == "reduce-window":
-                inner = multiplier * math.prod(node.attrs.get("window_dims", ()) or (1,))
+            elif node.op == "reduce-window":  # each output reads its window's elements
+                inner = multiplier * math.prod(node.attrs.get("window", {}).get("size", (1,)))
+            if node.op in ("reduce", "reduce-window"):
+                combines[name] = max(combines.get(name, 0), inner)
             longest = 0.0
             for k, operand in enumerate(dict.fromkeys(node.operands)):
                 position = node.operands.index(operand)
@@ -338,15 +341,14 @@ class _Counter:
         arithmetic: dict[str, float] = {}
         for name, multiplier in evals.items():
             node = graph.nodes[name]
-            mix = dict(op_mix(node))
-            if node.op in ("reduce", "reduce-window"):
+            for pipe, n in op_mix(node).items():
+                arithmetic[pipe] = arithmetic.get(pipe, 0) + n * multiplier
+            if name in combines:
                 acc = accumulation_dtype(node.array_shape.dtype)
                 reducer = node.attrs.get("reducer") or "add"
                 floating = reducer in ("add", "multiply") and acc.is_float
                 for pipe, n in ({"fma": 1} if floating else {"alu": 2}).items():
-                    mix[pipe] = mix.get(pipe, 0) + n
-            for pipe, n in mix.items():
-                arithmetic[pipe] = arithmetic.get(pipe, 0) + n * multiplier
+                    arithmetic[pipe] = arithmetic.get(pipe, 0) + n * combines[name]
         return evals, loads, chain, arithmetic
 
     def loop(self, loop: _Loop) -> None:
@@ -647,7 +649,10 @@ def _column_loops(graph, kernel, plan, counter, outputs, dominant_name, known, e
     groups = max(1, plan.block_size // tile)
     splits = max(1, plan.splits) if plan.schedule in SPLIT_SCHEDULES else 1
     dominant = graph.nodes[dominant_name]
-    names = column_reductions(graph, kernel, dominant_name)
+    key = ("columns", dominant_name)
+    if key not in counter.memo:  # the kernel's, whatever the launch
+        counter.memo[key] = column_reductions(graph, kernel, dominant_name)
+    names = counter.memo[key]
     source = graph.nodes[dominant.operands[0]].array_shape
     reduced = sorted(dominant.attrs["dimensions"])
     kept = [d for d in range(source.rank) if d not in reduced]
@@ -694,9 +699,11 @@ def _phased_loops(graph, kernel, plan, counter, outputs, elementwise, shuffle_la
     (`derived_values`: the emitter stores those that read the result only at its slot, which
     the model takes to be all); a grid barrier (none after the last level when no output is
     left). Then the other outputs' elementwise loops."""
-    w, device = counter.w, counter.device
-    loops = phase_loops(graph, kernel)
-    derived = derived_values(graph, kernel, loops)
+    w = counter.w
+    if "phases" not in counter.memo:  # the kernel's, whatever the launch
+        loops = phase_loops(graph, kernel)
+        counter.memo["phases"] = loops, derived_values(graph, kernel, loops)
+    loops, derived = counter.memo["phases"]
     block, grid = plan.block_size, plan.grid_size
     steps = int(math.log2(WARP))
     stored = {name for loop in loops for reduction in loop.reductions

@@ -403,3 +403,27 @@ def test_among_plans_bound_by_the_same_dram_traffic_the_one_asking_less_else_win
     best, breakdown = rank_plans(graph, kernel, enumerate_plans(graph, kernel), H100)[0]
     assert breakdown.limiter == "dram"
     assert best.row_cache > 0
+
+
+@pytest.mark.parametrize("width", [2, 1024])
+def test_a_reduce_window_is_counted_once_per_element_of_its_window(width):
+    """Each output element of a window sum adds its window's elements: the adds the workload
+    counts follow the window's size (as the interpreter's loop over it), not one per output."""
+    text = f"""
+    HloModule window
+    add {{
+      a = f32[] parameter(0)
+      b = f32[] parameter(1)
+      ROOT s = f32[] add(a, b)
+    }}
+    ENTRY main {{
+      p = f32[64,1024] parameter(0)
+      z = f32[] constant(0)
+      ROOT w = f32[64,1024] reduce-window(p, z), window={{size=1x{width} pad=0_0x0_{width - 1}}},
+          to_apply=add
+    }}
+    """
+    graph, kernel = one_kernel(text)
+    w = kernel_workload(graph, kernel, elementwise_plan(kernel, 64 * 1024), H100)
+    assert w.instructions["fma"] >= 64 * 1024 * width
+    assert w.instructions["fma"] < 64 * 1024 * (width + 8)
