@@ -248,13 +248,17 @@ def reduction_depths(graph: Graph, kernel: Kernel, reductions: list[str]) -> dic
     """For each value the kernel computes, the longest chain of `reductions` it reads (a
     reduction counts itself): 0 for a value reading none, 1 for a reduction of the inputs,
     2 for one reading such a reduction (softmax's sum of exp(x - max)), ..."""
-    targets, computed = set(reductions), set(kernel.computed)
+    targets = set(reductions)
     depth: dict[str, int] = {}
-    for name, node in graph.nodes.items():  # topological order
-        if name in computed:
-            reads = max((depth.get(o, 0) for o in node.operands), default=0)
-            depth[name] = reads + (name in targets)
+    for name in kernel_order(graph, kernel):
+        reads = max((depth.get(o, 0) for o in graph.nodes[name].operands), default=0)
+        depth[name] = reads + (name in targets)
     return depth
+
+
+def kernel_order(graph: Graph, kernel: Kernel) -> list[str]:
+    """The nodes the kernel computes (owned and recomputed) in graph order: topological."""
+    return sorted(kernel.computed, key=graph.positions().__getitem__)
 
 
 # -- the phased schedule's loops (schedules/phased.py) ----------------------------------------
@@ -378,7 +382,7 @@ def phase_loops(graph: Graph, kernel: Kernel) -> list[PhaseLoop] | None:
     element per output (its reduced dims all of size 1) moves no data: it is not a phase's,
     the elemental emitter computes it where it is read. None when the kernel has no other
     reduction, or one the phases cannot compute (a variadic or general reducer)."""
-    order = {name: k for k, name in enumerate(graph.nodes)}
+    order = graph.positions()
 
     def reduces(node) -> bool:
         if node.op != "reduce":
@@ -422,13 +426,11 @@ def derived_values(graph: Graph, kernel: Kernel,
     other reduction of its level, each at the last such value before something else reads
     it (a larger value, one reading another reduction, a reduction, the kernel's outputs)."""
     levels = {name: loop.level for loop in loops for name in loop.reductions}
-    computed = set(kernel.computed)
     depth = reduction_depths(graph, kernel, list(levels))
     reads: dict[str, set[str]] = {}  # value -> the reductions of its level it reads
     readers: dict[str, set[str]] = {}
-    for name, node in graph.nodes.items():  # topological order
-        if name not in computed:
-            continue
+    for name in kernel_order(graph, kernel):
+        node = graph.nodes[name]
         for operand in node.operands:
             readers.setdefault(operand, set()).add(name)
         if name in levels or node.shape.is_tuple or depth[name] == 0:
