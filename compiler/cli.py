@@ -24,6 +24,7 @@ import numpy as np
 
 from compiler.errors import InputError
 from compiler.fusion.explore import exploration_to_dict, explore, parse_strategies
+from compiler.fusion.pricing import DEFAULT_MODEL, PRICERS
 from compiler.fusion.report import format_codegen, format_exploration
 from compiler.importers import load_graphs, pick_module
 from compiler.ir.interpreter import InterpreterOptions, evaluate
@@ -54,10 +55,11 @@ def _parser() -> argparse.ArgumentParser:
                         "projected times",
         description="Cut the graph into GPU kernels with each fusion strategy and predict each "
                     "kernel's speed-of-light time and projected time (limiter, occupancy, "
-                    "waves; registers estimated, the CodeGen plan chosen by the heuristic) on "
-                    "the device: unfused (one kernel per op), xla (XLA's GPU fusion rules), "
-                    "stitch (AStitch's regional and global stitching), cost (a cost-based "
-                    "search scored by the SOL model).")
+                    "waves; registers estimated, under the best CodeGen plan the projected "
+                    "model finds) on the device: unfused (one kernel per op), xla (XLA's GPU "
+                    "fusion rules), stitch (AStitch's regional and global stitching), cost (a "
+                    "cost-based search that prices every candidate kernel with --cost-model "
+                    "and is never priced above the other strategies' plans).")
     _plan_arguments(explore, default_strategy="all",
                     json_help="one JSON object on stdout, with every kernel and the decision log")
 
@@ -121,6 +123,11 @@ def _plan_arguments(command: argparse.ArgumentParser, default_strategy: str,
     command.add_argument("--learned-model", metavar="FILE",
                          help="a model file train-costmodel wrote for the device: adds each "
                               "kernel's learned time (learned_us) and the plan's learned total")
+    command.add_argument("--cost-model", default=DEFAULT_MODEL, choices=PRICERS,
+                         help="the model that prices the cost strategy's fusion decisions: "
+                              "projected (default; each candidate kernel at the projected time "
+                              "of its best CodeGen plan), sol (speed of light) or learned "
+                              "(needs --learned-model)")
 
 
 # The learned model's options as train-costmodel offers them. They are spelled out here because
@@ -269,7 +276,7 @@ def _explore(args) -> int:
     strategies = parse_strategies(args.strategy)
     graph, _ = _load(args)
     predictor = _predictor(args)
-    plans = explore(graph, args.device, strategies)
+    plans = explore(graph, args.device, strategies, args.cost_model, predictor)
     result = exploration_to_dict(summarize(graph), args.device, plans)
     if predictor is not None:
         _attach_learned(result, graph, plans, predictor)
@@ -286,7 +293,7 @@ def _codegen(args) -> int:
     graph, _ = _load(args)
     device = get_device(args.device)
     predictor = _predictor(args)
-    plans = explore(graph, args.device, strategies)
+    plans = explore(graph, args.device, strategies, args.cost_model, predictor)
     result = exploration_to_dict(summarize(graph), args.device, plans)
     for name, plan in plans.items():
         codes = generate(graph, plan, device)

@@ -63,7 +63,8 @@ class KernelCode:
         emitted, build = self.emitted, self.build
         generated = emitted is not None and not emitted.library
         return {
-            **projected_fields(self.breakdown),
+            **projected_fields(self.breakdown, self.kernel.sol,
+                               self.chosen.schedule if self.chosen else None),
             "function": self.function if generated else None,
             "schedule": self.chosen.schedule if self.chosen else None,
             "codegen_plan": self.chosen.to_dict() if self.chosen else None,

@@ -1,9 +1,13 @@
-"""The `cost` strategy: PAI's cost-based global fusion search ("V2" of the BladeDISC line of
-work: FusionStitching, Zheng et al. 2020, and AStitch, ASPLOS 2022).
+"""The `cost` strategy: PAI's cost-based global fusion search, deciding fusion together with
+the code the generator will emit ("V2" of the BladeDISC line of work: FusionStitching, Zheng et
+al. 2020, and AStitch, ASPLOS 2022).
 
 The rule-based strategies (xla, stitch) decide pair by pair with fixed rules. This one prices
-candidate kernels with the speed-of-light model (`SolModel.estimate`) and keeps those that save
-the most time, under legality rules for what one kernel can be.
+every candidate kernel with a cost model (compiler/fusion/pricing.py: by default the projected
+time of the best CodeGen plan the code generator enumerates for it, the model `codegen` ranks
+plans with) and keeps the merges that save the most time. A group the code generator can only
+emit badly (a reduction recomputed per element, a strided read, a grid of one block) is priced
+as such, so it is never built unless it still pays: the fuser and the code generator agree.
 
 Algorithm
 ---------
@@ -18,70 +22,83 @@ One round:
    when groups are single ops, and MAX_PIECES later, when they are kernels already. For each
    group g the top-k patterns *ending at* g (g is their sink) are: every kept pattern of a
    producer group p, and p alone, extended with g (vertical fusion); the best of those of
-   several producers merged together with g. Each is priced by its *gain*: the SOL time of the
-   pieces it replaces minus the SOL time of the fused kernel; illegal ones are dropped, the k
-   best kept. Horizontal candidates come beside them: groups reading one value (siblings, which
+   several producers merged together with g. A pattern of several groups is the search's
+   lookahead: a merge that loses alone may win with the next one. Patterns are ranked by the
+   most they can gain: the price of the pieces they replace minus a lower bound on the fused
+   kernel's price (`Pricer.bound`: its speed of light, with DRAM at the bandwidth the
+   projected model allows), which costs no CodeGen plan; illegal ones are dropped, the k best
+   kept. Horizontal candidates come beside them: groups reading one value (siblings, which
    then read it once) and, once vertical fusion has converged, independent groups next to each
    other in topological order (one launch instead of two).
-2. Greedy plan: all candidates with a positive gain, by decreasing gain. One is accepted when
-   none of its groups was taken by an accepted one this round and merging its groups keeps the
+2. Greedy plan, lazily priced: candidates come off a heap by the gain their bound allows; one
+   reaching the top is priced (its best CodeGen plan found and projected) and goes back with
+   its real gain, never higher than the bound. A priced candidate at the top gains the most of
+   all left: it is merged when none of its groups was merged this round and merging keeps the
    group graph acyclic: no path leaves the set and comes back (`_cycle_refusal`, searches
-   within the set's rank window as Pearce-Kelly's; `GroupGraph.merge` checks again).
+   within the set's rank window as Pearce-Kelly's; `GroupGraph.merge` checks again). The
+   order is the one pricing every candidate would give, but candidates whose groups were
+   merged before they reach the top are never priced.
 3. Rounds repeat, re-scoring patterns against the new groups, until no positive gain is left.
 
-Finally the plan is compared with XLA's (`xla.xla_fusion`): when XLA's is predicted faster,
-the greedy runs again from XLA's grouping (seeding), so the result is never predicted slower
-than the xla plan. The decision log says which happened ("seed from the xla plan"); besides,
-it holds one "fuse" per accepted pattern ("cost: stitch-regional, gain 3.02 us (...)") and one
-"refuse" per considered pair of producer and consumer (or of siblings) that stayed apart, with
-the last reason found: "would form cycle", "gain -0.30 us", "not a legal kernel: two
-reductions with different rows (...)".
+Finally the plan is compared with the other strategies' (xla, stitch; `explore` hands them
+over): when one is priced lower, the search runs again from its grouping (seeding) and keeps
+its kernels as they are if even that does not beat them, so the result is never priced above
+any other plan. The decision log says which cost model decided and what happened ("seed from
+the stitch plan"); besides, it holds one "fuse" per accepted pattern ("projected:
+stitch-regional, gain 3.02 us as row-reduce-warp, 256 threads x 64 blocks, dram-bound (...)":
+the model, the kind, the gain and the CodeGen plan that won) and one "refuse" per considered
+pair of producer and consumer (or of siblings) that stayed apart, with the last reason found:
+"would form cycle", "projected: gain -0.30 us as elementwise, ... alu-bound" (a loss, with the
+plan that would have been emitted), "projected: gain at most -0.1 us (the merged kernel's
+speed of light)", "not a legal kernel: ...".
 
 What one kernel may be (`_Analysis`)
 ------------------------------------
 A kernel's nodes fall into *components*: sets joined by data flow inside the kernel. Each
-component gets a schedule from AStitch's block-locality labels (as `stitch.py`: a node is
-invariant, one value per row of a reduction, row-aligned, or needs data of other blocks):
+component gets a kind from AStitch's block-locality labels (as `stitch.py`: a node is
+invariant, one value per row of a reduction, row-aligned, or needs data of other blocks); the
+kind says which CodeGen plans the code generator enumerates (compiler/codegen/schedules/):
 - `loop`: no reduction;
 - `input`: reductions of one row space whose results nothing in the kernel reads;
 - `stitch-regional`: reductions of one row space whose results the kernel consumes within a
   block: the rows fit a block (`row <= max_threads_per_block * ELEMENTS_PER_THREAD`, strided
   rows do not) and the block's row buffers fit its shared memory;
-- `stitch-global`: anything else (reductions of different rows, values read across rows)
-  when every block of the grid is resident at once (one wave), else not legal;
+- `stitch-global`: anything else (reductions of different rows, chained reductions whose rows
+  do not fit a block, values read across rows): the phased schedule computes each reduction
+  once with the whole grid, behind grid barriers, at any size;
 - library nodes (dot, custom-call, ...) stay alone in `library` kernels.
-Several components make a `horizontal` kernel when their blocks together fit one wave (they run
-side by side), or a multi-output `loop` / `input` kernel when they share one iteration space.
-A kernel takes at most MAX_KERNEL_PARAMETERS operands and outputs (XLA's fusion budget).
+Several components make a `horizontal` kernel (each part on blocks of its own, under the plan
+it would get alone) or a multi-output `loop` / `input` kernel when they share one iteration
+space; a part that needs a grid barrier makes the kernel `stitch-global`. A kernel takes at
+most MAX_KERNEL_PARAMETERS operands and outputs (XLA's fusion budget). Whether a legal kernel
+is worth building is the price's to say.
 
 What a kernel costs
 -------------------
-The SOL estimate of its nodes (owned and recomputed), with the outputs `build_plan` will give
-it: an owned value is written when the graph returns it or another kernel computes one of its
-readers without it (`_Search._written`). That depends on the other kernels too; a merge that
-lets a third kernel stop writing a value (it brings the value into every kernel computing its
-readers, which only a seed with recomputed owned nodes allows) does not re-price that kernel,
-`build_plan` settles it. SOL counts each node's work once, but a node that a broadcast (or a
-reduce-window) inside the kernel reuses is computed once per element read, so that extra work
-(flops at the FP32 peak, transcendentals at the XU peak) is added to the kernel's compute
-time: fusing an expensive producer into a consumer that replicates it can then have a
-negative gain.
+The pricer's time for the kernel of its nodes (owned and recomputed), with the outputs
+`build_plan` will give it: an owned value is written when the graph returns it or another
+kernel computes one of its readers without it (`_Search._written`). That depends on the other
+kernels too; a merge that lets a third kernel stop writing a value (it brings the value into
+every kernel computing its readers, which only a seed with recomputed owned nodes allows) does
+not re-price that kernel, `build_plan` settles it. Prices are cached by the kernel's structure,
+so the layers of a model price each candidate shape once.
 
 Complexity
 ----------
 Let n be the number of nodes, with bounded degree (real graphs). A round walks the groups
 once; each gets at most MAX_PRODUCERS * (k + 1) vertical candidates and as many merges, each
 of a bounded number of pieces, plus MAX_SIBLINGS sibling and HORIZONTAL_NEIGHBOURS horizontal
-ones. Prices are cached by group versions, so a round prices only candidates holding a group
-that changed. Pricing is incremental: each group keeps its analysis (`_Summary`) and a union
-revisits only the nodes near the edges that become internal (labels and components downstream,
-replication upstream), then `SolModel.estimate` walks the union's nodes. A cycle check visits
-at most SEARCH_BUDGET groups. Groups grow from round to round, so rounds are few (MAX_ROUNDS
-caps them): O(n * k * s) per round for kernels of s nodes, near-linear on sparse graphs.
-`GroupGraph.merge` re-ranks the groups ranked between the merged ones, so the group graph
-starts from an as-soon-as-possible topological order (by depth, then graph order): a node the
-backward pass computes from forward values alone (JAX emits many) then ranks next to them, and
-fusing it there re-ranks a few groups instead of the whole span between the two passes.
+ones. Bounds are cached by group versions, so a round bounds only candidates holding a group
+that changed; prices are cached by structure, so a model of L identical layers prices about
+what one layer needs. The analysis is incremental: each group keeps its analysis (`_Summary`)
+and a union revisits only the nodes near the edges that become internal, then
+`SolModel.estimate` walks the union's nodes. A cycle check visits at most SEARCH_BUDGET
+groups. Groups grow from round to round, so rounds are few (MAX_ROUNDS caps them): O(n * k * s)
+per round for kernels of s nodes, near-linear on sparse graphs. `GroupGraph.merge` re-ranks
+the groups ranked between the merged ones, so the group graph starts from an as-soon-as-possible
+topological order (by depth, then graph order): a node the backward pass computes from forward
+values alone (JAX emits many) then ranks next to them, and fusing it there re-ranks a few
+groups instead of the whole span between the two passes.
 """
 
 from __future__ import annotations
@@ -95,15 +112,16 @@ from dataclasses import dataclass
 from compiler.cost.sol import SolModel
 from compiler.fusion.grouping import (FUSIBLE, LIBRARY, GroupGraph, graph_output_sources,
                                       node_role, value_readers)
-from compiler.fusion.plan import Decision, FusionPlan, KernelSpec, build_plan
-from compiler.fusion.stitch import (ELEMENTS_PER_THREAD, GLOBAL_BLOCK_THREADS, RowSpace,
-                                    global_blocks_per_sm, keeps_row_major_order, reduce_space,
-                                    regional_rows_per_block, transpose_keeps_order)
+from compiler.fusion.plan import Decision, FusionPlan, Kernel, KernelSpec, build_plan, make_kernel
+from compiler.fusion.pricing import Price, Pricer, ProjectedPricer, plan_price
+from compiler.fusion.stitch import (ELEMENTS_PER_THREAD, RowSpace, keeps_row_major_order,
+                                    reduce_space, regional_rows_per_block,
+                                    transpose_keeps_order)
 from compiler.fusion.unfused import unfused
 from compiler.gc_pause import cyclic_gc_paused
 from compiler.ir.dtypes import accumulation_dtype
 from compiler.ir.graph import Graph, Node
-from compiler.ir.ops import OPS, flop_count, transcendental_count
+from compiler.ir.ops import OPS
 
 STRATEGY = "cost"
 TOP_K = 4                   # patterns kept per group
@@ -122,44 +140,56 @@ GRID = ("grid", None)       # needs values that other blocks computed
 
 
 def cost_fusion(graph: Graph, model: SolModel, top_k: int = TOP_K,
-                xla_plan: FusionPlan | None = None) -> FusionPlan:
-    """The cost-based plan (module docstring), never predicted slower than the xla plan.
+                pricer: Pricer | None = None,
+                others: dict[str, FusionPlan] | None = None) -> FusionPlan:
+    """The cost-based plan (module docstring), never priced above another strategy's plan.
 
-    `xla_plan`: the xla strategy's plan of this graph and model when the caller has one
-    already (explore runs xla first); made here otherwise.
+    `pricer`: the cost model that decides (default: the projected model of `model`'s device).
+    `others`: the other strategies' plans of this graph and device when the caller has them
+    (explore runs them first); the xla and stitch plans are made here otherwise.
     """
+    pricer = pricer or ProjectedPricer(graph, model)
     with cyclic_gc_paused():
-        plan = refine(graph, model, unfused(graph, model), top_k)
-        xla = xla_plan if xla_plan is not None else _xla_plan(graph, model)
-        if xla is None:
-            plan.decisions.append(Decision("refuse", "seed from the xla plan",
-                                           "xla strategy not available: not compared"))
-            return plan
-        own, theirs = plan.total_sol_us, xla.total_sol_us
-        if own <= theirs + MIN_GAIN_US:
-            plan.decisions.append(Decision(
-                "refuse", "seed from the xla plan",
-                f"not needed: greedy from the unfused start {own:.2f} us <= xla {theirs:.2f} us",
-                gain_us=theirs - own))
-            return plan
-        seeding = Decision("fuse", "seed from the xla plan",
-                           f"seeded: xla {theirs:.2f} us < greedy from the unfused start "
-                           f"{own:.2f} us, so the greedy restarted from xla's grouping",
-                           gain_us=own - theirs)
-        plan = refine(graph, model, xla, top_k, [seeding])
-        if plan.total_sol_us > theirs:  # the search's replication charge is not SOL's
-            kept = Decision("refuse", "greedy from the xla plan",
-                            f"{plan.total_sol_us:.2f} us > xla {theirs:.2f} us: kept xla's "
-                            "kernels as they are")
-            plan = build_plan(graph, _specs(xla), STRATEGY, model, [seeding, kept])
+        plan = refine(graph, model, unfused(graph, model), pricer, top_k)
+        if others is None:
+            others = _other_plans(graph, model)
+        own = plan_price(plan, pricer)
+        start = "the greedy search from the unfused plan"
+        ranked = sorted(((plan_price(other, pricer), name, other)
+                         for name, other in others.items() if name != STRATEGY),
+                        key=lambda item: item[:2])
+        for theirs, name, other in ranked:
+            subject = f"seed from the {name} plan"
+            if theirs >= own - MIN_GAIN_US:
+                plan.decisions.append(Decision(
+                    "refuse", subject, f"{pricer.name}: not needed: {start} {own:.2f} us <= "
+                                       f"{name} {theirs:.2f} us", gain_us=theirs - own))
+                continue
+            seeding = Decision("fuse", subject,
+                               f"{pricer.name}: {name} {theirs:.2f} us < {start} {own:.2f} us, "
+                               f"so the greedy search restarted from {name}'s kernels",
+                               gain_us=own - theirs)
+            seeded = refine(graph, model, other, pricer, top_k, [seeding])
+            seeded_us = plan_price(seeded, pricer)
+            if seeded_us > theirs + MIN_GAIN_US:
+                # A merge can change what a third kernel must write (build_plan settles it):
+                # the search's own figure was not the plan's.
+                kept = Decision("refuse", f"greedy from the {name} plan",
+                                f"{pricer.name}: {seeded_us:.2f} us > {name} {theirs:.2f} us: "
+                                f"kept {name}'s kernels as they are")
+                seeded = build_plan(graph, _specs(other), STRATEGY, model, [seeding, kept])
+                seeded_us = theirs
+            plan, own, start = seeded, seeded_us, f"the search from {name}'s kernels"
+        plan.cost_model = pricer.name
         return plan
 
 
-def refine(graph: Graph, model: SolModel, start: FusionPlan, top_k: int = TOP_K,
-           decisions: list[Decision] | None = None) -> FusionPlan:
+def refine(graph: Graph, model: SolModel, start: FusionPlan, pricer: Pricer,
+           top_k: int = TOP_K, decisions: list[Decision] | None = None) -> FusionPlan:
     """The greedy search (module docstring, rounds) started from `start`'s kernels: merges
-    groups of them while a merge gains. `decisions` go first in the plan's log."""
-    search = _Search(graph, model, _specs(start), top_k)
+    groups of them while a merge gains under `pricer`. `decisions` go first in the plan's
+    log."""
+    search = _Search(graph, model, _specs(start), pricer, top_k)
     specs = search.run()
     return build_plan(graph, specs, STRATEGY, model, (decisions or []) + search.decisions)
 
@@ -169,12 +199,11 @@ def _specs(plan: FusionPlan) -> list[KernelSpec]:
             for k in plan.kernels]
 
 
-def _xla_plan(graph: Graph, model: SolModel) -> FusionPlan | None:
-    try:
-        from compiler.fusion.xla import xla_fusion
-    except ImportError:
-        return None
-    return xla_fusion(graph, model)
+def _other_plans(graph: Graph, model: SolModel) -> dict[str, FusionPlan]:
+    from compiler.fusion.stitch import stitch_fusion
+    from compiler.fusion.xla import xla_fusion
+
+    return {"xla": xla_fusion(graph, model), "stitch": stitch_fusion(graph, model)}
 
 
 @dataclass(frozen=True)
@@ -182,10 +211,12 @@ class _Kernel:
     """The verdict on one candidate kernel."""
 
     legal: bool
-    cost_us: float          # SOL plus the replicated-work charge; infinite when illegal
+    cost_us: float          # its price; infinite when illegal; SOL alone when `bound`
     kind: str | None
     reason: str             # what kind of kernel and why, or why it is not legal
     dominant: str | None
+    price: Price | None = None
+    bound: bool = False     # not priced: its speed of light already left no gain
 
 
 @dataclass(frozen=True)
@@ -218,7 +249,6 @@ class _Summary:
     anchor: dict[str, str] = dataclasses.field(default_factory=dict)  # recomputed -> an owned
     components: dict[str, _Component] = dataclasses.field(default_factory=dict)  # root -> it
     labels: dict[str, tuple] = dataclasses.field(default_factory=dict)  # all but INV
-    times: dict[str, float] = dataclasses.field(default_factory=dict)   # computed > once
 
 
 class _Analysis:
@@ -243,9 +273,6 @@ class _Analysis:
                 if space.length > 1:
                     self.space[node.name] = space
         self.row_cap = device.max_threads_per_block * ELEMENTS_PER_THREAD
-        self.per_block = GLOBAL_BLOCK_THREADS * ELEMENTS_PER_THREAD
-        self.resident = global_blocks_per_sm(device) * device.sm_count
-        self._unit_us: dict[str, float] = {}
 
     # -- analyses ---------------------------------------------------------------------------------
 
@@ -258,8 +285,6 @@ class _Analysis:
         order = sorted(inside, key=self.position.__getitem__)
         for name in order:
             self._settle(summary, name)
-        for name in reversed(order):
-            self._count_times(summary, name)
         summary.outputs = frozenset(v for v in owned if self.written(v, summary))
         return summary
 
@@ -268,7 +293,7 @@ class _Analysis:
         read = frozenset().union(*(piece.inputs for piece in pieces))
         summary = _Summary(inside, frozenset().union(*(piece.owned for piece in pieces)),
                            read - inside)
-        parent, anchor, times = summary.parent, summary.anchor, summary.times
+        parent, anchor = summary.parent, summary.anchor
         links = []  # a node two pieces compute (one may own it) joins their components
         shared: set[str] = set()  # nodes several pieces compute
         covered: frozenset[str] = frozenset()
@@ -283,9 +308,6 @@ class _Analysis:
                     links.append((anchor[name], target))
                 else:
                     anchor[name] = target
-            for name, count in piece.times.items():
-                if count > times.get(name, 1.0):
-                    times[name] = count
         for name in anchor.keys() & summary.owned:  # recomputed by one piece, owned by another
             links.append((name, anchor.pop(name)))
         for a, b in links:
@@ -293,10 +315,8 @@ class _Analysis:
         internal = read & inside  # values a piece read from another: edges now inside
         # Their readers, and the nodes several pieces compute: one piece may have computed
         # such a node from outside values only, its users there joining no component.
-        relabelled = self._relabel(summary, [*shared, *(user for value in internal
-                                                        for user in self.users_inside(value,
-                                                                                      inside))])
-        self._recount_times(summary, internal.union(*(self.operands[n] for n in relabelled)))
+        self._relabel(summary, [*shared, *(user for value in internal
+                                           for user in self.users_inside(value, inside))])
         # A value written for a reader in another piece, which reads it or computes it too,
         # may be needed outside no more.
         outputs = frozenset().union(*(piece.outputs for piece in pieces))
@@ -335,28 +355,22 @@ class _Analysis:
 
     # -- block locality (the labels of stitch.py) and components, downstream ----------------------
 
-    def _relabel(self, summary: _Summary, start: list[str]) -> set[str]:
+    def _relabel(self, summary: _Summary, start: list[str]) -> None:
         """Settle the nodes that read values now inside, then their users as long as something
         changes. The first ones' users always: a node a piece recomputed from outside values
-        only may now belong to a component its users in that piece did not join. Returns the
-        nodes whose label changed."""
+        only may now belong to a component its users in that piece did not join."""
         position, inside = self.position, summary.inside
         first = set(start)
         queued = set(first)
         heap = [(position[name], name) for name in queued]
         heapq.heapify(heap)
-        relabelled: set[str] = set()
         while heap:
             _, name = heapq.heappop(heap)
-            before = summary.labels.get(name, INV)
             if self._settle(summary, name) or name in first:
-                if summary.labels.get(name, INV) != before:
-                    relabelled.add(name)
                 for user in self.users_inside(name, inside):
                     if user not in queued:
                         queued.add(user)
                         heapq.heappush(heap, (position[user], user))
-        return relabelled
 
     def _settle(self, summary: _Summary, name: str) -> bool:
         """Join `name` to the components of its operands inside and give it its label; True
@@ -438,79 +452,19 @@ class _Analysis:
         info = OPS.get(op)
         return label if info is not None and info.is_elementwise else None
 
-    # -- replicated work, upstream ----------------------------------------------------------------
-
-    def _factor(self, summary: _Summary, user: str, operand: str) -> float:
-        """How often `user` makes each element of `operand` be computed."""
-        count = 1.0 if user in summary.labels else summary.times.get(user, 1.0)
-        node = self.nodes[user]
-        if node.op == "broadcast" and self.elements[user] > self.elements[operand]:
-            count *= self.elements[user] / max(1, self.elements[operand])
-        elif node.op == "reduce-window":
-            count *= math.prod(node.attrs.get("window", {}).get("size", (1,)))
-        return count
-
-    def _count_times(self, summary: _Summary, name: str) -> bool:
-        """How often each element of `name` is computed: the most any user inside asks for
-        (its users' counts must be final). True when it changed."""
-        inside, times = summary.inside, summary.times
-        count = 1.0
-        for user in self.users_inside(name, inside):
-            count = max(count, self._factor(summary, user, name))
-        if count == times.get(name, 1.0):
-            return False
-        if count > 1:
-            times[name] = count
-        else:
-            del times[name]
-        return True
-
-    def _recount_times(self, summary: _Summary, start: set[str]) -> None:
-        """Recount the nodes whose users inside changed, then upstream while counts change
-        (users before operands: decreasing graph position)."""
-        position, operands, inside = self.position, self.operands, summary.inside
-        queued = {name for name in start if name in inside}
-        heap = [(-position[name], name) for name in queued]
-        heapq.heapify(heap)
-        while heap:
-            _, name = heapq.heappop(heap)
-            if self._count_times(summary, name):
-                for operand in operands[name]:
-                    if operand in inside and operand not in queued:
-                        queued.add(operand)
-                        heapq.heappush(heap, (-position[operand], operand))
-
-    def _charge_us(self, summary: _Summary) -> float:
-        """The work SOL does not count: invariant nodes computed once per element a broadcast
-        (or a reduce-window) inside the kernel reads them for."""
-        total = 0.0
-        for name, count in summary.times.items():
-            if count > 1 and name not in summary.labels:
-                total += (count - 1) * self._unit(name)
-        return total
-
-    def _unit(self, name: str) -> float:
-        if name not in self._unit_us:
-            node, device = self.nodes[name], self.device
-            shapes = [self.nodes[o].shape for o in node.operands]
-            self._unit_us[name] = (flop_count(node, shapes) / device.peak_fp32_flops
-                                   + transcendental_count(node)
-                                   / device.peak_transcendentals_per_s) * 1e6
-        return self._unit_us[name]
-
     # -- kinds ------------------------------------------------------------------------------------
 
-    def verdict(self, summary: _Summary) -> tuple[str | None, str, str | None, float]:
-        """(kind or None when not a legal kernel, reason, dominant node, charge in us)."""
+    def verdict(self, summary: _Summary) -> tuple[str | None, str, str | None]:
+        """(kind or None when not a legal kernel, reason, dominant node)."""
         components = list(summary.components.values())
         verdicts = [self._component_kind(c, summary.inside) for c in components]
         refused = next((v for v in verdicts if v[0] is None), None)
         if refused is not None:
-            return None, refused[1], None, 0.0
+            return None, refused[1], None
         kind, reason = self._combine(components, verdicts)
         if kind is None:
-            return None, reason, None, 0.0
-        return kind, reason, self._dominant(components), self._charge_us(summary)
+            return None, reason, None
+        return kind, reason, self._dominant(components)
 
     def _component_kind(self, component: _Component, inside) -> tuple[str | None, str]:
         reductions = component.reductions
@@ -528,11 +482,7 @@ class _Analysis:
             why = f"two reductions with different rows ({spaces[0]} and {spaces[1]})"
         else:
             why = f"{component.barrier} reads a reduction's result across rows"
-        blocks = max(1, -(-component.work // self.per_block))
-        if blocks > self.resident:
-            return None, (f"not a legal kernel: {why}, and a global stitch needs {blocks} "
-                          f"blocks > {self.resident} resident")
-        return "stitch-global", f"global stitch ({why}; {blocks} blocks <= {self.resident})"
+        return "stitch-global", f"global stitch ({why})"
 
     def _regional_fit(self, reductions: tuple[str, ...], inside) -> tuple[bool, str]:
         """Rows fit a block's threads and its row buffers the block's shared memory (the
@@ -573,14 +523,11 @@ class _Analysis:
         if kinds == {"input"} and len({self.space[r] for c in components
                                        for r in c.reductions}) == 1:
             return "input", f"multi-output input fusion of {len(components)} parts"
-        # Side by side in one grid: a grid-wide barrier (global stitch) then holds for all.
-        kind = "stitch-global" if "stitch-global" in kinds else "horizontal"
-        blocks = sum(max(1, -(-c.work // self.per_block)) for c in components)
-        if blocks > self.resident:
-            return None, (f"not a legal kernel: {len(components)} parts side by side need "
-                          f"{blocks} blocks > {self.resident} resident (one wave)")
-        return kind, (f"{len(components)} parts side by side ({blocks} blocks <= "
-                      f"{self.resident} resident)")
+        # Side by side in one launch, each part on blocks of its own; a part that needs a
+        # grid-wide barrier makes the whole kernel a globally stitched one.
+        if "stitch-global" in kinds:
+            return "stitch-global", f"{len(components)} parts, one globally stitched"
+        return "horizontal", f"{len(components)} parts side by side"
 
     def _dominant(self, components: list[_Component]) -> str:
         reductions = [r for c in components for r in c.reductions]
@@ -605,9 +552,11 @@ def _find(parent: dict[str, str], name: str) -> str:
 class _Search:
     """Groups, their prices and the greedy rounds (module docstring)."""
 
-    def __init__(self, graph: Graph, model: SolModel, seed: list[KernelSpec], top_k: int):
+    def __init__(self, graph: Graph, model: SolModel, seed: list[KernelSpec], pricer: Pricer,
+                 top_k: int):
         self.graph = graph
         self.model = model
+        self.pricer = pricer
         self.top_k = top_k
         self.nodes = graph.nodes
         self.role = {node.name: node_role(node) for node in graph}
@@ -618,8 +567,10 @@ class _Search:
         self.position = self.analysis.position
         self._cache: dict[frozenset, _Kernel] = {}
         self._unions: dict[frozenset, _Summary] = {}  # this round's legal candidates
+        self._candidates: dict[frozenset, Kernel] = {}  # ... as kernels, not priced yet
         self._cycles: dict[frozenset, str | None] = {}  # _cycle_refusal, by group versions
         self._notes: dict[str, tuple[tuple[str, str], str, float | None]] = {}
+        self._sequence = itertools.count()  # the heap's last tie-break: insertion order
         self._seed(seed)
 
     def _seed(self, seed: list[KernelSpec]) -> None:
@@ -662,17 +613,16 @@ class _Search:
             for name in spec.recomputed:
                 self.recomputers.setdefault(name, set()).add(head)
         for head, spec in zip(heads, seed):
-            summary, charge = self.summary[head], 0.0
+            summary = self.summary[head]
             if self.is_library(head):
                 summary.outputs = frozenset(v for v in summary.owned
                                             if self._written(v, summary))
             else:
                 summary = self.analysis.full(set(summary.inside), set(summary.owned))
-                charge = self.analysis.verdict(summary)[3]
             self.summary[head] = summary
-            sol = self.model.estimate(summary.inside, summary.outputs)
-            self.kernel[head] = _Kernel(True, _charged(sol, charge), spec.kind,
-                                        f"seed {spec.kind}", spec.dominant)
+            price = self.pricer.price(self._candidate(summary, spec.kind, spec.dominant))
+            self.kernel[head] = _Kernel(True, price.us, spec.kind, f"seed {spec.kind}",
+                                        spec.dominant, price)
             self.token[head] = next(self._tokens)
             self.dirty.add(head)
 
@@ -701,29 +651,46 @@ class _Search:
     def _key(self, pieces: frozenset) -> frozenset:
         return frozenset(self.token[p] for p in pieces)
 
-    def price(self, pieces: frozenset) -> _Kernel:
-        """The verdict on merging these groups into one kernel (cached by group versions)."""
+    def price(self, pieces: frozenset, exact: bool = False) -> _Kernel:
+        """The verdict on merging these groups into one kernel (cached by group versions):
+        legality and the speed of light of the merged kernel (a lower bound on its price);
+        with `exact`, its price."""
         if len(pieces) == 1:
             return self.kernel[next(iter(pieces))]
         key = self._key(pieces)
         found = self._cache.get(key)
         if found is None:
-            found = self._cache[key] = self._price(pieces, key)
+            found = self._cache[key] = self._bound(pieces, key)
+        if exact and found.bound:
+            candidate = self._candidates.pop(key, None) or self._candidate(
+                self._union(pieces), found.kind, found.dominant)
+            price = self.pricer.price(candidate)
+            found = self._cache[key] = dataclasses.replace(found, cost_us=price.us,
+                                                           price=price, bound=False)
         return found
 
     def _union(self, pieces: frozenset) -> _Summary:
         ordered = sorted(pieces, key=self.gg.rank.__getitem__)
         return self.analysis.union([self.summary[p] for p in ordered])
 
-    def _price(self, pieces: frozenset, key: frozenset) -> _Kernel:
+    def _bound(self, pieces: frozenset, key: frozenset) -> _Kernel:
         union = self._union(pieces)
-        kind, reason, dominant, charge = self.analysis.verdict(union)
+        kind, reason, dominant = self.analysis.verdict(union)
         refusal = self._parameters(union) or (None if kind else reason)
         if refusal:
             return _Kernel(False, math.inf, None, refusal, None)
-        self._unions[key] = union
-        sol = self.model.estimate(union.inside, union.outputs)
-        return _Kernel(True, _charged(sol, charge), kind, reason, dominant)
+        candidate = self._candidate(union, kind, dominant)
+        self._unions[key], self._candidates[key] = union, candidate
+        return _Kernel(True, self.pricer.bound(candidate), kind, reason, dominant, bound=True)
+
+    def _candidate(self, summary: _Summary, kind: str, dominant: str | None) -> Kernel:
+        """The kernel a group (or a union of groups) would be, for the pricer."""
+        spec = KernelSpec(list(summary.owned), kind, list(summary.inside - summary.owned),
+                          dominant)
+        return make_kernel(self.graph, spec, summary.outputs, self.model, self.position)
+
+    def _pieces_us(self, pieces: frozenset) -> float:
+        return sum(self.kernel[p].cost_us for p in sorted(pieces, key=self.position.get))
 
     def _parameters(self, union: _Summary) -> str | None:
         nodes, elements = self.nodes, self.analysis.elements
@@ -734,12 +701,13 @@ class _Search:
                     f"{MAX_KERNEL_PARAMETERS}")
         return None
 
-    def gain(self, pieces: frozenset) -> tuple[float | None, _Kernel]:
-        fused = self.price(pieces)
+    def gain(self, pieces: frozenset, exact: bool = False) -> tuple[float | None, _Kernel]:
+        """What merging the pieces saves (None when the merged kernel is not legal): at most,
+        from its lower bound, or with `exact`, from its price."""
+        fused = self.price(pieces, exact)
         if not fused.legal:
             return None, fused
-        before = sum(self.kernel[p].cost_us for p in sorted(pieces, key=self.position.get))
-        return before - fused.cost_us, fused
+        return self._pieces_us(pieces) - fused.cost_us, fused
 
     # -- rounds -----------------------------------------------------------------------------------
 
@@ -759,7 +727,7 @@ class _Search:
         """One enumeration and greedy pass; returns how many patterns it applied."""
         gg = self.gg
         order = [g for g in gg.groups() if not self.is_library(g)]
-        candidates: dict[frozenset, tuple] = {}  # pieces -> (gain, sink, shared value)
+        candidates: dict[frozenset, tuple] = {}  # pieces -> (gain bound, sink, shared, note)
         top: dict[str, list[tuple[float, frozenset]]] = {}
         for group in order:
             top[group] = self._patterns_ending_at(group, top, candidates, max_pieces)
@@ -769,16 +737,29 @@ class _Search:
                 for other in order[i + 1:i + 1 + HORIZONTAL_NEIGHBOURS]:
                     self._consider(frozenset((group, other)), candidates, note=False)
 
-        rank = gg.rank
-        ranked = sorted(candidates.items(), key=lambda item: (  # gains equal up to rounding tie
-            -round(item[1][0], 9), len(item[0]), min(rank[p] for p in item[0]),
-            max(rank[p] for p in item[0])))
+        # Lazy greedy: candidates come off a heap by the gain their lower bound allows; one
+        # is priced when it reaches the top, and goes back with its real gain, which is never
+        # higher. A priced candidate at the top gains the most of all left: it is merged when
+        # none of its groups was merged this round and no cycle forms. Candidates whose
+        # groups were merged before they reach the top are never priced this round.
+        heap = []
+        for pieces, (gain, sink, shared, note) in candidates.items():
+            heap.append(self._entry(gain, pieces, False, sink, shared, note))
+        heapq.heapify(heap)
         taken: set[str] = set()
         self.dirty = set()
-        for pieces, (gain, sink, shared) in ranked:
+        while heap:
+            *_, exact, pieces, sink, shared, note = heapq.heappop(heap)
             if taken.intersection(pieces):
                 continue
             subject, ends = self._describe(pieces, sink, shared)
+            if not exact:
+                gain, fused = self.gain(pieces, exact=True)
+                if gain > MIN_GAIN_US:
+                    heapq.heappush(heap, self._entry(gain, pieces, True, sink, shared, note))
+                elif note:
+                    self._note(subject, ends, self._loss(gain, fused), gain)
+                continue
             key = self._key(pieces)
             if key not in self._cycles:  # a path between groups stays while they do
                 self._cycles[key] = self._cycle_refusal(pieces)
@@ -786,15 +767,24 @@ class _Search:
             if refusal:
                 self._note(subject, ends, refusal, None)
                 continue
-            fused = self.price(pieces)
+            gain, fused = self.gain(pieces, exact=True)
             head = self._merge(pieces, fused)
             taken.update(pieces)
             self.dirty.add(head)
             self.decisions.append(Decision(
-                "fuse", subject, f"cost: {fused.kind}, gain {gain:.2f} us ({fused.reason})",
-                gain_us=gain))
+                "fuse", subject, f"{self.pricer.name}: {fused.kind}, gain {gain:.2f} us as "
+                                 f"{fused.price.describe()} ({fused.reason})", gain_us=gain))
         self._unions.clear()
+        self._candidates.clear()
         return len(self.dirty)
+
+    def _entry(self, gain: float, pieces: frozenset, exact: bool, sink: str | None,
+               shared: str | None, note: bool) -> tuple:
+        """A heap entry: the largest gain first (gains equal up to rounding tie), then fewer
+        groups, then the earliest groups; a priced candidate before an unpriced one."""
+        ranks = [self.gg.rank[p] for p in pieces]
+        return (-round(gain, 9), len(pieces), min(ranks), max(ranks), not exact,
+                next(self._sequence), exact, pieces, sink, shared, note)
 
     def _patterns_ending_at(self, group: str, top: dict, candidates: dict, max_pieces: int
                             ) -> list[tuple[float, frozenset]]:
@@ -862,10 +852,18 @@ class _Search:
         if gain > MIN_GAIN_US:
             known = candidates.get(pieces)
             if known is None or known[0] < gain:
-                candidates[pieces] = (gain, sink, shared)
+                candidates[pieces] = (gain, sink, shared, note)
         elif note:
-            self._note(*self._describe(pieces, sink, shared), f"gain {gain:.2f} us", gain)
+            self._note(*self._describe(pieces, sink, shared), self._loss(gain, fused), gain)
         return gain
+
+    def _loss(self, gain: float, fused: _Kernel) -> str:
+        """Why a legal merge was refused: what it would gain (a loss) under the pricer, as the
+        best CodeGen plan of the merged kernel, or at most, by its speed of light."""
+        if fused.bound:
+            return (f"{self.pricer.name}: gain at most {gain:.2f} us (the merged kernel's "
+                    f"speed of light)")
+        return f"{self.pricer.name}: gain {gain:.2f} us as {fused.price.describe()}"
 
     def _describe(self, pieces: frozenset, sink: str | None, shared: str | None
                   ) -> tuple[str, tuple[str, str]]:
@@ -993,11 +991,6 @@ class _WindowSearch:
                 self.seen.add(nxt)
                 self.stack.append(nxt)
         return None
-
-
-def _charged(sol, charge_us: float) -> float:
-    """A kernel's price: its SOL time with the replicated work added to its compute time."""
-    return max(sol.memory_us, sol.compute_us + charge_us) + sol.launch_us
 
 
 def _expand(nodes: dict[str, Node], operands, recomputed: set[str]) -> tuple[str, ...]:

@@ -13,6 +13,7 @@ from compiler.cost.devices import get_device
 from compiler.cost.sol import SolModel
 from compiler.errors import InputError
 from compiler.fusion.plan import FusionPlan
+from compiler.fusion.pricing import DEFAULT_MODEL, ProjectedPricer, make_pricer, price_plan
 from compiler.gc_pause import cyclic_gc_paused
 from compiler.ir.graph import Graph
 
@@ -38,25 +39,32 @@ def parse_strategies(text: str) -> list[str]:
     return names
 
 
-def explore(graph: Graph, device: str = "h100", strategies=tuple(STRATEGIES)
-            ) -> dict[str, FusionPlan]:
+def explore(graph: Graph, device: str = "h100", strategies=tuple(STRATEGIES),
+            cost_model: str = DEFAULT_MODEL, learned=None) -> dict[str, FusionPlan]:
     """One plan per strategy, each with the wall time its strategy took (explore_ms) and every
-    kernel's quick projected breakdown (`project_plan`)."""
-    from compiler.cost.projected import project_plan  # the projected model reads codegen
+    kernel's projected breakdown under its best CodeGen plan (`pricing.price_plan`).
 
+    `cost_model` names the pricer the cost strategy decides with (pricing.PRICERS; "learned"
+    needs `learned`, a LearnedPredictor for the device). Whatever decides, the plans' kernels
+    are shown with the projected model, and one projected pricer serves all strategies, so a
+    kernel two plans share is priced once."""
     model = SolModel(graph, get_device(device))
-    plans = {}
+    projector = ProjectedPricer(graph, model)
+    pricer = projector if cost_model == "projected" else make_pricer(cost_model, graph,
+                                                                      model, learned)
+    plans: dict[str, FusionPlan] = {}
     for name in strategies:
         module, function = STRATEGIES[name]
         strategy = getattr(import_module(module), function)
-        # The cost search compares itself with the xla plan; hand it over when there is one.
-        extra = {"xla_plan": plans["xla"]} if name == "cost" and "xla" in plans else {}
+        # The cost search prices with the chosen model and compares itself with the plans
+        # made before it.
+        extra = {"pricer": pricer, "others": dict(plans)} if name == "cost" else {}
         start = time.perf_counter()
         with cyclic_gc_paused():
             plan = strategy(graph, model, **extra)
         plan.explore_ms = (time.perf_counter() - start) * 1e3
         with cyclic_gc_paused():
-            project_plan(graph, plan, model.device)
+            price_plan(plan, projector)
         plans[name] = plan
     return plans
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from compiler.cost.outliers import outlier_reason, ratio_to_sol
 from compiler.cost.sol import SolEstimate, SolModel
 from compiler.fusion.grouping import (FUSIBLE, LEAF, LIBRARY, PLUMBING, graph_output_sources,
                                       is_duplicable, node_role, plumbing_sources, value_readers)
@@ -57,6 +58,7 @@ class Kernel:
     dominant: str | None
     sol: SolEstimate
     projected: object = None        # compiler.cost.projected.Breakdown, once projected
+    schedule: str | None = None     # the schedule of the CodeGen plan `projected` is for
 
     @property
     def computed(self) -> tuple[str, ...]:
@@ -78,19 +80,28 @@ class Kernel:
             # a stage has produced them, never made up.
             "proj_us": None, "measured_us": None, "limiter": None, "occupancy": None,
             "waves": None, "block_size": None, "grid_size": None, "registers": None,
-            "shared_bytes": None, "learned_us": None,
-            **projected_fields(self.projected),
+            "shared_bytes": None, "learned_us": None, "proj_over_sol": None,
+            "outlier_reason": None, "schedule": None,
+            **projected_fields(self.projected, self.sol, self.schedule),
         }
 
 
-def projected_fields(breakdown) -> dict:
-    """The kernel-entry fields a projected breakdown fills (none when there is none)."""
+def projected_fields(breakdown, sol: SolEstimate | None = None,
+                     schedule: str | None = None) -> dict:
+    """The kernel-entry fields a projected breakdown fills (none when there is none): with
+    the kernel's SOL, how far above it the projection is and, for an outlier, why
+    (compiler/cost/outliers.py), naming the CodeGen plan's schedule when given."""
     if breakdown is None:
         return {}
+    ratio = ratio_to_sol(breakdown, sol)
     fields = {"proj_us": round(breakdown.projected_us, 4), "limiter": breakdown.limiter,
               "occupancy": breakdown.occupancy, "waves": breakdown.waves,
               "block_size": breakdown.block, "grid_size": breakdown.grid,
+              "proj_over_sol": None if ratio is None else round(ratio, 2),
+              "outlier_reason": outlier_reason(breakdown, sol, schedule),
               "projected": breakdown.to_dict()}
+    if schedule is not None:
+        fields["schedule"] = schedule
     if breakdown.registers_source == "ptxas":  # an estimate is not ptxas' figure
         fields.update(registers=breakdown.registers, shared_bytes=breakdown.shared_bytes)
     return fields
@@ -119,6 +130,9 @@ class FusionPlan:
     kernels: list[Kernel]
     decisions: list[Decision]
     explore_ms: float = 0.0
+    # The cost model whose prices decided the fusions ("projected", "sol", "learned"); None
+    # for the rule-based strategies, whose rules decide.
+    cost_model: str | None = None
 
     @property
     def total_sol_us(self) -> float:
@@ -150,6 +164,7 @@ class FusionPlan:
             "strategy": self.strategy,
             "device": self.device,
             "explore_ms": round(self.explore_ms, 3),
+            "cost_model": self.cost_model,
             "kernel_count": len(self.kernels),
             "kinds": self.kind_counts(),
             # The learned fields stay null until a learned model predicts the plan
@@ -186,26 +201,34 @@ def build_plan(graph: Graph, specs: Sequence[KernelSpec], strategy: str, model: 
     computed = [set(spec.nodes) | set(spec.recomputed) for spec in specs]
     written = _written_values(graph, computed)
 
-    kernels = []
-    for index, spec in enumerate(specs):
-        nodes = sorted(spec.nodes, key=position.__getitem__)
-        recomputed = sorted(spec.recomputed, key=position.__getitem__)
-        inside = computed[index]
-        inputs: dict[str, None] = {}
-        for name in sorted(inside, key=position.__getitem__):
-            for operand in graph.nodes[name].operands:
-                if operand not in inside:
-                    inputs[operand] = None
-        outputs = [name for name in nodes if name in written]
-        sol = model.estimate(inside, outputs)
-        kernels.append(Kernel(name="", kind=spec.kind, nodes=tuple(nodes),
-                              recomputed=tuple(recomputed), inputs=tuple(inputs),
-                              outputs=tuple(outputs), dominant=spec.dominant, sol=sol))
+    kernels = [make_kernel(graph, spec, [n for n in spec.nodes if n in written], model,
+                           position) for spec in specs]
     ordered = _topological(graph, kernels, owner)
     for i, kernel in enumerate(ordered):
         kernel.name = f"{kernel.kind}.{i}"
     return FusionPlan(strategy=strategy, device=model.device.name, kernels=ordered,
                       decisions=list(decisions))
+
+
+def make_kernel(graph: Graph, spec: KernelSpec, outputs, model: SolModel,
+                position: dict[str, int] | None = None, name: str = "") -> Kernel:
+    """The kernel a spec describes, writing `outputs`: its nodes in graph order, its inputs
+    (the values its nodes read from outside it) in order of first use, its SOL estimate.
+    `position`: node name -> graph position, when the caller has it."""
+    if position is None:
+        position = graph.positions()
+    nodes = sorted(spec.nodes, key=position.__getitem__)
+    recomputed = sorted(spec.recomputed, key=position.__getitem__)
+    inside = set(nodes) | set(recomputed)
+    inputs: dict[str, None] = {}
+    for node in sorted(inside, key=position.__getitem__):
+        for operand in graph.nodes[node].operands:
+            if operand not in inside:
+                inputs[operand] = None
+    outputs = sorted(outputs, key=position.__getitem__)
+    return Kernel(name=name, kind=spec.kind, nodes=tuple(nodes), recomputed=tuple(recomputed),
+                  inputs=tuple(inputs), outputs=tuple(outputs), dominant=spec.dominant,
+                  sol=model.estimate(inside, outputs))
 
 
 def _written_values(graph: Graph, computed: Sequence[set[str]]) -> set[str]:

@@ -7,13 +7,15 @@ def format_exploration(result: dict, max_kernels: int = 40) -> str:
     graph = result["graph"]
     lines = [f"graph {graph['name']}: {graph['nodes']} nodes, device {result['device']}", ""]
     lines.append(f"{'strategy':10s} {'kernels':>8s} {'DRAM MB':>10s} {'SOL us':>10s} "
-                 f"{'proj us':>10s} {'vs unfused':>10s} {'explore ms':>10s}")
+                 f"{'proj us':>10s} {'vs unfused':>10s} {'explore ms':>10s}  decided by")
     for name, plan in result["strategies"].items():
         total = plan["total"]
         speedup = total.get("speedup_vs_unfused")
+        decider = f"{plan['cost_model']} model" if plan.get("cost_model") else "rules"
         lines.append(f"{name:10s} {plan['kernel_count']:8d} {total['dram_bytes'] / 1e6:10.3f} "
                      f"{total['sol_us']:10.2f} {_number(total.get('proj_us'), '10.2f')} "
-                     f"{(f'{speedup:.2f}x' if speedup else '-'):>10s} {plan['explore_ms']:10.1f}")
+                     f"{(f'{speedup:.2f}x' if speedup else '-'):>10s} {plan['explore_ms']:10.1f}"
+                     f"  {decider}")
     lines += _learned_lines(result)
     for name, plan in result["strategies"].items():
         lines += ["", f"== {name}: {plan['kernel_count']} kernels "
@@ -27,6 +29,9 @@ def format_exploration(result: dict, max_kernels: int = 40) -> str:
                          f"{(kernel.get('limiter') or '-'):8s} {kernel['dominant'] or ''}")
         if len(plan["kernels"]) > max_kernels:
             lines.append(f"  ... {len(plan['kernels']) - max_kernels} more (--json lists all)")
+        outliers = [k for k in plan["kernels"] if k.get("outlier_reason")]
+        for kernel in outliers[:max_kernels]:
+            lines.append(f"  outlier {kernel['name']}: {kernel['outlier_reason']}")
         refused = sum(1 for d in plan["decisions"] if d["action"] == "refuse")
         lines.append(f"  decisions: {len(plan['decisions']) - refused} fused, {refused} refused "
                      "(--json lists them with reasons)")

@@ -1,0 +1,344 @@
+"""What a candidate kernel costs: the one price every fusion decision and every plan total uses.
+
+The fuser asks a `Pricer` for the time of each kernel it considers; `explore` asks the same
+pricer for the kernels of every strategy's plan. So the decision that made a kernel and the
+figure a user reads next to it come from one function, and the question "which plan is
+fastest?" gets the answer the search optimised.
+
+Models (`--cost-model`, `PRICERS`):
+- "projected" (the default): the kernel under the best of the CodeGen plans the code generator
+  would consider (`schedules.enumerate_plans`, ranked by `projected.rank_plans` with estimated
+  registers: the same enumeration and model `codegen` ranks with). A group the code generator
+  can only emit badly (a reduction recomputed per element, a strided read, one block on a
+  132-SM GPU) is priced as such, so the fuser never builds it unless it still pays. Library
+  kernels (cuBLAS, cuDNN) get `projected.project_library`.
+- "sol": the speed of light alone (bytes at peak bandwidth, flops at peak, one launch), the
+  pre-V2 behaviour: every fusion that saves bytes looks good.
+- "learned": the projected model's best `LEARNED_SHORTLIST` plans re-ranked by a trained
+  learned cost model (compiler/cost/learned/), which gives the time; kernels it cannot describe
+  fall back to the projected time.
+A price measured on a GPU would plug in the same way (a pricer keyed by the same signature).
+
+Every price carries the speed of light (`sol_us`), a lower bound on any model's time: the
+search compares it with the price of the pieces a merge replaces and skips pricing a merge
+whose bound already shows no gain (`Pricer.bound`).
+
+Prices are cached by the kernel's *structure* (`Signature`): its nodes' ops, shapes, layouts
+and attributes, the edges between them, which values it reads and writes, its kind and
+dominant node, but not the node names. The twelve layers of a transformer step make twelve
+identical candidates for every merge, priced once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Hashable
+
+import numpy as np
+
+from compiler.codegen.plan import CodeGenPlan
+from compiler.cost.devices import Device
+from compiler.cost.projected import Breakdown, Derating, project_kernel, project_library
+from compiler.cost.sol import SolModel
+from compiler.errors import InputError
+from compiler.fusion.plan import FusionPlan, Kernel
+from compiler.ir.graph import COMPUTATION_ATTRS, Graph
+
+DEFAULT_MODEL = "projected"
+# The projected pricer first scores each family of plans (`_family`) at the block size nearest
+# FAMILY_BLOCK, then every block size of the families whose first score is within
+# FAMILY_MARGIN of the best one's.
+FAMILY_BLOCK = 256
+FAMILY_MARGIN = 1.25
+# Plans of a kernel the learned model scores: the projected model's best few.
+LEARNED_SHORTLIST = 4
+
+
+@dataclass(frozen=True)
+class Price:
+    """A kernel's time under one cost model and the CodeGen plan that achieves it."""
+
+    us: float                        # the time decisions use
+    sol_us: float                    # speed of light: no model's time is below it
+    model: str                       # "projected" | "sol" | "learned"
+    plan: CodeGenPlan | None = None  # the winning plan (None: library call, SOL, no plan)
+    breakdown: Breakdown | None = None
+
+    def describe(self) -> str:
+        """The winning plan in a few words, for the decision log ("row-reduce-warp, 256
+        threads x 132 blocks, dram-bound")."""
+        if self.plan is None:
+            return "library call" if self.breakdown is not None else "speed of light"
+        plan = self.plan
+        text = f"{plan.schedule}, {plan.block_size} threads x {plan.grid_size} blocks"
+        if plan.cooperative:
+            text += ", grid barrier"
+        if self.breakdown is not None:
+            text += f", {self.breakdown.limiter}-bound"
+        return text
+
+
+class Signature:
+    """Structural keys of a graph's kernels: equal for kernels that differ only in node names
+    (and the values of constants, which no cost model reads)."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.position = graph.positions()
+        self._node_keys: dict[str, int] = {}
+        self._input_keys: dict[str, int] = {}
+        self._interned: dict[Hashable, int] = {}
+
+    def node_key(self, name: str) -> int:
+        """An id shared by nodes of the same op, shape (with layout) and attributes."""
+        key = self._node_keys.get(name)
+        if key is None:
+            node = self.graph.nodes[name]
+            attrs = tuple(sorted((k, _frozen(v)) for k, v in node.attrs.items()
+                                 if k not in COMPUTATION_ATTRS and k != "value"))
+            whole = (node.op, str(node.shape), _layouts(node.shape), attrs)
+            key = self._node_keys[name] = self._interned.setdefault(whole, len(self._interned))
+        return key
+
+    def input_key(self, name: str) -> Hashable:
+        """What a value read from memory is to a kernel's cost: its shape and layout, and
+        whether it is a one-element constant (an immediate): not which parameter it is."""
+        key = self._input_keys.get(name)
+        if key is None:
+            node = self.graph.nodes[name]
+            immediate = node.op == "constant" and not node.shape.is_tuple and \
+                node.array_shape.size == 1
+            key = self._input_keys[name] = self._interned.setdefault(
+                ("input", str(node.shape), _layouts(node.shape), immediate),
+                len(self._interned))
+        return key
+
+    def of(self, kernel: Kernel) -> tuple:
+        """The kernel's structural key."""
+        computed = sorted(kernel.computed, key=self.position.__getitem__)
+        local = {name: k for k, name in enumerate(computed)}
+        inputs: dict[str, int] = {}
+        body = []
+        for name in computed:
+            refs = []
+            for operand in self.graph.nodes[name].operands:
+                if operand in local:
+                    refs.append(local[operand])
+                else:
+                    refs.append(-1 - inputs.setdefault(operand, len(inputs)))
+            body.append((self.node_key(name), tuple(refs), name in kernel.recomputed))
+        sources = tuple(self.input_key(name) for name in inputs)
+        outputs = tuple(sorted(local[name] for name in kernel.outputs))
+        dominant = local.get(kernel.dominant, -1) if kernel.dominant else -1
+        return (kernel.kind, dominant, tuple(body), sources, outputs)
+
+
+def _frozen(value) -> Hashable:
+    """An attribute value as a hashable (dicts and lists become tuples, arrays their shape)."""
+    if isinstance(value, dict):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, np.ndarray):
+        return ("array", value.shape, str(value.dtype))
+    return value
+
+
+def _layouts(shape) -> tuple:
+    return tuple(leaf.minor_to_major for leaf in shape.leaves())
+
+
+class Pricer:
+    """Prices kernels of one graph on one device with one model, cached by structure."""
+
+    name = "abstract"
+
+    def __init__(self, graph: Graph, model: SolModel):
+        self.graph = graph
+        self.sol_model = model
+        self.device: Device = model.device
+        self.signature = Signature(graph)
+        self._cache: dict[tuple, Price] = {}
+        self.priced = 0     # kernels priced (not served from the cache)
+        self.asked = 0      # prices asked for
+
+    def price(self, kernel: Kernel) -> Price:
+        """The kernel's price (cached by its structure)."""
+        self.asked += 1
+        key = self.signature.of(kernel)
+        found = self._cache.get(key)
+        if found is None:
+            self.priced += 1
+            found = self._cache[key] = self._price(kernel)
+        return found
+
+    def bound(self, kernel: Kernel) -> float:
+        """A lower bound on the kernel's price, cheap to compute: its speed of light."""
+        return kernel.sol.total_us
+
+    def _price(self, kernel: Kernel) -> Price:
+        raise NotImplementedError
+
+
+class SolPricer(Pricer):
+    """Speed of light: bytes at peak bandwidth, flops at the peak of their pipe, one launch."""
+
+    name = "sol"
+
+    def _price(self, kernel: Kernel) -> Price:
+        return Price(kernel.sol.total_us, kernel.sol.total_us, self.name)
+
+
+class ProjectedPricer(Pricer):
+    """The projected time of the best CodeGen plan (module docstring)."""
+
+    name = "projected"
+
+    def bound(self, kernel: Kernel) -> float:
+        """The speed of light with DRAM at the bandwidth the projected model allows
+        (`Derating.dram_efficiency`): every plan moves at least the SOL's bytes."""
+        sol = kernel.sol
+        memory_us = sol.memory_us / Derating().dram_efficiency
+        return max(memory_us, sol.compute_us) + sol.launch_us
+
+    def _price(self, kernel: Kernel) -> Price:
+        sol_us = kernel.sol.total_us
+        if kernel.kind == "library":
+            breakdown = project_library(kernel, self.device)
+            return Price(breakdown.projected_us, sol_us, self.name, None, breakdown)
+        best = self.best_plans(kernel, 1)
+        if not best:
+            # No plan the workload model covers (a type codegen does not emit): nothing better
+            # is known than the speed of light, and the plan shows no projection.
+            return Price(sol_us, sol_us, self.name)
+        plan, breakdown = best[0]
+        return Price(breakdown.projected_us, sol_us, self.name, plan, breakdown)
+
+    def best_plans(self, kernel: Kernel, count: int) -> list[tuple[CodeGenPlan, Breakdown]]:
+        """The kernel's `count` fastest plans, fastest first, in two steps over the candidates:
+        every family of plans (the same plan but for its launch dimensions: block size and
+        what follows from it) at the block size nearest FAMILY_BLOCK, then every block size
+        of the families within FAMILY_MARGIN of the best. Ties are broken as `rank_plans`
+        breaks them."""
+        from compiler.codegen.elemental import CodegenUnsupported
+        from compiler.codegen.schedules import enumerate_plans
+
+        try:
+            plans = enumerate_plans(self.graph, kernel)
+        except CodegenUnsupported:
+            return []
+        families: dict[tuple, list[int]] = {}
+        for index, plan in enumerate(plans):
+            families.setdefault(_family(plan), []).append(index)
+        memo: dict = {}
+        scored: dict[int, tuple] = {}
+
+        def score(indices) -> list[tuple]:
+            for index in indices:
+                if index not in scored:
+                    scored[index] = self._score(kernel, plans[index], index, memo)
+            return sorted(scored[i] for i in indices if scored[i] is not None)
+
+        heads = [min(members, key=lambda i: (abs(plans[i].block_size - FAMILY_BLOCK),
+                                             plans[i].block_size))
+                 for members in families.values()]
+        ranked = score(heads)
+        if not ranked:
+            return []
+        leading = [item for item in ranked if item[0] <= ranked[0][0] * FAMILY_MARGIN]
+        swept = [i for *_, index, _ in leading for i in families[_family(plans[index])]]
+        ranked = score(swept + heads)
+        return [(plans[index], breakdown) for *_, index, breakdown in ranked[:count]]
+
+    def _score(self, kernel: Kernel, plan: CodeGenPlan, index: int, memo: dict):
+        """`rank_plans`' sort key of one plan with its breakdown, None when the workload
+        model does not cover it."""
+        try:
+            breakdown = project_kernel(self.graph, kernel, plan, self.device, memo=memo)
+        except ValueError:
+            return None
+        slack = sum(breakdown.terms_us.values()) + breakdown.latency_us
+        return round(breakdown.projected_us, 6), slack, index, breakdown
+
+
+# What a plan's launch dimensions decide (`_family` leaves them out).
+_LAUNCH_FIELDS = ("block_size", "grid_size", "rows_per_block", "shared_bytes", "scratch_bytes",
+                  "parts")
+_FAMILY_FIELDS = tuple(f.name for f in fields(CodeGenPlan) if f.name not in _LAUNCH_FIELDS)
+
+
+def _family(plan: CodeGenPlan) -> tuple:
+    """The plan but for its launch dimensions (its parts' too): plans of one family differ
+    only in block size and what follows from it. A cooperative plan's grid is a choice of
+    its own (how many co-resident blocks), not a consequence of the block size: it stays."""
+    return (tuple(getattr(plan, name) for name in _FAMILY_FIELDS),
+            plan.grid_size if plan.cooperative else None,
+            tuple(_family(part) for part in plan.parts))
+
+
+class LearnedPricer(ProjectedPricer):
+    """The projected model's best LEARNED_SHORTLIST plans, timed by a learned model."""
+
+    name = "learned"
+
+    def __init__(self, graph: Graph, model: SolModel, predictor):
+        super().__init__(graph, model)
+        if predictor.device != model.device.name:
+            raise InputError(f"the learned model {predictor.label} predicts "
+                             f"{predictor.device} kernels, not {model.device.name} ones")
+        self.predictor = predictor
+
+    def _price(self, kernel: Kernel) -> Price:
+        projected = super()._price(kernel)
+        if kernel.kind == "library" or projected.plan is None:
+            return Price(projected.us, projected.sol_us, "projected", projected.plan,
+                         projected.breakdown)
+        from compiler.cost.learned.features import kernel_sample
+        from compiler.cost.learned.model import predict_us
+
+        shortlist, samples = [], []
+        for plan, breakdown in self.best_plans(kernel, LEARNED_SHORTLIST):
+            try:
+                samples.append(kernel_sample(self.graph, kernel, plan, self.device, breakdown))
+            except ValueError:
+                continue
+            shortlist.append((plan, breakdown))
+        if not samples:
+            return projected
+        times = predict_us(self.predictor.model, samples).tolist()
+        best = min(range(len(times)), key=times.__getitem__)
+        plan, breakdown = shortlist[best]
+        return Price(float(times[best]), projected.sol_us, self.name, plan, breakdown)
+
+
+PRICERS = ("projected", "sol", "learned")
+
+
+def make_pricer(name: str, graph: Graph, model: SolModel, learned=None) -> Pricer:
+    """The pricer called `name`; "learned" needs `learned` (a LearnedPredictor for the
+    model's device). InputError for an unknown name or a missing model."""
+    if name == "projected":
+        return ProjectedPricer(graph, model)
+    if name == "sol":
+        return SolPricer(graph, model)
+    if name == "learned":
+        if learned is None:
+            raise InputError("the learned cost model needs a model file: pass "
+                             "--learned-model FILE (python -m compiler train-costmodel makes one)")
+        return LearnedPricer(graph, model, learned)
+    raise InputError(f"unknown cost model {name!r}; choose from {', '.join(PRICERS)}")
+
+
+def plan_price(plan: FusionPlan, pricer: Pricer) -> float:
+    """The plan's total under the pricer: its kernels' prices, in order."""
+    return sum(pricer.price(kernel).us for kernel in plan.kernels)
+
+
+def price_plan(plan: FusionPlan, pricer: ProjectedPricer) -> None:
+    """Set every kernel's projected breakdown (`Kernel.projected`) to its best CodeGen plan's,
+    as the pricer finds it: the projection `explore` shows, the one the search optimised.
+    Kernels with no plan the workload model covers stay None."""
+    for kernel in plan.kernels:
+        price = pricer.price(kernel)
+        kernel.projected = price.breakdown
+        kernel.schedule = price.plan.schedule if price.plan is not None else None

@@ -1,0 +1,169 @@
+"""Pricing candidate kernels (compiler/fusion/pricing.py): one price for fusion decisions and
+plan totals.
+
+The projected price of a kernel is the projected time of the best CodeGen plan the code
+generator enumerates for it, as `rank_plans` ranks them; the SOL price is the speed of light;
+every price is at least its speed of light. Prices are cached by structure: kernels that differ
+only in node names (the layers of a model, which also read different parameters) share one,
+and kernels of other shapes, layouts, ops or edges do not. `explore` shows each kernel under
+the projected price, and the plan total is the sum of its kernels' prices.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from compiler.codegen.schedules import enumerate_plans
+from compiler.cost import SolModel, get_device
+from compiler.cost.projected import rank_plans
+from compiler.errors import InputError
+from compiler.fusion.explore import explore
+from compiler.fusion.plan import KernelSpec, build_plan
+from compiler.fusion.pricing import (ProjectedPricer, Signature, SolPricer, make_pricer,
+                                     plan_price)
+from compiler.importers import import_bytes, load_graph
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+
+ADD = """
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+"""
+
+# Two identical "layers" (a row softmax each) over different parameters, then a third of
+# another row length.
+LAYERS = ADD + """
+max {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(a, b)
+}
+ENTRY e {
+  x1 = f32[512,1024] parameter(0)
+  x2 = f32[512,1024] parameter(1)
+  x3 = f32[512,2048] parameter(2)
+  ninf = f32[] constant(-inf)
+  zero = f32[] constant(0)
+  m1 = f32[512] reduce(x1, ninf), dimensions={1}, to_apply=max
+  b1 = f32[512,1024] broadcast(m1), dimensions={0}
+  d1 = f32[512,1024] subtract(x1, b1)
+  e1 = f32[512,1024] exponential(d1)
+  m2 = f32[512] reduce(x2, ninf), dimensions={1}, to_apply=max
+  b2 = f32[512,1024] broadcast(m2), dimensions={0}
+  d2 = f32[512,1024] subtract(x2, b2)
+  e2 = f32[512,1024] exponential(d2)
+  m3 = f32[512] reduce(x3, ninf), dimensions={1}, to_apply=max
+  b3 = f32[512,2048] broadcast(m3), dimensions={0}
+  d3 = f32[512,2048] subtract(x3, b3)
+  e3 = f32[512,2048] exponential(d3)
+  ROOT t = (f32[512,1024], f32[512,1024], f32[512,2048]) tuple(e1, e2, e3)
+}
+"""
+
+
+def hlo(text: str):
+    return import_bytes(text.encode(), "test.hlo")[0]
+
+
+def layer_kernels(graph):
+    """Each softmax layer as one regional kernel."""
+    model = SolModel(graph, get_device("h100"))
+    specs = [KernelSpec([f"m{k}", f"d{k}", f"e{k}"], "stitch-regional", [f"b{k}"], f"m{k}")
+             for k in (1, 2, 3)]
+    return model, build_plan(graph, specs, "test", model).kernels
+
+
+def by_dominant(kernels):
+    return {kernel.dominant: kernel for kernel in kernels}
+
+
+def test_the_projected_price_is_the_best_ranked_codegen_plan():
+    graph = hlo(LAYERS)
+    model, kernels = layer_kernels(graph)
+    pricer = ProjectedPricer(graph, model)
+    for kernel in kernels:
+        plan, breakdown = rank_plans(graph, kernel, enumerate_plans(graph, kernel),
+                                     model.device)[0]
+        price = pricer.price(kernel)
+        assert price.us == breakdown.projected_us
+        assert price.plan.schedule == plan.schedule and price.model == "projected"
+        assert price.sol_us == kernel.sol.total_us <= price.us
+
+
+def test_kernels_that_differ_only_in_names_share_a_price_and_others_do_not():
+    graph = hlo(LAYERS)
+    model, kernels = layer_kernels(graph)
+    kernels = by_dominant(kernels)
+    signature = Signature(graph)
+    assert signature.of(kernels["m1"]) == signature.of(kernels["m2"])
+    assert signature.of(kernels["m1"]) != signature.of(kernels["m3"])
+    pricer = ProjectedPricer(graph, model)
+    first, second, third = (pricer.price(kernels[k]) for k in ("m1", "m2", "m3"))
+    assert pricer.asked == 3 and pricer.priced == 2
+    assert first == second and third.us > first.us  # twice the bytes
+
+
+def test_a_different_layout_or_edge_changes_the_signature():
+    graph = hlo("""
+    ENTRY e {
+      p = f32[64,32]{1,0} parameter(0)
+      q = f32[64,32]{1,0} parameter(1)
+      t = f32[64,32]{0,1} parameter(2)
+      a1 = f32[64,32] add(p, q)
+      b1 = f32[64,32] multiply(a1, q)
+      a2 = f32[64,32] add(q, p)
+      b2 = f32[64,32] multiply(a2, p)
+      a3 = f32[64,32] add(t, q)
+      b3 = f32[64,32] multiply(a3, q)
+      a4 = f32[64,32] add(p, q)
+      b4 = f32[64,32] multiply(a4, p)
+      ROOT r = (f32[64,32], f32[64,32], f32[64,32], f32[64,32]) tuple(b1, b2, b3, b4)
+    }
+    """)
+    model = SolModel(graph, get_device("h100"))
+    specs = [KernelSpec([f"a{k}", f"b{k}"], "loop", [], f"b{k}") for k in (1, 2, 3, 4)]
+    signature = Signature(graph)
+    keys = [signature.of(kernel)
+            for kernel in sorted(build_plan(graph, specs, "t", model).kernels,
+                                 key=lambda kernel: kernel.dominant)]
+    same_structure, other_layout, other_edge = keys[1], keys[2], keys[3]
+    assert keys[0] == same_structure      # other parameters, read in the same pattern
+    assert keys[0] != other_layout        # a column-major input
+    assert keys[0] != other_edge          # the multiply reads the add's other input
+
+
+def test_the_sol_price_is_the_speed_of_light():
+    graph = hlo(LAYERS)
+    model, kernels = layer_kernels(graph)
+    pricer = SolPricer(graph, model)
+    for kernel in kernels:
+        assert pricer.price(kernel).us == kernel.sol.total_us
+        assert pricer.price(kernel).plan is None
+
+
+def test_an_unknown_or_unusable_cost_model_is_a_clear_error():
+    graph = hlo(LAYERS)
+    model = SolModel(graph, get_device("h100"))
+    with pytest.raises(InputError, match="unknown cost model 'fast'.*projected, sol, learned"):
+        make_pricer("fast", graph, model)
+    with pytest.raises(InputError, match="needs a model file"):
+        make_pricer("learned", graph, model)
+
+
+@pytest.mark.parametrize("name", ["softmax", "layer_norm_bwd", "transformer_step_bf16"])
+def test_explore_shows_every_kernel_at_its_price_and_totals_add_up(name):
+    graph = load_graph(str(DATA / "hlo" / f"{name}.hlo"))
+    plans = explore(graph, "h100")
+    model = SolModel(graph, get_device("h100"))
+    pricer = ProjectedPricer(graph, model)
+    for plan in plans.values():
+        for kernel in plan.kernels:
+            price = pricer.price(kernel)
+            assert kernel.projected is not None
+            assert kernel.projected.projected_us == pytest.approx(price.us)
+        assert plan.total_projected_us == pytest.approx(plan_price(plan, pricer), abs=1e-3)
