@@ -6,7 +6,9 @@ from __future__ import annotations
 from copy import deepcopy
 
 from compiler.cost.devices import DEVICES
+from compiler.cost.outliers import OUTLIER_MIN_US, OUTLIER_RATIO
 from compiler.fusion.explore import STRATEGIES
+from compiler.fusion.pricing import PRICERS
 
 
 def _ref(name: str) -> dict:
@@ -50,7 +52,18 @@ KERNEL = {
         "waves": _nullable("number"), "block_size": _nullable("integer"),
         "grid_size": _nullable("integer"), "registers": _nullable("integer"),
         "shared_bytes": _nullable("integer"), "spill_bytes": _nullable("integer"),
-        "schedule": _nullable("string"),
+        "schedule": {**_nullable("string"),
+                     "description": "the schedule of the CodeGen plan the kernel is projected "
+                                    "(and emitted) with, e.g. row-reduce-warp; null for a "
+                                    "library call"},
+        "proj_over_sol": {**_nullable("number"),
+                          "description": "the projected time over the speed-of-light time "
+                                         "(1.0: at the bound); null without both"},
+        "outlier_reason": {**_nullable("string"),
+                           "description": f"null, or why the kernel projects at least "
+                                          f"{OUTLIER_RATIO:g}x its speed of light and at least "
+                                          f"{OUTLIER_MIN_US:g} us: the limiter and what in the "
+                                          f"schedule the speed of light does not count"},
     },
 }
 
@@ -147,6 +160,13 @@ SCHEMAS = {
     "StrategyResult": {"type": "object", "required": ["total", "kernels", "decisions"],
                        "properties": {
                            "explore_ms": {"type": "number"},
+                           "cost_model": {
+                               "type": ["string", "null"], "enum": [*PRICERS, None],
+                               "description": "the cost model whose prices decided the "
+                                              "fusions (the cost strategy's); null for a "
+                                              "rule-based strategy (unfused, xla, stitch), "
+                                              "whose rules decide. Its decisions' reasons start "
+                                              "with the model's name"},
                            "total": {"type": "object",
                                      "required": ["sol_us", "proj_us", "measured_us"],
                                      "properties": {"sol_us": {"type": "number"},

@@ -12,6 +12,7 @@ from collections import defaultdict
 
 from compiler.cost.devices import Device
 from compiler.cost.occupancy import LaunchLimitError, occupancy
+from compiler.cost.outliers import OUTLIER_MIN_US, OUTLIER_RATIO
 
 # Strategies in the order the comparison lists them; others follow alphabetically.
 STRATEGY_ORDER = ("unfused", "xla", "stitch", "cost")
@@ -159,9 +160,9 @@ def learned_model(*strategy_results: dict) -> dict | None:
 
 
 def comparison_rows(device_result: dict) -> list[dict]:
-    """One row per strategy: kernels, DRAM bytes, SOL / projected / measured totals and the
+    """One row per strategy: kernels, DRAM bytes, SOL / projected / measured totals, the
     speedups over the unfused and the XLA plans (their total over this one's), projected and,
-    where both were measured, measured."""
+    where both were measured, measured, and who decided its fusions (`decided_by`)."""
     strategies = device_result["strategies"]
     totals = {name: result["total"] for name, result in strategies.items()}
     rows = []
@@ -178,6 +179,7 @@ def comparison_rows(device_result: dict) -> list[dict]:
             "learned_us": total.get("learned_us"),
             "learned_kernels": total.get("learned_kernels"),
             "explore_ms": result.get("explore_ms"),
+            "decided_by": decided_by(name, result),
         }
         for baseline in ("unfused", "xla"):
             base = totals.get(baseline, {})
@@ -191,6 +193,40 @@ def comparison_rows(device_result: dict) -> list[dict]:
     for row in rows:
         row["fastest"] = fastest is not None and row["proj_us"] == fastest
     return rows
+
+
+# -- who decided a plan's fusions --------------------------------------------------------------
+
+# The cost models the cost strategy decides by (compiler/fusion/pricing.py): the name pages give
+# each and what a candidate kernel's price is under it.
+COST_MODELS = {
+    "projected": ("projected model", "each candidate kernel is priced by the projected time of "
+                                     "its best CodeGen plan"),
+    "sol": ("SOL model", "each candidate kernel is priced by its speed-of-light time (its DRAM "
+                         "bytes at peak bandwidth, its flops at peak)"),
+    "learned": ("learned model", "each candidate kernel is priced by the learned model's time "
+                                 "of its best CodeGen plan among the projected model's "
+                                 "shortlist"),
+}
+# What decides the plans of the strategies no cost model decides.
+STRATEGY_RULES = {"unfused": "one kernel per op", "xla": "XLA's fusion rules",
+                  "stitch": "AStitch's stitching rules"}
+
+
+def decided_by(strategy: str, strategy_result: dict) -> dict | None:
+    """Who decided a plan's fusions, from its "cost_model": {"model": the model's name, or None
+    where rules decided; "label": "projected model", "SOL model", "learned model" or "rules";
+    "detail": what a price is under the model, or which rules}. None for an artifact stored
+    before plans recorded it: pages then say nothing."""
+    if "cost_model" not in strategy_result:
+        return None
+    model = strategy_result["cost_model"]
+    if model is None:
+        return {"model": None, "label": "rules",
+                "detail": STRATEGY_RULES.get(strategy, f"the {strategy} strategy's rules")}
+    label, detail = COST_MODELS.get(
+        model, (f"{model} model", f"each candidate kernel is priced by the {model} model"))
+    return {"model": model, "label": label, "detail": detail}
 
 
 def comparison_figure(rows: list[dict], eager_us: float | None = None) -> dict:
@@ -249,10 +285,47 @@ def kernel_rows(strategy_result: dict) -> list[dict]:
             "model_error": model_error(kernel["proj_us"], kernel["measured_us"]),
             "learned_us": kernel.get("learned_us"),
             "learned_error": model_error(kernel.get("learned_us"), kernel["measured_us"]),
+            # Artifacts stored before the outlier flag have neither field.
+            "proj_over_sol": kernel.get("proj_over_sol"),
+            "outlier_reason": kernel.get("outlier_reason"),
             "has_source": bool(kernel.get("function")),
             "codegen_error": kernel.get("codegen_error"),
         })
     return rows
+
+
+def sol_ratio(value: float | None) -> str:
+    """Projected time over speed of light as the pages write it: "1.4×", "23×", "1,250×" (one
+    decimal where it tells kernels apart, none once the kernel is far off); a dash when
+    unknown."""
+    if value is None:
+        return "–"
+    # 9.95 and above would round to "10.0×".
+    return f"{value:.1f}×" if value < 9.95 else f"{value:,.0f}×"
+
+
+# The plan panel names this many outliers; the kernel table flags every one.
+OUTLIERS_LISTED = 10
+
+
+def outlier_summary(strategy_result: dict, limit: int | None = None) -> dict | None:
+    """The kernels the compiler flagged as projecting far above their speed of light (those
+    with an "outlier_reason": OUTLIER_RATIO times it or more, and OUTLIER_MIN_US or more), the
+    highest ratio first: {"count", "threshold", "min_us", "listed": the first `limit`
+    [{"name", "proj_over_sol", "proj_us", "sol_us", "reason"}], "more": how many are not
+    listed} (`limit`: OUTLIERS_LISTED unless given). None when no kernel is flagged (or the
+    artifact predates the flag)."""
+    outliers = [kernel for kernel in strategy_result["kernels"] if kernel.get("outlier_reason")]
+    if not outliers:
+        return None
+    outliers.sort(key=lambda kernel: (-(kernel.get("proj_over_sol") or 0),
+                                      -(kernel.get("proj_us") or 0)))
+    listed = [{"name": kernel["name"], "proj_over_sol": kernel.get("proj_over_sol"),
+               "proj_us": kernel.get("proj_us"), "sol_us": kernel.get("sol_us"),
+               "reason": kernel["outlier_reason"]}
+              for kernel in outliers[:OUTLIERS_LISTED if limit is None else limit]]
+    return {"count": len(outliers), "threshold": OUTLIER_RATIO, "min_us": OUTLIER_MIN_US,
+            "listed": listed, "more": len(outliers) - len(listed)}
 
 
 def decision_rows(strategy_result: dict) -> list[dict]:

@@ -164,6 +164,7 @@ def _results_context(run: Run, devices: dict) -> dict:
             "name": name, "full_name": get_device(name).full_name, "comparison": rows,
             "measured": any(row["measured_us"] is not None for row in rows),
             "learned": any(row["learned_us"] is not None for row in rows),
+            "decided": any(row["decided_by"] for row in rows),
             "learned_model": presenters.learned_model(*result["strategies"].values()),
             "eager": result.get("eager"), "measured_on": result.get("measured_on"),
             "strategies": [{"name": strategy, "default": strategy == default,
@@ -178,13 +179,17 @@ DECISIONS_SHOWN = 200
 
 
 def _panel_context(run: Run, device: str, strategy: str, result: dict) -> dict:
-    """One strategy's panel: the kernel DAG, kernel table and decisions."""
+    """One strategy's panel: the kernel DAG, the outliers, the kernel table, who decided the
+    fusions and the decisions."""
     decisions = presenters.decision_rows(result)
     kernels = presenters.kernel_rows(result)
     return {"run": run, "device": device, "strategy": strategy,
             "kernels": kernels,
             "learned": any(row["learned_us"] is not None for row in kernels),
             "learned_model": presenters.learned_model(result),
+            "ratios": any(row["proj_over_sol"] is not None for row in kernels),
+            "outliers": presenters.outlier_summary(result),
+            "decided_by": presenters.decided_by(strategy, result),
             "decisions": decisions[:DECISIONS_SHOWN], "decision_count": len(decisions),
             "actions": presenters.decision_actions(decisions),
             # Coloured by time; the limiter colouring is fetched when asked for (plan_dag).
@@ -414,7 +419,8 @@ def _compare_side(request: HttpRequest, text: str, prefer_device: str | None = N
     result = devices[device]["strategies"][strategy]
     return {"run": run, "device": device, "strategy": strategy,
             "spec": f"{run.pk}:{device}:{strategy}", "result": result,
-            "learned_model": presenters.learned_model(result)}
+            "learned_model": presenters.learned_model(result),
+            "decided_by": presenters.decided_by(strategy, result)}
 
 
 # Runs per page of the history.

@@ -2,7 +2,7 @@
 from django import template
 from django.template.defaultfilters import filesizeformat
 
-from explorer.presenters import NOT_MEASURED
+from explorer.presenters import NOT_MEASURED, sol_ratio
 
 register = template.Library()
 MISSING = "–"
@@ -20,6 +20,10 @@ def us(value):
 @register.filter
 def measured_us(value):
     return NOT_MEASURED if value is None else us(value)
+
+
+# Projected time over speed of light: "1.4×", "220×".
+register.filter("sol_ratio", sol_ratio)
 
 
 @register.filter

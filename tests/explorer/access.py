@@ -45,9 +45,11 @@ class AccessTestCase(TestCase):
             strategies=STRATEGIES, compiler_version="test", **fields)
 
     @classmethod
-    def make_done_run(cls, run_id="d" * 22, visibility=Run.PRIVATE) -> Run:
-        """A finished run of softmax.hlo on two devices, with its kernels' sources."""
-        artifact = dict(softmax_artifact())
+    def make_done_run(cls, run_id="d" * 22, visibility=Run.PRIVATE,
+                      artifact: dict | None = None) -> Run:
+        """A finished run of softmax.hlo on two devices, with its kernels' sources; `artifact`:
+        an edited copy of softmax_artifact() to store instead."""
+        artifact = dict(artifact or softmax_artifact())
         sources = artifact.pop("sources")
         run = cls.make_run(run_id, visibility, Run.DONE, artifact=artifact, name="softmax")
         KernelSource.objects.bulk_create(KernelSource.from_artifact(run.pk, key, source)

@@ -3,7 +3,8 @@ from django.urls import reverse
 
 from explorer import presenters
 from explorer.models import Run
-from tests.explorer.access import AccessTestCase
+from tests.explorer.access import AccessTestCase, softmax_artifact
+from tests.explorer.outliers import before_cost_models
 
 
 class CompareViewTests(AccessTestCase):
@@ -33,6 +34,22 @@ class CompareViewTests(AccessTestCase):
         self.assertEqual(totals["proj_us"]["a"], strategies["xla"]["total"]["proj_us"])
         self.assertEqual(totals["proj_us"]["b"], strategies["stitch"]["total"]["proj_us"])
         self.assertContains(response, "Δ (B − A)")
+
+    def test_each_side_says_what_decided_its_fusions(self):
+        response = self.get(self.owner, *self.strategies("xla", "cost"))
+        text = " ".join(response.content.decode().split())
+
+        self.assertIn("fusions decided by <strong>rules</strong> (XLA&#x27;s fusion rules)", text)
+        self.assertIn("fusions decided by the <strong>projected model</strong>", text)
+        self.assertLess(text.index("(XLA&#x27;s fusion rules)"), text.index("projected model"))
+
+    def test_a_run_stored_before_cost_models_were_recorded_names_no_decider(self):
+        old = self.make_done_run("o" * 22, Run.TEAM, before_cost_models(softmax_artifact()))
+        response = self.get(self.owner, f"{old.pk}:h100:xla", f"{self.team_run.pk}:h100:cost")
+        text = " ".join(response.content.decode().split())
+
+        self.assertEqual(text.count("fusions decided by"), 1)
+        self.assertIn("fusions decided by the <strong>projected model</strong>", text)
 
     def test_a_measured_run_compares_its_measured_totals(self):
         from explorer.models import Measurement

@@ -5,7 +5,9 @@ from django.urls import reverse
 
 from compiler.pipeline import compile_graph
 from explorer.models import KernelSource, Run
-from tests.explorer.access import DATA, AccessTestCase
+from explorer.presenters import sol_ratio
+from tests.explorer.access import DATA, AccessTestCase, softmax_artifact
+from tests.explorer.outliers import before_cost_models, with_outliers
 
 KERNEL = ("h100", "cost", "stitch-regional.0")   # softmax.hlo's one stitched kernel
 
@@ -64,6 +66,39 @@ class KernelViewTests(AccessTestCase):
         self.assertTrue(candidates)
         self.assertContains(response, f"Candidate CodeGen plans ({len(candidates)})")
         self.assertContains(response, 'class="is-chosen"', count=1)
+
+    def text(self, response) -> str:
+        return " ".join(response.content.decode().split())
+
+    def test_it_shows_the_ratio_to_the_speed_of_light_and_the_schedule(self):
+        kernel = self.done.artifact["devices"]["h100"]["strategies"]["cost"]["kernels"][0]
+        text = self.text(self.get(self.owner))
+
+        ratio = sol_ratio(kernel["proj_over_sol"])
+        self.assertIn(f'<span class="stat__label">projected / SOL</span>{ratio}', text)
+        self.assertIn(f"Projected under the <strong>{kernel['schedule']}</strong> schedule "
+                      f"(the emitted CodeGen plan's): {ratio} its speed of light", text)
+        self.assertNotIn("Outlier", text)
+
+    def test_an_outlier_says_why_over_its_projected_breakdown(self):
+        artifact = with_outliers(softmax_artifact(), "h100", "cost", [220.0])
+        kernel = artifact["devices"]["h100"]["strategies"]["cost"]["kernels"][0]
+        run = self.make_done_run("o" * 22, artifact=artifact)
+        text = self.text(self.get(self.owner, reverse("explorer-kernel", args=[run.pk, *KERNEL])))
+
+        self.assertIn('<div class="stat stat--outlier"', text)
+        self.assertIn('220× <a href="#projected" class="outlier-mark" >⚠ outlier</a>', text)
+        section = text[text.index('<section id="projected">'):]
+        self.assertIn(f"<strong>⚠ Outlier:</strong> {kernel['outlier_reason']}",
+                      section[:section.index('<dl class="breakdown">')])
+
+    def test_a_kernel_stored_before_the_ratio_was_recorded_shows_none(self):
+        run = self.make_done_run("o" * 22, artifact=before_cost_models(softmax_artifact()))
+        response = self.get(self.owner, reverse("explorer-kernel", args=[run.pk, *KERNEL]))
+
+        self.assertContains(response, "Projected breakdown")
+        self.assertNotContains(response, "projected / SOL")
+        self.assertNotContains(response, "its speed of light")
 
     def test_it_embeds_pipe_occupancy_and_roofline_charts(self):
         figures = self.embedded(self.get(self.owner), "figures")

@@ -1,11 +1,15 @@
 """A plan's panel (explorer-plan-panel), which the run page loads when its tab is opened, and its
 decisions as JSON (explorer-plan-decisions), which the decision filter searches."""
 import json
+from unittest import mock
 
 from django.urls import reverse
 
+from explorer import presenters
 from explorer.models import Run
-from tests.explorer.access import AccessTestCase
+from explorer.presenters import sol_ratio
+from tests.explorer.access import AccessTestCase, softmax_artifact
+from tests.explorer.outliers import before_cost_models, with_outliers
 
 
 class PlanPanelViewTests(AccessTestCase):
@@ -36,6 +40,82 @@ class PlanPanelViewTests(AccessTestCase):
         self.assertEqual(set(figures), {"h100/xla/time"})  # the limiter colouring on request
         nodes = [trace for trace in figures["h100/xla/time"]["data"] if trace["mode"] == "markers"]
         self.assertEqual(len(nodes[0]["x"]), len(self.xla["kernels"]))
+
+    def panel(self, artifact: dict, run_id: str, strategy: str = "xla"):
+        run = self.make_done_run(run_id, artifact=artifact)
+        url = reverse("explorer-plan-panel", args=[run.pk, "h100", strategy])
+        return run, self.get(self.owner, url)
+
+    def test_it_says_rules_decided_the_xla_plan_so_its_decisions_have_no_gain(self):
+        response = self.get(self.owner)
+
+        self.assertContains(response, "Fusions decided by <strong>rules</strong> — XLA&#x27;s "
+                                      "fusion rules\n    — not by a cost model, so decisions "
+                                      "carry no gain.")
+
+    def test_the_cost_plan_names_its_cost_model_and_what_a_gain_means(self):
+        url = reverse("explorer-plan-panel", args=[self.done.pk, "h100", "cost"])
+        text = " ".join(self.get(self.owner, url).content.decode().split())
+
+        self.assertIn("Fusions decided by the <strong>projected model</strong>: each candidate "
+                      "kernel is priced by the projected time of its best CodeGen plan. A gain "
+                      "is the time a merge saves under that model", text)
+
+    def test_every_kernel_shows_its_projected_time_over_its_speed_of_light(self):
+        response = self.get(self.owner)
+
+        self.assertContains(response, "× SOL</th>")
+        for kernel in self.xla["kernels"]:
+            self.assertContains(response, f'<td class="num kernels__ratio">'
+                                          f'{sol_ratio(kernel["proj_over_sol"])}</td>', html=True)
+        self.assertNotContains(response, "is-outlier")
+        self.assertNotContains(response, "speed of light</strong>")
+
+    def test_outliers_are_summarised_worst_first_linked_and_flagged_in_the_table(self):
+        artifact = with_outliers(softmax_artifact(), "h100", "xla", [40.0, 220.0])
+        run, response = self.panel(artifact, "o" * 22)
+        kernels = artifact["devices"]["h100"]["strategies"]["xla"]["kernels"]
+        html = response.content.decode()
+        text = " ".join(html.split())
+
+        self.assertIn("2 kernels project ≥ 20× their speed of light", text)
+        summary = html[html.index('<details class="card outliers"'):html.index("</details>")]
+        links = [reverse("explorer-kernel", args=[run.pk, "h100", "xla", kernels[i]["name"]])
+                 for i in (1, 0)]
+        self.assertLess(summary.index(links[0]), summary.index(links[1]))
+        self.assertIn(kernels[1]["outlier_reason"], summary)
+        self.assertIn("220×", summary)
+        self.assertNotIn("outliers__more", summary)
+        self.assertContains(response, 'class="is-outlier"', count=2)
+        self.assertContains(response, f'title="{kernels[1]["outlier_reason"]}"')
+        self.assertContains(response, 'aria-label="outlier">⚠</span>', count=2)
+
+    def test_a_long_list_of_outliers_ends_with_how_many_more_there_are(self):
+        artifact = with_outliers(softmax_artifact(), "h100", "unfused", [30.0, 50.0, 40.0])
+        with mock.patch.object(presenters, "OUTLIERS_LISTED", 2):
+            run, response = self.panel(artifact, "o" * 22, "unfused")
+        kernels = artifact["devices"]["h100"]["strategies"]["unfused"]["kernels"]
+        text = " ".join(response.content.decode().split())
+
+        self.assertIn("3 kernels project ≥ 20× their speed of light", text)
+        self.assertIn("and 1 more, marked ⚠ in the table.", text)
+        summary = text[text.index('class="card outliers"'):text.index("</details>")]
+        self.assertNotIn(kernels[0]["outlier_reason"], summary)  # the lowest ratio
+        self.assertContains(response, 'class="is-outlier"', count=3)
+
+    def test_one_outlier_reads_in_the_singular(self):
+        artifact = with_outliers(softmax_artifact(), "h100", "xla", [25.0])
+        _, response = self.panel(artifact, "o" * 22)
+
+        self.assertIn("1 kernel projects ≥ 20× its speed of light",
+                      " ".join(response.content.decode().split()))
+
+    def test_a_plan_stored_before_cost_models_shows_no_ratios_outliers_or_decider(self):
+        _, response = self.panel(before_cost_models(softmax_artifact()), "o" * 22, "cost")
+
+        self.assertContains(response, "Plan — cost (1 kernels)")
+        for absent in ("× SOL", "kernels__ratio", "outliers", "Fusions decided by"):
+            self.assertNotContains(response, absent)
 
     def test_the_dag_coloured_by_limiter_comes_on_request_with_a_trace_per_limiter(self):
         url = reverse("explorer-plan-dag", args=[self.done.pk, "h100", "xla", "limiter"])

@@ -8,7 +8,9 @@ from pathlib import Path
 
 from compiler.cost.devices import get_device
 from compiler.cost.occupancy import occupancy
+from compiler.cost.outliers import OUTLIER_RATIO
 from explorer import presenters
+from tests.explorer.outliers import before_cost_models, with_outliers
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAPH = ROOT / "tests" / "data" / "hlo" / "attention_block.hlo"
@@ -92,6 +94,101 @@ class ComparisonTests(unittest.TestCase):
         self.assertIsNone(rows["cost"]["measured_speedup_vs_xla"])
         measured = [trace for trace in figure["data"] if trace["name"] == "measured"]
         self.assertEqual(measured[0]["y"], [120.0, None, None, 40.0])
+
+
+class DecidedByTests(unittest.TestCase):
+    def test_the_cost_strategy_is_decided_by_its_cost_model_and_the_others_by_rules(self):
+        rows = {row["strategy"]: row["decided_by"]
+                for row in presenters.comparison_rows(ARTIFACT["devices"]["h100"])}
+
+        self.assertEqual(rows["cost"]["model"], "projected")
+        self.assertEqual(rows["cost"]["label"], "projected model")
+        self.assertIn("projected time of its best CodeGen plan", rows["cost"]["detail"])
+        self.assertEqual({name: (row["label"], row["detail"]) for name, row in rows.items()
+                          if name != "cost"},
+                         {"unfused": ("rules", "one kernel per op"),
+                          "xla": ("rules", "XLA's fusion rules"),
+                          "stitch": ("rules", "AStitch's stitching rules")})
+
+    def test_each_cost_model_has_its_own_name(self):
+        labels = {model: presenters.decided_by("cost", {"cost_model": model})["label"]
+                  for model in ("projected", "sol", "learned", "measured")}
+
+        self.assertEqual(labels, {"projected": "projected model", "sol": "SOL model",
+                                  "learned": "learned model", "measured": "measured model"})
+
+    def test_a_plan_stored_before_cost_models_were_recorded_names_no_decider(self):
+        old = before_cost_models(ARTIFACT)["devices"]["h100"]
+
+        self.assertEqual([row["decided_by"] for row in presenters.comparison_rows(old)],
+                         [None] * 4)
+
+
+def flagged_plan(ratios: list[float]) -> dict:
+    """The h100 unfused plan with its first kernels flagged at these ratios."""
+    return with_outliers(ARTIFACT, "h100", "unfused", ratios)["devices"]["h100"][
+        "strategies"]["unfused"]
+
+
+class OutlierTests(unittest.TestCase):
+    def test_the_compilers_plans_of_the_test_graph_have_no_outliers(self):
+        for plan in ARTIFACT["devices"]["h100"]["strategies"].values():
+            self.assertIsNone(presenters.outlier_summary(plan))
+
+    def test_outliers_come_highest_ratio_first_with_their_reasons_and_links(self):
+        plan = flagged_plan([25.0, 220.0, 40.0])
+        summary = presenters.outlier_summary(plan)
+
+        kernels = plan["kernels"]
+        self.assertEqual(summary["count"], 3)
+        self.assertEqual(summary["threshold"], OUTLIER_RATIO)
+        self.assertEqual([row["name"] for row in summary["listed"]],
+                         [kernels[1]["name"], kernels[2]["name"], kernels[0]["name"]])
+        self.assertEqual([row["reason"] for row in summary["listed"]],
+                         [kernels[i]["outlier_reason"] for i in (1, 2, 0)])
+        self.assertEqual(summary["listed"][0]["proj_over_sol"], 220.0)
+        self.assertEqual(summary["more"], 0)
+
+    def test_the_list_stops_at_ten_and_counts_the_rest(self):
+        ratios = [20.0 + i for i in range(14)]
+        summary = presenters.outlier_summary(flagged_plan(ratios))
+
+        self.assertEqual(summary["count"], 14)
+        self.assertEqual(len(summary["listed"]), presenters.OUTLIERS_LISTED)
+        self.assertEqual(summary["more"], 4)
+        self.assertEqual([row["proj_over_sol"] for row in summary["listed"]],
+                         sorted(ratios, reverse=True)[:10])
+
+    def test_equal_ratios_put_the_longer_kernel_first(self):
+        plan = flagged_plan([30.0, 30.0])
+        plan["kernels"][1]["proj_us"] += 1.0
+        names = [row["name"] for row in presenters.outlier_summary(plan)["listed"]]
+
+        self.assertEqual(names, [plan["kernels"][1]["name"], plan["kernels"][0]["name"]])
+
+    def test_kernel_rows_carry_the_ratio_and_the_outliers_reason(self):
+        plan = flagged_plan([220.0])
+        rows = presenters.kernel_rows(plan)
+
+        self.assertEqual(rows[0]["proj_over_sol"], 220.0)
+        self.assertTrue(rows[0]["outlier_reason"].startswith("projected "))
+        self.assertEqual([row["proj_over_sol"] for row in rows[1:]],
+                         [kernel["proj_over_sol"] for kernel in plan["kernels"][1:]])
+        self.assertTrue(all(row["outlier_reason"] is None for row in rows[1:]))
+
+    def test_a_plan_stored_before_the_flag_has_no_ratios_and_no_outliers(self):
+        plan = before_cost_models(ARTIFACT)["devices"]["h100"]["strategies"]["cost"]
+        rows = presenters.kernel_rows(plan)
+
+        self.assertIsNone(presenters.outlier_summary(plan))
+        self.assertTrue(all(row["proj_over_sol"] is None and row["outlier_reason"] is None
+                            for row in rows))
+
+    def test_ratios_read_with_one_decimal_until_they_are_large(self):
+        cases = {1.44: "1.4×", 1.0: "1.0×", 9.94: "9.9×", 9.96: "10×", 23.4: "23×",
+                 220.0: "220×", 1250.4: "1,250×", None: "–"}
+
+        self.assertEqual({value: presenters.sol_ratio(value) for value in cases}, cases)
 
 
 class KernelTableTests(unittest.TestCase):

@@ -6,7 +6,8 @@ from django.urls import reverse
 
 from explorer.models import Run
 from explorer.presenters import comparison_rows
-from tests.explorer.access import AccessTestCase
+from tests.explorer.access import AccessTestCase, softmax_artifact
+from tests.explorer.outliers import before_cost_models
 
 
 class RunViewTests(AccessTestCase):
@@ -42,6 +43,27 @@ class RunViewTests(AccessTestCase):
         cost = next(row for row in rows if row["strategy"] == "cost")
 
         self.assertContains(response, f"{cost['speedup_vs_unfused']:.2f}×")
+
+    def test_the_comparison_says_which_cost_model_or_which_rules_decided_each_plan(self):
+        response = self.get(self.owner)
+
+        self.assertContains(response, "decided by</th>")
+        model = ('<td class="comparison__decider" title="Each candidate kernel is priced by the '
+                 'projected time of its best CodeGen plan">projected model</td>')
+        self.assertContains(response, model, count=2, html=True)  # one per device
+        for rules in ("one kernel per op", "XLA&#x27;s fusion rules",
+                      "AStitch&#x27;s stitching rules"):
+            title = rules[0].upper() + rules[1:]
+            cell = f'<td class="comparison__decider muted" title="{title}">rules</td>'
+            self.assertContains(response, cell, count=2, html=True)
+
+    def test_a_run_stored_before_cost_models_were_recorded_has_no_decided_by_column(self):
+        old = self.make_done_run("o" * 22, artifact=before_cost_models(softmax_artifact()))
+        response = self.get(self.owner, reverse("explorer-run", args=[old.pk]))
+
+        self.assertContains(response, "Strategy comparison — NVIDIA H100")
+        self.assertNotContains(response, "decided by")
+        self.assertNotContains(response, "comparison__decider")
 
     def test_without_a_measurement_nothing_is_measured_and_one_can_be_asked_for(self):
         response = self.get(self.owner)
