@@ -76,6 +76,8 @@ def label(path: Path) -> str:
 
 
 def outliers(plan) -> list[dict]:
+    """The plan's outlier kernels, each with the reason the plan gives for it: the kernel's
+    `outlier_reason` as the plan serialises it (compiler/cost/outliers.py), None without one."""
     found = []
     for kernel in plan.kernels:
         if kernel.projected is None:
@@ -84,7 +86,7 @@ def outliers(plan) -> list[dict]:
         if projected > OUTLIER_RATIO * sol and projected > OUTLIER_MIN_US:
             found.append({"kernel": kernel.name, "kind": kernel.kind,
                           "proj_us": round(projected, 3), "sol_us": round(sol, 3),
-                          "reason": getattr(kernel, "outlier_reason", None)})
+                          "reason": kernel.to_dict().get("outlier_reason")})
     return found
 
 
