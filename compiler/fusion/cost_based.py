@@ -112,7 +112,8 @@ from dataclasses import dataclass
 from compiler.cost.sol import SolModel
 from compiler.fusion.grouping import (FUSIBLE, LIBRARY, GroupGraph, graph_output_sources,
                                       node_role, value_readers)
-from compiler.fusion.plan import Decision, FusionPlan, Kernel, KernelSpec, build_plan, make_kernel
+from compiler.fusion.plan import (MAX_KERNEL_PARAMETERS, Decision, FusionPlan, Kernel, KernelSpec,
+                                  build_plan, make_kernel)
 from compiler.fusion.pricing import Price, Pricer, ProjectedPricer, plan_price
 from compiler.fusion.stitch import (ELEMENTS_PER_THREAD, RowSpace, keeps_row_major_order,
                                     reduce_space, regional_rows_per_block,
@@ -131,7 +132,6 @@ MAX_PRODUCERS = 6           # producer groups a pattern extends from (the latest
 MAX_SIBLINGS = 6            # groups reading one value, paired in topological order
 HORIZONTAL_NEIGHBOURS = 2   # later groups each group is paired with for horizontal fusion
 MAX_ROUNDS = 64
-MAX_KERNEL_PARAMETERS = 96  # XLA's kMaxOperandsAndOutputsPerFusion (gpu_fusible.h)
 MIN_GAIN_US = 1e-6
 SEARCH_BUDGET = 512         # groups a cycle check may visit (see _Search._cycle_refusal)
 

@@ -125,6 +125,10 @@ def as_soon_as_possible(graph: Graph, names: Iterable[str]) -> list[str]:
     return sorted(names, key=lambda name: (depth[name], position[name]))
 
 
+class WindowTooWide(ValueError):
+    """A merge whose cycle check would visit more groups than its budget allows."""
+
+
 class GroupGraph:
     """Disjoint groups of kernel-forming nodes, their dependency edges and topological ranks.
 
@@ -176,11 +180,12 @@ class GroupGraph:
         """True when merging groups a and b leaves the group graph acyclic."""
         return self._windows(a, b) is not None
 
-    def merge(self, a: str, b: str) -> str:
-        """Merge group b into group a; returns the merged group's id. ValueError on a cycle."""
+    def merge(self, a: str, b: str, budget: int | None = None) -> str:
+        """Merge group b into group a; returns the merged group's id. ValueError on a cycle;
+        WindowTooWide when checking for one would visit more than `budget` groups."""
         if a == b:
             return a
-        windows = self._windows(a, b)
+        windows = self._windows(a, b, budget)
         if windows is None:
             raise ValueError(f"merging {a} and {b} would form a cycle")
         merged_rank = self._rerank(*windows)
@@ -201,13 +206,19 @@ class GroupGraph:
         self.rank[a] = merged_rank
         return a
 
-    def _windows(self, a: str, b: str):
+    def _windows(self, a: str, b: str, budget: int | None = None):
         """Groups between a and b in rank order that are reached forward from the lower one and
-        backward from the higher one; None when a path between them runs through a third."""
+        backward from the higher one; None when a path between them runs through a third.
+        WindowTooWide after visiting `budget` groups (None: no limit)."""
         low, high = (a, b) if self.rank[a] < self.rank[b] else (b, a)
         limit_high, limit_low = self.rank[high], self.rank[low]
         forward, stack = {low}, [low]
+        visited = 0
         while stack:
+            visited += 1
+            if budget is not None and visited > budget:
+                raise WindowTooWide(f"more than {budget} groups between {a} and {b} to check "
+                                    "for a cycle")
             group = stack.pop()
             for nxt in self.succ[group]:
                 if nxt == high:
@@ -219,6 +230,10 @@ class GroupGraph:
                     stack.append(nxt)
         backward, stack = {high}, [high]
         while stack:
+            visited += 1
+            if budget is not None and visited > budget:
+                raise WindowTooWide(f"more than {budget} groups between {a} and {b} to check "
+                                    "for a cycle")
             group = stack.pop()
             for prv in self.pred[group]:
                 if prv == low:

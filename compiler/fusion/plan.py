@@ -32,6 +32,12 @@ from compiler.ir.shapes import TupleShape
 # Kernel kinds (DESIGN.md): what schedule the kernel's code will use.
 KINDS = ("loop", "input", "stitch-regional", "stitch-global", "horizontal", "library")
 
+# The most operands and outputs one generated kernel takes: XLA's
+# kMaxOperandsAndOutputsPerFusion (gpu_fusible.h). A kernel's parameters live in a 4 KiB
+# constant bank on older GPUs, and a fusion reading hundreds of buffers (a whole optimizer
+# update) compiles slowly and schedules badly.
+MAX_KERNEL_PARAMETERS = 96
+
 # A library call (cuBLAS, cuDNN) can read a reshaped operand as it is (a different leading
 # dimension), so its kernel may "recompute" these views; anything else must be in memory.
 LIBRARY_OPERAND_VIEWS = ("reshape", "bitcast")

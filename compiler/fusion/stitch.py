@@ -85,7 +85,9 @@ merged. Ranked in the graph's own order, a training step lists ops that depend o
 values among the backward pass, thousands of ranks after the forward kernel they join, and the
 walks made the search quadratic (the 48-layer step took 7x as long as the 12-layer one). The
 groups are therefore ranked by their longest path from the inputs, which keeps such merges
-short and the search linear.
+short and the search linear. A merge whose cycle check would visit more than MERGE_BUDGET
+groups is refused ("too far apart"): a value every layer reads would else make every attempt
+to join it walk the graph between two layers.
 
 Thresholds: ELEMENTS_PER_THREAD = 8 (the per-thread work cap: rows up to 1024 x 8 = 8192
 elements are regional), REGIONAL_BLOCK_THREADS = 256, GLOBAL_BLOCK_THREADS = 512 and
@@ -105,10 +107,10 @@ from dataclasses import dataclass, field
 
 from compiler.cost.sol import SolModel
 from compiler.fusion.grouping import (FUSIBLE, LEAF, LIBRARY, PLUMBING, GroupGraph,
-                                      graph_output_sources, is_duplicable, node_role,
-                                      plumbing_sources)
-from compiler.fusion.plan import (LIBRARY_OPERAND_VIEWS, Decision, FusionPlan, KernelSpec,
-                                  build_plan)
+                                      WindowTooWide, graph_output_sources, is_duplicable,
+                                      node_role, plumbing_sources)
+from compiler.fusion.plan import (LIBRARY_OPERAND_VIEWS, MAX_KERNEL_PARAMETERS, Decision,
+                                  FusionPlan, KernelSpec, build_plan)
 from compiler.ir.dtypes import accumulation_dtype
 from compiler.ir.graph import Graph, Node
 from compiler.ir.ops import OPS
@@ -123,6 +125,13 @@ GLOBAL_BLOCK_THREADS = 512
 GLOBAL_REGISTERS_PER_THREAD = 32
 
 STRATEGY = "stitch"
+# Groups merge only when checking the merge for a cycle visits at most this many groups. A
+# value that every layer of a model reads (a RoPE table, a mask) would otherwise draw a merge
+# attempt from a kernel of every layer, each attempt's check walking the groups of the layers
+# between them: quadratic in depth (a 96-layer Llama step took minutes). Merges within a layer,
+# and a backward op's with the forward values it reads (ranked close, see below), stay far
+# below it.
+MERGE_BUDGET = 2048
 
 
 @dataclass(frozen=True)
@@ -170,6 +179,7 @@ class _Group:
     reuse: int = 0          # nodes that would recompute an expensive producer per element
     work: int = 0           # the largest iteration space of its nodes, in elements
     misfit: str | None = None  # a reduction whose rows do not fit a block
+    inputs: frozenset[str] = frozenset()  # values it reads from memory
 
 
 @dataclass
@@ -340,7 +350,8 @@ class _Stitcher:
             if self.role[name] == LIBRARY:
                 continue
             self.state[name] = self._evaluate(name, lambda operand: None)
-            self.groups[name] = self._tally(_Group(), name, self.state[name])
+            self.groups[name] = self._tally(_Group(inputs=self._reads(name)), name,
+                                            self.state[name])
         self._merge_producers_into_consumers()
         self._merge_independent()
         return self._build()
@@ -359,6 +370,19 @@ class _Stitcher:
             if not self._fits(name) and group.misfit is None:
                 group.misfit = name
         return group
+
+    def _reads(self, name: str) -> frozenset[str]:
+        """The values a kernel computing `name` loads for it: its operands, through the free
+        nodes it recomputes, without scalar constants (immediates)."""
+        found, stack = set(), list(self.graph.nodes[name].operands)
+        while stack:
+            operand = stack.pop()
+            if operand in self.free:
+                stack.extend(self.graph.nodes[operand].operands)
+            elif not (self.graph.nodes[operand].op == "constant" and
+                      self.elements[operand] == 1):
+                found.add(operand)
+        return frozenset(found)
 
     def _group_of(self, name: str) -> str | None:
         return self.groups_graph.group_of.get(name)
@@ -417,12 +441,19 @@ class _Stitcher:
                                          "tuple")
             return False
         merged = self._combine(a, b, changed)
+        if len(merged.inputs) > MAX_KERNEL_PARAMETERS:
+            self._log("refuse", subject, f"not a legal kernel: {len(merged.inputs)} operands > "
+                                         f"{MAX_KERNEL_PARAMETERS} (XLA's fusion budget)")
+            return False
         verdict = self._verdict(merged, changed, lambda name: self._group_of(name) in (a, b))
         if verdict.kind is None:
             self._log("refuse", subject, verdict.reason)
             return False
         try:
-            kept = groups_graph.merge(a, b)
+            kept = groups_graph.merge(a, b, MERGE_BUDGET)
+        except WindowTooWide as error:
+            self._log("refuse", subject, f"too far apart: {error}")
+            return False
         except ValueError:
             self._log("refuse", subject, "would form cycle")
             return False
@@ -495,12 +526,15 @@ class _Stitcher:
 
     def _combine(self, a: str, b: str, changed: dict[str, _NodeState]) -> _Group:
         first, second = self.groups[a], self.groups[b]
+        pair = (a, b)
         merged = _Group(reductions=first.reductions + second.reductions,
                         barrier=first.barrier + second.barrier,
                         stitched=first.stitched + second.stitched,
                         reuse=first.reuse + second.reuse,
                         work=max(first.work, second.work),
-                        misfit=first.misfit or second.misfit)
+                        misfit=first.misfit or second.misfit,
+                        inputs=frozenset(v for v in first.inputs | second.inputs
+                                         if self._group_of(v) not in pair))
         for name, new in changed.items():
             old = self.state[name]
             merged.barrier += new.barrier - old.barrier

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import networkx as nx
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.fusion.grouping import (FUSIBLE, LEAF, LIBRARY, PLUMBING, GroupGraph, is_duplicable,
-                                      node_role)
+from compiler.fusion.grouping import (FUSIBLE, LEAF, LIBRARY, PLUMBING, GroupGraph,
+                                      WindowTooWide, is_duplicable, node_role)
 from compiler.importers.hlo_text import import_hlo
 
 
@@ -112,3 +113,20 @@ def test_roles_and_duplication_follow_xla():
     assert not is_duplicable(graph.node("x"))  # exp is expensive: never computed twice
     assert is_duplicable(graph.node("n")) and is_duplicable(graph.node("b"))
     assert not is_duplicable(graph.node("d"))
+
+
+def test_a_merge_whose_cycle_check_would_walk_too_far_is_refused_untouched():
+    # v0 starts a chain v1 -> ... -> v40; v82 reads v0 and the end of another chain v42 ->
+    # ... -> v81, so it ranks after both chains. Merging v0 with v82 is safe (no path through
+    # a third group), but checking that walks v0's chain.
+    edges = [(i, i + 1) for i in range(0, 40)] + [(i, i + 1) for i in range(42, 81)]
+    edges += [(0, 82), (81, 82)]
+    graph = chain_graph(edges, 83)
+    groups = GroupGraph(graph)
+    a, b = groups.group_of["v0"], groups.group_of["v82"]
+    before = dict(groups.rank)
+    with pytest.raises(WindowTooWide, match="more than 8 groups"):
+        groups.merge(a, b, budget=8)
+    assert groups.rank == before and len(groups.members) == len(before)
+    assert groups.merge(a, b, budget=200) == a
+    assert contracted_is_acyclic(graph, groups.group_of)

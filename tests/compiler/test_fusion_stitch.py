@@ -323,6 +323,32 @@ def test_an_expensive_scalar_is_not_recomputed_for_every_element(plan_checker):
     assert any("div.15 would recompute pow.2" in r for r in reasons(plan, "refuse"))
 
 
+def test_no_kernel_reads_more_operands_than_xlas_fusion_budget(plan_checker):
+    # An optimizer-style update: every parameter scaled by one global factor, all independent
+    # but for that scalar. Merged horizontally without a budget they would be one kernel of
+    # 120 operands; XLA stops a fusion at 96 operands and outputs.
+    count = 60
+    lines = ["ENTRY e {", "  s = f32[] parameter(0)"]
+    outputs = []
+    for k in range(count):
+        lines += [f"  p{k} = f32[1024] parameter({2 * k + 1})",
+                  f"  g{k} = f32[1024] parameter({2 * k + 2})",
+                  f"  b{k} = f32[1024] broadcast(s), dimensions={{}}",
+                  f"  m{k} = f32[1024] multiply(g{k}, b{k})",
+                  f"  u{k} = f32[1024] subtract(p{k}, m{k})"]
+        outputs.append(f"u{k}")
+    shapes = ", ".join(["f32[1024]"] * count)
+    lines += [f"  ROOT t = ({shapes}) tuple({', '.join(outputs)})", "}"]
+    graph = hlo("\n".join(lines))
+    plan, _ = plan_of(graph)
+    plan_checker(graph, plan)
+    widest = max(len([v for v in kernel.inputs if graph.nodes[v].op != "constant"])
+                 for kernel in plan.kernels)
+    assert 64 < widest <= 96
+    assert any("not a legal kernel: " in reason and "> 96 (XLA's fusion budget)" in reason
+               for reason in reasons(plan, "refuse"))
+
+
 def test_the_decision_log_is_bounded_by_the_graph(plan_checker):
     graph, inputs = jax_module("transformer_step_bf16")
     plan, _ = plan_of(graph)
