@@ -194,3 +194,30 @@ def test_maximum_is_exact_and_carries_the_bounds_of_what_it_picks_from():
     bounds = error_bounds(graph, values, ["largest_x", "largest_total"])
     assert bounds["largest_x"] is None
     assert bounds["largest_total"] == pytest.approx(textbook_bound(x).max(), rel=1e-12)
+
+
+@pytest.mark.parametrize("op", ["add", "subtract", "multiply"])
+def test_sums_and_products_of_bounded_values_bound_every_corner_of_their_boxes(op):
+    """Add, subtract and multiply are bounded in closed form; the bound must cover what the op
+    gives at every corner of its operands' uncertainty boxes (and not much more)."""
+    graph = hlo(f"""
+  x = f32[64,256] parameter(0)
+  y = f32[64,256] parameter(1)
+  zero = f32[] constant(0)
+  sx = f32[64] reduce(x, zero), dimensions={{1}}, to_apply=add_f32
+  sy = f32[64] reduce(y, zero), dimensions={{1}}, to_apply=add_f32
+  ROOT z = f32[64] {op}(sx, sy)
+""")
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((64, 256)).astype(np.float32)
+    y = rng.standard_normal((64, 256)).astype(np.float32) * 100
+    values = evaluate_all(graph, [x, y])
+    bounds = error_bounds(graph, values, ["sx", "sy", "z"])
+    sx, sy = (values[n].astype(np.float64) for n in ("sx", "sy"))
+    bx, by = bounds["sx"], bounds["sy"]
+    apply = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply}[op]
+    centre = apply(sx, sy)
+    corners = np.max([np.abs(apply(sx + dx, sy + dy) - centre)
+                      for dx in (-bx, bx) for dy in (-by, by)], axis=0)
+    assert np.all(bounds["z"] >= corners * (1 - 1e-12))
+    assert np.all(bounds["z"] <= corners * (1 + 1e-6) + 1e-300)
