@@ -287,6 +287,8 @@ class _Counter:
         """{value: evaluations per position}, {(input, pattern): loads per position}, the
         longest dependency chain in cycles, {pipe: thread instructions per position}."""
         graph, device = self.graph, self.device
+        mixes = graph.analysis_cache("workload.op_mix")
+        chains = graph.analysis_cache(f"workload.chain_latency.{device.name}")
         evals: dict[str, int] = {}
         loads: dict[tuple[str, str], int] = {}   # (input, pattern) -> evaluations
         depth: dict[str, float] = {}
@@ -329,7 +331,9 @@ class _Counter:
                                              sub_axis, transposed or node.op == "transpose"))
             serial = inner // max(1, multiplier) if inner != multiplier else 0
             # A reduction computed by one thread adds one dependent step per reduced element.
-            depth[name] = longest + chain_latency(node, device) + \
+            if name not in chains:
+                chains[name] = chain_latency(node, device)
+            depth[name] = longest + chains[name] + \
                 serial * device.fp32_fma_latency_cycles
             return depth[name]
 
@@ -341,7 +345,9 @@ class _Counter:
         arithmetic: dict[str, float] = {}
         for name, multiplier in evals.items():
             node = graph.nodes[name]
-            for pipe, n in op_mix(node).items():
+            if name not in mixes:
+                mixes[name] = op_mix(node)
+            for pipe, n in mixes[name].items():
                 arithmetic[pipe] = arithmetic.get(pipe, 0) + n * multiplier
             if name in combines:
                 acc = accumulation_dtype(node.array_shape.dtype)
@@ -798,17 +804,20 @@ def _result_reads(counter, targets: list[str], known: frozenset[str], elements: 
     instructions and bytes, as the split schedule's partials are, not as accesses: they are
     no input of the kernel."""
     graph, w = counter.graph, counter.w
-    reached, seen, stack = set(), set(), list(targets)
-    while stack:
-        name = stack.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        if name in known:
-            reached.add(name)
-        elif name in counter.computed:
-            stack.extend(graph.nodes[name].operands)
-    for name in sorted(reached):
+    key = ("results", tuple(targets), known)
+    if key not in counter.memo:  # the kernel's, whatever the launch
+        reached, seen, stack = set(), set(), list(targets)
+        while stack:
+            name = stack.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            if name in known:
+                reached.add(name)
+            elif name in counter.computed:
+                stack.extend(graph.nodes[name].operands)
+        counter.memo[key] = sorted(reached)
+    for name in counter.memo[key]:
         shape = graph.nodes[name].array_shape
         itemsize = max(1, shape.dtype.bits // 8)
         unique = shape.size * itemsize

@@ -127,6 +127,14 @@ class Graph:
             self.__dict__["_positions"] = cached
         return cached
 
+    def analysis_cache(self, name: str) -> dict:
+        """A dict kept with the graph for a pure per-node analysis called `name` (an op's
+        instruction mix, say), so the stages that ask for it thousands of times compute it
+        once per node. Stages treat a built graph as read-only; one that changes it must not
+        use a cache made before."""
+        caches = self.__dict__.setdefault("_analysis_caches", {})
+        return caches.setdefault(name, {})
+
     def output_names(self) -> list[str]:
         """The graph's outputs in flattened output-tuple order (through nested tuples)."""
         names: list[str] = []
