@@ -32,7 +32,8 @@ import numpy as np
 from compiler.ir.dtypes import S32 as _S32, DType, accumulation_dtype
 from compiler.ir.graph import Graph, Node
 from compiler.ir.ops import OPS
-from compiler.codegen.indexing import Index, Ix, delinearize, linear_expr, linearize
+from compiler.codegen.indexing import (Index, Ix, delinearize, linear_expr, linearize,
+                                       reshape_index)
 from compiler.codegen.plan import SCRATCH
 
 
@@ -513,8 +514,8 @@ class Elemental:
 
     def _op_reshape(self, node: Node, index: Index) -> str:
         source = self.graph.nodes[node.operands[0]].array_shape
-        linear = self.linearize(index, node.array_shape.dims)
-        return self.value(node.operands[0], self.delinearize(linear, source.dims))
+        return self.value(node.operands[0], reshape_index(index, node.array_shape.dims,
+                                                          source.dims, self.new_index_local))
 
     def _op_bitcast(self, node: Node, index: Index) -> str:
         """Logical index -> the target's physical order -> the source's physical order."""

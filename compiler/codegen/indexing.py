@@ -146,6 +146,51 @@ def linearize(index: Index, dims: Sequence[int], new_local: NewLocal) -> Ix:
     return Ix.var(new_local(" + ".join(terms), total), total)
 
 
+def reshape_index(index: Index, dims: Sequence[int], source_dims: Sequence[int],
+                  new_local: NewLocal) -> Index:
+    """The index into a reshape's operand (of `source_dims`) of the element at `index` of the
+    reshape (of `dims`): the row-major position is kept. When the index is not one chain of
+    digits of one variable (the row schedules' row digits followed by column digits, or a
+    column shifted by a slice), both shapes are cut where they have a boundary (as many
+    elements before it in both) and each piece is reshaped alone: the digits of the pieces
+    that hold a row's index come out as that index again (a [B, S, H, D] -> [B, S, H * D]
+    reshape keeps B and S), so the value cache finds what was computed at the row's index
+    (its reductions' results) instead of recomputing it."""
+    whole = [(ix, n) for ix, n in zip(index, dims) if n != 1]
+    if all(ix.is_const for ix, _ in whole) or _chain(whole) is not None or \
+            0 in dims or 0 in source_dims:
+        return delinearize(linearize(index, dims, new_local), source_dims, new_local)
+    out: list[Ix] = []
+    start, source_start = 0, 0
+    for end, source_end in _common_boundaries(dims, source_dims):
+        piece, source_piece = tuple(dims[start:end]), tuple(source_dims[source_start:source_end])
+        if piece == source_piece:
+            out.extend(index[start:end])
+        else:
+            linear = linearize(index[start:end], piece, new_local)
+            out.extend(delinearize(linear, source_piece, new_local))
+        start, source_start = end, source_end
+    return tuple(out)
+
+
+def _common_boundaries(a: Sequence[int], b: Sequence[int]) -> list[tuple[int, int]]:
+    """The pairs (i, j), in order, where the first i dims of `a` hold as many elements as the
+    first j dims of `b` (no dim of size 0; the last pair is (len(a), len(b)))."""
+    i = j = 0
+    product_a = product_b = 1
+    boundaries = []
+    while i < len(a) or j < len(b):
+        if j == len(b) or (i < len(a) and product_a <= product_b):
+            product_a *= a[i]
+            i += 1
+        else:
+            product_b *= b[j]
+            j += 1
+        if product_a == product_b:
+            boundaries.append((i, j))
+    return boundaries
+
+
 def linear_expr(index: Index, dims: Sequence[int]) -> str:
     """The row-major position of `index` as a C expression, each run of digits of one base
     chained into one term (for addresses: no local needed)."""

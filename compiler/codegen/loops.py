@@ -291,10 +291,13 @@ class RowCache:
 
 @contextmanager
 def row_columns(emitter: Elemental, plan: CodeGenPlan, node: str | None,
-                 cache: RowCache | None, chunk: tuple[str, str] | None = None) -> Iterator[None]:
-    """The loop of a row's threads over its columns `c` (or those of a chunk), in a cache
+                 cache: RowCache | None, chunk: tuple[str, str] | None = None,
+                 length: int | None = None) -> Iterator[None]:
+    """The loop of a row's threads over its columns `c` (or those of a chunk, or of a row of
+    another `length` than the plan's: a value of the same rows, without a cache), in a cache
     scope: strided, or with a row cache unrolled over its K elements per thread."""
-    body, threads, length = emitter.body, plan.threads_per_row, plan.row_length
+    body, threads = emitter.body, plan.threads_per_row
+    length = plan.row_length if length is None else length
     if cache is None:
         start, end = ("t", length) if chunk is None else (f"{chunk[0]} + t", chunk[1])
         with body.block(f"for (int c = {start}; c < {end}; c += {threads}) {{", node), \

@@ -8,8 +8,10 @@ thousands), says which one its heuristic prefers and emits it; `schedules.enumer
 and `schedules.choose_plan` walk them all. This module holds the plan itself, the constants
 the schedules share, and the analyses of a kernel that both the schedules and the workload
 model (compiler/cost/workload.py) read: which reductions are rows (`row_split`) or columns
-(`column_split`), which share a row or column loop, what a row cache holds, what a phased
-plan's levels loop over (`phase_loops`).
+(`column_split`), which share a row or column loop, which outputs a row plan writes in which
+of its loops (`row_loop_outputs`) and which values of one element per row once per row
+(`row_values`), what a row cache holds, what a phased plan's levels loop over
+(`phase_loops`).
 
 Schedules (their modules say how each maps threads):
 - "elementwise": one thread per output element, `vector_width` consecutive elements per
@@ -179,6 +181,63 @@ def row_reductions(graph: Graph, kernel: Kernel, rows: int, length: int) -> list
     names = [n for n in kernel.computed if graph.nodes[n].op == "reduce"
              and row_split(graph, n) == (rows, length)]
     return sorted(names, key=order.__getitem__)
+
+
+def row_loop_outputs(graph: Graph, kernel: Kernel, outputs: list, rows: int,
+                     length: int) -> tuple[list, dict[int, list], list, list]:
+    """Where a row schedule (schedules/rows.py) writes each of `outputs` (nodes), as the
+    workload model counts it: (wide, other lengths, narrow, rest).
+
+    - wide: rows x length elements, written in the loop over each row's columns after the
+      reductions;
+    - other lengths, {row length: outputs}: values of the same rows but another length that
+      read the row's reductions (a slice of half of each row, the row concatenated with
+      itself: locality.py's `full` values of their own length), each length in a loop of the
+      row's threads over its own columns, after the wide one, so they read the row's results
+      where they are at hand instead of reducing the row again per element;
+    - narrow: one element per row, written by the row's first thread;
+    - rest: grid-stride loops after the row loop (values that read no row result, or read
+      them across rows: those compute a reduction per element)."""
+    wide = [n for n in outputs if n.array_shape.size == rows * length and length > 1]
+    narrow = [n for n in outputs if n.array_shape.size == rows and n not in wide]
+    depth = reduction_depths(graph, kernel, row_reductions(graph, kernel, rows, length))
+    lengths: dict[int, list] = {}
+    rest = []
+    for node in outputs:
+        if node in wide or node in narrow:
+            continue
+        size = node.array_shape.size
+        if rows and size and size % rows == 0 and depth.get(node.name, 0):
+            lengths.setdefault(size // rows, []).append(node)
+        else:
+            rest.append(node)
+    return wide, lengths, narrow, rest
+
+
+def row_values(graph: Graph, kernel: Kernel, reductions: list[str],
+               targets: list[str]) -> list[str]:
+    """The values of one element per row that a row schedule computes once per row after its
+    reductions, in graph order: the kernel's values of as many elements as the reductions'
+    results that read one of them and that the `targets` (the outputs written in the row
+    loop) read, stopping at the reductions. Every thread of the row computes them before the
+    loops over its columns, which find them in the value cache: a layer norm's mean and
+    1 / sqrt(var + eps) cost two divides and a square root per row, not per element."""
+    if not reductions:
+        return []
+    rows = graph.nodes[reductions[0]].array_shape.size
+    depth = reduction_depths(graph, kernel, reductions)
+    computed, stop = set(kernel.computed), set(reductions)
+    found, seen, stack = set(), set(), list(targets)
+    while stack:
+        name = stack.pop()
+        if name in seen or name in stop or name not in computed:
+            continue
+        seen.add(name)
+        node = graph.nodes[name]
+        if not node.shape.is_tuple and node.array_shape.size == rows and depth.get(name, 0):
+            found.add(name)
+        stack.extend(node.operands)
+    return sorted(found, key=graph.positions().__getitem__)
 
 
 def row_cache_reads(graph: Graph, kernel: Kernel, reductions: list[str],

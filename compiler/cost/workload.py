@@ -36,7 +36,7 @@ from compiler.codegen.plan import (COLUMN_SCHEDULE, HORIZONTAL_SCHEDULE, PHASED_
                                    ROW_SCHEDULES, SPLIT_SCHEDULES, TRANSPOSE_SCHEDULE, WARP,
                                    CodeGenPlan, column_reductions, column_split,
                                    derived_values, global_reductions, phase_loops,
-                                   row_cache_reads, row_split)
+                                   row_cache_reads, row_loop_outputs, row_split, row_values)
 from compiler.codegen.schedules.horizontal import horizontal_parts
 from compiler.cost.devices import Device
 from compiler.fusion.plan import Kernel
@@ -81,8 +81,10 @@ DEFAULT_TRANSCENDENTAL = {"fma": 20, "xu": 1, "alu": 2}
 # Integer arithmetic: add/sub/logic on the ALU, multiplies (IMAD) on the FMA pipe.
 INTEGER_MIX = {"multiply": {"fma": 1}, "divide": {"alu": 12, "fma": 8, "conv": 2},
                "remainder": {"alu": 14, "fma": 8, "conv": 2}, "power": {"alu": 20, "fma": 10}}
-# A 16-bit float result is computed in f32 and rounded: a conversion and a repack.
+# A 16-bit float result is computed in f32 and rounded: a conversion and a repack. Ops that
+# only pick an element (of another place, or a padding value) round nothing.
 ROUND_16_BIT = {"conv": 1, "alu": 1}
+PICKS = frozenset({"pad", "concatenate", "dynamic-slice", "dynamic-update-slice", "gather"})
 # Per element of a loop: the loop's increment, compare and branch.
 LOOP_OVERHEAD = {"alu": 2}
 # Per dimension of an index that has to be derived from the loop's position (a div/mod by a
@@ -180,7 +182,8 @@ def op_mix(node: Node) -> dict[str, float]:
                                   else {"alu": 1}))
     if dtype.bits == 64:  # f64 runs the arithmetic on the FP64 pipe
         mix = {("fp64" if pipe in ("fma", "xu") else pipe): n for pipe, n in mix.items()}
-    if dtype.bits < 32 and op not in ("convert", "bitcast-convert") and mix:
+    if dtype.bits < 32 and op not in ("convert", "bitcast-convert") and op not in PICKS \
+            and mix:
         for pipe, n in ROUND_16_BIT.items():
             mix[pipe] = mix.get(pipe, 0) + n
     return mix
@@ -265,6 +268,9 @@ class _Loop:
     vector: int = 1
     stores: tuple[str, ...] = ()
     coalesced_reads: frozenset[str] = frozenset()  # staged through shared memory
+    # Values an earlier loop over the same rows read (a row schedule's later loops): re-read
+    # from L2 whatever their size, the rows in flight being a few MB.
+    recent: frozenset[str] = frozenset()
 
 
 class _Counter:
@@ -366,7 +372,8 @@ class _Counter:
         evals, loads, chain, arithmetic = self._walk(loop, walk_key)
         read_before = self.read_once
         seen = frozenset(name for name, _ in loads if name in read_before)
-        key = ("effect", walk_key, loop.elements, loop.vector, loop.stores, seen)
+        recent = frozenset(name for name, _ in loads if name in loop.recent)
+        key = ("effect", walk_key, loop.elements, loop.vector, loop.stores, seen, recent)
         effect = self.memo.get(key)
         if effect is None:
             effect = self.memo[key] = self._effect(loop, evals, loads, arithmetic, seen)
@@ -410,7 +417,7 @@ class _Counter:
         read = set(seen)
         for (name, pattern), multiplier in loads.items():
             self._access(effect, name, "read", pattern, loop.elements * multiplier,
-                         loop.vector, reread=name in read)
+                         loop.vector, reread=name in read, recent=name in loop.recent)
             read.add(name)
         for name in loop.stores:
             self._access(effect, name, "write", _pattern(graph.nodes[name], loop.axes.get(name)),
@@ -420,7 +427,7 @@ class _Counter:
         return effect
 
     def _access(self, effect: _Effect, name: str, role: str, pattern: str, elements: int,
-                vector: int, reread: bool) -> None:
+                vector: int, reread: bool, recent: bool = False) -> None:
         node = self.graph.nodes[name]
         shape = node.array_shape
         itemsize = max(1, shape.dtype.bits // 8)
@@ -442,7 +449,7 @@ class _Counter:
         if role == "read":
             if not reread:
                 effect.dram_read_bytes += unique if (fits_l2 or not wasteful) else l2
-            elif not fits_l2:
+            elif not fits_l2 and not recent:
                 effect.dram_read_bytes += l2
         else:
             effect.dram_write_bytes += unique if (fits_l2 or not wasteful) else l2
@@ -587,29 +594,47 @@ def _row_loops(graph, kernel, plan, counter, outputs, elementwise, shuffle_laten
     per_row = _ceil(_ceil(length, splits), threads_per_row)
     # The kernel's analyses depend on the rows and on whether the plan is cooperative or has
     # a row cache, not on its launch: the candidate plans of a kernel share them.
-    key = ("rows", rows, length, plan.cooperative, bool(plan.row_cache))
+    split = plan.schedule in SPLIT_SCHEDULES
+    key = ("rows", rows, length, plan.cooperative, bool(plan.row_cache), split)
     if key not in counter.memo:
         # Phases in graph order: a kernel owns its reductions (never recomputed), and its
         # owned nodes are in graph order.
         reductions = [n for n in kernel.nodes if graph.nodes[n].op == "reduce"
                       and row_split(graph, n) == (rows, length)]
         second = set(global_reductions(graph, kernel)) if plan.cooperative else set()
-        wide = [n for n in outputs if n.array_shape.size == rows * length and length > 1
-                and n.name not in second]
+        # The column phase's results are written in that phase.
+        late = [n for n in outputs if n.name in second]
+        early = [n for n in outputs if n.name not in second]
+        if split:  # split.py writes no other length in its work items, no row values
+            wide = [n for n in early if n.array_shape.size == rows * length and length > 1]
+            narrow = [n for n in early if n.array_shape.size == rows and n not in wide]
+            lengths, rest = {}, [n for n in early if n not in wide and n not in narrow]
+            once = []
+        else:
+            wide, lengths, narrow, rest = row_loop_outputs(graph, kernel, early, rows, length)
+            written = [*wide, *(n for nodes in lengths.values() for n in nodes), *narrow]
+            once = row_values(graph, kernel, reductions, [n.name for n in written])
         # A row cache keeps what later loops over the row read in registers: known there.
         cached = row_cache_reads(graph, kernel, reductions, [n.name for n in wide]) \
             if plan.row_cache else [frozenset()] * (len(reductions) + 1)
-        counter.memo[key] = reductions, second, wide, cached
-    reductions, second, wide, cached = counter.memo[key]
+        counter.memo[key] = reductions, second, wide, lengths, narrow, rest + late, once, cached
+    reductions, second, wide, lengths, narrow, others, once, cached = counter.memo[key]
     known: set[str] = set()
     steps = int(math.log2(max(1, min(threads_per_row, 32))))
+    before = frozenset(counter.read_once)
+
+    def recent() -> frozenset[str]:
+        """What earlier loops over these rows read: the same block re-reads it (not so for
+        a split plan's chunks, which meet behind the other chunks)."""
+        return frozenset() if split else frozenset(counter.read_once) - before
+
     for k, name in enumerate(reductions):
         node = graph.nodes[name]
         operand = graph.nodes[node.operands[0]]
         counter.loop(_Loop(elements=rows * length, targets=[operand.name],
                            axes={operand.name: fast_axis(operand.array_shape.dims)},
                            known=frozenset(known) | cached[k],
-                           per_thread=rows_per_slot * per_row))
+                           per_thread=rows_per_slot * per_row, recent=recent()))
         known.add(name)
         w.instructions["shfl"] = w.instructions.get("shfl", 0) + \
             rows * splits * threads_per_row * steps
@@ -622,19 +647,28 @@ def _row_loops(graph, kernel, plan, counter, outputs, elementwise, shuffle_laten
             w.grid_syncs += 1 if plan.cooperative else 0
             w.dram_write_bytes += rows * splits * 8
             w.dram_read_bytes += rows * splits * 8
-    narrow = [n for n in outputs if n.array_shape.size == rows and n not in wide]
+    if once:  # computed by every thread of the row, once per row
+        counter.loop(_Loop(elements=rows * threads_per_row, targets=once,
+                           axes=dict.fromkeys(once), known=frozenset(known),
+                           per_thread=rows_per_slot, recent=recent()))
+        known.update(once)
     if wide:
         counter.loop(_Loop(elements=rows * length, targets=[n.name for n in wide],
                            axes={n.name: fast_axis(n.array_shape.dims) for n in wide},
                            known=frozenset(known) | cached[-1],
                            per_thread=rows_per_slot * per_row,
-                           stores=tuple(n.name for n in wide)))
+                           stores=tuple(n.name for n in wide), recent=recent()))
+    for other_length, nodes in lengths.items():  # the same rows, another length, no cache
+        counter.loop(_Loop(elements=rows * other_length, targets=[n.name for n in nodes],
+                           axes={n.name: fast_axis(n.array_shape.dims) for n in nodes},
+                           known=frozenset(known),
+                           per_thread=rows_per_slot * _ceil(other_length, threads_per_row),
+                           stores=tuple(n.name for n in nodes), recent=recent()))
     if narrow:
         counter.loop(_Loop(elements=rows, targets=[n.name for n in narrow],
                            axes={n.name: fast_axis(n.array_shape.dims) for n in narrow},
                            known=frozenset(known), per_thread=rows_per_slot,
-                           stores=tuple(n.name for n in narrow)))
-    others = [n for n in outputs if n not in wide and n not in narrow]
+                           stores=tuple(n.name for n in narrow), recent=recent()))
     if second:
         w.grid_syncs += 1
         for name in reductions:  # row results go through scratch
@@ -644,7 +678,9 @@ def _row_loops(graph, kernel, plan, counter, outputs, elementwise, shuffle_laten
         _column_loops(graph, kernel, plan, counter, others, first, frozenset(known),
                       elementwise, barrier_latency)
     elif others:
-        elementwise(others, known=frozenset(known))
+        # After the row loop the row results are gone: a value reading one reduces its row
+        # again, per element (the emitted code's serial reduction).
+        elementwise(others)
 
 
 def _column_loops(graph, kernel, plan, counter, outputs, dominant_name, known, elementwise,

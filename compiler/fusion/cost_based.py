@@ -55,9 +55,11 @@ speed of light)", "not a legal kernel: ...".
 What one kernel may be (`_Analysis`)
 ------------------------------------
 A kernel's nodes fall into *components*: sets joined by data flow inside the kernel. Each
-component gets a kind from AStitch's block-locality labels (as `stitch.py`: a node is
-invariant, one value per row of a reduction, row-aligned, or needs data of other blocks); the
-kind says which CodeGen plans the code generator enumerates (compiler/codegen/schedules/):
+component gets a kind from AStitch's block-locality labels (compiler/fusion/locality.py, as
+`stitch.py`: a node is invariant, one value per row of a reduction, row-aligned, the rows
+of any length, or needs data of other blocks; whole rows moved by a transpose count as the
+latter here, the row schedules having their results at other rows' places); the kind says
+which CodeGen plans the code generator enumerates (compiler/codegen/schedules/):
 - `loop`: no reduction;
 - `input`: reductions of one row space whose results nothing in the kernel reads;
 - `stitch-regional`: reductions of one row space whose results the kernel consumes within a
@@ -115,14 +117,13 @@ from compiler.fusion.grouping import (FUSIBLE, LIBRARY, GroupGraph, graph_output
 from compiler.fusion.plan import (MAX_KERNEL_PARAMETERS, Decision, FusionPlan, Kernel, KernelSpec,
                                   build_plan, make_kernel)
 from compiler.fusion.pricing import Price, Pricer, ProjectedPricer, plan_price
-from compiler.fusion.stitch import (ELEMENTS_PER_THREAD, RowSpace, keeps_row_major_order,
-                                    reduce_space, regional_rows_per_block,
-                                    transpose_keeps_order)
+from compiler.fusion.locality import (GRID, INV, RowSpace, full_label, map_rows, reduce_space,
+                                      row_label)
+from compiler.fusion.stitch import ELEMENTS_PER_THREAD, regional_rows_per_block
 from compiler.fusion.unfused import unfused
 from compiler.gc_pause import cyclic_gc_paused
 from compiler.ir.dtypes import accumulation_dtype
 from compiler.ir.graph import Graph, Node
-from compiler.ir.ops import OPS
 
 STRATEGY = "cost"
 TOP_K = 4                   # patterns kept per group
@@ -134,9 +135,6 @@ HORIZONTAL_NEIGHBOURS = 2   # later groups each group is paired with for horizon
 MAX_ROUNDS = 64
 MIN_GAIN_US = 1e-6
 SEARCH_BUDGET = 512         # groups a cycle check may visit (see _Search._cycle_refusal)
-
-INV = ("inv", None)         # needs no reduction of the kernel: any block computes it
-GRID = ("grid", None)       # needs values that other blocks computed
 
 
 def cost_fusion(graph: Graph, model: SolModel, top_k: int = TOP_K,
@@ -353,7 +351,7 @@ class _Analysis:
             parent[root_b] = root_a
             components[root_a] = components[root_a].join(components.pop(root_b))
 
-    # -- block locality (the labels of stitch.py) and components, downstream ----------------------
+    # -- block locality (locality.py's labels) and components, downstream -----------------------
 
     def _relabel(self, summary: _Summary, start: list[str]) -> None:
         """Settle the nodes that read values now inside, then their users as long as something
@@ -415,42 +413,20 @@ class _Analysis:
             if any(label != INV for label in inits):
                 return GRID, "barrier"
             if source == INV:
-                return (("row", space) if fits else GRID), None
-            if source == ("full", space) and fits:
-                return ("row", space), "stitched"
+                return (row_label(space) if fits else GRID), None
+            if source == full_label(space) and fits:
+                return row_label(space), "stitched"
             if source == GRID or fits:
                 return GRID, "barrier"
             return GRID, "stitched"  # partial rows meet in global memory: a global kernel
-        dependent = [label for label in operand_labels if label != INV]
-        if not dependent:
+        mapped = map_rows(self.graph, node, operand_labels)
+        if mapped == INV:
             return INV, None
-        mapped = None if GRID in dependent else self._map_rows(node, dependent)
-        if mapped is None:
+        if mapped is None or mapped[0] == "moved":
+            # The row schedules read a moved row's elements at other rows' places, where the
+            # row results are not at hand: only the phased schedule computes it well.
             return GRID, "barrier"
         return mapped, "stitched"
-
-    def _map_rows(self, node: Node, dependent: list[tuple]) -> tuple | None:
-        label = dependent[0]
-        if any(other != label for other in dependent[1:]):
-            return None
-        kind, space = label
-        size = self.elements[node.name]
-        expected = space.rows if kind == "row" else space.rows * space.length
-        op = node.op
-        if op in ("reshape", "bitcast") or op == "reduce":
-            return label if size == expected else None
-        if op == "broadcast":
-            if not keeps_row_major_order(self.graph, node):
-                return None
-            if size == expected:
-                return label
-            if kind == "row" and size == space.rows * space.length:
-                return ("full", space)
-            return None
-        if op == "transpose":
-            return label if transpose_keeps_order(self.graph, node) else None
-        info = OPS.get(op)
-        return label if info is not None and info.is_elementwise else None
 
     # -- kinds ------------------------------------------------------------------------------------
 

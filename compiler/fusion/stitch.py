@@ -29,16 +29,20 @@ then the stitching scheme), from its *dominant* op:
   the reduced ones. A reduction is a *row* reduction when its reduced dimensions are the
   innermost ones (size-1 dimensions ignored, row-major order); a reduction whose reduced
   dimensions all have size 1 moves no data and is treated like a reshape.
-- Block locality. Every node of a group gets a label: `inv` (depends on no reduction of the
-  group: any block computes the elements it needs from memory), `row` (one value per row of a
-  row space), `full` (element i belongs to row i // length), `moved` (whole rows of a `full`
-  value transposed to other places) or `grid` (needs values other blocks computed). A
-  reduction of a `full` or `inv` input whose rows fit a block gives `row`; broadcasting a
-  `row` value along the row (the kept dimensions leading), reshapes and transposes that keep
-  the row-major order, and elementwise ops keep the label; anything else that reads a `row`,
-  `full` or `moved` value (a transpose across rows, a slice, a reduction over other
-  dimensions, a row space that does not fit a block) gives `grid`, and the node needs a
-  grid-wide barrier.
+- Block locality (compiler/fusion/locality.py, shared with the cost strategy). Every node of
+  a group gets a label: `inv` (depends on no reduction of the group: any block computes the
+  elements it needs from memory), `row` (one value per row of a row space), `full` (element
+  i belongs to row i // length; the rows of the reductions it reads, a length of its own),
+  `moved` (whole rows of a `full` value transposed to other places) or `grid` (needs values
+  other blocks computed). A reduction of a `full` or `inv` input whose rows fit a block gives
+  `row`; broadcasting a `row` value along the row (the kept dimensions leading), reshapes
+  and transposes that keep the row-major order, and elementwise ops keep the label; a slice,
+  concatenate, reverse, pad or transpose that moves elements only within each row (the row
+  dimensions leading and untouched: RoPE's halves of each token's row, negated and joined
+  again) gives `full` of the output's own row length, block-local all the same; anything
+  else that reads a `row`, `full` or `moved` value (a transpose or slice across rows, a
+  reduction over other dimensions, a row space that does not fit a block) gives `grid`, and
+  the node needs a grid-wide barrier.
 - Regional stitch (`stitch-regional`, §3.1/§4): all reductions reduce the same rows, the rows
   fit a block, no node needs a barrier and at least one node consumes a reduction's result
   in the kernel. A row fits when its length is at most `max_threads_per_block *
@@ -109,6 +113,8 @@ from compiler.cost.sol import SolModel
 from compiler.fusion.grouping import (FUSIBLE, LEAF, LIBRARY, PLUMBING, GroupGraph,
                                       WindowTooWide, graph_output_sources, is_duplicable,
                                       node_role, plumbing_sources)
+from compiler.fusion.locality import (GRID, INV, RowSpace, full_label, map_rows, reduce_space,
+                                      row_label)
 from compiler.fusion.plan import (LIBRARY_OPERAND_VIEWS, MAX_KERNEL_PARAMETERS, Decision,
                                   FusionPlan, KernelSpec, build_plan)
 from compiler.ir.dtypes import accumulation_dtype
@@ -132,32 +138,6 @@ STRATEGY = "stitch"
 # and a backward op's with the forward values it reads (ranked close, see below), stay far
 # below it.
 MERGE_BUDGET = 2048
-
-
-@dataclass(frozen=True)
-class RowSpace:
-    """A reduction's iteration space: `rows` kept elements, each reducing `length` elements."""
-
-    rows: int
-    length: int
-    contiguous: bool  # the reduced dimensions are the innermost: a row is contiguous
-
-    def __str__(self) -> str:
-        return f"{self.rows}x{self.length}" + ("" if self.contiguous else " strided")
-
-
-# Labels (kind, row space, detail): where a node's elements can be computed (module docstring,
-# "block locality"). A `moved` value holds whole rows of a `full` one at transposed places.
-INV = ("inv", None, None)
-GRID = ("grid", None, None)
-
-
-def _row_label(space: RowSpace) -> tuple:
-    return ("row", space, None)
-
-
-def _full_label(space: RowSpace) -> tuple:
-    return ("full", space, None)
 
 
 @dataclass(frozen=True)
@@ -277,14 +257,12 @@ class _Stitcher:
         space = self.space.get(name)
         if space is not None:
             return self._evaluate_reduction(name, space, states, reuse)
-        dependent = [s.label for s in states if s is not None and s.label != INV]
-        if not dependent:
+        labels = [INV if state is None else state.label for state in states]
+        if all(label == INV for label in labels):
             carries = name if name in self.expensive else next(
                 (s.carries for s in states if s is not None and s.carries), None)
             return _NodeState(INV, carries=carries, reuse=reuse)
-        if GRID in dependent:
-            return _NodeState(GRID, barrier=True, reuse=reuse)
-        mapped = self._map_rows(node, dependent)
+        mapped = map_rows(self.graph, node, labels)  # stitch.py keeps `moved` rows block-local
         if mapped is None:
             return _NodeState(GRID, barrier=True, reuse=reuse)
         return _NodeState(mapped, stitched=True, reuse=reuse)
@@ -297,46 +275,14 @@ class _Stitcher:
             return _NodeState(GRID, barrier=True, reuse=reuse)  # a computed init value
         fits = self._fits(name)
         if source == INV:
-            return _NodeState(_row_label(space) if fits else GRID, reuse=reuse)
-        if source == _full_label(space) and fits:
-            return _NodeState(_row_label(space), stitched=True, reuse=reuse)
+            return _NodeState(row_label(space) if fits else GRID, reuse=reuse)
+        if source == full_label(space) and fits:
+            return _NodeState(row_label(space), stitched=True, reuse=reuse)
         if source == GRID or fits:
             return _NodeState(GRID, barrier=True, reuse=reuse)
         # A row that does not fit a block, reduced from block-local values: partial results
         # meet in global memory (the kernel holds two row spaces, so it is global anyway).
         return _NodeState(GRID, stitched=True, reuse=reuse)
-
-    def _map_rows(self, node: Node, dependent: list) -> tuple | None:
-        """The label of `node` computed from `row`/`full` operands, None if not block-local."""
-        label = dependent[0]
-        if any(other != label for other in dependent[1:]):
-            return None
-        kind, space, _ = label
-        op = node.op
-        if kind == "moved":
-            return label if OPS[op].is_elementwise else None
-        size = self.elements[node.name]
-        expected = space.rows if kind == "row" else space.rows * space.length
-        if op in ("reshape", "bitcast") or (op == "reduce" and node.name not in self.space):
-            return label if size == expected else None
-        if op == "broadcast":
-            if not keeps_row_major_order(self.graph, node):
-                return None
-            if size == expected:
-                return label
-            if kind == "row" and size == space.rows * space.length:
-                return _full_label(space)
-            return None
-        if op == "transpose":
-            if transpose_keeps_order(self.graph, node):
-                return label
-            if kind == "full" and _transpose_keeps_rows(self.graph, node, space.length):
-                operand = self.graph.nodes[node.operands[0]].shape.dims
-                return ("moved", space, (node.attrs["dimensions"], operand))
-            return None
-        if OPS[op].is_elementwise:
-            return label
-        return None
 
     # -- groups -------------------------------------------------------------------------------
 
@@ -772,53 +718,6 @@ def regional_rows_per_block(device, length: int) -> int:
     row_threads = min(device.max_threads_per_block,
                       max(warp, -(-length // ELEMENTS_PER_THREAD // warp) * warp))
     return max(1, REGIONAL_BLOCK_THREADS // row_threads)
-
-
-def reduce_space(graph: Graph, node: Node) -> RowSpace:
-    dims = graph.nodes[node.operands[0]].shape.dims
-    reduced = set(node.attrs.get("dimensions", ()))
-    rows = math.prod(d for i, d in enumerate(dims) if i not in reduced)
-    length = math.prod(d for i, d in enumerate(dims) if i in reduced)
-    kept = [i for i, d in enumerate(dims) if i not in reduced and d != 1]
-    moving = [i for i, d in enumerate(dims) if i in reduced and d != 1]
-    contiguous = not kept or not moving or min(moving) > max(kept)
-    return RowSpace(rows, length, contiguous)
-
-
-def keeps_row_major_order(graph: Graph, node: Node) -> bool:
-    """A broadcast whose operand's elements keep their row-major order and lead the output:
-    output element i reads operand element i // (output size / operand size)."""
-    operand = graph.nodes[node.operands[0]].shape.dims
-    out = node.shape.dims
-    mapped = [d for i, d in enumerate(node.attrs.get("dimensions", ())) if operand[i] != 1]
-    if mapped != sorted(mapped):
-        return False
-    last = mapped[-1] if mapped else -1
-    return all(d in mapped or out[d] == 1 for d in range(last + 1))
-
-
-def transpose_keeps_order(graph: Graph, node: Node) -> bool:
-    """A transpose that only moves size-1 dimensions: the row-major order stays."""
-    operand = graph.nodes[node.operands[0]].shape.dims
-    moved = [d for d in node.attrs.get("dimensions", ()) if operand[d] != 1]
-    return moved == sorted(moved)
-
-
-def _transpose_keeps_rows(graph: Graph, node: Node, length: int) -> bool:
-    """A transpose that moves whole rows of `length` elements: the innermost dimensions that
-    make up a row stay innermost, in order (size-1 dimensions ignored)."""
-    operand = graph.nodes[node.operands[0]].shape.dims
-    row_dims, elements = [], 1
-    for d in reversed(range(len(operand))):
-        if elements == length:
-            break
-        if operand[d] != 1:
-            row_dims.insert(0, d)
-            elements *= operand[d]
-    if elements != length:
-        return False
-    moved = [d for d in node.attrs.get("dimensions", ()) if operand[d] != 1]
-    return moved[len(moved) - len(row_dims):] == row_dims
 
 
 def stitch_fusion(graph: Graph, model: SolModel) -> FusionPlan:

@@ -10,17 +10,18 @@ kernel of its own, and runs on a range of the launch's blocks:
   that reads it, so two parts reading the same broadcast stay apart and each computes it.
   Parts are ordered by their first owned node's graph position. Each is a `Kernel`: its owned
   and recomputed nodes, the kernel's inputs it reads, the kernel's outputs it owns.
-- A part's kind is derived as the fusers derive it (stitch.py's block locality, which the cost
-  fuser follows too): `loop` without a reduction that moves data; `input` when its reductions
+- A part's kind is derived as the fusers derive it (the block locality of
+  compiler/fusion/locality.py, `moved` rows counting as read across rows, as the cost fuser
+  counts them): `loop` without a reduction that moves data; `input` when its reductions
   share one row space and nothing in the part reads their results; `stitch-regional` when
-  their results are read, in rows that fit a block (a reduction of a `full` value, broadcasts
-  that keep the row-major order, reshapes, transposes of size-1 dims, elementwise ops);
-  anything else (reductions of several row spaces, a result read across rows, a computed init
-  value) is `stitch-global`: it needs a grid barrier, which would stop every other part's
-  blocks too, so such a kernel gets no horizontal plan. The shared-memory fit stitch.py also
-  checks is left out: the row schedules keep no row in shared memory. A part's dominant is
-  the fusers': its reduction with the largest input (the first on a tie), else its largest
-  output.
+  their results are read, in rows that fit a block (a reduction of a `full` value, and what
+  `locality.map_rows` keeps within the rows: broadcasts along them, reshapes, elementwise
+  ops, slices and concatenates inside each row, ...); anything else (reductions of several
+  row spaces, a result read across rows, a computed init value) is `stitch-global`: it needs
+  a grid barrier, which would stop every other part's blocks too, so such a kernel gets no
+  horizontal plan. The shared-memory fit stitch.py also checks is left out: the row
+  schedules keep no row in shared memory. A part's dominant is the fusers': its reduction
+  with the largest input (the first on a tie), else its largest output.
 - Candidates: at most two per block size of BLOCK_SIZES (blockDim is uniform). In the
   first, every part gets the plan closest to the one its own heuristic (`choose_plan` over
   its candidates) prefers: the same schedule and variant (vector width, threads per row or
@@ -53,10 +54,10 @@ from compiler.codegen import schedules as registry
 from compiler.codegen.elemental import Elemental
 from compiler.codegen.plan import BLOCK_SIZES, HORIZONTAL_SCHEDULE, SCRATCH, CodeGenPlan
 from compiler.fusion.plan import Kernel
-from compiler.fusion.stitch import (ELEMENTS_PER_THREAD, keeps_row_major_order, reduce_space,
-                                    transpose_keeps_order)
-from compiler.ir.graph import Graph, Node
-from compiler.ir.ops import OPS
+from compiler.fusion.locality import (GRID, INV, full_label, map_rows, reduce_space,
+                                      row_label)
+from compiler.fusion.stitch import ELEMENTS_PER_THREAD
+from compiler.ir.graph import Graph
 
 SCHEDULES = (HORIZONTAL_SCHEDULE,)
 
@@ -138,9 +139,7 @@ def _part(graph: Graph, kernel: Kernel, k: int, names: list[str],
 def part_kind(graph: Graph, computed: tuple[str, ...],
               position: dict[str, int]) -> tuple[str, str | None]:
     """(kind, dominant reduction or None) of a part computing `computed` (module docstring),
-    `position` the graph position of each node: the labels of stitch.py, `row` (a value per
-    row of the reductions' space), `full` (a value per element of those rows) or `grid`
-    (needs other blocks' values)."""
+    `position` the graph position of each node: the labels of compiler/fusion/locality.py."""
     nodes = sorted(computed, key=position.__getitem__)
     spaces = {name: reduce_space(graph, graph.nodes[name]) for name in nodes
               if graph.nodes[name].op == "reduce" and not graph.nodes[name].shape.is_tuple}
@@ -153,49 +152,27 @@ def part_kind(graph: Graph, computed: tuple[str, ...],
         return "stitch-global", dominant
     space = spaces[dominant]
     fits = space.contiguous and space.length <= ROW_CAP
-    labels: dict[str, str] = {}
+    labels: dict[str, tuple] = {}  # all but INV
     stitched = False
     for name in nodes:
         node = graph.nodes[name]
-        dependent = {labels[o] for o in node.operands if o in labels}
+        operand_labels = [labels.get(o, INV) for o in node.operands]
         if name in reductions:
-            source = labels.get(node.operands[0])
-            if len(node.operands) != 2 or node.operands[1] in labels or \
-                    (source is not None and (source != "full" or not fits)):
+            source = operand_labels[0]
+            if len(node.operands) != 2 or operand_labels[1] != INV or \
+                    (source != INV and (source != full_label(space) or not fits)):
                 return "stitch-global", dominant  # a computed init, or not a row's values
-            labels[name] = "row" if fits else "grid"
-            stitched |= source is not None
+            labels[name] = row_label(space) if fits else GRID
+            stitched |= source != INV
             continue
-        if not dependent:
+        label = map_rows(graph, node, operand_labels)
+        if label == INV:
             continue
         stitched = True
-        label = _row_label(graph, node, dependent, space)
-        if label is None:
+        if label is None or label[0] == "moved":
             return "stitch-global", dominant  # reads a reduction's result across rows
         labels[name] = label
     return ("stitch-regional" if stitched else "input"), dominant
-
-
-def _row_label(graph: Graph, node: Node, dependent: set[str], space) -> str | None:
-    """The label of `node` from its operands' labels (`dependent`, not empty), or None when
-    its elements need values of other rows (stitch.py's `_map_rows`, without `moved`)."""
-    if len(dependent) > 1 or "grid" in dependent:
-        return None
-    (label,) = dependent
-    size = node.shape.leaves()[0].size if not node.shape.is_tuple else -1
-    expected = space.rows if label == "row" else space.rows * space.length
-    if node.op in ("reshape", "bitcast", "reduce"):  # a reduce here moves no data
-        return label if size == expected else None
-    if node.op == "broadcast":
-        if not keeps_row_major_order(graph, node):
-            return None
-        if size == expected:
-            return label
-        return "full" if label == "row" and size == space.rows * space.length else None
-    if node.op == "transpose":
-        return label if transpose_keeps_order(graph, node) else None
-    info = OPS.get(node.op)
-    return label if info is not None and info.is_elementwise else None
 
 
 # -- candidates -------------------------------------------------------------------------------

@@ -5,7 +5,12 @@ element). `threads_per_row` threads (32, fewer than 32 for short rows with sever
 warp, or the whole block) stride over a row, combine with warp shuffles and, across warps,
 shared memory. Every reduction of the kernel over the same rows is one phase; its result is
 known to all threads of the row, so later phases and the elementwise epilogue over the row
-read it (regional stitching): used for `input` and `stitch-regional` kernels alike.
+read it (regional stitching): used for `input` and `stitch-regional` kernels alike. Values of
+the same rows but another length (a slice of half of each row, the row concatenated with
+itself; RoPE's halves of a normalised row, negated and joined, within the row's columns)
+read the results all the same: the row's threads write such outputs in a loop over their
+own columns after the wide one, and the elemental emitter reaches the row's results through
+slices, concatenates and reshapes at the row's index (`indexing.reshape_index`).
 
 Row cache. Each loop over the row recomputes what it needs from global memory unless the plan
 has a `row_cache` (AStitch's value cache; the register-resident rows of Apex's and OneFlow's
@@ -37,7 +42,7 @@ from compiler.codegen.loops import (RowCache, depends_on, elementwise_loops, row
 from compiler.codegen.plan import (BLOCK_SIZES, MAX_GRID, ROW_CACHE_MAX, ROW_SCHEDULES, WARP,
                                    CodeGenPlan, column_split, cooperative_grids,
                                    global_reductions, next_power_of_two, row_cache_reads,
-                                   row_reductions, row_split)
+                                   row_loop_outputs, row_reductions, row_split, row_values)
 from compiler.codegen.schedules.columns import emit_columns
 from compiler.fusion.plan import Kernel
 from compiler.ir.graph import Graph, Node
@@ -147,9 +152,12 @@ def emit(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes: list[No
     For each reduction over the same rows, in graph order (a phase): the row's threads stride
     over its columns accumulating in the accumulation type, combine with shuffles within a
     warp and through shared memory across warps, and all end with the result, which later
-    phases and the epilogue find in the value cache at the row's index. Then the epilogue
-    writes the outputs with the reduction's input size (per column) and with its output size
-    (one thread per row). Outputs of other sizes get grid-stride loops after the row loop.
+    phases and the epilogue find in the value cache at the row's index, with the values of
+    one element per row computed from them once (`plan.row_values`). Then the epilogue
+    writes the outputs with the reduction's input size (per column), those of the same rows
+    and another length that read the results (a loop over their own columns per length),
+    and those with its output size (one thread per row): `plan.row_loop_outputs`. Outputs of
+    other sizes get grid-stride loops after the row loop.
     With a `row_cache`, the loops over the row share values through registers (`RowCache`).
     """
     body = emitter.body
@@ -173,8 +181,7 @@ def emit(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes: list[No
     shared_offset = 0
     loop = (f"for (int row_base = {emitter.block_index} * {per_block}; row_base < {rows}; "
             f"row_base += {emitter.grid_blocks} * {per_block}) {{")
-    wide = [n for n in output_nodes if n.array_shape.size == rows * length and length > 1]
-    narrow = [n for n in output_nodes if n.array_shape.size == rows and n not in wide]
+    wide, lengths, narrow, others = row_loop_outputs(graph, kernel, output_nodes, rows, length)
     with body.block(loop), emitter.scope():
         body.line("const int r = row_base + row_slot;")
         cache = RowCache(emitter, plan, row_cache_reads(
@@ -183,25 +190,36 @@ def emit(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes: list[No
         for node in reductions:
             shared_offset = row_phase(graph, emitter, node, plan, row_ix, column_ix,
                                        shared_offset, cache)
-        if wide:
+        written = [*wide, *(n for nodes in lengths.values() for n in nodes), *narrow]
+        if written or scratch:
             with body.block(f"if (r < {rows}) {{"), emitter.scope():
-                with row_columns(emitter, plan, None, cache):
-                    for node in wide:
-                        index = split_index(emitter, node.array_shape.dims, rows, row_ix,
-                                             column_ix)
-                        emitter.store(node, buffers[node.name], index)
+                for name in row_values(graph, kernel, [n.name for n in reductions],
+                                       [n.name for n in written]):
+                    emitter.value(name, emitter.delinearize(row_ix,
+                                                            graph.nodes[name].array_shape.dims))
+                if wide:
+                    with row_columns(emitter, plan, None, cache):
+                        for node in wide:
+                            index = split_index(emitter, node.array_shape.dims, rows, row_ix,
+                                                 column_ix)
+                            emitter.store(node, buffers[node.name], index)
+                for other_length, nodes in lengths.items():
+                    with row_columns(emitter, plan, None, None, length=other_length):
+                        columns = Ix.var("c", other_length)
+                        for node in nodes:
+                            index = split_index(emitter, node.array_shape.dims, rows, row_ix,
+                                                 columns)
+                            emitter.store(node, buffers[node.name], index)
+                if narrow or scratch:
+                    with body.block("if (t == 0) {"), emitter.scope():
+                        for node in narrow:
+                            index = emitter.delinearize(row_ix, node.array_shape.dims)
+                            emitter.store(node, buffers[node.name], index)
+                        for node in reductions if scratch else ():
+                            index = emitter.delinearize(row_ix, node.array_shape.dims)
+                            emitter.store(node, scratch[node.name], index)
         if cache is not None:
             cache.declare()
-        if narrow or scratch:
-            with body.block(f"if (r < {rows} && t == 0) {{"), emitter.scope():
-                for node in narrow:
-                    index = emitter.delinearize(row_ix, node.array_shape.dims)
-                    emitter.store(node, buffers[node.name], index)
-                for node in reductions if scratch else ():
-                    index = emitter.delinearize(row_ix, node.array_shape.dims)
-                    emitter.store(node, scratch[node.name], index)
-    done = {rows * length, rows}
-    others = [n for n in output_nodes if n.array_shape.size not in done]
     if second:
         body.line("fx_grid_sync();  // every row's results are in scratch")
         with emitter.scope():
