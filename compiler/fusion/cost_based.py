@@ -34,8 +34,8 @@ One round:
    reaching the top is priced (its best CodeGen plan found and projected) and goes back with
    its real gain, never higher than the bound. A priced candidate at the top gains the most of
    all left: it is merged when none of its groups was merged this round and merging keeps the
-   group graph acyclic: no path leaves the set and comes back (`_cycle_refusal`, searches
-   within the set's rank window as Pearce-Kelly's; `GroupGraph.merge` checks again). The
+   group graph acyclic: no path leaves the set and comes back (`_cycle_refusal`:
+   `GroupGraph.check`, walks within the set's rank window; `GroupGraph.merge_all` again). The
    order is the one pricing every candidate would give, but candidates whose groups were
    merged before they reach the top are never priced.
 3. Rounds repeat, re-scoring patterns against the new groups, until no positive gain is left.
@@ -96,11 +96,10 @@ what one layer needs. The analysis is incremental: each group keeps its analysis
 and a union revisits only the nodes near the edges that become internal, then
 `SolModel.estimate` walks the union's nodes. A cycle check visits at most SEARCH_BUDGET
 groups. Groups grow from round to round, so rounds are few (MAX_ROUNDS caps them): O(n * k * s)
-per round for kernels of s nodes, near-linear on sparse graphs. `GroupGraph.merge` re-ranks
-the groups ranked between the merged ones, so the group graph starts from an as-soon-as-possible
-topological order (by depth, then graph order): a node the backward pass computes from forward
-values alone (JAX emits many) then ranks next to them, and fusing it there re-ranks a few
-groups instead of the whole span between the two passes.
+per round for kernels of s nodes, near-linear on sparse graphs. A merge moves the groups of
+the smaller side of its window (`GroupGraph.merge_all`), and the group graph starts from an
+as-soon-as-possible topological order (by depth, then graph order): a node the backward pass
+computes from forward values alone (JAX emits many) then ranks next to them.
 """
 
 from __future__ import annotations
@@ -112,8 +111,8 @@ import math
 from dataclasses import dataclass
 
 from compiler.cost.sol import SolModel
-from compiler.fusion.grouping import (FUSIBLE, LIBRARY, GroupGraph, graph_output_sources,
-                                      node_role, value_readers)
+from compiler.fusion.grouping import (FUSIBLE, LIBRARY, GroupGraph, WindowTooWide,
+                                      graph_output_sources, node_role, value_readers)
 from compiler.fusion.plan import (MAX_KERNEL_PARAMETERS, Decision, FusionPlan, Kernel, KernelSpec,
                                   build_plan, make_kernel)
 from compiler.fusion.pricing import Price, Pricer, ProjectedPricer, plan_price
@@ -688,30 +687,42 @@ class _Search:
     # -- rounds -----------------------------------------------------------------------------------
 
     def run(self) -> list[KernelSpec]:
-        horizontal, pieces = False, MAX_PIECES_FIRST
+        horizontal, pieces, everywhere = False, MAX_PIECES_FIRST, True
         for _ in range(MAX_ROUNDS):
-            applied = self._round(horizontal, pieces)
-            pieces = MAX_PIECES
+            applied = self._round(horizontal, pieces, everywhere)
+            pieces, everywhere = MAX_PIECES, False
             if applied == 0:
                 if horizontal:
                     break
-                horizontal = True
+                horizontal = everywhere = True
         self._log_refusals()
         return self.specs()
 
-    def _round(self, horizontal: bool, max_pieces: int) -> int:
-        """One enumeration and greedy pass; returns how many patterns it applied."""
+    def _round(self, horizontal: bool, max_pieces: int, everywhere: bool) -> int:
+        """One enumeration and greedy pass; returns how many patterns it applied.
+
+        After the first round a pattern is a group and some of its producers (a pattern of
+        MAX_PIECES groups extends no other), so only groups that changed in the last round
+        (`dirty`) and their consumers can have candidates that were not settled before:
+        `everywhere` False enumerates only theirs. A candidate of unchanged groups keeps its
+        verdict (prices are cached by group versions, and a cycle through a third group
+        stays), so a round that merged a few groups costs a few enumerations, not a pass over
+        the graph."""
         gg = self.gg
         order = [g for g in gg.groups() if not self.is_library(g)]
+        changed = self.dirty
+        sinks = order if everywhere else [
+            g for g in order if g in changed or not changed.isdisjoint(gg.pred[g])]
         candidates: dict[frozenset, tuple] = {}  # pieces -> (gain bound, sink, shared, note)
         top: dict[str, list[tuple[float, frozenset]]] = {}
-        for group in order:
+        for group in sinks:
             top[group] = self._patterns_ending_at(group, top, candidates, max_pieces)
         self._sibling_candidates(candidates)
         if horizontal:
             for i, group in enumerate(order):
                 for other in order[i + 1:i + 1 + HORIZONTAL_NEIGHBOURS]:
-                    self._consider(frozenset((group, other)), candidates, note=False)
+                    if everywhere or group in changed or other in changed:
+                        self._consider(frozenset((group, other)), candidates, note=False)
 
         # Lazy greedy: candidates come off a heap by the gain their lower bound allows; one
         # is priced when it reaches the top, and goes back with its real gain, which is never
@@ -887,32 +898,15 @@ class _Search:
     # -- merging ----------------------------------------------------------------------------------
 
     def _cycle_refusal(self, pieces: frozenset) -> str | None:
-        """Why merging these groups would break the group graph's acyclicity, or None.
-
-        A path that leaves the set and comes back passes only groups ranked between the set's
-        lowest and highest member (Pearce-Kelly's window), and either search finds it alone:
-        forward from the set or backward to it. The two run in turns and the first to finish
-        without coming back proves the merge safe, so a far producer that a consumer reads
-        (a forward value reduced in the backward pass) is cheap to check when one side of the
-        window is small. Together they visit at most SEARCH_BUDGET groups; a pair whose window
-        is wider on both sides is refused rather than searched. `GroupGraph.merge` then checks
-        once more as it re-ranks."""
-        rank = self.gg.rank
-        ranks = [rank[p] for p in pieces]
-        low, high = min(ranks), max(ranks)
-        searches = [_WindowSearch(pieces, self.gg.succ, lambda r: r < high, rank),
-                    _WindowSearch(pieces, self.gg.pred, lambda r: r > low, rank)]
-        visited = 0
-        while visited <= SEARCH_BUDGET:
-            for search in searches:
-                found = search.step()
-                if found == "cycle":
-                    return "would form cycle"
-                if found == "done":
-                    return None
-                visited += 1
-        return (f"too far apart: more than {SEARCH_BUDGET} kernels on both sides of the window "
-                "to check for a cycle")
+        """Why merging these groups would break the group graph's acyclicity, or None
+        (`GroupGraph.check`: a walk forward from the set and one backward to it, in turns,
+        the first to end deciding). A set whose walks both pass SEARCH_BUDGET groups is
+        refused rather than searched."""
+        try:
+            return self.gg.check(pieces, SEARCH_BUDGET)
+        except WindowTooWide:
+            return (f"too far apart: more than {SEARCH_BUDGET} kernels on both sides of the "
+                    "window to check for a cycle")
 
     def _merge(self, pieces: frozenset, fused: _Kernel) -> str:
         gg = self.gg
@@ -923,8 +917,7 @@ class _Search:
             for name in self.summary.pop(piece).inside.difference(gg.members[piece]):
                 self.recomputers[name].discard(piece)
             del self.kernel[piece], self.token[piece]
-        for piece in ordered[1:]:
-            gg.merge(head, piece)
+        gg.merge_all(head, pieces)
         for name in union.inside.difference(gg.members[head]):
             self.recomputers[name].add(head)
         self.summary[head] = union
@@ -943,30 +936,6 @@ class _Search:
                                     sorted(recomputed, key=position.__getitem__),
                                     kernel.dominant))
         return specs
-
-
-class _WindowSearch:
-    """One side of `_Search._cycle_refusal`: a depth-first search from a set of groups along
-    `edges` (successors or predecessors), through groups whose rank is `inside_window`."""
-
-    def __init__(self, pieces: frozenset, edges: dict, inside_window, rank: dict[str, int]):
-        self.pieces, self.edges, self.inside_window, self.rank = pieces, edges, inside_window, rank
-        self.stack = [n for p in pieces for n in edges[p]
-                      if n not in pieces and inside_window(rank[n])]
-        self.seen = set(self.stack)
-
-    def step(self) -> str | None:
-        """Visit one group: "cycle" when it leads back into the set, "done" when nothing is
-        left to visit, else None."""
-        if not self.stack:
-            return "done"
-        for nxt in self.edges[self.stack.pop()]:
-            if nxt in self.pieces:
-                return "cycle"
-            if nxt not in self.seen and self.inside_window(self.rank[nxt]):
-                self.seen.add(nxt)
-                self.stack.append(nxt)
-        return None
 
 
 def _expand(nodes: dict[str, Node], operands, recomputed: set[str]) -> tuple[str, ...]:

@@ -1,13 +1,25 @@
 """Groups of nodes that strategies merge into kernels, with an always-acyclic group graph.
 
 Every strategy starts from one group per kernel-forming node (see `node_role`) and merges
-groups. Two groups may merge only if no path between them runs through a third group — else
+groups. Groups may merge only if no path between them runs through a third group — else
 the kernel graph would have a cycle ("would form cycle" in the decision log). Checking that
-naively costs a graph walk per merge, quadratic overall. `GroupGraph` instead keeps a
-topological rank per group and updates it on every merge with Pearce and Kelly's dynamic
-topological sort ("A dynamic topological sort algorithm for directed acyclic graphs", JEA
-2007): the cycle check and the re-ranking only visit groups ranked between the two being
-merged, so merging the groups of a sparse graph stays near-linear.
+naively costs a graph walk per merge, quadratic overall. `GroupGraph` instead keeps the groups
+in a topological order, each with an integer rank that grows along it, and updates the order
+on every merge, as a dynamic topological sort does (Pearce and Kelly, "A dynamic topological
+sort algorithm for directed acyclic graphs", JEA 2007): a path between the merged groups only
+passes groups ranked between them (the window).
+
+Unlike Pearce-Kelly, which walks the window both ways (forward from the lower group and
+backward from the higher) and re-ranks what both walks found, the merge walks the two ways in
+turns and stops at the first walk that ends: either walk alone proves the merge safe, and
+either set alone can be moved out of the way (what the lower group reaches goes right after
+the merged group, or what reaches the higher group right before it). In a training step one
+side is often tiny and the other huge (a forward value that the backward pass reads: the
+groups reaching the backward consumer are thousands), so the merge costs the smaller side.
+Moving a set next to a group needs free ranks there: ranks are integers spaced `SPACING`
+apart, and a place with no room left is made room for by spreading a few neighbours' ranks
+(order maintenance as in Bender et al., "Two simplified algorithms for maintaining order in
+a list", ESA 2002).
 """
 
 from __future__ import annotations
@@ -129,23 +141,34 @@ class WindowTooWide(ValueError):
     """A merge whose cycle check would visit more groups than its budget allows."""
 
 
+# Ranks of consecutive groups start SPACING apart: that many groups fit between two before
+# their neighbours are re-ranked. Re-ranking spreads a run of groups so that at least
+# MIN_GAP ranks separate any two of them.
+SPACING = 1 << 32
+MIN_GAP = 1 << 16
+
+
 class GroupGraph:
     """Disjoint groups of kernel-forming nodes, their dependency edges and topological ranks.
 
     A group is named by one of its members (its id). Edges pass through plumbing: a group that
-    reads `get-tuple-element(x)` depends on the group of `x`.
+    reads `get-tuple-element(x)` depends on the group of `x`. `rank` grows along a topological
+    order of the groups; only the comparison of two ranks means anything.
     """
 
-    def __init__(self, graph: Graph, nodes: Iterable[str] | None = None):
+    def __init__(self, graph: Graph, nodes: Iterable[str] | None = None,
+                 spacing: int = SPACING):
         """Groups of one node each, for `nodes` (default: every kernel-forming node), ranked
-        as soon as possible."""
+        as soon as possible. `spacing`: the ranks' initial distance (tests make it small, to
+        exercise re-ranking)."""
         self.graph = graph
         kernel_nodes = [n.name for n in graph if node_role(n) in (FUSIBLE, LIBRARY)] \
             if nodes is None else list(nodes)
         kernel_nodes = as_soon_as_possible(graph, kernel_nodes)
         self.group_of: dict[str, str] = {name: name for name in kernel_nodes}
         self.members: dict[str, list[str]] = {name: [name] for name in kernel_nodes}
-        self.rank: dict[str, int] = {name: i for i, name in enumerate(kernel_nodes)}
+        self.order = _Order(kernel_nodes, spacing)
+        self.rank: dict[str, int] = self.order.label
         self.succ: dict[str, Counter] = {name: Counter() for name in kernel_nodes}
         self.pred: dict[str, Counter] = {name: Counter() for name in kernel_nodes}
         self._sources: dict = {}  # memo of plumbing_sources
@@ -166,7 +189,7 @@ class GroupGraph:
 
     def groups(self) -> list[str]:
         """Group ids in topological order."""
-        return sorted(self.members, key=self.rank.__getitem__)
+        return list(self.order)
 
     def producers(self, group: str) -> list[str]:
         return list(self.pred[group])
@@ -178,17 +201,44 @@ class GroupGraph:
 
     def can_merge(self, a: str, b: str) -> bool:
         """True when merging groups a and b leaves the group graph acyclic."""
-        return self._windows(a, b) is not None
+        return self.check((a, b)) is None
+
+    def check(self, groups: Iterable[str], budget: int | None = None) -> str | None:
+        """None when merging `groups` into one leaves the group graph acyclic, else "would
+        form cycle". WindowTooWide when finding out would visit more than `budget` groups."""
+        return "would form cycle" if self._window(frozenset(groups), budget) is None else None
 
     def merge(self, a: str, b: str, budget: int | None = None) -> str:
-        """Merge group b into group a; returns the merged group's id. ValueError on a cycle;
-        WindowTooWide when checking for one would visit more than `budget` groups."""
-        if a == b:
-            return a
-        windows = self._windows(a, b, budget)
-        if windows is None:
-            raise ValueError(f"merging {a} and {b} would form a cycle")
-        merged_rank = self._rerank(*windows)
+        """Merge group b into group a; returns the merged group's id (a). ValueError on a
+        cycle; WindowTooWide when checking for one would visit more than `budget` groups."""
+        return self.merge_all(a, (a, b), budget)
+
+    def merge_all(self, head: str, groups: Iterable[str], budget: int | None = None) -> str:
+        """Merge `groups` (among them `head`) into one, named `head`; the errors of `merge`.
+        Nothing changes when it raises."""
+        pieces = frozenset(groups)
+        if len(pieces) == 1:
+            return head
+        window = self._window(pieces, budget)
+        if window is None:
+            raise ValueError(f"merging {', '.join(sorted(pieces))} would form a cycle")
+        side, moved = window
+        ordered = sorted(pieces, key=self.rank.__getitem__)
+        moved = sorted(moved, key=self.rank.__getitem__)
+        # What the pieces reach goes right after the last of them, which the merged group
+        # takes the place of; or what reaches them right before the first.
+        place = ordered[-1] if side == "forward" else ordered[0]
+        self.order.move(moved, place, after=side == "forward")
+        for piece in ordered:
+            if piece != place:
+                self.order.remove(piece)
+        self.order.rename(place, head)
+        for piece in pieces - {head}:
+            self._absorb(head, piece)
+        return head
+
+    def _absorb(self, a: str, b: str) -> None:
+        """Group b's members and edges become group a's (the order is settled already)."""
         for member in self.members[b]:
             self.group_of[member] = a
         self.members[a].extend(self.members.pop(b))
@@ -202,58 +252,165 @@ class GroupGraph:
             self.pred[a][other] += count
         self.succ[a].pop(a, None)
         self.pred[a].pop(a, None)
-        del self.rank[b]
-        self.rank[a] = merged_rank
-        return a
 
-    def _windows(self, a: str, b: str, budget: int | None = None):
-        """Groups between a and b in rank order that are reached forward from the lower one and
-        backward from the higher one; None when a path between them runs through a third.
-        WindowTooWide after visiting `budget` groups (None: no limit)."""
-        low, high = (a, b) if self.rank[a] < self.rank[b] else (b, a)
-        limit_high, limit_low = self.rank[high], self.rank[low]
-        forward, stack = {low}, [low]
+    def _window(self, pieces: frozenset[str], budget: int | None):
+        """The groups that must move for the pieces to merge, as ("forward", the groups
+        ranked inside the pieces' window that a path from a piece reaches) or ("backward",
+        those that reach a piece), whichever walk ends first; None when a path leaves the
+        pieces and comes back (through a third group). WindowTooWide after `budget` visits."""
+        ranks = [self.rank[p] for p in pieces]
+        low, high = min(ranks), max(ranks)
+        walks = (_Walk("forward", pieces, self.succ, self.rank, lambda r: r < high),
+                 _Walk("backward", pieces, self.pred, self.rank, lambda r: r > low))
         visited = 0
-        while stack:
-            visited += 1
-            if budget is not None and visited > budget:
-                raise WindowTooWide(f"more than {budget} groups between {a} and {b} to check "
-                                    "for a cycle")
-            group = stack.pop()
-            for nxt in self.succ[group]:
-                if nxt == high:
-                    if group != low:
-                        return None  # low -> ... -> group -> high
-                    continue
-                if nxt not in forward and self.rank[nxt] < limit_high:
-                    forward.add(nxt)
-                    stack.append(nxt)
-        backward, stack = {high}, [high]
-        while stack:
-            visited += 1
-            if budget is not None and visited > budget:
-                raise WindowTooWide(f"more than {budget} groups between {a} and {b} to check "
-                                    "for a cycle")
-            group = stack.pop()
-            for prv in self.pred[group]:
-                if prv == low:
-                    continue
-                if prv in forward:
+        while True:
+            for walk in walks:
+                found = walk.step()
+                if found == "cycle":
                     return None
-                if prv not in backward and self.rank[prv] > limit_low:
-                    backward.add(prv)
-                    stack.append(prv)
-        return forward, backward, low, high
+                if found == "done":
+                    return walk.side, walk.seen
+                visited += 1
+                if budget is not None and visited > budget:
+                    raise WindowTooWide(f"more than {budget} groups between "
+                                        f"{' and '.join(sorted(pieces))} to check for a cycle")
 
-    def _rerank(self, forward: set[str], backward: set[str], low: str, high: str) -> int:
-        """Pearce-Kelly: the backward set (minus `high`), then the merged group, then the
-        forward set (minus `low`) take the window's ranks, each keeping its relative order.
-        Returns the merged group's rank."""
-        pool = sorted(self.rank[g] for g in forward | backward)
-        before = sorted(backward - {high}, key=self.rank.__getitem__)
-        after = sorted(forward - {low}, key=self.rank.__getitem__)
-        for group, rank in zip(before, pool):
-            self.rank[group] = rank
-        for group, rank in zip(after, pool[len(before) + 1:]):
-            self.rank[group] = rank
-        return pool[len(before)]
+
+class _Walk:
+    """One side of `GroupGraph._window`: a depth-first walk from a set of groups along
+    `edges` (successors or predecessors), through groups whose rank is `inside_window`."""
+
+    def __init__(self, side: str, pieces: frozenset[str], edges: dict, rank: dict[str, int],
+                 inside_window):
+        self.side, self.pieces, self.edges, self.rank = side, pieces, edges, rank
+        self.inside_window = inside_window
+        self.stack = [n for p in pieces for n in edges[p]
+                      if n not in pieces and inside_window(rank[n])]
+        self.seen = set(self.stack)
+
+    def step(self) -> str | None:
+        """Visit one group: "cycle" when it leads back into the pieces, "done" when nothing
+        is left to visit, else None."""
+        if not self.stack:
+            return "done"
+        for nxt in self.edges[self.stack.pop()]:
+            if nxt in self.pieces:
+                return "cycle"
+            if nxt not in self.seen and self.inside_window(self.rank[nxt]):
+                self.seen.add(nxt)
+                self.stack.append(nxt)
+        return None
+
+
+class _Order:
+    """Items in a sequence, each with an integer label that grows along it (`label`): a
+    doubly linked list whose labels leave gaps, so that moving items next to another
+    relabels only them, or a few neighbours when the gap is used up."""
+
+    def __init__(self, items: list[str], spacing: int):
+        self.spacing = max(2, spacing)
+        self.label: dict[str, int] = {item: i * self.spacing for i, item in enumerate(items)}
+        self.next: dict[str, str | None] = dict(zip(items, [*items[1:], None]))
+        self.prev: dict[str, str | None] = dict(zip(items, [None, *items[:-1]]))
+        self.first = items[0] if items else None
+
+    def __iter__(self):
+        item = self.first
+        while item is not None:
+            yield item
+            item = self.next[item]
+
+    def remove(self, item: str) -> None:
+        before, after = self.prev.pop(item), self.next.pop(item)
+        del self.label[item]
+        if before is None:
+            self.first = after
+        else:
+            self.next[before] = after
+        if after is not None:
+            self.prev[after] = before
+
+    def rename(self, old: str, new: str) -> None:
+        """`new` (not in the sequence) takes `old`'s place and label."""
+        if old == new:
+            return
+        before, after = self.prev.pop(old), self.next.pop(old)
+        self.label[new] = self.label.pop(old)
+        self.prev[new], self.next[new] = before, after
+        if before is None:
+            self.first = new
+        else:
+            self.next[before] = new
+        if after is not None:
+            self.prev[after] = new
+
+    def move(self, items: list[str], anchor: str, after: bool) -> None:
+        """Move `items` (in sequence order, `anchor` not among them) right after `anchor`, or
+        right before it, keeping their order."""
+        if not items:
+            return
+        for item in items:
+            self.remove(item)
+        neighbour = self.next[anchor] if after else self.prev[anchor]
+        if not self._room(anchor, neighbour, len(items), after):
+            self._spread(anchor, len(items), after)
+            neighbour = self.next[anchor] if after else self.prev[anchor]
+        sign = 1 if after else -1
+        start = self.label[anchor]
+        end = start + sign * (len(items) + 1) * self.spacing if neighbour is None \
+            else self.label[neighbour]
+        gap = sign * (abs(end - start) // (len(items) + 1))
+        ordered = items if after else items[::-1]
+        link = anchor
+        for k, item in enumerate(ordered, 1):
+            self.label[item] = start + k * gap
+            self._link(link, item, after)
+            link = item
+
+    def _room(self, anchor: str, neighbour: str | None, count: int, after: bool) -> bool:
+        if neighbour is None:
+            return True
+        return abs(self.label[neighbour] - self.label[anchor]) > count
+
+    def _link(self, anchor: str, item: str, after: bool) -> None:
+        """Insert `item` right after (or before) `anchor`."""
+        if after:
+            following = self.next[anchor]
+            self.prev[item], self.next[item] = anchor, following
+            self.next[anchor] = item
+            if following is not None:
+                self.prev[following] = item
+        else:
+            preceding = self.prev[anchor]
+            self.prev[item], self.next[item] = preceding, anchor
+            self.prev[anchor] = item
+            if preceding is None:
+                self.first = item
+            else:
+                self.next[preceding] = item
+
+    def _spread(self, anchor: str, count: int, after: bool) -> None:
+        """Make room for `count` items next to `anchor`: take its neighbours on that side, as
+        many as needed (doubling) for their labels to span at least MIN_GAP per item, theirs
+        and the new ones, and spread them evenly (at the sequence's end the span is free)."""
+        step = self.next if after else self.prev
+        sign = 1 if after else -1
+        start = self.label[anchor]
+        run: list[str] = []
+        item = step[anchor]
+        wanted = 1
+        while True:
+            while item is not None and len(run) < wanted:
+                run.append(item)
+                item = step[item]
+            slots = len(run) + count + 1
+            if item is None:
+                end = start + sign * slots * self.spacing
+                break
+            if abs(self.label[item] - start) >= slots * MIN_GAP:
+                end = self.label[item]
+                break
+            wanted *= 2
+        gap = sign * (abs(end - start) // slots)
+        for k, member in enumerate(run, count + 1):
+            self.label[member] = start + k * gap

@@ -85,13 +85,14 @@ recomputation loads are at most its own, so recomputing never costs more DRAM tr
 storing and loading it.
 
 Merging in graph order, GroupGraph's cycle check walks the groups ranked between the two being
-merged. Ranked in the graph's own order, a training step lists ops that depend only on forward
-values among the backward pass, thousands of ranks after the forward kernel they join, and the
-walks made the search quadratic (the 48-layer step took 7x as long as the 12-layer one). The
-groups are therefore ranked by their longest path from the inputs, which keeps such merges
-short and the search linear. A merge whose cycle check would visit more than MERGE_BUDGET
-groups is refused ("too far apart"): a value every layer reads would else make every attempt
-to join it walk the graph between two layers.
+merged (forward from one and backward from the other, in turns, until either walk ends).
+Ranked in the graph's own order, a training step lists ops that depend only on forward values
+among the backward pass, thousands of ranks after the forward kernel they join, and the walks
+made the search quadratic (the 48-layer step took 7x as long as the 12-layer one). The groups
+are therefore ranked by their longest path from the inputs, which keeps such merges short and
+the search linear. A merge whose cycle check would visit more than MERGE_BUDGET groups is
+refused ("too far apart"): a value every layer reads would else make every attempt to join
+it walk the graph between two layers.
 
 Thresholds: ELEMENTS_PER_THREAD = 8 (the per-thread work cap: rows up to 1024 x 8 = 8192
 elements are regional), REGIONAL_BLOCK_THREADS = 256, GLOBAL_BLOCK_THREADS = 512 and

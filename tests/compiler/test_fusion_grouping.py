@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.fusion.grouping import (FUSIBLE, LEAF, LIBRARY, PLUMBING, GroupGraph,
+from compiler.fusion.grouping import (FUSIBLE, LEAF, LIBRARY, PLUMBING, SPACING, GroupGraph,
                                       WindowTooWide, is_duplicable, node_role)
 from compiler.importers.hlo_text import import_hlo
 
@@ -50,12 +50,24 @@ def dags_and_merges(draw):
     return n, edges, merges
 
 
+def assert_ranks_are_a_topological_order(groups: GroupGraph) -> None:
+    """Ranks grow along groups() (every group once) and along every edge."""
+    order = groups.groups()
+    assert sorted(order) == sorted(groups.members)
+    ranks = [groups.rank[g] for g in order]
+    assert ranks == sorted(ranks) and len(set(ranks)) == len(ranks)
+    for group in groups.members:
+        for consumer in groups.consumers(group):
+            assert groups.rank[group] < groups.rank[consumer]
+
+
 @settings(max_examples=200, deadline=None)
-@given(dags_and_merges())
-def test_can_merge_agrees_with_brute_force_and_ranks_stay_topological(case):
+@given(dags_and_merges(), st.sampled_from([SPACING, 2]))
+def test_can_merge_agrees_with_brute_force_and_ranks_stay_topological(case, spacing):
+    # spacing 2 leaves no room between ranks: every move re-spreads its neighbours.
     n, edges, merges = case
     graph = chain_graph(edges, n)
-    groups = GroupGraph(graph)
+    groups = GroupGraph(graph, spacing=spacing)
     for i, j in merges:
         a, b = groups.group_of[f"v{i}"], groups.group_of[f"v{j}"]
         if a == b:
@@ -65,10 +77,53 @@ def test_can_merge_agrees_with_brute_force_and_ranks_stay_topological(case):
         assert groups.can_merge(a, b) == expected
         if expected:
             groups.merge(a, b)
-        for group in groups.members:
-            for consumer in groups.consumers(group):
-                assert groups.rank[group] < groups.rank[consumer]
+        assert_ranks_are_a_topological_order(groups)
         assert contracted_is_acyclic(graph, groups.group_of)
+
+
+@settings(max_examples=150, deadline=None)
+@given(dags_and_merges(), st.sampled_from([SPACING, 2]), st.data())
+def test_merging_several_groups_at_once_agrees_with_brute_force(case, spacing, data):
+    n, edges, merges = case
+    graph = chain_graph(edges, n)
+    groups = GroupGraph(graph, spacing=spacing)
+    for _ in merges:
+        names = sorted(groups.members)
+        if len(names) < 2:
+            break
+        pieces = data.draw(st.sets(st.sampled_from(names), min_size=2, max_size=4))
+        head = data.draw(st.sampled_from(sorted(pieces)))
+        trial = {node: (head if g in pieces else g) for node, g in groups.group_of.items()}
+        expected = contracted_is_acyclic(graph, trial)
+        assert (groups.check(pieces) is None) == expected
+        if expected:
+            assert groups.merge_all(head, pieces) == head
+            assert set(groups.members) == (set(names) - pieces) | {head}
+        else:
+            before = dict(groups.rank)
+            with pytest.raises(ValueError, match="would form a cycle"):
+                groups.merge_all(head, pieces)
+            assert groups.rank == before
+        assert_ranks_are_a_topological_order(groups)
+        assert contracted_is_acyclic(graph, groups.group_of)
+
+
+def test_a_merge_moves_the_small_side_of_a_lopsided_window():
+    # v0 -> v1 and v0 -> v202; v202 also reads the end of a long chain v2 -> ... -> v201,
+    # so v202 ranks after the chain. Merging v0 with v202 is safe; the walk backward from
+    # v202 would visit the whole chain, the walk forward from v0 only v1: a budget far below
+    # the chain's length suffices, and only v1 moves.
+    edges = [(0, 1), (0, 202), (201, 202)] + [(i, i + 1) for i in range(2, 201)]
+    graph = chain_graph(edges, 203)
+    groups = GroupGraph(graph)
+    a, b = groups.group_of["v0"], groups.group_of["v202"]
+    chain = [groups.group_of[f"v{i}"] for i in range(2, 202)]
+    before = {g: groups.rank[g] for g in chain}
+    assert groups.merge(a, b, budget=8) == a
+    assert {g: groups.rank[g] for g in chain} == before
+    assert groups.rank[groups.group_of["v1"]] > groups.rank[a]
+    assert_ranks_are_a_topological_order(groups)
+    assert contracted_is_acyclic(graph, groups.group_of)
 
 
 def test_groups_see_through_tuples_and_skip_leaves():
