@@ -139,6 +139,13 @@ class CodeGenPlan:
 def row_split(graph: Graph, reduce_name: str) -> tuple[int, int] | None:
     """(rows, row_length) when the reduce's reduced dimensions are its operand's innermost
     ones (in logical order), else None."""
+    known = graph.analysis_cache("plan.row_split")
+    if reduce_name not in known:
+        known[reduce_name] = _row_split(graph, reduce_name)
+    return known[reduce_name]
+
+
+def _row_split(graph: Graph, reduce_name: str) -> tuple[int, int] | None:
     node = graph.nodes[reduce_name]
     if node.op != "reduce" or node.attrs.get("reducer") is None or len(node.operands) != 2:
         return None
@@ -153,6 +160,13 @@ def row_split(graph: Graph, reduce_name: str) -> tuple[int, int] | None:
 def column_split(graph: Graph, reduce_name: str) -> tuple[int, int] | None:
     """(columns, reduced length) of a reduce whose reduced dimensions are not all innermost
     (those are rows: `row_split`), else None."""
+    known = graph.analysis_cache("plan.column_split")
+    if reduce_name not in known:
+        known[reduce_name] = _column_split(graph, reduce_name)
+    return known[reduce_name]
+
+
+def _column_split(graph: Graph, reduce_name: str) -> tuple[int, int] | None:
     node = graph.nodes[reduce_name]
     if node.op != "reduce" or node.attrs.get("reducer") is None or len(node.operands) != 2:
         return None

@@ -37,7 +37,7 @@ from compiler.codegen.plan import (COLUMN_SCHEDULE, HORIZONTAL_SCHEDULE, PHASED_
                                    CodeGenPlan, column_reductions, column_split,
                                    derived_values, global_reductions, phase_loops,
                                    row_cache_reads, row_loop_outputs, row_split, row_values)
-from compiler.codegen.schedules.horizontal import horizontal_parts
+from compiler.codegen.schedules.horizontal import horizontal_parts, part_key
 from compiler.cost.devices import Device
 from compiler.fusion.plan import Kernel
 from compiler.ir.dtypes import accumulation_dtype
@@ -284,10 +284,14 @@ class _Counter:
         # of one kernel share it (`rank_plans` passes one memo for all of them).
         self.memo = memo if memo is not None else {}
 
-    def _walk(self, loop: _Loop, key: tuple) -> tuple[dict, dict, float, dict]:
-        if key not in self.memo:
-            self.memo[key] = self._walk_uncached(loop)
-        return self.memo[key]
+    def _walk(self, loop: _Loop, key: tuple) -> tuple[dict, dict, float, dict, frozenset]:
+        """`_walk_uncached`'s figures, and the names of the inputs the loop loads."""
+        found = self.memo.get(key)
+        if found is None:
+            evals, loads, chain, arithmetic = self._walk_uncached(loop)
+            found = self.memo[key] = (evals, loads, chain, arithmetic,
+                                      frozenset(name for name, _ in loads))
+        return found
 
     def _walk_uncached(self, loop: _Loop) -> tuple[dict, dict, float, dict]:
         """{value: evaluations per position}, {(input, pattern): loads per position}, the
@@ -367,12 +371,13 @@ class _Counter:
         """Add what one loop costs to the workload. Its effect (instructions, bytes, accesses)
         depends on the launch only through the vector width, so the candidate plans of a
         kernel share it (`memo`); the latency depends on each thread's iterations."""
-        walk_key = (tuple(loop.targets), loop.known,
-                    tuple(loop.axes.get(t) for t in loop.targets), loop.coalesced_reads)
-        evals, loads, chain, arithmetic = self._walk(loop, walk_key)
+        targets = tuple(loop.targets)
+        walk_key = (targets, loop.known, tuple(map(loop.axes.get, targets)),
+                    loop.coalesced_reads)
+        evals, loads, chain, arithmetic, loaded = self._walk(loop, walk_key)
         read_before = self.read_once
-        seen = frozenset(name for name, _ in loads if name in read_before)
-        recent = frozenset(name for name, _ in loads if name in loop.recent)
+        seen = loaded & read_before
+        recent = loaded & loop.recent
         key = ("effect", walk_key, loop.elements, loop.vector, loop.stores, seen, recent)
         effect = self.memo.get(key)
         if effect is None:
@@ -384,10 +389,10 @@ class _Counter:
         w.dram_read_bytes += effect.dram_read_bytes
         w.dram_write_bytes += effect.dram_write_bytes
         w.accesses.extend(effect.accesses)
-        self.read_once = read_before | {name for name, _ in loads}
+        self.read_once = read_before | loaded
         # Latency: each iteration waits for its loads (DRAM the first time a value is read,
         # L2 when it is read again; twice through a gather's index) and its arithmetic.
-        first_reads = any(name not in read_before for name, _ in loads)
+        first_reads = not loaded <= read_before
         device = self.device
         memory = (device.dram_latency_cycles if first_reads
                   else device.l2_hit_latency_cycles if loads else 0)
@@ -494,16 +499,22 @@ def kernel_workload(graph: Graph, kernel: Kernel, plan: CodeGenPlan, device: Dev
     barrier_latency = 2 * device.shared_memory_latency_cycles
 
     def elementwise(nodes: list[Node], known=frozenset(), vector=1, coalesced=frozenset()):
-        sizes: dict[int, list[Node]] = {}
-        for node in nodes:
-            sizes.setdefault(node.array_shape.size, []).append(node)
-        for size, group in sizes.items():
+        key = ("elementwise", tuple(n.name for n in nodes))
+        groups = counter.memo.get(key)
+        if groups is None:  # the kernel's, whatever the launch
+            sizes: dict[int, list[Node]] = {}
+            for node in nodes:
+                sizes.setdefault(node.array_shape.size, []).append(node)
+            groups = counter.memo[key] = [
+                (size, [n.name for n in group],
+                 {n.name: fast_axis(n.array_shape.dims) for n in group},
+                 tuple(n.name for n in group)) for size, group in sizes.items()]
+        for size, targets, axes, stores in groups:
             width = vector if size % vector == 0 else 1
             counter.loop(_Loop(
-                elements=size, targets=[n.name for n in group],
-                axes={n.name: fast_axis(n.array_shape.dims) for n in group}, known=known,
-                per_thread=_ceil(size, threads * width), vector=width,
-                stores=tuple(n.name for n in group), coalesced_reads=coalesced))
+                elements=size, targets=targets, axes=axes, known=known,
+                per_thread=_ceil(size, threads * width), vector=width, stores=stores,
+                coalesced_reads=coalesced))
 
     schedule = plan.schedule
     if schedule == "elementwise":
@@ -559,9 +570,13 @@ def _horizontal_workload(graph: Graph, kernel: Kernel, plan: CodeGenPlan, device
     if len(parts) != len(plan.parts):
         raise ValueError(f"{kernel.name} has {len(parts)} parts, the plan {len(plan.parts)}")
     read: set[str] = set()
+    # A part's analyses are its own, whatever else shares the launch: the fusion search tries
+    # a group beside many others (`part_key`), so they are kept with the graph.
+    part_memos = graph.analysis_cache(f"workload.parts.{device.name}")
     grid = max(1, sum(sub.grid_size for sub in plan.parts))
-    for k, (part, sub) in enumerate(zip(parts, plan.parts)):
-        pw = kernel_workload(graph, part, sub, device, memo.setdefault(("part", k), {}), read)
+    for part, sub in zip(parts, plan.parts):
+        pw = kernel_workload(graph, part, sub, device, part_memos.setdefault(part_key(part), {}),
+                             read)
         for pipe, n in pw.instructions.items():
             w.instructions[pipe] = w.instructions.get(pipe, 0) + n
         w.dram_read_bytes += pw.dram_read_bytes

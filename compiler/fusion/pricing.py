@@ -32,6 +32,7 @@ identical candidates for every merge, priced once.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from operator import attrgetter
 from typing import Hashable
 
 import numpy as np
@@ -264,15 +265,15 @@ class ProjectedPricer(Pricer):
 # What a plan's launch dimensions decide (`_family` leaves them out).
 _LAUNCH_FIELDS = ("block_size", "grid_size", "rows_per_block", "shared_bytes", "scratch_bytes",
                   "parts")
-_FAMILY_FIELDS = tuple(f.name for f in fields(CodeGenPlan) if f.name not in _LAUNCH_FIELDS)
+_family_fields = attrgetter(*(f.name for f in fields(CodeGenPlan)
+                              if f.name not in _LAUNCH_FIELDS))
 
 
 def _family(plan: CodeGenPlan) -> tuple:
     """The plan but for its launch dimensions (its parts' too): plans of one family differ
     only in block size and what follows from it. A cooperative plan's grid is a choice of
     its own (how many co-resident blocks), not a consequence of the block size: it stays."""
-    return (tuple(getattr(plan, name) for name in _FAMILY_FIELDS),
-            plan.grid_size if plan.cooperative else None,
+    return (_family_fields(plan), plan.grid_size if plan.cooperative else None,
             tuple(_family(part) for part in plan.parts))
 
 

@@ -186,19 +186,15 @@ def candidates(graph: Graph, kernel: Kernel, dominant: str) -> list[CodeGenPlan]
     parts = horizontal_parts(graph, kernel)
     if any(part.kind not in PART_KINDS or not part.outputs for part in parts):
         return []
-    options = []
-    for part in parts:
-        plans = [p for p in registry.enumerate_plans(graph, part) if not p.cooperative]
-        if not plans:
-            return []
-        options.append((plans, registry.choose_plan(plans)))
+    choices = [_part_choices(graph, part) for part in parts]
+    if not all(choices):
+        return []
     out = []
     for block in BLOCK_SIZES:
-        closest = [_closest(plans, preferred, block) for plans, preferred in options]
-        if None in closest:
+        if any(block not in choice for choice in choices):
             continue
-        spread = [_spread(plans, chosen) if part.kind != "loop" else chosen
-                  for part, (plans, _), chosen in zip(parts, options, closest)]
+        closest = [choice[block][0] for choice in choices]
+        spread = [choice[block][1] for choice in choices]
         for chosen in (closest, spread) if spread != closest else (closest,):
             out.append(CodeGenPlan(
                 schedule=HORIZONTAL_SCHEDULE, dominant=dominant, block_size=block,
@@ -207,6 +203,34 @@ def candidates(graph: Graph, kernel: Kernel, dominant: str) -> list[CodeGenPlan]
                 scratch_bytes=sum(_aligned(p.scratch_bytes) for p in chosen),
                 parts=tuple(chosen)))
     return out
+
+
+def part_key(part: Kernel) -> tuple:
+    """What identifies a part among the horizontal kernels of a graph: the fusion search
+    tries one group beside many others, and its plans and analyses stay the same."""
+    return (part.kind, part.nodes, part.recomputed, part.outputs, part.dominant)
+
+
+def _part_choices(graph: Graph, part: Kernel) -> dict[int, tuple[CodeGenPlan, CodeGenPlan]]:
+    """For each block size at which the part has a plan: the plan closest to the one its
+    heuristic prefers (`_closest`) and that plan spread over the most blocks (`_spread`; the
+    same for a loop part). Empty when the part has no plan but cooperative ones. Remembered
+    with the graph (`part_key`)."""
+    known = graph.analysis_cache("horizontal.part_choices")
+    key = part_key(part)
+    if key not in known:
+        plans = [p for p in registry.enumerate_plans(graph, part) if not p.cooperative]
+        choices = {}
+        if plans:
+            preferred = registry.choose_plan(plans)
+            variants = {id(p): _variant(p) for p in plans}
+            for block in BLOCK_SIZES:
+                closest = _closest(plans, preferred, block, variants)
+                if closest is not None:
+                    spread = closest if part.kind == "loop" else _spread(plans, closest)
+                    choices[block] = (closest, spread)
+        known[key] = choices
+    return known[key]
 
 
 def _spread(plans: list[CodeGenPlan], chosen: CodeGenPlan) -> CodeGenPlan:
@@ -226,16 +250,17 @@ def _variant(plan: CodeGenPlan) -> CodeGenPlan:
                    else plan.threads_per_row)
 
 
-def _closest(plans: list[CodeGenPlan], preferred: CodeGenPlan,
-             block: int) -> CodeGenPlan | None:
-    """Among `plans` of `block` threads, the one closest to `preferred` (module docstring)."""
+def _closest(plans: list[CodeGenPlan], preferred: CodeGenPlan, block: int,
+             variants: dict[int, CodeGenPlan]) -> CodeGenPlan | None:
+    """Among `plans` of `block` threads, the one closest to `preferred` (module docstring).
+    `variants`: each plan's `_variant`, by id."""
     at = [p for p in plans if p.block_size == block]
     if not at:
         return None
     order = {name: k for k, module in enumerate(registry.PREFERENCE)
              for name in module.SCHEDULES}
     wanted = _variant(preferred)
-    return min(at, key=lambda p: (_variant(p) != wanted, p.schedule != preferred.schedule,
+    return min(at, key=lambda p: (variants[id(p)] != wanted, p.schedule != preferred.schedule,
                                   order.get(p.schedule, len(order))))
 
 
