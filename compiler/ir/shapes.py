@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Union
 
 from compiler.ir.dtypes import TOKEN, DType
@@ -26,8 +27,10 @@ class ArrayShape:
     def rank(self) -> int:
         return len(self.dims)
 
-    @property
+    @cached_property
     def size(self) -> int:
+        # Cached: cost models ask it of every value in every candidate kernel. A frozen
+        # dataclass's fields never change, and `cached_property` stores outside them.
         return math.prod(self.dims)
 
     @property
