@@ -323,12 +323,7 @@ class _Order:
     def remove(self, item: str) -> None:
         before, after = self.prev.pop(item), self.next.pop(item)
         del self.label[item]
-        if before is None:
-            self.first = after
-        else:
-            self.next[before] = after
-        if after is not None:
-            self.prev[after] = before
+        self._connect(before, after)
 
     def rename(self, old: str, new: str) -> None:
         """`new` (not in the sequence) takes `old`'s place and label."""
@@ -336,13 +331,17 @@ class _Order:
             return
         before, after = self.prev.pop(old), self.next.pop(old)
         self.label[new] = self.label.pop(old)
-        self.prev[new], self.next[new] = before, after
+        self._connect(before, new)
+        self._connect(new, after)
+
+    def _connect(self, before: str | None, after: str | None) -> None:
+        """Make `after` follow `before` (None: the sequence's start, or its end)."""
         if before is None:
-            self.first = new
+            self.first = after
         else:
-            self.next[before] = new
+            self.next[before] = after
         if after is not None:
-            self.prev[after] = new
+            self.prev[after] = before
 
     def move(self, items: list[str], anchor: str, after: bool) -> None:
         """Move `items` (in sequence order, `anchor` not among them) right after `anchor`, or
@@ -352,7 +351,7 @@ class _Order:
         for item in items:
             self.remove(item)
         neighbour = self.next[anchor] if after else self.prev[anchor]
-        if not self._room(anchor, neighbour, len(items), after):
+        if not self._room(anchor, neighbour, len(items)):
             self._spread(anchor, len(items), after)
             neighbour = self.next[anchor] if after else self.prev[anchor]
         sign = 1 if after else -1
@@ -367,27 +366,17 @@ class _Order:
             self._link(link, item, after)
             link = item
 
-    def _room(self, anchor: str, neighbour: str | None, count: int, after: bool) -> bool:
+    def _room(self, anchor: str, neighbour: str | None, count: int) -> bool:
+        """Whether `count` labels fit between `anchor` and its `neighbour`."""
         if neighbour is None:
             return True
         return abs(self.label[neighbour] - self.label[anchor]) > count
 
     def _link(self, anchor: str, item: str, after: bool) -> None:
         """Insert `item` right after (or before) `anchor`."""
-        if after:
-            following = self.next[anchor]
-            self.prev[item], self.next[item] = anchor, following
-            self.next[anchor] = item
-            if following is not None:
-                self.prev[following] = item
-        else:
-            preceding = self.prev[anchor]
-            self.prev[item], self.next[item] = preceding, anchor
-            self.prev[anchor] = item
-            if preceding is None:
-                self.first = item
-            else:
-                self.next[preceding] = item
+        before, following = (anchor, self.next[anchor]) if after else (self.prev[anchor], anchor)
+        self._connect(before, item)
+        self._connect(item, following)
 
     def _spread(self, anchor: str, count: int, after: bool) -> None:
         """Make room for `count` items next to `anchor`: take its neighbours on that side, as
