@@ -110,7 +110,7 @@ import itertools
 import math
 from dataclasses import dataclass
 
-from compiler.cost.sol import SolModel
+from compiler.cost.sol import SolEstimate, SolModel
 from compiler.fusion.grouping import (FUSIBLE, LIBRARY, GroupGraph, WindowTooWide,
                                       graph_output_sources, node_role, value_readers)
 from compiler.fusion.plan import (MAX_KERNEL_PARAMETERS, Decision, FusionPlan, Kernel, KernelSpec,
@@ -542,7 +542,7 @@ class _Search:
         self.position = self.analysis.position
         self._cache: dict[frozenset, _Kernel] = {}
         self._unions: dict[frozenset, _Summary] = {}  # this round's legal candidates
-        self._candidates: dict[frozenset, Kernel] = {}  # ... as kernels, not priced yet
+        self._sols: dict[frozenset, SolEstimate] = {}  # ... their speeds of light
         self._cycles: dict[frozenset, str | None] = {}  # _cycle_refusal, by group versions
         self._notes: dict[str, tuple[tuple[str, str], str, float | None]] = {}
         self._sequence = itertools.count()  # the heap's last tie-break: insertion order
@@ -637,8 +637,9 @@ class _Search:
         if found is None:
             found = self._cache[key] = self._bound(pieces, key)
         if exact and found.bound:
-            candidate = self._candidates.pop(key, None) or self._candidate(
-                self._union(pieces), found.kind, found.dominant)
+            union = self._unions.get(key) or self._union(pieces)
+            candidate = self._candidate(union, found.kind, found.dominant,
+                                        self._sols.pop(key, None))
             price = self.pricer.price(candidate)
             found = self._cache[key] = dataclasses.replace(found, cost_us=price.us,
                                                            price=price, bound=False)
@@ -654,15 +655,18 @@ class _Search:
         refusal = self._parameters(union) or (None if kind else reason)
         if refusal:
             return _Kernel(False, math.inf, None, refusal, None)
-        candidate = self._candidate(union, kind, dominant)
-        self._unions[key], self._candidates[key] = union, candidate
-        return _Kernel(True, self.pricer.bound(candidate), kind, reason, dominant, bound=True)
+        sol = self.model.estimate(union.inside, union.outputs)
+        self._unions[key], self._sols[key] = union, sol
+        return _Kernel(True, self.pricer.bound(sol), kind, reason, dominant, bound=True)
 
-    def _candidate(self, summary: _Summary, kind: str, dominant: str | None) -> Kernel:
-        """The kernel a group (or a union of groups) would be, for the pricer."""
+    def _candidate(self, summary: _Summary, kind: str, dominant: str | None,
+                   sol: SolEstimate | None = None) -> Kernel:
+        """The kernel a group (or a union of groups) would be, for the pricer; `sol`: its
+        speed of light when known."""
         spec = KernelSpec(list(summary.owned), kind, list(summary.inside - summary.owned),
                           dominant)
-        return make_kernel(self.graph, spec, summary.outputs, self.model, self.position)
+        return make_kernel(self.graph, spec, summary.outputs, self.model, self.position,
+                           sol=sol)
 
     def _pieces_us(self, pieces: frozenset) -> float:
         return sum(self.kernel[p].cost_us for p in sorted(pieces, key=self.position.get))
@@ -762,7 +766,7 @@ class _Search:
                 "fuse", subject, f"{self.pricer.name}: {fused.kind}, gain {gain:.2f} us as "
                                  f"{fused.price.describe()} ({fused.reason})", gain_us=gain))
         self._unions.clear()
-        self._candidates.clear()
+        self._sols.clear()
         return len(self.dirty)
 
     def _entry(self, gain: float, pieces: frozenset, exact: bool, sink: str | None,

@@ -217,10 +217,12 @@ def build_plan(graph: Graph, specs: Sequence[KernelSpec], strategy: str, model: 
 
 
 def make_kernel(graph: Graph, spec: KernelSpec, outputs, model: SolModel,
-                position: dict[str, int] | None = None, name: str = "") -> Kernel:
+                position: dict[str, int] | None = None, name: str = "",
+                sol: SolEstimate | None = None) -> Kernel:
     """The kernel a spec describes, writing `outputs`: its nodes in graph order, its inputs
-    (the values its nodes read from outside it) in order of first use, its SOL estimate.
-    `position`: node name -> graph position, when the caller has it."""
+    (the values its nodes read from outside it) in order of first use, its SOL estimate
+    (`sol` when the caller has it). `position`: node name -> graph position, when the caller
+    has it."""
     if position is None:
         position = graph.positions()
     nodes = sorted(spec.nodes, key=position.__getitem__)
@@ -234,7 +236,7 @@ def make_kernel(graph: Graph, spec: KernelSpec, outputs, model: SolModel,
     outputs = sorted(outputs, key=position.__getitem__)
     return Kernel(name=name, kind=spec.kind, nodes=tuple(nodes), recomputed=tuple(recomputed),
                   inputs=tuple(inputs), outputs=tuple(outputs), dominant=spec.dominant,
-                  sol=model.estimate(inside, outputs))
+                  sol=sol or model.estimate(inside, outputs))
 
 
 def _written_values(graph: Graph, computed: Sequence[set[str]]) -> set[str]:

@@ -40,7 +40,7 @@ import numpy as np
 from compiler.codegen.plan import CodeGenPlan
 from compiler.cost.devices import Device
 from compiler.cost.projected import Breakdown, Derating, project_kernel, project_library
-from compiler.cost.sol import SolModel
+from compiler.cost.sol import SolEstimate, SolModel
 from compiler.errors import InputError
 from compiler.fusion.plan import FusionPlan, Kernel
 from compiler.ir.graph import COMPUTATION_ATTRS, Graph
@@ -173,9 +173,10 @@ class Pricer:
             found = self._cache[key] = self._price(kernel)
         return found
 
-    def bound(self, kernel: Kernel) -> float:
-        """A lower bound on the kernel's price, cheap to compute: its speed of light."""
-        return kernel.sol.total_us
+    def bound(self, sol: SolEstimate) -> float:
+        """A lower bound on the price of a kernel whose speed of light is `sol`, cheap to
+        compute (the search bounds candidates before it builds them): the speed of light."""
+        return sol.total_us
 
     def _price(self, kernel: Kernel) -> Price:
         raise NotImplementedError
@@ -195,10 +196,9 @@ class ProjectedPricer(Pricer):
 
     name = "projected"
 
-    def bound(self, kernel: Kernel) -> float:
+    def bound(self, sol: SolEstimate) -> float:
         """The speed of light with DRAM at the bandwidth the projected model allows
         (`Derating.dram_efficiency`): every plan moves at least the SOL's bytes."""
-        sol = kernel.sol
         memory_us = sol.memory_us / Derating().dram_efficiency
         return max(memory_us, sol.compute_us) + sol.launch_us
 
