@@ -34,8 +34,8 @@ One round:
    reaching the top is priced (its best CodeGen plan found and projected) and goes back with
    its real gain, never higher than the bound. A priced candidate at the top gains the most of
    all left: it is merged when none of its groups was merged this round and merging keeps the
-   group graph acyclic: no path leaves the set and comes back (`_cycle_refusal`:
-   `GroupGraph.check`, walks within the set's rank window; `GroupGraph.merge_all` again). The
+   group graph acyclic: no path leaves the set and comes back (`GroupGraph.merge_all` walks
+   within the set's rank window as it merges, and refuses). The
    order is the one pricing every candidate would give, but candidates whose groups were
    merged before they reach the top are never priced.
 3. Rounds repeat, re-scoring patterns against the new groups, until no positive gain is left.
@@ -133,7 +133,7 @@ MAX_SIBLINGS = 6            # groups reading one value, paired in topological or
 HORIZONTAL_NEIGHBOURS = 2   # later groups each group is paired with for horizontal fusion
 MAX_ROUNDS = 64
 MIN_GAIN_US = 1e-6
-SEARCH_BUDGET = 512         # groups a cycle check may visit (see _Search._cycle_refusal)
+SEARCH_BUDGET = 512         # groups a cycle check may visit (see _Search._merge)
 
 
 def cost_fusion(graph: Graph, model: SolModel, top_k: int = TOP_K,
@@ -543,7 +543,7 @@ class _Search:
         self._cache: dict[frozenset, _Kernel] = {}
         self._unions: dict[frozenset, _Summary] = {}  # this round's legal candidates
         self._sols: dict[frozenset, SolEstimate] = {}  # ... their speeds of light
-        self._cycles: dict[frozenset, str | None] = {}  # _cycle_refusal, by group versions
+        self._cycles: dict[frozenset, str] = {}  # _merge's refusals, by group versions
         self._notes: dict[str, tuple[tuple[str, str], str, float | None]] = {}
         self._sequence = itertools.count()  # the heap's last tie-break: insertion order
         self._seed(seed)
@@ -752,16 +752,15 @@ class _Search:
                     self._note(subject, ends, self._loss(gain, fused), gain)
                 continue
             key = self._key(pieces)
-            if key not in self._cycles:  # a path between groups stays while they do
-                self._cycles[key] = self._cycle_refusal(pieces)
-            refusal = self._cycles[key]
+            refusal = self._cycles.get(key)  # a path between groups stays while they do
+            if refusal is None:
+                gain, fused = self.gain(pieces, exact=True)
+                refusal = self._merge(pieces, fused)
             if refusal:
+                self._cycles[key] = refusal
                 self._note(subject, ends, refusal, None)
                 continue
-            gain, fused = self.gain(pieces, exact=True)
-            head = self._merge(pieces, fused)
             taken.update(pieces)
-            self.dirty.add(head)
             self.decisions.append(Decision(
                 "fuse", subject, f"{self.pricer.name}: {fused.kind}, gain {gain:.2f} us as "
                                  f"{fused.price.describe()} ({fused.reason})", gain_us=gain))
@@ -901,33 +900,33 @@ class _Search:
 
     # -- merging ----------------------------------------------------------------------------------
 
-    def _cycle_refusal(self, pieces: frozenset) -> str | None:
-        """Why merging these groups would break the group graph's acyclicity, or None
-        (`GroupGraph.check`: a walk forward from the set and one backward to it, in turns,
-        the first to end deciding). A set whose walks both pass SEARCH_BUDGET groups is
-        refused rather than searched."""
+    def _merge(self, pieces: frozenset, fused: _Kernel) -> str | None:
+        """Merge the groups into one (kept in `dirty`), or say why not, changing nothing: the
+        group graph's acyclicity (`GroupGraph.merge_all`: a walk forward from the set and one
+        backward to it, in turns, the first to end deciding). A set whose walks both pass
+        SEARCH_BUDGET groups is refused rather than searched."""
+        gg = self.gg
+        head = min(pieces, key=gg.rank.__getitem__)
+        union = self._unions.get(self._key(pieces)) or self._union(pieces)
+        summaries = {piece: self.summary[piece] for piece in pieces}
         try:
-            return self.gg.check(pieces, SEARCH_BUDGET)
+            gg.merge_all(head, pieces, SEARCH_BUDGET)
         except WindowTooWide:
             return (f"too far apart: more than {SEARCH_BUDGET} kernels on both sides of the "
                     "window to check for a cycle")
-
-    def _merge(self, pieces: frozenset, fused: _Kernel) -> str:
-        gg = self.gg
-        ordered = sorted(pieces, key=gg.rank.__getitem__)
-        union = self._unions.get(self._key(pieces)) or self._union(pieces)
-        head = ordered[0]
-        for piece in pieces:
-            for name in self.summary.pop(piece).inside.difference(gg.members[piece]):
+        except ValueError:
+            return "would form cycle"
+        for piece, summary in summaries.items():
+            for name in summary.inside.difference(summary.owned):
                 self.recomputers[name].discard(piece)
-            del self.kernel[piece], self.token[piece]
-        gg.merge_all(head, pieces)
+            del self.summary[piece], self.kernel[piece], self.token[piece]
         for name in union.inside.difference(gg.members[head]):
             self.recomputers[name].add(head)
         self.summary[head] = union
         self.kernel[head] = fused
         self.token[head] = next(self._tokens)
-        return head
+        self.dirty.add(head)
+        return None
 
     def specs(self) -> list[KernelSpec]:
         position = self.position
