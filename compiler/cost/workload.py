@@ -350,6 +350,9 @@ class _Counter:
         chain = 0.0
         for target in loop.targets:
             chain = max(chain, visit(target, 1, loop.axes.get(target)))
+        # `visit` refers to itself through its closure: a reference cycle that would keep
+        # this walk's dicts (and the counter's memo) alive until the cyclic collector runs.
+        del visit
         # Arithmetic per position: each value's op mix times its evaluations, and a reduction
         # computed by one thread pays its reducer per reduced element.
         arithmetic: dict[str, float] = {}

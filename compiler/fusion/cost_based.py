@@ -700,7 +700,11 @@ class _Search:
                     break
                 horizontal = everywhere = True
         self._log_refusals()
-        return self.specs()
+        specs = self.specs()
+        # The analysis calls back into the search (`_written`): a reference cycle that would
+        # keep every candidate of the search alive until the cyclic collector runs.
+        self.analysis.written = None
+        return specs
 
     def _round(self, horizontal: bool, max_pieces: int, everywhere: bool) -> int:
         """One enumeration and greedy pass; returns how many patterns it applied.

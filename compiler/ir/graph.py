@@ -148,6 +148,7 @@ class Graph:
                 names.append(name)
 
         walk(self.root)
+        del walk  # it refers to itself: a cycle that would outlive the call
         return names
 
     # -- analyses -----------------------------------------------------------------------------

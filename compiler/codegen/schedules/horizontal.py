@@ -102,6 +102,7 @@ def horizontal_parts(graph: Graph, kernel: Kernel) -> list[Kernel]:
                 owned_behind(operand) if operand in recomputed else set()
             for other in linked:
                 parent[root(other)] = root(name)
+    del owned_behind  # it refers to itself: a cycle that would outlive the call
     members: dict[str, list[str]] = {}
     for name in kernel.nodes:  # graph order: parts come out by their first owned node
         members.setdefault(root(name), []).append(name)
