@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from compiler.fusion.plan import Kernel
 from compiler.ir.graph import Graph
@@ -305,8 +305,14 @@ def _column_key(graph: Graph, name: str) -> tuple | None:
 
 def column_reductions(graph: Graph, kernel: Kernel, dominant: str) -> list[str]:
     """The kernel's reductions that share the dominant's column loop, in kernel order."""
-    key = _column_key(graph, dominant)
-    return [name for name in kernel.computed if _column_key(graph, name) == key]
+    keys = graph.analysis_cache("plan.column_key")
+    for name in kernel.computed:
+        if name not in keys:
+            keys[name] = _column_key(graph, name)
+    if dominant not in keys:
+        keys[dominant] = _column_key(graph, dominant)
+    key = keys[dominant]
+    return [name for name in kernel.computed if keys[name] == key]
 
 
 def cooperative_grids(natural: int, block: int) -> list[int]:
@@ -373,40 +379,40 @@ class PhaseLoop:
     slots: int                    # output elements of each reduction
     fold: int                     # column: virtual columns per slot; row: 1
 
-    @property
+    @cached_property
     def fold_dims(self) -> tuple[int, ...]:
         """The reduced dims inside the last kept dim of more than one element."""
         kept = [d for d in range(len(self.dims)) if d not in self.reduced and self.dims[d] > 1]
         last = max(kept, default=-1)
         return tuple(d for d in self.reduced if d > last)
 
-    @property
+    @cached_property
     def row_dims(self) -> tuple[int, ...]:
         """Column mapping: the reduced dims that are not folded (the virtual rows)."""
         return tuple(d for d in self.reduced if d not in self.fold_dims)
 
-    @property
+    @cached_property
     def length(self) -> int:
         """The elements a unit's chunks are cut from: a slot's reduced elements (row), the
         virtual rows (column)."""
         dims = self.reduced if self.mapping == "row" else self.row_dims
         return math.prod(self.dims[d] for d in dims)
 
-    @property
+    @cached_property
     def columns(self) -> int:
         """Partials per chunk: a slot's (row), a virtual column's (column)."""
         return self.slots * self.fold
 
-    @property
+    @cached_property
     def tile(self) -> int:
         """Column mapping: virtual columns per unit."""
         return min(WARP, next_power_of_two(self.columns))
 
-    @property
+    @cached_property
     def units(self) -> int:
         return self.slots if self.mapping == "row" else -(-self.columns // self.tile)
 
-    @property
+    @cached_property
     def axis(self) -> int | None:
         """The operand dim consecutive threads walk."""
         if self.mapping == "row":

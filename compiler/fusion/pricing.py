@@ -51,6 +51,8 @@ DEFAULT_MODEL = "projected"
 # FAMILY_MARGIN of the best one's.
 FAMILY_BLOCK = 256
 FAMILY_MARGIN = 1.25
+# A plan within this fraction of the pricer's floor (`bound`) is at the floor: none is faster.
+FLOOR_TOLERANCE = 1e-9
 # Plans of a kernel the learned model scores: the projected model's best few.
 LEARNED_SHORTLIST = 4
 
@@ -207,7 +209,7 @@ class ProjectedPricer(Pricer):
         if kernel.kind == "library":
             breakdown = project_library(kernel, self.device)
             return Price(breakdown.projected_us, sol_us, self.name, None, breakdown)
-        best = self.best_plans(kernel, 1)
+        best = self.best_plans(kernel, 1, floor_us=self.bound(kernel.sol))
         if not best:
             # No plan the workload model covers (a type codegen does not emit): nothing better
             # is known than the speed of light, and the plan shows no projection.
@@ -215,18 +217,28 @@ class ProjectedPricer(Pricer):
         plan, breakdown = best[0]
         return Price(breakdown.projected_us, sol_us, self.name, plan, breakdown)
 
-    def best_plans(self, kernel: Kernel, count: int) -> list[tuple[CodeGenPlan, Breakdown]]:
+    def best_plans(self, kernel: Kernel, count: int, floor_us: float | None = None
+                   ) -> list[tuple[CodeGenPlan, Breakdown]]:
         """The kernel's `count` fastest plans, fastest first, in two steps over the candidates:
         every family of plans (the same plan but for its launch dimensions: block size and
         what follows from it) at the block size nearest FAMILY_BLOCK, then every block size
         of the families within FAMILY_MARGIN of the best. Ties are broken as `rank_plans`
-        breaks them."""
+        breaks them.
+
+        `floor_us`: a time no plan can beat (`bound`). The family heads are scored in the
+        order of `choose_plan`'s pick first, and with `count` 1 the first plan that reaches
+        the floor is returned at once: no plan is faster, so the kernel's price is known (the
+        plan may be another of the same time than `rank_plans`' tie-break would pick). A
+        third of a transformer step's candidate kernels are DRAM-bound at the floor under
+        the first plan scored."""
         from compiler.codegen.elemental import CodegenUnsupported
-        from compiler.codegen.schedules import enumerate_plans
+        from compiler.codegen.schedules import choose_plan, enumerate_plans
 
         try:
             plans = enumerate_plans(self.graph, kernel)
         except CodegenUnsupported:
+            return []
+        if not plans:
             return []
         families: dict[tuple, list[int]] = {}
         for index, plan in enumerate(plans):
@@ -240,9 +252,17 @@ class ProjectedPricer(Pricer):
                     scored[index] = self._score(kernel, plans[index], index, memo)
             return sorted(scored[i] for i in indices if scored[i] is not None)
 
+        first = _family(choose_plan(plans))
         heads = [min(members, key=lambda i: (abs(plans[i].block_size - FAMILY_BLOCK),
                                              plans[i].block_size))
-                 for members in families.values()]
+                 for family, members in sorted(families.items(),
+                                               key=lambda item: item[0] != first)]
+        if floor_us is not None and count == 1:
+            for index in heads:
+                found = score([index])
+                if found and abs(found[0][-1].projected_us - floor_us) <= \
+                        FLOOR_TOLERANCE * floor_us:
+                    return [(plans[index], found[0][-1])]
         ranked = score(heads)
         if not ranked:
             return []

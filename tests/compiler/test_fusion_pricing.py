@@ -167,3 +167,39 @@ def test_explore_shows_every_kernel_at_its_price_and_totals_add_up(name):
             assert kernel.projected is not None
             assert kernel.projected.projected_us == pytest.approx(price.us)
         assert plan.total_projected_us == pytest.approx(plan_price(plan, pricer), abs=1e-3)
+
+
+# DRAM-bound kernels large enough that launch latency does not matter: most of their plans run
+# at the floor.
+WIDE = ADD + """
+ENTRY e {
+  p = f32[8192,4096] parameter(0)
+  q = f32[8192,4096] parameter(1)
+  a = f32[8192,4096] add(p, q)
+  m = f32[8192,4096] multiply(a, q)
+  c = bf16[8192,4096] convert(m)
+  z = f32[] constant(0)
+  s = f32[8192] reduce(a, z), dimensions={1}, to_apply=add
+  ROOT t = (bf16[8192,4096], f32[8192]) tuple(c, s)
+}
+"""
+
+
+@pytest.mark.parametrize("text", [LAYERS, WIDE], ids=["softmax_layers", "wide"])
+def test_stopping_at_the_floor_never_changes_a_price(text):
+    """A plan at the pricer's floor (the DRAM-bound speed of light) ends the search for the
+    kernel's plan: the price is the one the full ranking of every family finds."""
+    graph = hlo(text)
+    model = SolModel(graph, get_device("h100"))
+    kernels = [k for plan in explore(graph, "h100").values() for k in plan.kernels
+               if k.kind != "library"]
+    pricer = ProjectedPricer(graph, model)
+    stopped = 0
+    for kernel in kernels:
+        floor = pricer.bound(kernel.sol)
+        full = pricer.best_plans(kernel, 1)
+        early = pricer.best_plans(kernel, 1, floor_us=floor)
+        assert early[0][1].projected_us == pytest.approx(full[0][1].projected_us, rel=1e-9)
+        assert full[0][1].projected_us >= floor * (1 - 1e-9)  # the floor is a lower bound
+        stopped += abs(full[0][1].projected_us - floor) <= 1e-9 * floor
+    assert stopped > 0  # the shortcut was taken somewhere

@@ -59,6 +59,7 @@ def candidates(graph: Graph, kernel: Kernel, dominant: str) -> list[CodeGenPlan]
     if split is None:
         return []
     rows, length = split
+    stitched = _global_phase(graph, kernel)
     plans = []
     for block in BLOCK_SIZES:
         options = [("row-reduce-block", block), ("row-reduce-warp", WARP)]
@@ -72,7 +73,7 @@ def candidates(graph: Graph, kernel: Kernel, dominant: str) -> list[CodeGenPlan]
                 threads_per_row=threads, rows_per_block=per_block,
                 shared_bytes=_row_shared_bytes(graph, kernel, per_block, threads),
                 rows=rows, row_length=length)
-            plans.extend(_globally_stitched(graph, kernel, plan))
+            plans.extend(_globally_stitched(plan, stitched))
     return plans + _row_cached_plans(graph, kernel, plans)
 
 
@@ -126,19 +127,29 @@ def _row_cached_plans(graph: Graph, kernel: Kernel,
     return cached
 
 
-def _globally_stitched(graph: Graph, kernel: Kernel,
-                       plan: CodeGenPlan) -> list[CodeGenPlan]:
-    """`plan`, or when the kernel needs a column phase behind a grid barrier, `plan` with one
-    in each cooperative grid size."""
+def _global_phase(graph: Graph, kernel: Kernel) -> tuple[int, int, int, int] | None:
+    """When the kernel needs a column phase behind a grid barrier (`global_reductions`): its
+    reductions' count, columns and column tile, and the scratch bytes the row results take;
+    else None. The kernel's, whatever the launch."""
     second = global_reductions(graph, kernel)
     if not second:
-        return [plan]
+        return None
     columns, _ = column_split(graph, second[0])
     tile = min(WARP, next_power_of_two(columns))
     row_results = [n for n in kernel.computed if row_split(graph, n) is not None]
     scratch = sum(-(-graph.nodes[n].array_shape.size * graph.nodes[n].array_shape.dtype.bits
                     // 8 // 16) * 16 for n in row_results)
-    column_shared = 8 * plan.block_size * len(second) if plan.block_size > tile else 0
+    return len(second), columns, tile, scratch
+
+
+def _globally_stitched(plan: CodeGenPlan, stitched: tuple[int, int, int, int] | None
+                       ) -> list[CodeGenPlan]:
+    """`plan`, or when the kernel needs a column phase behind a grid barrier (`stitched`, from
+    `_global_phase`), `plan` with one in each cooperative grid size."""
+    if stitched is None:
+        return [plan]
+    count, columns, tile, scratch = stitched
+    column_shared = 8 * plan.block_size * count if plan.block_size > tile else 0
     return [replace(plan, grid_size=grid, cooperative=True, columns=columns, column_tile=tile,
                     scratch_bytes=max(scratch, 16),
                     shared_bytes=max(plan.shared_bytes, column_shared))
