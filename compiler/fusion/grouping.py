@@ -284,15 +284,25 @@ class _Walk:
                  inside_window):
         self.side, self.pieces, self.edges, self.rank = side, pieces, edges, rank
         self.inside_window = inside_window
-        self.stack = [n for p in pieces for n in edges[p]
-                      if n not in pieces and inside_window(rank[n])]
-        self.seen = set(self.stack)
+        # The pieces' own neighbours are taken one at a time, as the stack runs dry: a group
+        # with a thousand consumers must not cost its walk a thousand steps up front when the
+        # other side's walk ends first.
+        self.start = (n for p in pieces for n in edges[p])
+        self.stack: list[str] = []
+        self.seen: set[str] = set()
 
     def step(self) -> str | None:
         """Visit one group: "cycle" when it leads back into the pieces, "done" when nothing
         is left to visit, else None."""
         if not self.stack:
-            return "done"
+            for n in self.start:
+                if n not in self.pieces and n not in self.seen and \
+                        self.inside_window(self.rank[n]):
+                    self.seen.add(n)
+                    self.stack.append(n)
+                    break
+            else:
+                return "done"
         for nxt in self.edges[self.stack.pop()]:
             if nxt in self.pieces:
                 return "cycle"
