@@ -9,6 +9,10 @@ cuda_bf16.h and cooperative_groups.h. Those headers include CCCL (`<nv/target>`,
 
 `find_toolchain()` checks all of that once and says which pip package to install when a piece
 is missing, instead of letting nvcc fail later with "nv/target: No such file or directory".
+
+A machine with a system CUDA 13 toolkit and no compiler wheels (the lent GPU machines' image)
+names it in FUSION_EXPLORER_CUDA_ROOT (e.g. /usr/local/cuda): a CUDA 13 toolkit has the same
+layout (bin/, nvvm/, include/ with CCCL under include/cccl/), and the same files are checked.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import importlib.util
 import os
 import re
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +43,9 @@ REQUIRED_FILES: tuple[tuple[str, str], ...] = (
     ("include/cccl/cuda/atomic", "nvidia-cuda-cccl"),
 )
 
+# A toolkit root to use instead of the wheels' (see the module docstring).
+CUDA_ROOT_VARIABLE = "FUSION_EXPLORER_CUDA_ROOT"
+
 _ARCH = re.compile(r"sm_\d{2,3}[af]?")
 
 
@@ -56,8 +64,12 @@ class Toolchain:
     fingerprint: str      # version + a digest of the header tree: part of every cache key
 
 
-def default_root() -> Path | None:
-    """`nvidia/cu13` inside the first `nvidia` namespace package that has one, or None."""
+def default_root(environ: Mapping[str, str] | None = None) -> Path | None:
+    """FUSION_EXPLORER_CUDA_ROOT when set, else `nvidia/cu13` inside the first `nvidia`
+    namespace package that has one, else None."""
+    environ = os.environ if environ is None else environ
+    if environ.get(CUDA_ROOT_VARIABLE, "").strip():
+        return Path(environ[CUDA_ROOT_VARIABLE])
     spec = importlib.util.find_spec("nvidia")
     if spec is None or spec.submodule_search_locations is None:
         return None

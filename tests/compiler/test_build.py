@@ -162,6 +162,13 @@ def test_a_missing_compiler_names_the_pip_package_to_install(tmp_path):
         find_toolchain(tmp_path)
 
 
+def test_a_system_toolkit_named_in_the_environment_is_the_default_root(tmp_path):
+    from compiler.toolchain.locate import CUDA_ROOT_VARIABLE, default_root
+
+    assert default_root({CUDA_ROOT_VARIABLE: str(tmp_path)}) == tmp_path
+    assert default_root({CUDA_ROOT_VARIABLE: "  "}) != Path("  ")
+
+
 def test_missing_cccl_headers_name_the_nvidia_cuda_cccl_package(tmp_path):
     for relative, package in REQUIRED_FILES:
         if package != "nvidia-cuda-cccl":

@@ -1,0 +1,137 @@
+"""benchmarks/gpu_campaign.py --dry-run end to end, as CI rehearses the GPU campaign (issue 15):
+every step runs on the CPU (emulator checks, SYNTHETIC timings), the outputs are complete and
+their figures agree with what the rows they summarise say, and a second run resumes.
+
+Two small modules keep it to well under a minute once nvcc's cache is warm.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "benchmarks" / "gpu_campaign.py"
+MODULES = ["softmax", "rms_norm"]
+STRATEGIES = ["unfused", "xla", "stitch", "cost"]
+STEPS = (["environment", "modules", "copy", "dataset", "train"]
+         + [f"{kind}/{m}" for kind in ("plans", "anchors") for m in MODULES]
+         + ["calibrate", "ncu"])
+
+
+def campaign(out: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), "--dry-run", "--out", str(out),
+                           "--modules", ",".join(MODULES), "--epochs", "1", "--top-k", "2",
+                           *extra], capture_output=True, text=True, cwd=REPO, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def dry_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    out = tmp_path_factory.mktemp("campaign")
+    return out, campaign(out)
+
+
+def summary_of(out: Path) -> dict:
+    return json.loads((out / "summary.json").read_text())
+
+
+def test_the_dry_run_goes_through_every_step_and_writes_its_result(dry_run):
+    out, first = dry_run
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "COMPLETE" in first.stdout and "INCOMPLETE" not in first.stdout
+    for step in STEPS:
+        assert (out / f"{step}.json").is_file(), step
+    report = (out / "REPORT.md").read_text()
+    assert "DRY RUN" in report and "SYNTHETIC" in report
+    assert all(f"| {module} |" in report for module in MODULES)
+
+
+def test_every_strategy_of_every_module_has_its_kernels_checked_and_timed(dry_run):
+    out, _ = dry_run
+    summary = summary_of(out)
+    assert sorted(summary["plans"]) == sorted(MODULES)
+    for module, result in summary["plans"].items():
+        assert list(result["strategies"]) == STRATEGIES
+        assert result["timing"].startswith("SYNTHETIC")
+        for strategy, plan in result["strategies"].items():
+            assert plan["kernel_count"] == len(plan["kernels"]) > 0
+            for row in plan["kernels"]:
+                assert row["not_measured"] is None, (module, strategy, row)
+                assert row["mismatches"] == 0 and row["max_abs_error"] is not None
+                # The synthetic function: 5 samples around 1 to 1.3 times the prediction.
+                assert row["runs"] == 5
+                assert 0.9 * row["proj_us"] <= row["measured_us"] <= 1.45 * row["proj_us"]
+            assert plan["measured_sum_us"] == pytest.approx(
+                sum(row["measured_us"] for row in plan["kernels"]))
+
+
+def test_accuracy_and_speedups_agree_with_an_independent_computation(dry_run):
+    out, _ = dry_run
+    summary = summary_of(out)
+    rows = [row for result in summary["plans"].values()
+            for plan in result["strategies"].values() for row in plan["kernels"]]
+    apes = [100 * abs(r["proj_us"] - r["measured_us"]) / r["measured_us"] for r in rows]
+    projected = summary["accuracy"]["projected"]["kernels"]
+    assert projected["count"] == len(rows)
+    assert projected["mape"] == pytest.approx(sum(apes) / len(apes))
+    small = [a for a, r in zip(apes, rows) if r["measured_us"] < 5]
+    assert projected["median_ape_under_5us"] == pytest.approx(statistics.median(small))
+    for module, result in summary["plans"].items():
+        plans = result["strategies"]
+        assert summary["speedups"][module]["xla"] == pytest.approx(
+            plans["xla"]["measured_sum_us"] / plans["cost"]["measured_sum_us"])
+        best = min(plans.values(), key=lambda p: p["measured_sum_us"])
+        assert best["measured_sum_us"] <= plans["cost"]["measured_sum_us"]
+
+
+def test_the_anchors_are_rehearsed_or_say_why_not(dry_run):
+    out, _ = dry_run
+    anchors = summary_of(out)["anchors"]
+    for module in MODULES:
+        entries = anchors[module]
+        assert entries["cupy_eager"]["origin"].startswith("SYNTHETIC")
+        assert entries["torch_eager"]["status"] == "rehearsed"
+        assert entries["torch_eager"]["where"] == "cpu"
+        assert entries["torch_eager"]["max_abs_error"] < 1e-4
+        assert entries["torch_compile"]["backend"] == "aot_eager"
+        jax = entries["jax"]
+        assert jax["status"] in ("skipped", "rehearsed")
+        if jax["status"] == "skipped":
+            assert "not installed" in jax["note"]
+        # A CPU rehearsal is never compared with the plans' (synthetic) times.
+        assert summary_of(out)["speedups"][module]["torch_eager"] is None
+
+
+def test_the_learned_model_calibration_and_ncu_steps_report_their_figures(dry_run):
+    out, _ = dry_run
+    summary = summary_of(out)
+    assert summary["dataset"]["origin"] == "synthetic" and summary["dataset"]["samples"] > 0
+    assert Path(summary["train"]["path"]).is_file()
+    assert summary["train"]["evaluation"]["program"]["learned"]["count"] > 0
+    calibration = summary["calibrate"]
+    assert calibration["records"] > 0 and calibration["after"]["mape"] <= \
+        calibration["before"]["mape"]
+    profiled = summary["ncu"]["kernels"]
+    assert summary["ncu"]["origin"].startswith("SYNTHETIC") and profiled
+    assert all(0 < k["achieved_occupancy"] <= 1 for k in profiled)
+
+
+def test_a_second_run_skips_every_step_already_done(dry_run):
+    out, _ = dry_run
+    second = campaign(out)
+    assert second.returncode == 0, second.stderr[-3000:]
+    for step in STEPS:
+        assert f"skipped  {step.replace('/', ':')} (done)" in second.stdout
+    assert "running" not in second.stdout
+
+
+def test_a_folder_of_other_settings_is_refused(dry_run):
+    out, _ = dry_run
+    other = campaign(out, "--size", "realistic")
+    assert other.returncode == 1
+    assert "give another --out" in other.stderr
