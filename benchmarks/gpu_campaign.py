@@ -800,7 +800,12 @@ def _us(value) -> str:
 
 
 def _ratio(value) -> str:
-    return f"{value:.2f}x" if isinstance(value, (int, float)) else "-"
+    return f"{_fraction(value)}x" if isinstance(value, (int, float)) else "-"
+
+
+def _fraction(value) -> str:
+    """A number in [0, 1] (occupancy, Kendall tau) with two decimals."""
+    return f"{value:.2f}" if isinstance(value, (int, float)) else "-"
 
 
 def report_markdown(summary: dict, settings: dict) -> str:
@@ -837,7 +842,8 @@ def report_markdown(summary: dict, settings: dict) -> str:
         if e.get("status") != "measured") or "none", ""]
     lines += ["## Speed-up of the cost plan over each alternative", "",
               "| module | " + " | ".join(s for s in STRATEGIES if s != "cost") + " | "
-              + " | ".join(ANCHORS) + " |", "|---|" + "---:|" * (len(STRATEGIES) - 1 + len(ANCHORS))]
+              + " | ".join(ANCHORS) + " |",
+              "|---|" + "---:|" * (len(STRATEGIES) - 1 + len(ANCHORS))]
     for module, ratios in summary["speedups"].items():
         lines.append(f"| {module} | " + " | ".join(_ratio(r) for r in ratios.values()) + " |")
     lines += ["", f"Geomean over the memory-bound modules, cost plan vs jax.jit: "
@@ -853,7 +859,7 @@ def report_markdown(summary: dict, settings: dict) -> str:
         k, p = figures["kernels"], figures["plans"]
         lines.append(f"| {model} | {k['count']} | {_us(k['mape'])} | "
                      f"{_us(k['median_ape_under_5us'])} | {_us(k['median_ape_over_5us'])} | "
-                     f"{_us(p['mape'])} | {_ratio(figures['plan_ranking_tau'])[:-1]} | "
+                     f"{_us(p['mape'])} | {_fraction(figures['plan_ranking_tau'])} | "
                      f"{_us(figures['top1_regret_percent'])} |")
     lines += _calibration_lines(summary["calibrate"]) + _training_lines(summary["train"])
     lines += _ncu_lines(summary["ncu"]) + _losses(summary)
@@ -873,14 +879,15 @@ def _training_lines(train: dict | None) -> list[str]:
     if not train:
         return ["", "## Learned model", "", "not trained"]
     lines = ["", f"## Learned model ({train['origin']}, held-out evaluation)", "",
-             "| split | model | MAPE % | median APE < 5 µs | ≥ 5 µs | Kendall τ | top-1 regret % |",
+             "| split | model | MAPE % | median APE < 5 µs | ≥ 5 µs | Kendall τ | "
+             "top-1 regret % |",
              "|---|---|---:|---:|---:|---:|---:|"]
     for split, result in train["evaluation"].items():
         for model in ("learned", "sol", "projected") if result else ():
             m = result[model]
             lines.append(f"| {split} | {model} | {_us(m['mape'])} | "
                          f"{_us(m['median_ape_under_5us'])} | {_us(m['median_ape_over_5us'])} | "
-                         f"{_ratio(m['mean_kendall_tau'])[:-1]} | "
+                         f"{_fraction(m['mean_kendall_tau'])} | "
                          f"{_us(m['mean_top1_regret_percent'])} |")
     return lines
 
@@ -893,8 +900,8 @@ def _ncu_lines(result: dict | None) -> list[str]:
              "DRAM % of peak | projected limiter |", "|---|---|---:|---:|---:|---:|---|"]
     for k in result["kernels"]:
         lines.append(f"| {k['module']} | {k['function']} | {_us(k['measured_us'])} | "
-                     f"{_ratio(k.get('achieved_occupancy'))[:-1]} | "
-                     f"{_ratio(k['projected_occupancy'])[:-1]} | "
+                     f"{_fraction(k.get('achieved_occupancy'))} | "
+                     f"{_fraction(k['projected_occupancy'])} | "
                      f"{_us(k.get('dram_throughput_pct'))} | {k['projected_limiter']} |")
     return lines
 
