@@ -134,6 +134,7 @@ HORIZONTAL_NEIGHBOURS = 2   # later groups each group is paired with for horizon
 MAX_ROUNDS = 64
 MIN_GAIN_US = 1e-6
 SEARCH_BUDGET = 512         # groups a cycle check may visit (see _Search._merge)
+FEW_USERS = 8               # users of a value listed one by one (_Analysis.users_inside)
 
 
 def cost_fusion(graph: Graph, model: SolModel, top_k: int = TOP_K,
@@ -214,6 +215,7 @@ class _Kernel:
     dominant: str | None
     price: Price | None = None
     bound: bool = False     # not priced: its speed of light already left no gain
+    sol: SolEstimate | None = None  # its speed of light while `bound` (for pricing it later)
 
 
 @dataclass(frozen=True)
@@ -259,6 +261,7 @@ class _Analysis:
         self.written = written  # (value, kernel's summary) -> must the kernel write it
         self.position = {name: i for i, name in enumerate(nodes)}
         self.users = graph.users()
+        self._user_sets: dict[str, frozenset[str]] = {}  # of values with many users
         self.operands = {name: tuple(dict.fromkeys(node.operands))
                          for name, node in nodes.items()}
         self.elements = {node.name: sum(leaf.size for leaf in node.shape.leaves())
@@ -322,13 +325,17 @@ class _Analysis:
         return summary
 
     def users_inside(self, name: str, inside) -> list[str]:
-        """The users of `name` among `inside`, from whichever of the two is shorter: a value
-        that every layer reads (a shared constant) must not make each kernel cost its fan-out."""
+        """The users of `name` among `inside`, in graph order. A value with many users (a
+        shared constant every layer reads, a global norm every parameter update reads) is
+        intersected as sets, which walks the smaller of the two: a kernel must not cost its
+        fan-out, nor a big kernel its size, each time it is asked."""
         users = self.users[name]
-        if len(users) <= len(inside):
+        if len(users) <= FEW_USERS:
             return [user for user in users if user in inside]
-        return sorted((user for user in inside if name in self.operands[user]),
-                      key=self.position.__getitem__)
+        found = self._user_sets.get(name)
+        if found is None:
+            found = self._user_sets[name] = frozenset(users)
+        return sorted(found.intersection(inside), key=self.position.__getitem__)
 
     def component(self, name: str) -> _Component:
         """The component of an owned node alone."""
@@ -542,7 +549,6 @@ class _Search:
         self.position = self.analysis.position
         self._cache: dict[frozenset, _Kernel] = {}
         self._unions: dict[frozenset, _Summary] = {}  # this round's legal candidates
-        self._sols: dict[frozenset, SolEstimate] = {}  # ... their speeds of light
         self._cycles: dict[frozenset, str] = {}  # _merge's refusals, by group versions
         self._notes: dict[str, tuple[tuple[str, str], str, float | None]] = {}
         self._sequence = itertools.count()  # the heap's last tie-break: insertion order
@@ -638,11 +644,10 @@ class _Search:
             found = self._cache[key] = self._bound(pieces, key)
         if exact and found.bound:
             union = self._unions.get(key) or self._union(pieces)
-            candidate = self._candidate(union, found.kind, found.dominant,
-                                        self._sols.pop(key, None))
+            candidate = self._candidate(union, found.kind, found.dominant, found.sol)
             price = self.pricer.price(candidate)
             found = self._cache[key] = dataclasses.replace(found, cost_us=price.us,
-                                                           price=price, bound=False)
+                                                           price=price, bound=False, sol=None)
         return found
 
     def _union(self, pieces: frozenset) -> _Summary:
@@ -656,8 +661,9 @@ class _Search:
         if refusal:
             return _Kernel(False, math.inf, None, refusal, None)
         sol = self.model.estimate(union.inside, union.outputs)
-        self._unions[key], self._sols[key] = union, sol
-        return _Kernel(True, self.pricer.bound(sol), kind, reason, dominant, bound=True)
+        self._unions[key] = union
+        return _Kernel(True, self.pricer.bound(sol), kind, reason, dominant, bound=True,
+                       sol=sol)
 
     def _candidate(self, summary: _Summary, kind: str, dominant: str | None,
                    sol: SolEstimate | None = None) -> Kernel:
@@ -769,7 +775,6 @@ class _Search:
                 "fuse", subject, f"{self.pricer.name}: {fused.kind}, gain {gain:.2f} us as "
                                  f"{fused.price.describe()} ({fused.reason})", gain_us=gain))
         self._unions.clear()
-        self._sols.clear()
         return len(self.dirty)
 
     def _entry(self, gain: float, pieces: frozenset, exact: bool, sink: str | None,
