@@ -306,13 +306,10 @@ def _column_key(graph: Graph, name: str) -> tuple | None:
 def column_reductions(graph: Graph, kernel: Kernel, dominant: str) -> list[str]:
     """The kernel's reductions that share the dominant's column loop, in kernel order."""
     keys = graph.analysis_cache("plan.column_key")
-    for name in kernel.computed:
+    for name in (dominant, *kernel.computed):
         if name not in keys:
             keys[name] = _column_key(graph, name)
-    if dominant not in keys:
-        keys[dominant] = _column_key(graph, dominant)
-    key = keys[dominant]
-    return [name for name in kernel.computed if keys[name] == key]
+    return [name for name in kernel.computed if keys[name] == keys[dominant]]
 
 
 def cooperative_grids(natural: int, block: int) -> list[int]:
