@@ -109,6 +109,7 @@ import heapq
 import itertools
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 from compiler.cost.sol import SolEstimate, SolModel
 from compiler.fusion.grouping import (FUSIBLE, LIBRARY, GroupGraph, WindowTooWide,
@@ -139,18 +140,23 @@ FEW_USERS = 8               # users of a value listed one by one (_Analysis.user
 
 def cost_fusion(graph: Graph, model: SolModel, top_k: int = TOP_K,
                 pricer: Pricer | None = None,
-                others: dict[str, FusionPlan] | None = None) -> FusionPlan:
+                others: dict[str, FusionPlan] | Callable[[], dict[str, FusionPlan]] | None = None
+                ) -> FusionPlan:
     """The cost-based plan (module docstring), never priced above another strategy's plan.
 
     `pricer`: the cost model that decides (default: the projected model of `model`'s device).
     `others`: the other strategies' plans of this graph and device when the caller has them
-    (explore runs them first); the xla and stitch plans are made here otherwise.
+    (explore runs them first), or a function returning them, called once the search from the
+    unfused plan is done (explore makes them in another process meanwhile); the xla and stitch
+    plans are made here otherwise.
     """
     pricer = pricer or ProjectedPricer(graph, model)
     with cyclic_gc_paused():
         plan = refine(graph, model, unfused(graph, model), pricer, top_k)
         if others is None:
             others = _other_plans(graph, model)
+        elif callable(others):  # made meanwhile (explore's background process)
+            others = others()
         own = plan_price(plan, pricer)
         start = "the greedy search from the unfused plan"
         ranked = sorted(((plan_price(other, pricer), name, other)

@@ -6,6 +6,11 @@ result serialises (`exploration_to_dict`) to the JSON shape DESIGN.md fixes for 
 
 from __future__ import annotations
 
+import os
+import pickle
+import signal
+import tempfile
+import threading
 import time
 from importlib import import_module
 
@@ -25,6 +30,10 @@ STRATEGIES = {
     "stitch": ("compiler.fusion.stitch", "stitch_fusion"),
     "cost": ("compiler.fusion.cost_based", "cost_fusion"),
 }
+# Set to 1 to run every strategy in this process, one after another.
+SERIAL_ENV = "FUSION_EXPLORER_SERIAL_EXPLORE"
+# Graphs smaller than this explore in well under a second: not worth a process.
+CONCURRENT_NODES = 1000
 
 
 def parse_strategies(text: str) -> list[str]:
@@ -40,33 +49,147 @@ def parse_strategies(text: str) -> list[str]:
 
 
 def explore(graph: Graph, device: str = "h100", strategies=tuple(STRATEGIES),
-            cost_model: str = DEFAULT_MODEL, learned=None) -> dict[str, FusionPlan]:
+            cost_model: str = DEFAULT_MODEL, learned=None,
+            concurrent: bool | None = None) -> dict[str, FusionPlan]:
     """One plan per strategy, each with the wall time its strategy took (explore_ms) and every
     kernel's projected breakdown under its best CodeGen plan (`pricing.price_plan`).
 
     `cost_model` names the pricer the cost strategy decides with (pricing.PRICERS; "learned"
     needs `learned`, a LearnedPredictor for the device). Whatever decides, the plans' kernels
     are shown with the projected model, and one projected pricer serves all strategies, so a
-    kernel two plans share is priced once."""
+    kernel two plans share is priced once.
+
+    `concurrent`: run the rule-based strategies in a forked process while the cost search runs
+    here (`_RulesInBackground`); None decides by the machine (more than one CPU, fork, one
+    thread). The plans are the same either way."""
     model = SolModel(graph, get_device(device))
     projector = ProjectedPricer(graph, model)
     pricer = projector if cost_model == "projected" else make_pricer(cost_model, graph,
                                                                       model, learned)
+    strategies = list(strategies)
+    # The rule-based strategies the cost search compares itself with: those before it.
+    rules = strategies[:strategies.index("cost")] if "cost" in strategies else []
+    if concurrent is None:
+        concurrent = len(graph) >= CONCURRENT_NODES and _can_fork()
+    background = None
+    if rules and concurrent:
+        background = _RulesInBackground(graph, model, projector, rules)
     plans: dict[str, FusionPlan] = {}
-    for name in strategies:
-        module, function = STRATEGIES[name]
-        strategy = getattr(import_module(module), function)
-        # The cost search prices with the chosen model and compares itself with the plans
-        # made before it.
-        extra = {"pricer": pricer, "others": dict(plans)} if name == "cost" else {}
-        start = time.perf_counter()
-        with cyclic_gc_paused():
-            plan = strategy(graph, model, **extra)
-        plan.explore_ms = (time.perf_counter() - start) * 1e3
-        with cyclic_gc_paused():
-            price_plan(plan, projector)
-        plans[name] = plan
+    try:
+        for name in strategies:
+            if background is not None and name in rules:
+                continue
+            # The cost search prices with the chosen model and compares itself with the plans
+            # made before it (in the background: once its own search is done).
+            extra = {}
+            if name == "cost":
+                others = background.join if background is not None else dict(plans)
+                extra = {"pricer": pricer, "others": others}
+            plans[name] = _run_strategy(name, graph, model, projector, extra)
+    finally:
+        if background is not None:
+            background.close()
+    if background is not None:
+        done = background.join()
+        plans = {name: plans.get(name) or done[name] for name in strategies}
     return plans
+
+
+def _run_strategy(name: str, graph: Graph, model: SolModel, projector: ProjectedPricer,
+                  extra: dict) -> FusionPlan:
+    """One strategy's plan, timed (explore_ms), its kernels priced by `projector`."""
+    module, function = STRATEGIES[name]
+    strategy = getattr(import_module(module), function)
+    start = time.perf_counter()
+    with cyclic_gc_paused():
+        plan = strategy(graph, model, **extra)
+    plan.explore_ms = (time.perf_counter() - start) * 1e3
+    with cyclic_gc_paused():
+        price_plan(plan, projector)
+    return plan
+
+
+def _can_fork() -> bool:
+    """Whether a forked helper process can run beside this one: a second CPU to run on,
+    os.fork, and no other thread (a lock another thread holds would stay held in the child)."""
+    return hasattr(os, "fork") and (os.cpu_count() or 1) > 1 \
+        and threading.active_count() == 1 and os.environ.get(SERIAL_ENV) != "1"
+
+
+
+class _RulesInBackground:
+    """The rule-based strategies (unfused, xla, stitch), each priced, in a forked process, while
+    the cost search runs in this one: on two cores the wall time of `explore` is about the cost
+    search's alone. The cost search needs their plans only at its end, to compare itself with
+    them (`join`, which waits for the child).
+
+    The child writes its plans, and the price of every kernel in them, to a temporary file
+    and exits; `join` loads them and hands the prices to this process's projected pricer, so
+    the kernels the cost search shares with them are not priced twice. When the child fails
+    (an error in a strategy is raised here as it would be without the child; a killed child
+    is replaced by running the strategies here) nothing is lost."""
+
+    def __init__(self, graph: Graph, model: SolModel, projector: ProjectedPricer,
+                 names: list[str]):
+        self.graph, self.model, self.projector, self.names = graph, model, projector, names
+        self.file = tempfile.TemporaryFile()
+        self.plans: dict[str, FusionPlan] | None = None
+        self.pid = os.fork()
+        if self.pid == 0:
+            self._child()
+
+    def _child(self) -> None:
+        code = 0
+        try:
+            try:
+                plans = {name: _run_strategy(name, self.graph, self.model, self.projector, {})
+                         for name in self.names}
+                prices = {name: [self.projector.price(kernel) for kernel in plan.kernels]
+                          for name, plan in plans.items()}
+                result = ("ok", plans, prices)
+            except BaseException as error:  # handed to the parent, which raises it
+                result = ("error", error, None)
+            pickle.dump(result, self.file, protocol=pickle.HIGHEST_PROTOCOL)
+            self.file.flush()
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+
+    def join(self) -> dict[str, FusionPlan]:
+        """The rule-based plans (waiting for the child the first time)."""
+        if self.plans is not None:
+            return self.plans
+        _, status = os.waitpid(self.pid, 0)
+        self.pid = None
+        result = None
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
+            self.file.seek(0)
+            result = pickle.load(self.file)
+        self.file.close()
+        if result is None:  # the child died: make the plans here
+            self.plans = {name: _run_strategy(name, self.graph, self.model, self.projector, {})
+                          for name in self.names}
+            return self.plans
+        outcome, plans, prices = result
+        if outcome == "error":
+            raise plans
+        for name, plan in plans.items():
+            for kernel, price in zip(plan.kernels, prices[name]):
+                self.projector.remember(kernel, price)
+        self.plans = plans
+        return plans
+
+    def close(self) -> None:
+        """Stop the child if nobody waited for it (the cost search failed)."""
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+            except OSError:
+                pass
+            self.pid = None
+            self.file.close()
 
 
 def exploration_to_dict(summary: dict, device: str, plans: dict[str, FusionPlan]) -> dict:

@@ -175,6 +175,11 @@ class Pricer:
             found = self._cache[key] = self._price(kernel)
         return found
 
+    def remember(self, kernel: Kernel, price: Price) -> None:
+        """Take a price another pricer of the same model, graph and device found for `kernel`
+        (explore's background process), so it is not priced again here."""
+        self._cache.setdefault(self.signature.of(kernel), price)
+
     def bound(self, sol: SolEstimate) -> float:
         """A lower bound on the price of a kernel whose speed of light is `sol`, cheap to
         compute (the search bounds candidates before it builds them): the speed of light."""

@@ -4,6 +4,7 @@ stitch's single kernels, and the kernel counts of all four (printed in the run's
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -100,3 +101,60 @@ def test_explore_rejects_an_unknown_device_with_the_known_ones():
          "--device", "tpu"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 1 and "h100" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+# -- the rule-based strategies in a forked process (explore's `concurrent`) ----------------------
+
+CONCURRENT_MODULES = ["transformer_step_bf16.hlo", "layer_norm_bwd.hlo", "attention_block.hlo"]
+
+
+def _plan_figures(plan) -> tuple:
+    return ([(k.nodes, k.recomputed, k.kind, k.outputs, k.projected and k.projected.projected_us,
+              k.schedule) for k in plan.kernels],
+            [(d.action, d.subject, d.reason) for d in plan.decisions], plan.cost_model)
+
+
+@pytest.mark.parametrize("name", CONCURRENT_MODULES)
+def test_the_background_process_changes_no_plan(name):
+    graph = load_graph(str(DATA / "hlo" / name))
+    serial = explore(graph, "h100", concurrent=False)
+    forked = explore(graph, "h100", concurrent=True)
+    assert list(forked) == list(serial) == ["unfused", "xla", "stitch", "cost"]
+    for strategy in serial:
+        assert _plan_figures(forked[strategy]) == _plan_figures(serial[strategy]), strategy
+    # A strategy listed after cost is not compared with it, in either mode.
+    late = explore(graph, "h100", ["unfused", "cost", "stitch"], concurrent=True)
+    alone = explore(graph, "h100", ["unfused", "cost", "stitch"], concurrent=False)
+    assert _plan_figures(late["cost"]) == _plan_figures(alone["cost"])
+
+
+def test_a_dead_background_process_costs_nothing_but_time(monkeypatch):
+    """The child is killed mid-way (here: it exits at its first strategy): the plans are made
+    here instead, the same as without it."""
+    import compiler.fusion.xla as xla
+
+    parent, real = os.getpid(), xla.xla_fusion
+
+    def dies_in_the_child(*args, **kwargs):
+        if os.getpid() != parent:
+            os._exit(9)
+        return real(*args, **kwargs)
+
+    graph = load_graph(str(DATA / "hlo" / "layer_norm_bwd.hlo"))
+    serial = explore(graph, "h100", concurrent=False)
+    monkeypatch.setattr(xla, "xla_fusion", dies_in_the_child)
+    forked = explore(graph, "h100", concurrent=True)
+    for strategy in serial:
+        assert _plan_figures(forked[strategy]) == _plan_figures(serial[strategy]), strategy
+
+
+def test_an_error_in_the_background_process_is_raised_here(monkeypatch):
+    import compiler.fusion.stitch as stitch
+
+    def refuses(*args, **kwargs):
+        raise InputError("stitch refuses this graph")
+
+    monkeypatch.setattr(stitch, "stitch_fusion", refuses)
+    graph = load_graph(str(DATA / "hlo" / "layer_norm_bwd.hlo"))
+    with pytest.raises(InputError, match="stitch refuses this graph"):
+        explore(graph, "h100", concurrent=True)
