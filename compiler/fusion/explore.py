@@ -91,7 +91,7 @@ def explore(graph: Graph, device: str = "h100", strategies=tuple(STRATEGIES),
             background.close()
     if background is not None:
         done = background.join()
-        plans = {name: plans.get(name) or done[name] for name in strategies}
+        plans = {name: plans[name] if name in plans else done[name] for name in strategies}
     return plans
 
 
@@ -114,7 +114,6 @@ def _can_fork() -> bool:
     os.fork, and no other thread (a lock another thread holds would stay held in the child)."""
     return hasattr(os, "fork") and (os.cpu_count() or 1) > 1 \
         and threading.active_count() == 1 and os.environ.get(SERIAL_ENV) != "1"
-
 
 
 class _RulesInBackground:
