@@ -91,7 +91,9 @@ Let n be the number of nodes, with bounded degree (real graphs). A round walks t
 once; each gets at most MAX_PRODUCERS * (k + 1) vertical candidates and as many merges, each
 of a bounded number of pieces, plus MAX_SIBLINGS sibling and HORIZONTAL_NEIGHBOURS horizontal
 ones. Bounds are cached by group versions, so a round bounds only candidates holding a group
-that changed; prices are cached by structure, so a model of L identical layers prices about
+that changed, and by the structure of the kernel a candidate would make (outlined from its
+groups' node sets, without the analysis), so the layers of a model analyse each candidate
+shape once; prices are cached by structure, so a model of L identical layers prices about
 what one layer needs. The analysis is incremental: each group keeps its analysis (`_Summary`)
 and a union revisits only the nodes near the edges that become internal, then
 `SolModel.estimate` walks the union's nodes. A cycle check visits at most SEARCH_BUDGET
@@ -222,6 +224,10 @@ class _Kernel:
     price: Price | None = None
     bound: bool = False     # not priced: its speed of light already left no gain
     sol: SolEstimate | None = None  # its speed of light while `bound` (for pricing it later)
+    structure: tuple | None = None  # its pricer's key (`Signature.of`) while `bound`
+    # The verdict of a structurally identical candidate: `reason` names that one's nodes
+    # (`_Search._bound`), so a merge works it out again.
+    borrowed: bool = False
 
 
 @dataclass(frozen=True)
@@ -525,6 +531,13 @@ class _Analysis:
         return max(c.largest for c in components)[2]
 
 
+@dataclass(frozen=True)
+class _Owners:
+    """What `_Search._written` asks of a kernel: the nodes it owns."""
+
+    owned: frozenset[str]
+
+
 def _find(parent: dict[str, str], name: str) -> str:
     root = name
     while parent[root] != root:
@@ -556,6 +569,9 @@ class _Search:
         self._cache: dict[frozenset, _Kernel] = {}
         self._unions: dict[frozenset, _Summary] = {}  # this round's legal candidates
         self._cycles: dict[frozenset, str] = {}  # _merge's refusals, by group versions
+        # Verdicts by the structure of the candidate kernel (`_bound`), with the index of its
+        # dominant node among its nodes in graph order.
+        self._shapes: dict[tuple, tuple[_Kernel, int]] = {}
         self._notes: dict[str, tuple[tuple[str, str], str, float | None]] = {}
         self._sequence = itertools.count()  # the heap's last tie-break: insertion order
         self._seed(seed)
@@ -649,9 +665,11 @@ class _Search:
         if found is None:
             found = self._cache[key] = self._bound(pieces, key)
         if exact and found.bound:
-            union = self._unions.get(key) or self._union(pieces)
-            candidate = self._candidate(union, found.kind, found.dominant, found.sol)
-            price = self.pricer.price(candidate)
+            price = self.pricer.cached(found.structure)
+            if price is None:
+                union = self._unions.get(key) or self._union(pieces)
+                candidate = self._candidate(union, found.kind, found.dominant, found.sol)
+                price = self.pricer.price(candidate, found.structure)
             found = self._cache[key] = dataclasses.replace(found, cost_us=price.us,
                                                            price=price, bound=False, sol=None)
         return found
@@ -661,15 +679,64 @@ class _Search:
         return self.analysis.union([self.summary[p] for p in ordered])
 
     def _bound(self, pieces: frozenset, key: frozenset) -> _Kernel:
+        """The verdict on a candidate and its speed of light, from those of a structurally
+        identical candidate when there was one (the layers of a model make the same candidates
+        over and over): the kernel the pieces would make is outlined without analysing it
+        (`_outline`), and only a new structure is analysed (`_Analysis.union`)."""
+        computed, recomputed, outputs = self._outline(pieces)
+        shape = self.pricer.signature.shape(computed, recomputed, outputs)
+        known = self._shapes.get(shape)
+        if known is not None:
+            verdict, index = known
+            if not verdict.legal:
+                return verdict
+            return dataclasses.replace(verdict, dominant=computed[index] if index >= 0 else None,
+                                       borrowed=True)
         union = self._union(pieces)
         kind, reason, dominant = self.analysis.verdict(union)
         refusal = self._parameters(union) or (None if kind else reason)
         if refusal:
-            return _Kernel(False, math.inf, None, refusal, None)
+            verdict = _Kernel(False, math.inf, None, refusal, None)
+            self._shapes[shape] = verdict, -1
+            return verdict
         sol = self.model.estimate(union.inside, union.outputs)
         self._unions[key] = union
-        return _Kernel(True, self.pricer.bound(sol), kind, reason, dominant, bound=True,
-                       sol=sol)
+        index = computed.index(dominant) if dominant in union.inside else -1
+        verdict = _Kernel(True, self.pricer.bound(sol), kind, reason, dominant, bound=True,
+                          sol=sol, structure=(kind, index, *shape))
+        self._shapes[shape] = verdict, index
+        return verdict
+
+    def _own_verdict(self, pieces: frozenset, borrowed: _Kernel) -> _Kernel:
+        """A borrowed verdict (`_bound`) with the reason worked out for these pieces' nodes,
+        for the decision log of a merge."""
+        key = self._key(pieces)
+        union = self._unions.get(key) or self._union(pieces)
+        self._unions[key] = union
+        kind, reason, dominant = self.analysis.verdict(union)
+        assert (kind, dominant) == (borrowed.kind, borrowed.dominant), \
+            f"a structurally identical candidate was judged {borrowed.kind} at " \
+            f"{borrowed.dominant}, these pieces {kind} at {dominant}"
+        verdict = self._cache[key] = dataclasses.replace(borrowed, reason=reason,
+                                                         borrowed=False)
+        return verdict
+
+    def _outline(self, pieces: frozenset) -> tuple[list[str], frozenset, frozenset]:
+        """The nodes (in graph order), the recomputed ones and the outputs of the kernel the
+        pieces would make: `_Analysis.union`'s sets, without its analysis."""
+        summaries = [self.summary[p] for p in pieces]
+        inside = frozenset().union(*(s.inside for s in summaries))
+        owned = frozenset().union(*(s.owned for s in summaries))
+        read = frozenset().union(*(s.inputs for s in summaries))
+        shared: set[str] = set()
+        covered: frozenset[str] = frozenset()
+        for summary in summaries:
+            shared |= covered & summary.inside
+            covered |= summary.inside
+        outputs = frozenset().union(*(s.outputs for s in summaries))
+        merged = _Owners(owned)
+        outputs -= {v for v in outputs & (read | shared) if not self._written(v, merged)}
+        return sorted(inside, key=self.position.__getitem__), inside - owned, outputs
 
     def _candidate(self, summary: _Summary, kind: str, dominant: str | None,
                    sol: SolEstimate | None = None) -> Kernel:
@@ -771,6 +838,8 @@ class _Search:
             refusal = self._cycles.get(key)  # a path between groups stays while they do
             if refusal is None:
                 gain, fused = self.gain(pieces, exact=True)
+                if fused.borrowed:
+                    fused = self._own_verdict(pieces, fused)
                 refusal = self._merge(pieces, fused)
             if refusal:
                 self._cycles[key] = refusal

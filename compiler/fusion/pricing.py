@@ -119,21 +119,29 @@ class Signature:
     def of(self, kernel: Kernel) -> tuple:
         """The kernel's structural key."""
         computed = sorted(kernel.computed, key=self.position.__getitem__)
+        dominant = computed.index(kernel.dominant) if kernel.dominant in kernel.computed \
+            else -1
+        return (kernel.kind, dominant,
+                *self.shape(computed, set(kernel.recomputed), kernel.outputs))
+
+    def shape(self, computed: list[str], recomputed, outputs) -> tuple:
+        """The structural key of a kernel computing `computed` (in graph order), of which it
+        recomputes `recomputed` and writes `outputs`, but for its kind and dominant node
+        (`of` puts them first: (kind, the dominant's index in `computed` or -1, *shape))."""
         local = {name: k for k, name in enumerate(computed)}
         inputs: dict[str, int] = {}
+        nodes, node_keys, node_key = self.graph.nodes, self._node_keys, self.node_key
         body = []
         for name in computed:
             refs = []
-            for operand in self.graph.nodes[name].operands:
-                if operand in local:
-                    refs.append(local[operand])
-                else:
-                    refs.append(-1 - inputs.setdefault(operand, len(inputs)))
-            body.append((self.node_key(name), tuple(refs), name in kernel.recomputed))
+            for operand in nodes[name].operands:
+                k = local.get(operand)
+                refs.append(k if k is not None else -1 - inputs.setdefault(operand, len(inputs)))
+            key = node_keys.get(name)
+            body.append((key if key is not None else node_key(name), tuple(refs),
+                         name in recomputed))
         sources = tuple(self.input_key(name) for name in inputs)
-        outputs = tuple(sorted(local[name] for name in kernel.outputs))
-        dominant = local.get(kernel.dominant, -1) if kernel.dominant else -1
-        return (kernel.kind, dominant, tuple(body), sources, outputs)
+        return tuple(body), sources, tuple(sorted(local[name] for name in outputs))
 
 
 def _frozen(value) -> Hashable:
@@ -165,14 +173,22 @@ class Pricer:
         self.priced = 0     # kernels priced (not served from the cache)
         self.asked = 0      # prices asked for
 
-    def price(self, kernel: Kernel) -> Price:
-        """The kernel's price (cached by its structure)."""
+    def price(self, kernel: Kernel, structure: tuple | None = None) -> Price:
+        """The kernel's price (cached by its structure: `signature.of(kernel)`, or
+        `structure` when the caller has it)."""
         self.asked += 1
-        key = self.signature.of(kernel)
+        key = structure if structure is not None else self.signature.of(kernel)
         found = self._cache.get(key)
         if found is None:
             self.priced += 1
             found = self._cache[key] = self._price(kernel)
+        return found
+
+    def cached(self, structure: tuple) -> Price | None:
+        """The price of the kernel whose `signature.of` is `structure`, if it was priced."""
+        found = self._cache.get(structure)
+        if found is not None:
+            self.asked += 1
         return found
 
     def remember(self, kernel: Kernel, price: Price) -> None:

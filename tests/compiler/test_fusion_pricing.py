@@ -203,3 +203,53 @@ def test_stopping_at_the_floor_never_changes_a_price(text):
         assert full[0][1].projected_us >= floor * (1 - 1e-9)  # the floor is a lower bound
         stopped += abs(full[0][1].projected_us - floor) <= 1e-9 * floor
     assert stopped > 0  # the shortcut was taken somewhere
+
+
+@pytest.mark.parametrize("source", ["softmax_layers", "transformer_step_bf16.hlo"])
+def test_candidates_of_one_structure_share_their_verdict_and_change_no_plan(source, monkeypatch):
+    """The cost search judges a candidate once per structure (`_Search._bound`): the kernel it
+    outlines has the key the pricer computes for the kernel it builds, and a search that
+    analyses every candidate anew makes the same plan, decision log included."""
+    from compiler.fusion import cost_based
+
+    graph = hlo(LAYERS) if source == "softmax_layers" else load_graph(str(DATA / "hlo" / source))
+    model = SolModel(graph, get_device("h100"))
+    checked = []
+
+    class Checking(ProjectedPricer):
+        def price(self, kernel, structure=None):
+            if structure is not None:
+                assert structure == self.signature.of(kernel)
+                checked.append(structure)
+            return super().price(kernel, structure)
+
+    borrowed = []
+    real_bound = cost_based._Search._bound
+
+    def counting_bound(search, pieces, key):
+        verdict = real_bound(search, pieces, key)
+        borrowed.append(verdict.borrowed)
+        return verdict
+
+    monkeypatch.setattr(cost_based._Search, "_bound", counting_bound)
+    shared = cost_based.cost_fusion(graph, model, pricer=Checking(graph, model))
+    assert checked and sum(borrowed) > 0
+
+    class Forgetful(dict):  # keeps no verdict: no candidate shares one
+        def __setitem__(self, key, value):
+            pass
+
+    real_init = cost_based._Search.__init__
+
+    def forgetful_init(search, *args):
+        real_init(search, *args)
+        search._shapes = Forgetful()
+
+    monkeypatch.setattr(cost_based._Search, "__init__", forgetful_init)
+    borrowed.clear()
+    alone = cost_based.cost_fusion(graph, model, pricer=ProjectedPricer(graph, model))
+    assert not any(borrowed)
+    assert [(k.nodes, k.recomputed, k.kind, k.dominant, k.outputs) for k in shared.kernels] == \
+        [(k.nodes, k.recomputed, k.kind, k.dominant, k.outputs) for k in alone.kernels]
+    assert [(d.action, d.subject, d.reason) for d in shared.decisions] == \
+        [(d.action, d.subject, d.reason) for d in alone.decisions]
