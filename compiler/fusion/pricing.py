@@ -170,6 +170,7 @@ class Pricer:
         self.device: Device = model.device
         self.signature = Signature(graph)
         self._cache: dict[tuple, Price] = {}
+        self._plan_kernels: dict[int, tuple[Kernel, Price]] = {}  # id -> (kernel, price)
         self.priced = 0     # kernels priced (not served from the cache)
         self.asked = 0      # prices asked for
 
@@ -184,6 +185,19 @@ class Pricer:
             found = self._cache[key] = self._price(kernel)
         return found
 
+    def plan_kernel(self, kernel: Kernel) -> Price:
+        """The price of a kernel of a plan (`plan_price`, `price_plan`): a plan's kernels are
+        priced several times (each strategy's plan is totalled, shown, and compared with the
+        cost search's), so their prices are also kept by the kernel itself, which spares
+        working out its structure again."""
+        known = self._plan_kernels.get(id(kernel))
+        if known is not None and known[0] is kernel:
+            self.asked += 1
+            return known[1]
+        price = self.price(kernel)
+        self._plan_kernels[id(kernel)] = kernel, price
+        return price
+
     def cached(self, structure: tuple) -> Price | None:
         """The price of the kernel whose `signature.of` is `structure`, if it was priced."""
         found = self._cache.get(structure)
@@ -194,7 +208,8 @@ class Pricer:
     def remember(self, kernel: Kernel, price: Price) -> None:
         """Take a price another pricer of the same model, graph and device found for `kernel`
         (explore's background process), so it is not priced again here."""
-        self._cache.setdefault(self.signature.of(kernel), price)
+        price = self._cache.setdefault(self.signature.of(kernel), price)
+        self._plan_kernels[id(kernel)] = kernel, price
 
     def bound(self, sol: SolEstimate) -> float:
         """A lower bound on the price of a kernel whose speed of light is `sol`, cheap to
@@ -373,7 +388,7 @@ def make_pricer(name: str, graph: Graph, model: SolModel, learned=None) -> Price
 
 def plan_price(plan: FusionPlan, pricer: Pricer) -> float:
     """The plan's total under the pricer: its kernels' prices, in order."""
-    return sum(pricer.price(kernel).us for kernel in plan.kernels)
+    return sum(pricer.plan_kernel(kernel).us for kernel in plan.kernels)
 
 
 def price_plan(plan: FusionPlan, pricer: ProjectedPricer) -> None:
@@ -381,6 +396,6 @@ def price_plan(plan: FusionPlan, pricer: ProjectedPricer) -> None:
     as the pricer finds it: the projection `explore` shows, the one the search optimised.
     Kernels with no plan the workload model covers stay None."""
     for kernel in plan.kernels:
-        price = pricer.price(kernel)
+        price = pricer.plan_kernel(kernel)
         kernel.projected = price.breakdown
         kernel.schedule = price.plan.schedule if price.plan is not None else None
