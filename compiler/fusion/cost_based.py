@@ -138,6 +138,7 @@ MAX_ROUNDS = 64
 MIN_GAIN_US = 1e-6
 SEARCH_BUDGET = 512         # groups a cycle check may visit (see _Search._merge)
 FEW_USERS = 8               # users of a value listed one by one (_Analysis.users_inside)
+LOOK_AHEAD = 16             # heap entries looked at for candidates to price at once
 
 
 def cost_fusion(graph: Graph, model: SolModel, top_k: int = TOP_K,
@@ -572,6 +573,8 @@ class _Search:
         # Verdicts by the structure of the candidate kernel (`_bound`), with the index of its
         # dominant node among its nodes in graph order.
         self._shapes: dict[tuple, tuple[_Kernel, int]] = {}
+        self._ahead: set[frozenset] = set()  # candidates priced ahead, here or by the assistant
+        self._kernels: dict[frozenset, tuple] = {}  # this round's, for pricing ahead
         self._notes: dict[str, tuple[tuple[str, str], str, float | None]] = {}
         self._sequence = itertools.count()  # the heap's last tie-break: insertion order
         self._seed(seed)
@@ -667,8 +670,10 @@ class _Search:
         if exact and found.bound:
             price = self.pricer.cached(found.structure)
             if price is None:
-                union = self._unions.get(key) or self._union(pieces)
-                candidate = self._candidate(union, found.kind, found.dominant, found.sol)
+                candidate = self._kernels.get(key, (None,))[0]
+                if candidate is None:
+                    union = self._unions.get(key) or self._union(pieces)
+                    candidate = self._candidate(union, found.kind, found.dominant, found.sol)
                 price = self.pricer.price(candidate, found.structure)
             found = self._cache[key] = dataclasses.replace(found, cost_us=price.us,
                                                            price=price, bound=False, sol=None)
@@ -830,6 +835,8 @@ class _Search:
                 continue
             subject, ends = self._describe(pieces, sink, shared)
             if not exact:
+                if self.pricer.assistant is not None:
+                    self._price_meanwhile(pieces, heap, taken)
                 gain, fused = self.gain(pieces, exact=True)
                 if gain > MIN_GAIN_US:
                     heapq.heappush(heap, self._entry(gain, pieces, True, sink, shared, note))
@@ -852,7 +859,74 @@ class _Search:
                 "fuse", subject, f"{self.pricer.name}: {fused.kind}, gain {gain:.2f} us as "
                                  f"{fused.price.describe()} ({fused.reason})", gain_us=gain))
         self._unions.clear()
+        self._kernels.clear()
         return len(self.dirty)
+
+    # -- pricing in two processes ------------------------------------------------------------
+    # When the pricer has an assistant (explore's background process), the unpriced candidates
+    # that come next off the heap are priced by both processes at once: the assistant is handed
+    # the next few (`_feed`), and while it prices the one the greedy pass needs, this process
+    # prices the next one nobody is pricing yet. A candidate priced ahead goes back on the heap
+    # with its real gain when it reaches the top, as if it were priced then: the order of the
+    # pass and the plan are the same as in one process.
+
+    def _price_meanwhile(self, pieces: frozenset, heap: list, taken: set[str]) -> None:
+        """Before the popped candidate `pieces` is priced: keep the assistant busy and, while
+        it prices `pieces`, price the next candidates here."""
+        found = self._cache.get(self._key(pieces))
+        if found is None or not found.bound:
+            return
+        structure = found.structure
+        if self.pricer.knows(structure):  # priced before, in either process
+            return
+        self._feed(pieces, heap, taken)
+        while self.pricer.waiting_for(structure):
+            following = next(self._unasked(pieces, heap, taken), None)
+            if following is None:
+                return
+            self._ahead.add(self._key(following))
+            self.price(following, exact=True)
+            self._feed(pieces, heap, taken)
+
+    def _feed(self, popped: frozenset, heap: list, taken: set[str]) -> None:
+        """Hand the assistant the next candidates nobody prices yet, while it wants more."""
+        while self.pricer.wants_ahead():
+            pieces = next(self._unasked(popped, heap, taken), None)
+            if pieces is None:
+                return
+            key = self._key(pieces)
+            self._ahead.add(key)
+            self.pricer.price_ahead(*self._kernel_of(pieces, self._cache[key]))
+
+    def _unasked(self, popped: frozenset, heap: list, taken: set[str]):
+        """Among the first LOOK_AHEAD heap entries, in heap order: the unpriced candidates that
+        share no group with the popped one (if it is merged, they are not priced this round)
+        or with a group merged this round, whose kernel neither process prices or priced
+        (the pricer's cache is by structure: the same candidate of another layer is not
+        worth pricing twice)."""
+        for entry in itertools.islice(_in_order(heap), LOOK_AHEAD):
+            *_, exact, pieces, _sink, _shared, _note = entry
+            if exact or not taken.isdisjoint(pieces) or not popped.isdisjoint(pieces):
+                continue
+            key = self._key(pieces)
+            found = self._cache.get(key)
+            if key in self._ahead or found is None or not found.bound:
+                continue
+            if self.pricer.needs(found.structure):
+                yield pieces
+            else:
+                self._ahead.add(key)
+
+    def _kernel_of(self, pieces: frozenset, found: _Kernel) -> tuple[Kernel, tuple]:
+        """The kernel a bounded candidate would be, and its structure (the pricer's key);
+        kept for the round."""
+        key = self._key(pieces)
+        known = self._kernels.get(key)
+        if known is None:
+            union = self._unions.get(key) or self._union(pieces)
+            kernel = self._candidate(union, found.kind, found.dominant, found.sol)
+            known = self._kernels[key] = kernel, found.structure
+        return known
 
     def _entry(self, gain: float, pieces: frozenset, exact: bool, sink: str | None,
                shared: str | None, note: bool) -> tuple:
@@ -1025,6 +1099,20 @@ class _Search:
                                     sorted(recomputed, key=position.__getitem__),
                                     kernel.dominant))
         return specs
+
+
+def _in_order(heap: list):
+    """The entries of a binary heap in the order heappop would give them, without popping:
+    best-first over the heap's tree, so the first k cost O(k log k)."""
+    if not heap:
+        return
+    frontier = [(heap[0], 0)]
+    while frontier:
+        entry, index = heapq.heappop(frontier)
+        yield entry
+        for child in (2 * index + 1, 2 * index + 2):
+            if child < len(heap):
+                heapq.heappush(frontier, (heap[child], child))
 
 
 def _expand(nodes: dict[str, Node], operands, recomputed: set[str]) -> tuple[str, ...]:

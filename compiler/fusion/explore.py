@@ -6,6 +6,8 @@ result serialises (`exploration_to_dict`) to the JSON shape DESIGN.md fixes for 
 
 from __future__ import annotations
 
+import itertools
+import multiprocessing
 import os
 import pickle
 import signal
@@ -13,12 +15,15 @@ import tempfile
 import threading
 import time
 from importlib import import_module
+from multiprocessing.connection import Connection
+from typing import Hashable
 
 from compiler.cost.devices import get_device
 from compiler.cost.sol import SolModel
 from compiler.errors import InputError
 from compiler.fusion.plan import FusionPlan
-from compiler.fusion.pricing import DEFAULT_MODEL, ProjectedPricer, make_pricer, price_plan
+from compiler.fusion.pricing import (DEFAULT_MODEL, Price, Pricer, ProjectedPricer, make_pricer,
+                                     price_plan)
 from compiler.gc_pause import cyclic_gc_paused
 from compiler.ir.graph import Graph
 
@@ -73,7 +78,7 @@ def explore(graph: Graph, device: str = "h100", strategies=tuple(STRATEGIES),
         concurrent = len(graph) >= CONCURRENT_NODES and _can_fork()
     background = None
     if rules and concurrent:
-        background = _RulesInBackground(graph, model, projector, rules)
+        background = _RulesInBackground(graph, model, projector, rules, pricer)
     plans: dict[str, FusionPlan] = {}
     try:
         for name in strategies:
@@ -120,24 +125,47 @@ class _RulesInBackground:
     """The rule-based strategies (unfused, xla, stitch), each priced, in a forked process, while
     the cost search runs in this one: on two cores the wall time of `explore` is about the cost
     search's alone. The cost search needs their plans only at its end, to compare itself with
-    them (`join`, which waits for the child).
+    them (`join`).
 
-    The child writes its plans, and the price of every kernel in them, to a temporary file
-    and exits; `join` loads them and hands the prices to this process's projected pricer, so
-    the kernels the cost search shares with them are not priced twice. When the child fails
-    (an error in a strategy is raised here as it would be without the child; a killed child
-    is replaced by running the strategies here) nothing is lost."""
+    The child writes its plans, and the price of every kernel in them, to a temporary file and
+    says so ("ready"); `join` loads them and hands the prices to this process's projected
+    pricer, so the kernels the cost search shares with them are not priced twice. Then the
+    child prices ahead for the cost search until it is stopped: it is the search's pricer's
+    `assistant` (pricing.Pricer), taking the candidates the search will price next
+    (`submit`) and answering with their prices (`collect`), so the two CPUs price at once.
+    Prices depend on the kernel alone, so who prices one changes nothing.
+
+    When the child fails, nothing is lost: an error in a strategy is raised here as it would
+    be without the child; a child that dies is replaced by running the strategies here, and
+    the candidates it was pricing are priced here."""
+
+    # Candidates handed to the child and not yet answered: enough that it never waits for the
+    # next one, few enough that the answers fit the connection's buffer.
+    AHEAD = 2
 
     def __init__(self, graph: Graph, model: SolModel, projector: ProjectedPricer,
-                 names: list[str]):
+                 names: list[str], pricer: Pricer):
         self.graph, self.model, self.projector, self.names = graph, model, projector, names
+        self.pricer = pricer
         self.file = tempfile.TemporaryFile()
         self.plans: dict[str, FusionPlan] | None = None
+        ours, theirs = multiprocessing.Pipe()
         self.pid = os.fork()
         if self.pid == 0:
-            self._child()
+            ours.close()
+            self._child(theirs)
+        theirs.close()
+        self.connection: Connection | None = ours
+        self.ready: bool | None = None    # the rules' file is written (False: the child failed)
+        self.pending: dict[int, Hashable] = {}  # request -> the kernel's structural key
+        self.answers: dict[Hashable, Price] = {}
+        self._requests = itertools.count()
+        self.helped = 0                    # prices the child found for the cost search
+        pricer.assistant = self
 
-    def _child(self) -> None:
+    # -- the child --------------------------------------------------------------------------------
+
+    def _child(self, connection: Connection) -> None:
         code = 0
         try:
             try:
@@ -150,22 +178,102 @@ class _RulesInBackground:
                 result = ("error", error, None)
             pickle.dump(result, self.file, protocol=pickle.HIGHEST_PROTOCOL)
             self.file.flush()
+            connection.send(("ready",))
+            while True:
+                message = connection.recv()
+                if message[0] == "stop":
+                    break
+                _, request, kernel = message
+                try:
+                    price = self.pricer.price(kernel)
+                except Exception:  # the parent prices it and meets the error itself
+                    price = None
+                connection.send(("price", request, price))
         except BaseException:
             code = 1
         finally:
             os._exit(code)
 
+    # -- pricing ahead (the cost search's pricer calls these) ------------------------------------
+
+    def wants_more(self) -> bool:
+        """Whether the child is ready for another candidate."""
+        self._receive(block=False)
+        return self.ready is True and len(self.pending) < self.AHEAD
+
+    def submit(self, key: Hashable, kernel) -> None:
+        """Have the child price `kernel` (structural key `key`)."""
+        if key in self.answers or key in self.pending.values() or self.connection is None:
+            return
+        request = next(self._requests)
+        try:
+            self.connection.send(("price", request, kernel))
+        except OSError:
+            self._lost()
+            return
+        self.pending[request] = key
+
+    def answered(self, key: Hashable) -> bool:
+        """Whether the child's price of that kernel is here."""
+        return key in self.answers
+
+    def has(self, key: Hashable) -> bool:
+        """Whether the child was asked for that kernel's price (answered or not)."""
+        return key in self.answers or key in self.pending.values()
+
+    def pricing(self, key: Hashable) -> bool:
+        """Whether the child was asked for that kernel's price and has not answered yet."""
+        self._receive(block=False)
+        return key in self.pending.values()
+
+    def collect(self, key: Hashable) -> Price | None:
+        """The child's price of the kernel with structural key `key`, waiting for it when the
+        child is pricing it; None when it was not asked (or failed)."""
+        while key not in self.answers and key in self.pending.values():
+            self._receive(block=True)
+        price = self.answers.pop(key, None)
+        if price is not None:
+            self.helped += 1
+        return price
+
+    def _receive(self, block: bool) -> None:
+        """Take the child's messages: all that arrived, or with `block` at least one."""
+        connection = self.connection
+        try:
+            while connection is not None and (block or connection.poll()):
+                message = connection.recv()
+                block = False
+                if message[0] == "ready":
+                    self.ready = True
+                else:
+                    _, request, price = message
+                    key = self.pending.pop(request)
+                    if price is not None:
+                        self.answers[key] = price
+        except (EOFError, OSError):
+            self._lost()
+
+    def _lost(self) -> None:
+        """The child is gone: nothing more will come from it."""
+        if self.connection is not None:
+            self.connection.close()
+        self.connection = None
+        self.pending.clear()
+        if self.ready is None:
+            self.ready = False
+
+    # -- the end ----------------------------------------------------------------------------------
+
     def join(self) -> dict[str, FusionPlan]:
         """The rule-based plans (waiting for the child the first time)."""
         if self.plans is not None:
             return self.plans
-        _, status = os.waitpid(self.pid, 0)
-        self.pid = None
+        while self.ready is None:
+            self._receive(block=True)
         result = None
-        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
+        if self.ready:
             self.file.seek(0)
             result = pickle.load(self.file)
-        self.file.close()
         if result is None:  # the child died: make the plans here
             self.plans = {name: _run_strategy(name, self.graph, self.model, self.projector, {})
                           for name in self.names}
@@ -180,7 +288,11 @@ class _RulesInBackground:
         return plans
 
     def close(self) -> None:
-        """Stop the child if nobody waited for it (the cost search failed)."""
+        """Stop the child (whatever it is pricing is not needed any more)."""
+        self.pricer.assistant = None
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = None
         if self.pid is not None:
             try:
                 os.kill(self.pid, signal.SIGKILL)
@@ -188,7 +300,7 @@ class _RulesInBackground:
             except OSError:
                 pass
             self.pid = None
-            self.file.close()
+        self.file.close()
 
 
 def exploration_to_dict(summary: dict, device: str, plans: dict[str, FusionPlan]) -> dict:

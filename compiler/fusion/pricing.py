@@ -173,13 +173,21 @@ class Pricer:
         self._plan_kernels: dict[int, tuple[Kernel, Price]] = {}  # id -> (kernel, price)
         self.priced = 0     # kernels priced (not served from the cache)
         self.asked = 0      # prices asked for
+        # Another process pricing ahead with this pricer's model (explore's background
+        # process): `submit(key, kernel)`, `collect(key)` -> Price or None, `wants_more()`,
+        # `pricing(key)`, `answered(key)`, `has(key)` (answered or asked).
+        self.assistant = None
 
     def price(self, kernel: Kernel, structure: tuple | None = None) -> Price:
         """The kernel's price (cached by its structure: `signature.of(kernel)`, or
-        `structure` when the caller has it)."""
+        `structure` when the caller has it; the assistant's price when it has one)."""
         self.asked += 1
         key = structure if structure is not None else self.signature.of(kernel)
         found = self._cache.get(key)
+        if found is None and self.assistant is not None:
+            found = self.assistant.collect(key)
+            if found is not None:
+                self._cache[key] = found
         if found is None:
             self.priced += 1
             found = self._cache[key] = self._price(kernel)
@@ -204,6 +212,35 @@ class Pricer:
         if found is not None:
             self.asked += 1
         return found
+
+    # What a search that prices ahead asks (cost_based._Search); `structure` is a kernel's key
+    # in the cache (`structure(kernel)`).
+
+    def structure(self, kernel: Kernel) -> tuple:
+        return self.signature.of(kernel)
+
+    def wants_ahead(self) -> bool:
+        """Whether an assistant would price a kernel ahead now (`price_ahead`)."""
+        return self.assistant is not None and self.assistant.wants_more()
+
+    def knows(self, structure: tuple) -> bool:
+        """Whether that kernel's price is here (found here or answered by the assistant)."""
+        return structure in self._cache or (self.assistant is not None and
+                                            self.assistant.answered(structure))
+
+    def needs(self, structure: tuple) -> bool:
+        """Whether that kernel's price is neither known nor being found by the assistant."""
+        return structure not in self._cache and not (self.assistant is not None and
+                                                     self.assistant.has(structure))
+
+    def waiting_for(self, structure: tuple) -> bool:
+        """Whether the assistant is pricing that kernel now (its answer not here yet)."""
+        return self.assistant is not None and self.assistant.pricing(structure)
+
+    def price_ahead(self, kernel: Kernel, structure: tuple) -> None:
+        """Have the assistant price `kernel`, which is likely to be asked for soon."""
+        if structure not in self._cache:
+            self.assistant.submit(structure, kernel)
 
     def remember(self, kernel: Kernel, price: Price) -> None:
         """Take a price another pricer of the same model, graph and device found for `kernel`

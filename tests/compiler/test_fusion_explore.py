@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -158,3 +159,60 @@ def test_an_error_in_the_background_process_is_raised_here(monkeypatch):
     graph = load_graph(str(DATA / "hlo" / "layer_norm_bwd.hlo"))
     with pytest.raises(InputError, match="stitch refuses this graph"):
         explore(graph, "h100", concurrent=True)
+
+
+def _assisted_pricer(name: str):
+    """A projected pricer of a module's graph with a background process as its assistant (no
+    rule-based strategy to run first), and the module's kernels to price."""
+    from compiler.cost.devices import get_device
+    from compiler.cost.sol import SolModel
+    from compiler.fusion.explore import _RulesInBackground
+    from compiler.fusion.pricing import ProjectedPricer
+
+    graph = load_graph(str(DATA / "hlo" / name))
+    model = SolModel(graph, get_device("h100"))
+    kernels = [k for k in explore(graph, "h100", ["stitch"])["stitch"].kernels
+               if k.kind != "library"]
+    pricer = ProjectedPricer(graph, model)
+    return graph, model, pricer, _RulesInBackground(graph, model, pricer, [], pricer), kernels
+
+
+def test_the_background_process_prices_ahead_what_this_one_would():
+    graph, model, pricer, background, kernels = _assisted_pricer("transformer_step_bf16.hlo")
+    from compiler.fusion.pricing import ProjectedPricer
+
+    try:
+        assert background.join() == {}
+        submitted = 0
+        for kernel in kernels:
+            structure = pricer.structure(kernel)
+            if pricer.needs(structure):
+                while not pricer.wants_ahead():  # one at a time: wait for the last answer
+                    background._receive(block=True)
+                pricer.price_ahead(kernel, structure)
+                submitted += 1
+                assert not pricer.needs(structure)
+        prices = [pricer.price(kernel) for kernel in kernels]
+    finally:
+        background.close()
+    assert submitted > 10 and background.helped == submitted and pricer.priced == 0
+    alone = ProjectedPricer(graph, model)
+    assert prices == [alone.price(kernel) for kernel in kernels]
+
+
+def test_kernels_a_dead_background_process_was_pricing_are_priced_here():
+    graph, model, pricer, background, kernels = _assisted_pricer("layer_norm_bwd.hlo")
+    from compiler.fusion.pricing import ProjectedPricer
+
+    try:
+        background.join()
+        kernel = kernels[0]
+        os.kill(background.pid, signal.SIGSTOP)  # it takes the kernel and never answers
+        pricer.price_ahead(kernel, pricer.structure(kernel))
+        assert pricer.waiting_for(pricer.structure(kernel))
+        os.kill(background.pid, signal.SIGKILL)
+        price = pricer.price(kernel)
+    finally:
+        background.close()
+    assert background.helped == 0 and pricer.priced == 1
+    assert price == ProjectedPricer(graph, model).price(kernel)
