@@ -161,7 +161,8 @@ class _RulesInBackground:
         self.answers: dict[Hashable, Price] = {}
         self._requests = itertools.count()
         self.helped = 0                    # prices the child found for the cost search
-        pricer.assistant = self
+        if pricer.name != "sol":  # a speed of light costs less than asking for it
+            pricer.assistant = self
 
     # -- the child --------------------------------------------------------------------------------
 
