@@ -574,7 +574,7 @@ class _Search:
         # dominant node among its nodes in graph order.
         self._shapes: dict[tuple, tuple[_Kernel, int]] = {}
         self._ahead: set[frozenset] = set()  # candidates priced ahead, here or by the assistant
-        self._kernels: dict[frozenset, tuple] = {}  # this round's, for pricing ahead
+        self._kernels: dict[frozenset, Kernel] = {}  # this round's, for pricing ahead
         self._notes: dict[str, tuple[tuple[str, str], str, float | None]] = {}
         self._sequence = itertools.count()  # the heap's last tie-break: insertion order
         self._seed(seed)
@@ -670,7 +670,7 @@ class _Search:
         if exact and found.bound:
             price = self.pricer.cached(found.structure)
             if price is None:
-                candidate = self._kernels.get(key, (None,))[0]
+                candidate = self._kernels.get(key)
                 if candidate is None:
                     union = self._unions.get(key) or self._union(pieces)
                     candidate = self._candidate(union, found.kind, found.dominant, found.sol)
@@ -896,7 +896,8 @@ class _Search:
                 return
             key = self._key(pieces)
             self._ahead.add(key)
-            self.pricer.price_ahead(*self._kernel_of(pieces, self._cache[key]))
+            found = self._cache[key]
+            self.pricer.price_ahead(self._kernel_of(pieces, found), found.structure)
 
     def _unasked(self, popped: frozenset, heap: list, taken: set[str]):
         """Among the first LOOK_AHEAD heap entries, in heap order: the unpriced candidates that
@@ -917,16 +918,15 @@ class _Search:
             else:
                 self._ahead.add(key)
 
-    def _kernel_of(self, pieces: frozenset, found: _Kernel) -> tuple[Kernel, tuple]:
-        """The kernel a bounded candidate would be, and its structure (the pricer's key);
-        kept for the round."""
+    def _kernel_of(self, pieces: frozenset, found: _Kernel) -> Kernel:
+        """The kernel a bounded candidate would be, for the pricer; kept for the round."""
         key = self._key(pieces)
-        known = self._kernels.get(key)
-        if known is None:
+        kernel = self._kernels.get(key)
+        if kernel is None:
             union = self._unions.get(key) or self._union(pieces)
-            kernel = self._candidate(union, found.kind, found.dominant, found.sol)
-            known = self._kernels[key] = kernel, found.structure
-        return known
+            kernel = self._kernels[key] = self._candidate(union, found.kind, found.dominant,
+                                                          found.sol)
+        return kernel
 
     def _entry(self, gain: float, pieces: frozenset, exact: bool, sink: str | None,
                shared: str | None, note: bool) -> tuple:

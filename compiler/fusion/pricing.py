@@ -214,10 +214,7 @@ class Pricer:
         return found
 
     # What a search that prices ahead asks (cost_based._Search); `structure` is a kernel's key
-    # in the cache (`structure(kernel)`).
-
-    def structure(self, kernel: Kernel) -> tuple:
-        return self.signature.of(kernel)
+    # in the cache (`signature.of(kernel)`).
 
     def wants_ahead(self) -> bool:
         """Whether an assistant would price a kernel ahead now (`price_ahead`)."""

@@ -185,7 +185,7 @@ def test_the_background_process_prices_ahead_what_this_one_would():
         assert background.join() == {}
         submitted = 0
         for kernel in kernels:
-            structure = pricer.structure(kernel)
+            structure = pricer.signature.of(kernel)
             if pricer.needs(structure):
                 while not pricer.wants_ahead():  # one at a time: wait for the last answer
                     background._receive(block=True)
@@ -208,8 +208,8 @@ def test_kernels_a_dead_background_process_was_pricing_are_priced_here():
         background.join()
         kernel = kernels[0]
         os.kill(background.pid, signal.SIGSTOP)  # it takes the kernel and never answers
-        pricer.price_ahead(kernel, pricer.structure(kernel))
-        assert pricer.waiting_for(pricer.structure(kernel))
+        pricer.price_ahead(kernel, pricer.signature.of(kernel))
+        assert pricer.waiting_for(pricer.signature.of(kernel))
         os.kill(background.pid, signal.SIGKILL)
         price = pricer.price(kernel)
     finally:
