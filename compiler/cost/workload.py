@@ -253,6 +253,52 @@ def _pattern(node: Node, axis) -> str:
     return "contiguous" if axis == innermost else "strided"
 
 
+_UNKNOWN = object()    # a cache miss (None is an answer: a broadcast operand)
+_IMMEDIATE = "immediate"  # a one-element constant: an immediate operand, never loaded
+
+
+def _input_pattern(node: Node, axis) -> str:
+    """How the walk reads an input at `axis` (`_pattern`), or _IMMEDIATE."""
+    if node.op == "constant" and node.array_shape.size == 1:
+        return _IMMEDIATE
+    return _pattern(node, axis)
+
+
+def _steps(graph: Graph, device: Device) -> dict:
+    """What `_Counter._walk_uncached` needs of each node, kept with the graph (the walks of
+    every candidate kernel of a fusion search pass the same nodes): name -> (its distinct
+    operands in order, each as (name, first position, whether the reduction reduces it),
+    whether it is a reduction or window, the elements each result combines (1 for other
+    ops), its dependency-chain latency, whether it transposes)."""
+    return graph.analysis_cache(f"workload.steps.{device.name}",
+                                lambda: _Steps(graph, device))
+
+
+class _Steps(dict):
+    """`_steps`' dict: a node's entry is worked out the first time it is asked for."""
+
+    def __init__(self, graph: Graph, device: Device):
+        super().__init__()
+        self.graph, self.device = graph, device
+
+    def __missing__(self, name: str) -> tuple:
+        node = self.graph.nodes[name]
+        reducing = node.op in ("reduce", "reduce-window")
+        factor = 1
+        if node.op == "reduce":
+            source = self.graph.nodes[node.operands[0]].array_shape
+            factor = math.prod(source.dims[d] for d in node.attrs["dimensions"])
+        elif node.op == "reduce-window":  # each output reads its window's elements
+            factor = math.prod(node.attrs.get("window", {}).get("size", (1,)))
+        reduced = max(1, len(node.operands) // 2)  # a variadic reduce's inputs, then inits
+        operands = tuple((operand, node.operands.index(operand),
+                          reducing and node.operands.index(operand) < reduced)
+                         for operand in dict.fromkeys(node.operands))
+        found = self[name] = (operands, reducing, factor, chain_latency(node, self.device),
+                              node.op == "transpose")
+        return found
+
+
 # -- loops ------------------------------------------------------------------------------------
 
 
@@ -279,26 +325,35 @@ class _Counter:
         self.graph, self.kernel, self.device, self.w = graph, kernel, device, workload
         self.computed = set(kernel.computed)
         self.inputs = set(kernel.inputs)
+        self.reads = self.inputs - self.computed   # what the kernel loads
         self.read_once: set[str] = set()
         # The walk of a loop depends on what it computes, not on the launch: candidate plans
         # of one kernel share it (`rank_plans` passes one memo for all of them).
         self.memo = memo if memo is not None else {}
 
-    def _walk(self, loop: _Loop, key: tuple) -> tuple[dict, dict, float, dict, frozenset]:
-        """`_walk_uncached`'s figures, and the names of the inputs the loop loads."""
+    def _walk(self, loop: _Loop, key: tuple) -> tuple:
+        """`_walk_uncached`'s figures, the names of the inputs the loop loads, and whether it
+        evaluates a gather (whose index is read before the data)."""
         found = self.memo.get(key)
         if found is None:
             evals, loads, chain, arithmetic = self._walk_uncached(loop)
+            nodes = self.graph.nodes
+            gathers = any(nodes[n].op in ("gather", "dynamic-slice", "dynamic-update-slice")
+                          for n in evals)
             found = self.memo[key] = (evals, loads, chain, arithmetic,
-                                      frozenset(name for name, _ in loads))
+                                      frozenset(name for name, _ in loads), gathers)
         return found
 
     def _walk_uncached(self, loop: _Loop) -> tuple[dict, dict, float, dict]:
         """{value: evaluations per position}, {(input, pattern): loads per position}, the
         longest dependency chain in cycles, {pipe: thread instructions per position}."""
-        graph, device = self.graph, self.device
+        graph = self.graph
         mixes = graph.analysis_cache("workload.op_mix")
-        chains = graph.analysis_cache(f"workload.chain_latency.{device.name}")
+        steps = _steps(graph, self.device)
+        axes = graph.analysis_cache("workload.operand_axis")
+        patterns = graph.analysis_cache("workload.pattern")
+        known, coalesced = loop.known, loop.coalesced_reads
+        computed, read = self.computed, self.reads
         evals: dict[str, int] = {}
         loads: dict[tuple[str, str], int] = {}   # (input, pattern) -> evaluations
         depth: dict[str, float] = {}
@@ -307,44 +362,48 @@ class _Counter:
         def visit(name: str, multiplier: int, axis, transposed: bool = False) -> float:
             """Walks the values `name` needs; returns its dependency-chain latency.
             `transposed`: the walk passed a transpose (a strided read is then "transposed")."""
-            node = graph.nodes[name]
-            if name in loop.known:
+            if name in known:
                 return 0.0
-            if name in self.inputs and name not in self.computed:
-                if node.op == "constant" and node.array_shape.size == 1:
+            if name in read:
+                pattern = patterns.get((name, axis))
+                if pattern is None:
+                    pattern = patterns[name, axis] = _input_pattern(graph.nodes[name], axis)
+                if pattern is _IMMEDIATE:
                     return 0.0
-                pattern = "contiguous" if name in loop.coalesced_reads else _pattern(node, axis)
-                if pattern == "strided" and transposed:
+                if name in coalesced:
+                    pattern = "contiguous"
+                elif pattern == "strided" and transposed:
                     pattern = "transposed"
-                loads[name, pattern] = max(loads.get((name, pattern), 0), multiplier)
+                before = loads.get((name, pattern), 0)
+                if multiplier > before:
+                    loads[name, pattern] = multiplier
                 return 0.0
-            if name not in self.computed:
+            if name not in computed:
                 return 0.0
-            if evals.get(name, 0) >= multiplier and name in depth:
+            before = evals.get(name, 0)
+            if before >= multiplier and name in depth:
                 return depth[name]
-            evals[name] = max(evals.get(name, 0), multiplier)
-            inner = multiplier
-            if node.op == "reduce":
-                source = graph.nodes[node.operands[0]].array_shape
-                inner = multiplier * math.prod(source.dims[d] for d in node.attrs["dimensions"])
-            elif node.op == "reduce-window":  # each output reads its window's elements
-                inner = multiplier * math.prod(node.attrs.get("window", {}).get("size", (1,)))
-            if node.op in ("reduce", "reduce-window"):
+            if multiplier > before:
+                evals[name] = multiplier
+            operands, reducing, factor, chain, transposes = steps[name]
+            inner = multiplier * factor
+            if reducing:
                 combines[name] = max(combines.get(name, 0), inner)
+            passed = transposed or transposes
             longest = 0.0
-            for k, operand in enumerate(dict.fromkeys(node.operands)):
-                position = node.operands.index(operand)
-                sub_axis = _operand_axis(graph, node, axis, position)
-                reduced_operand = node.op in ("reduce", "reduce-window") and \
-                    position < max(1, len(node.operands) // 2)
-                longest = max(longest, visit(operand, inner if reduced_operand else multiplier,
-                                             sub_axis, transposed or node.op == "transpose"))
+            for operand, position, reduced in operands:
+                sub_axis = axis
+                if axis is not None and axis != "?":
+                    sub_axis = axes.get((name, axis, position), _UNKNOWN)
+                    if sub_axis is _UNKNOWN:
+                        sub_axis = axes[name, axis, position] = _operand_axis(
+                            graph, graph.nodes[name], axis, position)
+                latency = visit(operand, inner if reduced else multiplier, sub_axis, passed)
+                if latency > longest:
+                    longest = latency
             serial = inner // max(1, multiplier) if inner != multiplier else 0
             # A reduction computed by one thread adds one dependent step per reduced element.
-            if name not in chains:
-                chains[name] = chain_latency(node, device)
-            depth[name] = longest + chains[name] + \
-                serial * device.fp32_fma_latency_cycles
+            depth[name] = longest + chain + serial * self.device.fp32_fma_latency_cycles
             return depth[name]
 
         chain = 0.0
@@ -377,37 +436,42 @@ class _Counter:
         targets = tuple(loop.targets)
         walk_key = (targets, loop.known, tuple(map(loop.axes.get, targets)),
                     loop.coalesced_reads)
-        evals, loads, chain, arithmetic, loaded = self._walk(loop, walk_key)
+        evals, loads, chain, arithmetic, loaded, gathers = self._walk(loop, walk_key)
         read_before = self.read_once
         seen = loaded & read_before
         recent = loaded & loop.recent
         key = ("effect", walk_key, loop.elements, loop.vector, loop.stores, seen, recent)
         effect = self.memo.get(key)
         if effect is None:
-            effect = self.memo[key] = self._effect(loop, evals, loads, arithmetic, seen)
+            effect = self.memo[key] = self._effect(loop, evals, loads, arithmetic, seen,
+                                                   gathers)
         w = self.w
+        instructions = w.instructions
         for pipe, n in effect.instructions:
-            w.instructions[pipe] = w.instructions.get(pipe, 0) + n
+            instructions[pipe] = instructions.get(pipe, 0) + n
         w.l2_bytes += effect.l2_bytes
         w.dram_read_bytes += effect.dram_read_bytes
         w.dram_write_bytes += effect.dram_write_bytes
         w.accesses.extend(effect.accesses)
-        self.read_once = read_before | loaded
         # Latency: each iteration waits for its loads (DRAM the first time a value is read,
         # L2 when it is read again; twice through a gather's index) and its arithmetic.
-        first_reads = not loaded <= read_before
+        first_reads = len(seen) < len(loaded)
+        if first_reads:
+            read_before |= loaded
         device = self.device
         memory = (device.dram_latency_cycles if first_reads
                   else device.l2_hit_latency_cycles if loads else 0)
         # nvcc unrolls a loop like these by UNROLL and issues the unrolled iterations' loads
         # together, so that many memory round trips overlap.
-        round_trips = (2 if effect.gathers else 1) / min(UNROLL, max(1, loop.per_thread))
+        per_thread = loop.per_thread
+        round_trips = (2 if gathers else 1) / (UNROLL if per_thread >= UNROLL
+                                               else max(1, per_thread))
         w.iterations_per_thread += loop.per_thread
         w.chain_cycles_per_iteration = max(w.chain_cycles_per_iteration, chain)
         w.latency_cycles_per_thread += loop.per_thread * (round_trips * memory + chain)
 
     def _effect(self, loop: _Loop, evals: dict, loads: dict, arithmetic: dict,
-                seen: frozenset[str]) -> _Effect:
+                seen: frozenset[str], gathers: bool) -> _Effect:
         """The instructions, bytes and accesses of a loop whose reads of `seen` values are
         re-reads (an earlier loop of the kernel read them)."""
         graph = self.graph
@@ -419,9 +483,7 @@ class _Counter:
             per_position[pipe] = per_position.get(pipe, 0) + n * max(0, rank - 1)
         for pipe, n in per_position.items():
             instructions[pipe] = instructions.get(pipe, 0) + n * loop.elements / loop.vector
-        effect = _Effect(instructions, gathers=any(
-            graph.nodes[n].op in ("gather", "dynamic-slice", "dynamic-update-slice")
-            for n in evals))
+        effect = _Effect(instructions, gathers=gathers)
         read = set(seen)
         for (name, pattern), multiplier in loads.items():
             self._access(effect, name, "read", pattern, loop.elements * multiplier,

@@ -710,7 +710,7 @@ class _Search:
         self._unions[key] = union
         index = computed.index(dominant) if dominant in union.inside else -1
         verdict = _Kernel(True, self.pricer.bound(sol), kind, reason, dominant, bound=True,
-                          sol=sol, structure=(kind, index, *shape))
+                          sol=sol, structure=(kind, index, shape))
         self._shapes[shape] = verdict, index
         return verdict
 

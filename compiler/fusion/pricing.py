@@ -31,6 +31,7 @@ identical candidates for every merge, priced once.
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Hashable
@@ -91,6 +92,7 @@ class Signature:
         self._node_keys: dict[str, int] = {}
         self._input_keys: dict[str, int] = {}
         self._interned: dict[Hashable, int] = {}
+        self._steps: dict[str, tuple[int, tuple[str, ...]]] = {}
 
     def node_key(self, name: str) -> int:
         """An id shared by nodes of the same op, shape (with layout) and attributes."""
@@ -121,27 +123,48 @@ class Signature:
         computed = sorted(kernel.computed, key=self.position.__getitem__)
         dominant = computed.index(kernel.dominant) if kernel.dominant in kernel.computed \
             else -1
-        return (kernel.kind, dominant,
-                *self.shape(computed, set(kernel.recomputed), kernel.outputs))
+        return kernel.kind, dominant, self.shape(computed, set(kernel.recomputed),
+                                                 kernel.outputs)
 
-    def shape(self, computed: list[str], recomputed, outputs) -> tuple:
+    def shape(self, computed: list[str], recomputed, outputs) -> bytes:
         """The structural key of a kernel computing `computed` (in graph order), of which it
         recomputes `recomputed` and writes `outputs`, but for its kind and dominant node
-        (`of` puts them first: (kind, the dominant's index in `computed` or -1, *shape))."""
+        (`of` puts them first: (kind, the dominant's index in `computed` or -1, shape)).
+
+        Each node is its `node_key`, its operands (an index in `computed`, or -1 - the index
+        of the input among the kernel's inputs in order of first use) and whether it is
+        recomputed; then the inputs' `input_key`s and the outputs' indices. The numbers are
+        packed into bytes, each list after its length: a key that hashes and compares at
+        memory speed (the fusion search looks up hundreds of thousands of candidates, of up
+        to a thousand nodes, most of them layers of the same structure)."""
         local = {name: k for k, name in enumerate(computed)}
         inputs: dict[str, int] = {}
-        nodes, node_keys, node_key = self.graph.nodes, self._node_keys, self.node_key
-        body = []
+        steps, step = self._steps, self._step
+        flat = [len(computed)]
         for name in computed:
-            refs = []
-            for operand in nodes[name].operands:
+            found = steps.get(name)
+            key, operands = found if found is not None else step(name)
+            flat.append(key)
+            flat.append(len(operands))
+            for operand in operands:
                 k = local.get(operand)
-                refs.append(k if k is not None else -1 - inputs.setdefault(operand, len(inputs)))
-            key = node_keys.get(name)
-            body.append((key if key is not None else node_key(name), tuple(refs),
-                         name in recomputed))
-        sources = tuple(self.input_key(name) for name in inputs)
-        return tuple(body), sources, tuple(sorted(local[name] for name in outputs))
+                if k is None:
+                    k = inputs.get(operand)
+                    if k is None:
+                        k = inputs[operand] = len(inputs)
+                    k = -1 - k
+                flat.append(k)
+            flat.append(name in recomputed)
+        flat.append(len(inputs))
+        flat.extend(self.input_key(name) for name in inputs)
+        flat.append(len(outputs))
+        flat.extend(sorted(local[name] for name in outputs))
+        return array("q", flat).tobytes()
+
+    def _step(self, name: str) -> tuple[int, tuple[str, ...]]:
+        """A node's `node_key` and operands (`shape`), remembered."""
+        found = self._steps[name] = (self.node_key(name), self.graph.nodes[name].operands)
+        return found
 
 
 def _frozen(value) -> Hashable:

@@ -127,13 +127,17 @@ class Graph:
             self.__dict__["_positions"] = cached
         return cached
 
-    def analysis_cache(self, name: str) -> dict:
+    def analysis_cache(self, name: str, make=dict) -> dict:
         """A dict kept with the graph for a pure per-node analysis called `name` (an op's
         instruction mix, say), so the stages that ask for it thousands of times compute it
-        once per node. Stages treat a built graph as read-only; one that changes it must not
-        use a cache made before."""
+        once per node; `make()` makes it the first time (a dict that fills itself, say).
+        Stages treat a built graph as read-only; one that changes it must not use a cache
+        made before."""
         caches = self.__dict__.setdefault("_analysis_caches", {})
-        return caches.setdefault(name, {})
+        cache = caches.get(name)
+        if cache is None:
+            cache = caches[name] = make()
+        return cache
 
     def output_names(self) -> list[str]:
         """The graph's outputs in flattened output-tuple order (through nested tuples)."""
