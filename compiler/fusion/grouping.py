@@ -260,8 +260,8 @@ class GroupGraph:
         pieces and comes back (through a third group). WindowTooWide after `budget` visits."""
         ranks = [self.rank[p] for p in pieces]
         low, high = min(ranks), max(ranks)
-        walks = (_Walk("forward", pieces, self.succ, self.rank, lambda r: r < high),
-                 _Walk("backward", pieces, self.pred, self.rank, lambda r: r > low))
+        walks = (_Walk("forward", pieces, self.succ, self.rank, high),
+                 _Walk("backward", pieces, self.pred, self.rank, low))
         visited = 0
         while True:
             for walk in walks:
@@ -278,12 +278,15 @@ class GroupGraph:
 
 class _Walk:
     """One side of `GroupGraph._window`: a depth-first walk from a set of groups along
-    `edges` (successors or predecessors), through groups whose rank is `inside_window`."""
+    `edges` (successors or predecessors), through the groups ranked inside the window: below
+    `end` forward, above it backward."""
 
     def __init__(self, side: str, pieces: frozenset[str], edges: dict, rank: dict[str, int],
-                 inside_window):
+                 end: int):
         self.side, self.pieces, self.edges, self.rank = side, pieces, edges, rank
-        self.inside_window = inside_window
+        # Ranks are compared as `sign * rank < sign * end`: one comparison either way.
+        self.sign = 1 if side == "forward" else -1
+        self.end = self.sign * end
         # The pieces' own neighbours are taken one at a time, as the stack runs dry: a group
         # with a thousand consumers must not cost its walk a thousand steps up front when the
         # other side's walk ends first.
@@ -294,21 +297,22 @@ class _Walk:
     def step(self) -> str | None:
         """Visit one group: "cycle" when it leads back into the pieces, "done" when nothing
         is left to visit, else None."""
-        if not self.stack:
+        pieces, seen, stack, rank = self.pieces, self.seen, self.stack, self.rank
+        sign, end = self.sign, self.end
+        if not stack:
             for n in self.start:
-                if n not in self.pieces and n not in self.seen and \
-                        self.inside_window(self.rank[n]):
-                    self.seen.add(n)
-                    self.stack.append(n)
+                if n not in pieces and n not in seen and sign * rank[n] < end:
+                    seen.add(n)
+                    stack.append(n)
                     break
             else:
                 return "done"
-        for nxt in self.edges[self.stack.pop()]:
-            if nxt in self.pieces:
+        for nxt in self.edges[stack.pop()]:
+            if nxt in pieces:
                 return "cycle"
-            if nxt not in self.seen and self.inside_window(self.rank[nxt]):
-                self.seen.add(nxt)
-                self.stack.append(nxt)
+            if nxt not in seen and sign * rank[nxt] < end:
+                seen.add(nxt)
+                stack.append(nxt)
         return None
 
 
