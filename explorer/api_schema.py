@@ -236,6 +236,54 @@ SCHEMAS = {
                          "candidate_plans": {"type": "array", "items": {"type": "object"},
                                              "description": "The CodeGen plans codegen "
                                              "weighed, with their projections."}}},
+    "FusionGraph": {
+        "type": "object",
+        "description": "The uploaded graph with one plan's kernels on it "
+                       "(compiler/fusion/graph_view.py).",
+        "required": ["id", "device", "strategy", "nodes", "edges", "dram", "kernels"],
+        "properties": {
+            "id": {"type": "string"}, "device": {"type": "string"},
+            "strategy": {"type": "string"},
+            "nodes": {"type": "array", "description": "Every node of the graph, in graph "
+                      "order.", "items": {
+                          "type": "object",
+                          "required": ["id", "op", "shape", "dtype", "kernel", "also_in",
+                                       "line"],
+                          "properties": {
+                              "id": {"type": "string"}, "op": {"type": "string"},
+                              "shape": {"type": ["array", "null"],
+                                        "description": "the dimensions; null for a tuple"},
+                              "dtype": {"type": "string",
+                                        "description": "e.g. f32, bf16; 'tuple' for a tuple"},
+                              "kernel": {"type": ["string", "null"],
+                                         "description": "the kernel that owns it; null when "
+                                                        "no kernel computes it (parameters, "
+                                                        "tuples)"},
+                              "also_in": {"type": "array", "items": {"type": "string"},
+                                          "description": "the kernels that recompute it"},
+                              "line": {"type": ["integer", "null"],
+                                       "description": "its line in the uploaded text"}}}},
+            "edges": {"type": "array", "description": "[from, to] for each value a node reads.",
+                      "items": {"type": "array", "items": {"type": "string"}}},
+            "dram": {"type": "array", "items": {"type": "boolean"},
+                     "description": "Per edge: the value goes through memory (the reader's "
+                                    "kernel neither owns nor recomputes it); false inside a "
+                                    "kernel."},
+            "kernels": {"type": "array", "description": "The plan's kernels in order, with "
+                        "the figures the view colours by.", "items": {
+                            "type": "object", "required": ["name", "kind", "nodes"],
+                            "properties": {
+                                "name": {"type": "string"}, "kind": {"type": "string"},
+                                "dominant": _nullable("string"), "nodes": {"type": "integer"},
+                                "recomputed": {"type": "integer"},
+                                "proj_us": _nullable("number"), "sol_us": _nullable("number"),
+                                "measured_us": _nullable("number"),
+                                "learned_us": _nullable("number"),
+                                "limiter": _nullable("string"),
+                                "proj_over_sol": _nullable("number"),
+                                "outlier_reason": _nullable("string"),
+                                "schedule": _nullable("string"),
+                                "dram_bytes": _nullable("integer")}}}}},
     "Measurement": {"allOf": [_ref("Status"), {
         "type": "object", "required": ["id", "url", "gpu", "compiler_version", "created"],
         "properties": {
@@ -330,6 +378,18 @@ PATHS = {
          _path("strategy", "A strategy of the run, e.g. cost."),
          _path("kernel", "The kernel's name in the plan, e.g. stitch-regional.0.")],
         operationId="getRunKernel")},
+    "/runs/{run_id}/graph": {"get": _operation(
+        "The uploaded graph with one plan's kernels on it: every node with the kernel that "
+        "computes it, the edges, which edges go through memory, the kernels' figures.",
+        {"200": _json(_ref("FusionGraph"), "The graph."),
+         "400": _error("A device or strategy the run does not have (the message lists them)."),
+         "404": NOT_FOUND, "409": NOT_DONE,
+         "422": _error("The run's plan does not match its upload.")},
+        [RUN_ID, _query("device", "A device of the run (default: its first).",
+                        {"type": "string"}),
+         _query("strategy", "A strategy of the run (default: the plan with the lowest "
+                            "projected total).", {"type": "string"})],
+        operationId="getRunGraph")},
     "/runs/{run_id}/measurements": {
         "get": _operation(
             "The run's GPU measurements, newest first, and whether a GPU worker is online.",

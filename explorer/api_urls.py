@@ -14,6 +14,7 @@ urlpatterns = [
     path(f"{RUN}/results", api.run_results, name="api-run-results"),
     path(f"{RUN}/kernels/<str:device>/<str:strategy>/<str:kernel>", api.run_kernel,
          name="api-run-kernel"),
+    path(f"{RUN}/graph", api.run_graph, name="api-run-graph"),
     path(f"{RUN}/measurements", api.run_measurements, name="api-run-measurements"),
     path(f"{RUN}/measurements/<int:measurement_id>", api.run_measurement,
          name="api-run-measurement"),

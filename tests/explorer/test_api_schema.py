@@ -139,6 +139,8 @@ class ResponsesMatchTheSchemaTests(AccessTestCase):
             ("/runs/{run_id}/kernels/{device}/{strategy}/{kernel}",
              reverse("api-run-kernel", args=[run, *kernel])),
             ("/runs/{run_id}/export.json", reverse("api-run-export-json", args=[run])),
+            ("/runs/{run_id}/graph", reverse("api-run-graph", args=[run])),
+            ("/runs/{run_id}/graph", reverse("api-run-graph", args=[run]) + "?device=tpu"),
             ("/runs/{run_id}/results", reverse("api-run-results", args=[self.queued.pk])),
             ("/runs/{run_id}", reverse("api-run", args=["x" * 22])),
         ]

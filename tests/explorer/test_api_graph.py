@@ -1,0 +1,83 @@
+"""The fusion view's graph at /api/v1/runs/<id>/graph?device=D&strategy=S."""
+from django.core.cache import cache
+from django.urls import reverse
+
+from compiler.importers import load_graph
+from explorer.models import Run
+from tests.explorer.access import SOFTMAX, AccessTestCase, softmax_artifact
+
+
+class GraphTests(AccessTestCase):
+    @classmethod
+    def setUpTestData(cls):
+        super().setUpTestData()
+        cls.done = cls.make_done_run("g" * 22, Run.TEAM)
+        cls.url = reverse("api-run-graph", args=[cls.done.pk])
+
+    def setUp(self):
+        cache.clear()
+
+    def get(self, user, query="", url=None):
+        self.client.force_login(user)
+        return self.client.get((url or self.url) + query)
+
+    def test_it_lists_every_node_with_the_kernel_of_the_asked_plan(self):
+        response = self.get(self.owner, "?device=a100&strategy=xla")
+
+        self.assertEqual(response.status_code, 200)
+        body = response.json()
+        self.assertEqual((body["device"], body["strategy"]), ("a100", "xla"))
+        graph = load_graph(SOFTMAX)
+        self.assertEqual([node["id"] for node in body["nodes"]], list(graph.nodes))
+        plan = softmax_artifact()["devices"]["a100"]["strategies"]["xla"]
+        owner = {name: kernel["name"] for kernel in plan["kernels"] for name in kernel["nodes"]}
+        self.assertEqual({node["id"]: node["kernel"] for node in body["nodes"]},
+                         {name: owner.get(name) for name in graph.nodes})
+        self.assertEqual(sorted(map(tuple, body["edges"])),
+                         sorted((o, node.name) for node in graph for o in node.operands))
+        self.assertEqual([kernel["name"] for kernel in body["kernels"]],
+                         [kernel["name"] for kernel in plan["kernels"]])
+
+    def test_by_default_it_shows_the_first_device_and_its_fastest_plan(self):
+        body = self.get(self.owner).json()
+
+        plans = softmax_artifact()["devices"]["a100"]["strategies"]
+        fastest = min(plans, key=lambda name: (plans[name]["total"]["proj_us"], name))
+        self.assertEqual((body["device"], body["strategy"]), ("a100", fastest))
+
+    def test_an_unknown_device_or_strategy_is_a_400_that_names_the_choices(self):
+        response = self.get(self.owner, "?device=v100")
+        self.assertEqual(response.status_code, 400)
+        self.assertEqual(response.json()["error"],
+                         "device 'v100' is not one of this run's: a100, h100")
+
+        response = self.get(self.owner, "?device=h100&strategy=greedy")
+        self.assertEqual(response.status_code, 400)
+        self.assertIn("strategy 'greedy' is not one of this run's: unfused, xla, stitch, cost",
+                      response.json()["error"])
+
+    def test_a_teammate_sees_it_a_stranger_gets_a_404_and_nobody_a_401(self):
+        self.assertEqual(self.get(self.teammate).status_code, 200)
+        self.assertEqual(self.get(self.stranger).status_code, 404)
+        self.client.logout()
+        self.assertEqual(self.client.get(self.url).status_code, 401)
+
+    def test_a_running_run_gets_a_409(self):
+        run = self.make_run("q" * 22, status=Run.RUNNING, stage="build")
+        response = self.get(self.owner, url=reverse("api-run-graph", args=[run.pk]))
+
+        self.assertEqual(response.status_code, 409)
+
+    def test_a_plan_that_does_not_match_the_upload_is_a_422_not_a_crash(self):
+        artifact = softmax_artifact()
+        kernels = artifact["devices"]["h100"]["strategies"]["cost"]["kernels"]
+        edited = {**artifact, "devices": {**artifact["devices"], "h100": {
+            **artifact["devices"]["h100"], "strategies": {"cost": {
+                "total": {"proj_us": 1.0}, "kernels": [{**kernels[0], "nodes": ["no-such-op"]}]
+            }}}}}
+        run = self.make_done_run("x" * 22, Run.PRIVATE, artifact=edited)
+        response = self.get(self.owner, "?device=h100&strategy=cost",
+                            url=reverse("api-run-graph", args=[run.pk]))
+
+        self.assertEqual(response.status_code, 422)
+        self.assertIn("'no-such-op'", response.json()["error"])
