@@ -18,7 +18,6 @@ import json
 from functools import wraps
 
 from django.conf import settings
-from django.core.cache import cache
 from django.core.paginator import EmptyPage, Paginator
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -28,16 +27,14 @@ from django.views.decorators.csrf import csrf_exempt
 
 from compiler.errors import InputError
 from compiler.fusion.explore import STRATEGIES
-from compiler.fusion.graph_view import fusion_graph
-from compiler.pipeline import import_graph
 from explorer.api_schema import schema
 from explorer.models import ApiToken, KernelSource, Measurement, Run, Team
 from explorer.presenters import apply_measurement, find_kernel
-from explorer.runs import existing_run, request_measurement, submit_run, viewable_runs
+from explorer.runs import (PlanUnavailable, existing_run, plan_choice, plan_graph,
+                           request_measurement, submit_run, viewable_runs)
 from workers.presence import gpu_status
 
 DEFAULT_DEVICES = ["h100"]
-GRAPH_CACHE_S = 24 * 3600  # a run's fusion graphs (`run_graph`), each a few MB for big graphs
 PER_PAGE, MAX_PER_PAGE = 50, 200
 MAX_TAGS, MAX_TAG_LENGTH = 20, 50
 
@@ -367,42 +364,19 @@ def run_kernel(request: HttpRequest, run_id: str, device: str, strategy: str,
 def run_graph(request: HttpRequest, run_id: str) -> JsonResponse:
     """The uploaded graph with one plan's kernels on it (compiler/fusion/graph_view.py):
     `?device=D&strategy=S`, by default the run's first device and its fastest plan (the
-    lowest projected total). Worked out from the upload once per plan and kept in the cache."""
+    lowest projected total)."""
     run = _done_run(request, run_id)
     artifact, measurement = _measured_artifact(run)
-    devices = artifact.get("devices", {})
-    device = request.GET.get("device") or next(iter(devices), "")
-    if device not in devices:
-        raise ApiError(400, f"device '{device}' is not one of this run's: "
-                            f"{', '.join(devices) or '(none)'}")
-    strategies = devices[device].get("strategies", {})
-    strategy = request.GET.get("strategy") or fastest_strategy(strategies)
-    if strategy not in strategies:
-        raise ApiError(400, f"strategy '{strategy}' is not one of this run's: "
-                            f"{', '.join(strategies) or '(none)'}")
-    # The key names everything the answer shows: a recompiled run or a new measurement gets
-    # a new one rather than a stale answer.
-    finished = f"{run.finished.timestamp():.6f}" if run.finished else "0"
-    key = (f"fusion-graph:{run.pk}:{finished}:{measurement.pk if measurement else 0}:"
-           f"{device}:{strategy}")
-    body = cache.get(key)
-    if body is None:
-        try:
-            graph = import_graph(bytes(run.graph_bytes), run.filename)
-            view = fusion_graph(graph, strategies[strategy]["kernels"])
-        except (InputError, ValueError) as error:  # an upload or plan changed since: not ours
-            raise ApiError(422, f"the run's graph cannot be shown: {error}") from error
-        body = {"id": run.pk, "device": device, "strategy": strategy, **view}
-        cache.set(key, body, GRAPH_CACHE_S)
-    return JsonResponse(body)
-
-
-def fastest_strategy(strategies: dict) -> str:
-    """The strategy whose plan has the lowest projected total (the first one when none has
-    one)."""
-    totals = [(plan.get("total", {}).get("proj_us"), name) for name, plan in strategies.items()]
-    known = [(total, name) for total, name in totals if total is not None]
-    return min(known)[1] if known else next(iter(strategies), "")
+    try:
+        device, strategy = plan_choice(artifact, request.GET.get("device"),
+                                       request.GET.get("strategy"))
+    except PlanUnavailable as error:
+        raise ApiError(400, str(error)) from None
+    try:
+        view = plan_graph(run, artifact, measurement, device, strategy)
+    except PlanUnavailable as error:
+        raise ApiError(422, str(error)) from None
+    return JsonResponse({"id": run.pk, "device": device, "strategy": strategy, **view})
 
 
 # --- Exports -------------------------------------------------------------------------------------

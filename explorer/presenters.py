@@ -7,6 +7,7 @@ roofline ask compiler.cost for the same formulas the projected model used.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import defaultdict
 
@@ -840,3 +841,44 @@ def best_totals(artifact: dict | None) -> list[dict]:
         total = artifact["devices"][device]["strategies"][strategy]["total"]
         best.append({"device": device, "strategy": strategy, "proj_us": total["proj_us"]})
     return best
+
+
+# --- The uploaded text -----------------------------------------------------------------------------
+
+def nodes_by_line(view: dict) -> dict[int, list[dict]]:
+    """Line of the upload -> the nodes defined there (compiler/fusion/graph_view.py's
+    entries), for the nodes whose line is known."""
+    lines: dict[int, list[dict]] = defaultdict(list)
+    for node in view["nodes"]:
+        if node["line"]:
+            lines[node["line"]].append(node)
+    return dict(lines)
+
+
+def upload_lines(text: str, nodes: dict[int, list[dict]]) -> list[dict]:
+    """Each line of the upload with the nodes it defines, the kernel that computes them
+    (`kernel`: the kernel that owns the first one a kernel owns, else the first kernel that
+    recomputes one, `recomputed` then true; None for nodes no kernel computes: parameters,
+    tuples) and a hue for that kernel (the same kernel the same colour on every line)."""
+    lines = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        kernel, recomputed = _line_kernel(nodes.get(number, []))
+        lines.append({"number": number, "text": line, "nodes": nodes.get(number, []),
+                      "kernel": kernel, "recomputed": recomputed, "hue": _hue(kernel)})
+    return lines
+
+
+def _line_kernel(nodes: list[dict]) -> tuple[str | None, bool]:
+    owner = next((node["kernel"] for node in nodes if node["kernel"]), None)
+    if owner is not None:
+        return owner, False
+    again = next((node["also_in"][0] for node in nodes if node["also_in"]), None)
+    return again, again is not None
+
+
+def _hue(kernel: str | None) -> int | None:
+    """A stable hue (0-359) for a kernel name: consecutive kernels far apart on the wheel."""
+    if kernel is None:
+        return None
+    digest = hashlib.sha256(kernel.encode()).digest()
+    return int.from_bytes(digest[:2], "big") % 360

@@ -18,10 +18,14 @@ import hashlib
 import json
 import string
 
+from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 from django.utils.crypto import salted_hmac
 
+from compiler.errors import InputError
+from compiler.fusion.graph_view import fusion_graph
+from compiler.importers import decompressed
 from compiler.pipeline import canonical_options, import_graph
 from compiler.version import compiler_version
 from explorer.models import Measurement, Membership, Run
@@ -125,3 +129,70 @@ def enqueue_measure(measurement_id: int) -> None:
     from workers.tasks import measure_run
 
     measure_run.delay(measurement_id)
+
+
+# --- A plan on the uploaded graph -----------------------------------------------------------------
+
+GRAPH_CACHE_S = 24 * 3600  # a run's fusion graphs, each a few MB for big graphs
+
+
+class PlanUnavailable(Exception):
+    """A device or strategy the run does not have, or a plan that does not fit its upload."""
+
+
+def plan_choice(artifact: dict, device: str | None, strategy: str | None) -> tuple[str, str]:
+    """The (device, strategy) asked for, by default the artifact's first device and its
+    fastest plan (the lowest projected total); PlanUnavailable naming the choices when the
+    run has no such device or strategy."""
+    devices = artifact.get("devices", {})
+    device = device or next(iter(devices), "")
+    if device not in devices:
+        raise PlanUnavailable(f"device '{device}' is not one of this run's: "
+                              f"{', '.join(devices) or '(none)'}")
+    strategies = devices[device].get("strategies", {})
+    strategy = strategy or fastest_strategy(strategies)
+    if strategy not in strategies:
+        raise PlanUnavailable(f"strategy '{strategy}' is not one of this run's: "
+                              f"{', '.join(strategies) or '(none)'}")
+    return device, strategy
+
+
+def fastest_strategy(strategies: dict) -> str:
+    """The strategy whose plan has the lowest projected total (the first one when none has
+    one)."""
+    totals = [(plan.get("total", {}).get("proj_us"), name) for name, plan in strategies.items()]
+    known = [(total, name) for total, name in totals if total is not None]
+    return min(known)[1] if known else next(iter(strategies), "")
+
+
+def plan_graph(run: Run, artifact: dict, measurement: Measurement | None, device: str,
+               strategy: str) -> dict:
+    """compiler/fusion/graph_view.py's object for one plan of a done run (`artifact`: its
+    artifact with `measurement`'s timings), worked out from the upload once and cached under
+    a key that names everything it shows. PlanUnavailable when the plan does not fit the
+    upload."""
+    stamps = "-".join(f"{moment.timestamp():.6f}" if moment else "0"
+                      for moment in (run.created, run.finished))
+    key = (f"fusion-graph:{run.pk}:{stamps}:{measurement.pk if measurement else 0}:"
+           f"{device}:{strategy}")
+    view = cache.get(key)
+    if view is None:
+        kernels = artifact["devices"][device]["strategies"][strategy]["kernels"]
+        try:
+            view = fusion_graph(import_graph(bytes(run.graph_bytes), run.filename), kernels)
+        except (InputError, ValueError) as error:  # an upload or plan changed since
+            raise PlanUnavailable(f"the run's graph cannot be shown: {error}") from error
+        cache.set(key, view, GRAPH_CACHE_S)
+    return view
+
+
+def upload_text(run: Run) -> str | None:
+    """The uploaded file as text (decompressed), or None for a binary format (ONNX)."""
+    try:
+        data = decompressed(bytes(run.graph_bytes), run.filename)
+    except InputError:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None

@@ -9,6 +9,7 @@ urlpatterns = [
     path("runs", views.history, name="explorer-history"),
     path("compare", views.compare, name="explorer-compare"),
     path("r/<str:run_id>/settings", views.run_settings, name="explorer-run-settings"),
+    path("r/<str:run_id>/source", views.run_source, name="explorer-run-source"),
     path("r/<str:run_id>/status.json", views.run_status, name="explorer-run-status"),
     path("r/<str:run_id>/measure", views.measure, name="explorer-run-measure"),
     path("r/<str:run_id>/plan/<str:device>/<str:strategy>", views.plan_panel,

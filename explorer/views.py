@@ -21,7 +21,8 @@ from compiler.errors import InputError
 from explorer import presenters
 from explorer.forms import RunSettingsForm, UploadForm, samples
 from explorer.models import ApiToken, KernelSource, Measurement, Run
-from explorer.runs import request_measurement, submit_run, viewable_runs
+from explorer.runs import (PlanUnavailable, plan_choice, plan_graph, request_measurement,
+                           submit_run, upload_text, viewable_runs)
 from workers.presence import gpu_status
 
 
@@ -359,6 +360,36 @@ def kernel_page(request: HttpRequest, run: Run, device: str, strategy: str,
             run.artifact["devices"][device]["strategies"][strategy]),
     }
     return render(request, "explorer/kernel.html", context)
+
+
+@require_GET
+@_run_view
+def run_source(request: HttpRequest, run: Run) -> HttpResponse:
+    """The uploaded text with line numbers (`#L28`, `#L28-L35` mark lines), each line that
+    defines a node coloured by the kernel of the chosen plan that computes it, with a link to
+    that kernel's page (Compiler Explorer's line colouring). `?device=&strategy=`: the plan
+    (default: the first device's fastest)."""
+    text = upload_text(run)
+    context = {"run": run, "text_lines": None, "plan_error": None, "devices": [],
+               "strategies": [], "device": None, "strategy": None}
+    nodes_by_line: dict[int, list[dict]] = {}
+    if run.status == Run.DONE and run.artifact is not None:
+        measured = _measured_by(run, run.latest_measurement())
+        artifact = {"devices": _devices(run, measured)}
+        try:
+            device, strategy = plan_choice(artifact, request.GET.get("device"),
+                                           request.GET.get("strategy"))
+            view = plan_graph(run, artifact, measured, device, strategy)
+        except PlanUnavailable as error:
+            context["plan_error"] = str(error)
+        else:
+            context.update(device=device, strategy=strategy, devices=list(artifact["devices"]),
+                           strategies=list(artifact["devices"][device]["strategies"]))
+            nodes_by_line = presenters.nodes_by_line(view)
+    if text is not None:
+        context["text_lines"] = presenters.upload_lines(text, nodes_by_line)
+    return render(request, "explorer/source.html", context,
+                  status=400 if context["plan_error"] else 200)
 
 
 @require_GET

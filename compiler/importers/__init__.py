@@ -47,8 +47,8 @@ def import_bytes(data: bytes, filename: str, limits: Limits | None = None,
     check_input_size(len(data), filename, limits)
     name = filename
     if data[:2] == b"\x1f\x8b":
-        data = _gunzip(data, filename, limits)
         name = filename[:-3] if filename.endswith(".gz") else filename
+    data = decompressed(data, filename, limits)
     fmt = fmt or detect_format(name, data)
     with cyclic_gc_paused():
         return _import(data, filename, limits, fmt)
@@ -86,6 +86,13 @@ def detect_format(filename: str, data: bytes) -> str:
     except UnicodeDecodeError:
         return "onnx"  # binary protobuf
     return "hlo"
+
+
+def decompressed(data: bytes, filename: str, limits: Limits | None = None) -> bytes:
+    """An upload's bytes, gunzipped when gzip-compressed (within the input size limit)."""
+    if data[:2] != b"\x1f\x8b":
+        return data
+    return _gunzip(data, filename, limits or Limits.from_env())
 
 
 def _gunzip(data: bytes, filename: str, limits: Limits) -> bytes:
