@@ -359,59 +359,83 @@ class _Counter:
         depth: dict[str, float] = {}
         combines: dict[str, int] = {}             # reduction -> reducer applications
 
-        def visit(name: str, multiplier: int, axis, transposed: bool = False) -> float:
-            """Walks the values `name` needs; returns its dependency-chain latency.
-            `transposed`: the walk passed a transpose (a strided read is then "transposed")."""
-            if name in known:
-                return 0.0
-            if name in read:
-                pattern = patterns.get((name, axis))
-                if pattern is None:
-                    pattern = patterns[name, axis] = _input_pattern(graph.nodes[name], axis)
-                if pattern is _IMMEDIATE:
-                    return 0.0
-                if name in coalesced:
-                    pattern = "contiguous"
-                elif pattern == "strided" and transposed:
-                    pattern = "transposed"
-                before = loads.get((name, pattern), 0)
-                if multiplier > before:
-                    loads[name, pattern] = multiplier
-                return 0.0
-            if name not in computed:
-                return 0.0
-            before = evals.get(name, 0)
-            if before >= multiplier and name in depth:
-                return depth[name]
-            if multiplier > before:
-                evals[name] = multiplier
-            operands, reducing, factor, chain, transposes = steps[name]
-            inner = multiplier * factor
-            if reducing:
-                combines[name] = max(combines.get(name, 0), inner)
-            passed = transposed or transposes
-            longest = 0.0
-            for operand, position, reduced in operands:
-                sub_axis = axis
-                if axis is not None and axis != "?":
-                    sub_axis = axes.get((name, axis, position), _UNKNOWN)
-                    if sub_axis is _UNKNOWN:
-                        sub_axis = axes[name, axis, position] = _operand_axis(
-                            graph, graph.nodes[name], axis, position)
-                latency = visit(operand, inner if reduced else multiplier, sub_axis, passed)
-                if latency > longest:
-                    longest = latency
-            serial = inner // max(1, multiplier) if inner != multiplier else 0
-            # A reduction computed by one thread adds one dependent step per reduced element.
-            depth[name] = longest + chain + serial * self.device.fp32_fma_latency_cycles
-            return depth[name]
+        fma_latency = self.device.fp32_fma_latency_cycles
+
+        def visit(target: str, axis) -> float:
+            """Walks the values `target` needs, depth first; returns its dependency-chain
+            latency. An explicit stack, not recursion: a chain of thousands of fused ops is
+            as deep. A frame is [name, multiplier, axis, passed (the walk passed a transpose:
+            a strided read is then "transposed"), inner (the multiplier of a reduction's
+            reduced operands), operands, the next operand's index, the longest chain of the
+            operands so far, the node's own chain latency]."""
+            frames: list[list] = []
+            call = (target, 1, axis, False)
+            while True:
+                if call is not None:
+                    name, multiplier, axis, transposed = call
+                    call = None
+                    found = None  # the latency, when the value needs no walk
+                    if name in known:
+                        found = 0.0
+                    elif name in read:
+                        found = 0.0
+                        pattern = patterns.get((name, axis))
+                        if pattern is None:
+                            pattern = patterns[name, axis] = _input_pattern(graph.nodes[name],
+                                                                            axis)
+                        if pattern is not _IMMEDIATE:
+                            if name in coalesced:
+                                pattern = "contiguous"
+                            elif pattern == "strided" and transposed:
+                                pattern = "transposed"
+                            if multiplier > loads.get((name, pattern), 0):
+                                loads[name, pattern] = multiplier
+                    elif name not in computed:
+                        found = 0.0
+                    else:
+                        before = evals.get(name, 0)
+                        if before >= multiplier and name in depth:
+                            found = depth[name]
+                        else:
+                            if multiplier > before:
+                                evals[name] = multiplier
+                            operands, reducing, factor, own, transposes = steps[name]
+                            inner = multiplier * factor
+                            if reducing:
+                                combines[name] = max(combines.get(name, 0), inner)
+                            frames.append([name, multiplier, axis, transposed or transposes,
+                                           inner, operands, 0, 0.0, own])
+                    if found is not None:
+                        if not frames:
+                            return found
+                        if found > frames[-1][7]:
+                            frames[-1][7] = found
+                top = frames[-1]
+                name, multiplier, axis, passed, inner, operands, index, longest, own = top
+                if index < len(operands):
+                    operand, position, reduced = operands[index]
+                    top[6] = index + 1
+                    sub_axis = axis
+                    if axis is not None and axis != "?":
+                        sub_axis = axes.get((name, axis, position), _UNKNOWN)
+                        if sub_axis is _UNKNOWN:
+                            sub_axis = axes[name, axis, position] = _operand_axis(
+                                graph, graph.nodes[name], axis, position)
+                    call = (operand, inner if reduced else multiplier, sub_axis, passed)
+                    continue
+                # A reduction computed by one thread adds one dependent step per reduced
+                # element.
+                serial = inner // max(1, multiplier) if inner != multiplier else 0
+                found = depth[name] = longest + own + serial * fma_latency
+                frames.pop()
+                if not frames:
+                    return found
+                if found > frames[-1][7]:
+                    frames[-1][7] = found
 
         chain = 0.0
         for target in loop.targets:
-            chain = max(chain, visit(target, 1, loop.axes.get(target)))
-        # `visit` refers to itself through its closure: a reference cycle that would keep
-        # this walk's dicts (and the counter's memo) alive until the cyclic collector runs.
-        del visit
+            chain = max(chain, visit(target, loop.axes.get(target)))
         # Arithmetic per position: each value's op mix times its evaluations, and a reduction
         # computed by one thread pays its reducer per reduced element.
         arithmetic: dict[str, float] = {}

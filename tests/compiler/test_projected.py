@@ -97,6 +97,24 @@ def test_access_patterns_and_byte_counts_follow_the_indexing():
     assert w.instructions["lsu"] >= 6 * n     # 5 reads + 1 store per element, no vectors
 
 
+def test_a_chain_of_thousands_of_fused_ops_is_counted_without_recursion():
+    # 2 * 3000 ops in one kernel, each reading the last: deeper than Python's recursion limit.
+    # Each add or multiply is one FP32 instruction per element; the dependency chain is one
+    # FMA latency per op.
+    ops, n = 6000, 1024
+    lines = ["HloModule deep", "ENTRY main {", f"  p = f32[{n}] parameter(0)",
+             f"  v0 = f32[{n}] add(p, p)"]
+    lines += [f"  v{k} = f32[{n}] {'multiply' if k % 2 else 'add'}(v{k - 1}, p)"
+              for k in range(1, ops)]
+    lines += ["}"]
+    lines[-2] = "  ROOT " + lines[-2].strip()
+    graph, kernel = one_kernel("\n".join(lines))
+    w = kernel_workload(graph, kernel, elementwise_plan(kernel, n), H100)
+    assert w.instructions["fma"] == ops * n  # rank 1: no index arithmetic on the FMA pipe
+    assert w.chain_cycles_per_iteration == ops * H100.fp32_fma_latency_cycles
+    assert w.dram_read_bytes == 4 * n and w.dram_write_bytes == 4 * n
+
+
 def test_vector_width_divides_the_load_instructions_of_contiguous_values_only():
     rows, cols = 512, 256
     graph, kernel = one_kernel(_bias_scale(rows, cols))
