@@ -1,4 +1,6 @@
 """Number formats shared by the run and kernel pages; a missing value shows as a dash."""
+from pathlib import PurePath
+
 from django import template
 from django.template.defaultfilters import filesizeformat
 
@@ -78,6 +80,12 @@ def signed_bytes(value):
     if value is None:
         return MISSING
     return f"{'+' if value >= 0 else '−'}{filesizeformat(abs(value))}"
+
+
+@register.filter
+def file_name(path):
+    """A file's name without its folders: pages show no paths of the server's disk."""
+    return PurePath(str(path)).name if path else path
 
 
 @register.filter

@@ -114,8 +114,16 @@ class CostModelsViewTests(AccessTestCase):
     def test_it_lists_the_datasets_with_their_digest(self):
         response = self.page(model="learned-h100-v2")
 
-        self.assertContains(response, "<code>tests/synthetic.jsonl.gz</code>", html=True)
+        self.assertContains(response, "synthetic.jsonl.gz</code>")
         self.assertContains(response, "0123456789ab")
+
+    def test_it_shows_file_names_and_no_path_of_the_servers_disk(self):
+        response = self.page(model="learned-h100-v2")
+
+        self.assertContains(response, "<code>learned-h100-v2.pt</code>", html=True)
+        html = response.content.decode()
+        self.assertNotIn(str(self.model_dir), html)
+        self.assertNotIn("tests/synthetic.jsonl.gz", html)  # the dataset's recorded path
 
     def test_an_unknown_model_is_not_found(self):
         self.assertEqual(self.page(model="learned-h100-v99").status_code, 404)

@@ -179,3 +179,15 @@ class RunViewTests(AccessTestCase):
         self.client.force_login(self.owner)
 
         self.assertEqual(self.client.post(self.url).status_code, 405)
+
+
+class NotFoundPageTests(AccessTestCase):
+    def test_a_missing_page_is_the_site_styled_404_that_says_what_was_not_found(self):
+        self.client.force_login(self.owner)
+        response = self.client.get("/r/" + "n" * 22)
+
+        self.assertEqual(response.status_code, 404)
+        self.assertTemplateUsed(response, "404.html")
+        self.assertContains(response, "No such run.", status_code=404)
+        self.assertContains(response, 'class="site-header"', status_code=404)
+        self.assertContains(response, "/r/" + "n" * 22, status_code=404)
