@@ -405,7 +405,7 @@ def kernel_dag_figure(strategy_result: dict, colour_by: str = "proj_us") -> dict
 
     sizes = _marker_sizes([kernel["dram_bytes"] for kernel in kernels])
     hover = [f"{k['name']} ({k['kind']})<br>{len(k['nodes'])} nodes, "
-             f"{k['dram_bytes'] or 0} B<br>projected {_us(k['proj_us'])}, "
+             f"{format_bytes(k['dram_bytes'] or 0)}<br>projected {_us(k['proj_us'])}, "
              f"limiter {k['limiter'] or '–'}" for k in kernels]
     if colour_by == "limiter":
         groups = defaultdict(list)
@@ -459,6 +459,22 @@ def _dag_nodes(members, xs, ys, sizes, hover, kernels, name, marker) -> dict:
 
 def _us(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f} µs"
+
+
+BYTE_UNITS = ("KiB", "MiB", "GiB", "TiB")
+
+
+def format_bytes(value: float | None) -> str:
+    """A size in binary units, as every page writes sizes: 512 B, 836.0 KiB, 1.5 MiB."""
+    if value is None:
+        return "–"
+    if abs(value) < 1024:
+        return f"{int(value)} B"
+    for unit in BYTE_UNITS:
+        value /= 1024
+        if abs(value) < 1024 or unit == BYTE_UNITS[-1]:
+            return f"{value:.1f} {unit}"
+    raise AssertionError("unreachable")
 
 
 # -- one kernel ------------------------------------------------------------------------------
@@ -652,7 +668,9 @@ BREAKDOWN_UNITS = (("_us", "µs"), ("_gbs", "GB/s"), ("_bytes", "bytes"))
 
 def breakdown_rows(kernel: dict) -> list[tuple[str, object, str]]:
     """The projected breakdown's scalar fields as (label, value, unit) triples in the doc's
-    order; the unit comes out of the label ("latency_us" is "latency", in µs)."""
+    order; the unit comes out of the label ("latency_us" is "latency", in µs). Sizes are
+    written in binary units (`format_bytes`, the unit then in the value), occupancy and the
+    tail as percentages, arithmetic intensity in flop/byte, waves to two decimals."""
     breakdown = kernel.get("projected") or {}
     rows = []
     for key, value in breakdown.items():
@@ -662,6 +680,16 @@ def breakdown_rows(kernel: dict) -> list[tuple[str, object, str]]:
         for suffix, name in BREAKDOWN_UNITS:
             if key.endswith(suffix):
                 key, unit = key.removesuffix(suffix), name
+        if value is not None and not isinstance(value, (bool, str)):
+            if unit == "bytes":
+                value, unit = format_bytes(value), ""
+            elif key in ("occupancy", "tail_fraction"):
+                key = key.removesuffix("_fraction")
+                value, unit = f"{100 * value:.1f}", "%"
+            elif key == "arithmetic_intensity":
+                value, unit = f"{value:.2f}", "flop/byte"
+            elif key == "waves":
+                value = f"{value:.2f}"
         rows.append((key.replace("_", " "), value, unit))
     return rows
 

@@ -2,9 +2,7 @@
 from pathlib import PurePath
 
 from django import template
-from django.template.defaultfilters import filesizeformat
-
-from explorer.presenters import NOT_MEASURED, sol_ratio
+from explorer.presenters import NOT_MEASURED, format_bytes, sol_ratio
 
 register = template.Library()
 MISSING = "–"
@@ -45,7 +43,7 @@ def speedup(value):
 
 @register.filter(name="bytes")
 def bytes_(value):
-    return MISSING if value is None else filesizeformat(value)
+    return MISSING if value is None else format_bytes(value)
 
 
 @register.filter
@@ -79,7 +77,7 @@ def signed_us(value):
 def signed_bytes(value):
     if value is None:
         return MISSING
-    return f"{'+' if value >= 0 else '−'}{filesizeformat(abs(value))}"
+    return f"{'+' if value >= 0 else '−'}{format_bytes(abs(value))}"
 
 
 @register.filter

@@ -338,8 +338,20 @@ class KernelPageTests(unittest.TestCase):
                 presenters.breakdown_rows(kernel)}
 
         self.assertEqual(rows["latency"], (kernel["projected"]["latency_us"], "µs"))
-        self.assertEqual(rows["dram"], (kernel["projected"]["dram_bytes"], "bytes"))
         self.assertEqual(rows["limiter"], (kernel["projected"]["limiter"], ""))
+        # Sizes in binary units, occupancy in %, intensity in flop/byte, waves to 0.01.
+        dram = kernel["projected"]["dram_bytes"]
+        self.assertEqual(rows["dram"], (f"{dram / 1024:.1f} KiB" if dram >= 1024
+                                        else f"{dram} B", ""))
+        self.assertEqual(rows["occupancy"],
+                         (f"{100 * kernel['projected']['occupancy']:.1f}", "%"))
+        self.assertEqual(rows["waves"], (f"{kernel['projected']['waves']:.2f}", ""))
+        self.assertEqual(rows["arithmetic intensity"][1], "flop/byte")
+
+    def test_sizes_are_written_in_binary_units(self):
+        self.assertEqual([presenters.format_bytes(n) for n in
+                          (None, 0, 1023, 1024, 856064, 3 * 1024 ** 2 // 2, 5 * 1024 ** 3)],
+                         ["–", "0 B", "1023 B", "1.0 KiB", "836.0 KiB", "1.5 MiB", "5.0 GiB"])
 
     def test_candidate_plans_come_fastest_first_with_the_emitted_one_marked(self):
         for kernel in generated_kernels():
