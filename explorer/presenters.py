@@ -265,10 +265,21 @@ def model_error(predicted: float | None, measured: float | None) -> float | None
     return (predicted - measured) / measured
 
 
-def kernel_rows(strategy_result: dict) -> list[dict]:
+def sms_used(kernel: dict, sm_count: int | None) -> str | None:
+    """"8 of 132 SMs" when the kernel's grid keeps fewer SMs busy than the device has (its
+    occupancy is per busy SM: 100 % on 8 of 132 SMs is a mostly idle GPU); None otherwise."""
+    used = (kernel.get("projected") or {}).get("sms_used")
+    if used is None or sm_count is None or used >= sm_count:
+        return None
+    return f"{used} of {sm_count} SMs"
+
+
+def kernel_rows(strategy_result: dict, sm_count: int | None = None) -> list[dict]:
+    """The kernel table's rows; `sm_count`: the device's, to say when a grid leaves SMs idle."""
     rows = []
     for kernel in strategy_result["kernels"]:
         rows.append({
+            "sms_used": sms_used(kernel, sm_count),
             "name": kernel["name"],
             "kind": kernel["kind"],
             "node_count": len(kernel["nodes"]),

@@ -183,7 +183,7 @@ def _panel_context(run: Run, device: str, strategy: str, result: dict) -> dict:
     """One strategy's panel: the kernel DAG, the outliers, the kernel table, who decided the
     fusions and the decisions."""
     decisions = presenters.decision_rows(result)
-    kernels = presenters.kernel_rows(result)
+    kernels = presenters.kernel_rows(result, get_device(device).sm_count)
     return {"run": run, "device": device, "strategy": strategy,
             "kernels": kernels,
             "learned": any(row["learned_us"] is not None for row in kernels),
@@ -344,7 +344,7 @@ def kernel_page(request: HttpRequest, run: Run, device: str, strategy: str,
             figures[f"occupancy/{key}"] = figure
     context = {
         "run": run, "device": device, "device_name": spec.full_name, "strategy": strategy,
-        "kernel": entry, "source": source,
+        "kernel": entry, "source": source, "sms_used": presenters.sms_used(entry, spec.sm_count),
         "lines": presenters.source_lines(source.source, line_nodes) if source else [],
         "node_lines": presenters.node_lines(line_nodes),
         "occupancy": curves["current"] if curves else None,

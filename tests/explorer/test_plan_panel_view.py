@@ -25,6 +25,15 @@ class PlanPanelViewTests(AccessTestCase):
         self.client.force_login(user)
         return self.client.get(url or self.url)
 
+    def test_a_kernel_whose_grid_leaves_sms_idle_says_how_many_it_uses(self):
+        html = self.get(self.owner).content.decode()
+
+        idle = [k for k in self.xla["kernels"] if k.get("projected")
+                and k["projected"]["sms_used"] < 132]
+        self.assertTrue(idle)  # softmax's kernels are small: a few blocks each
+        for kernel in idle:
+            self.assertIn(f"on {kernel['projected']['sms_used']} of 132 SMs", html)
+
     def test_it_gives_the_plans_kernels_dag_and_decisions(self):
         response = self.get(self.owner)
 

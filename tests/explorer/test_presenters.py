@@ -348,6 +348,16 @@ class KernelPageTests(unittest.TestCase):
         self.assertEqual(rows["waves"], (f"{kernel['projected']['waves']:.2f}", ""))
         self.assertEqual(rows["arithmetic intensity"][1], "flop/byte")
 
+    def test_a_grid_that_leaves_sms_idle_says_how_many_it_uses(self):
+        kernel = {"projected": {"sms_used": 8}}
+        self.assertEqual(presenters.sms_used(kernel, 132), "8 of 132 SMs")
+        self.assertIsNone(presenters.sms_used({"projected": {"sms_used": 132}}, 132))
+        self.assertIsNone(presenters.sms_used({"projected": None}, 132))
+        rows = presenters.kernel_rows({"kernels": [
+            {**k, "projected": {**(k.get("projected") or {}), "sms_used": 3}}
+            for k in generated_kernels()]}, 108)
+        self.assertTrue(all(row["sms_used"] == "3 of 108 SMs" for row in rows))
+
     def test_sizes_are_written_in_binary_units(self):
         self.assertEqual([presenters.format_bytes(n) for n in
                           (None, 0, 1023, 1024, 856064, 3 * 1024 ** 2 // 2, 5 * 1024 ** 3)],
