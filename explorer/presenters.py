@@ -278,8 +278,14 @@ def kernel_rows(strategy_result: dict, sm_count: int | None = None) -> list[dict
     """The kernel table's rows; `sm_count`: the device's, to say when a grid leaves SMs idle."""
     rows = []
     for kernel in strategy_result["kernels"]:
+        time_us = kernel["measured_us"] or kernel["proj_us"]
+        dram = kernel.get("dram_bytes")
         rows.append({
             "sms_used": sms_used(kernel, sm_count),
+            "dram_bytes": dram,
+            # DRAM bytes over the measured time, else the projected one.
+            "bandwidth_gbs": dram / time_us / 1e3 if dram is not None and time_us else None,
+            "bandwidth_of": "measured" if kernel["measured_us"] else "projected",
             "name": kernel["name"],
             "kind": kernel["kind"],
             "node_count": len(kernel["nodes"]),

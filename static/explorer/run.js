@@ -141,6 +141,37 @@
     ).forEach(loadPanel);
   });
 
+  // -- kernel tables: a click on a column's header sorts the rows by it (again: the other way);
+  // numbers by their cell's data-value (cells without one last), text by its words.
+
+  function sortTable(header) {
+    const table = header.closest("table");
+    const column = Array.from(header.parentNode.children).indexOf(header);
+    const ascending = header.getAttribute("aria-sort") !== "ascending";
+    table.querySelectorAll("th[aria-sort]").forEach((th) => th.removeAttribute("aria-sort"));
+    header.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+    const numeric = header.dataset.sort === "number";
+    const key = (row) => {
+      const cell = row.children[column];
+      if (!numeric) return cell.textContent.trim();
+      const value = cell.dataset.value;
+      return value === undefined || value === "" ? null : Number(value);
+    };
+    const body = table.tBodies[0];
+    const rows = Array.from(body.rows).map((row, index) => [key(row), index, row]);
+    rows.sort(([a, i], [b, j]) => {
+      if (a === null || b === null) return a === b ? i - j : (a === null ? 1 : -1);
+      const order = numeric ? a - b : a.localeCompare(b, undefined, {numeric: true});
+      return (ascending ? order : -order) || i - j;
+    });
+    rows.forEach(([, , row]) => body.appendChild(row));
+  }
+
+  document.addEventListener("click", (event) => {
+    const header = event.target.closest("table[data-sortable] th[data-sort]");
+    if (header) sortTable(header);
+  });
+
   // -- decisions: filter by action and by any text; the page holds the first rows, the filter
   // searches every decision (fetched once, on first use).
 

@@ -75,7 +75,8 @@ class PlanPanelViewTests(AccessTestCase):
 
         self.assertContains(response, "× SOL</th>")
         for kernel in self.xla["kernels"]:
-            self.assertContains(response, f'<td class="num kernels__ratio">'
+            self.assertContains(response, f'<td class="num kernels__ratio" data-value='
+                                          f'"{kernel["proj_over_sol"]}">'
                                           f'{sol_ratio(kernel["proj_over_sol"])}</td>', html=True)
         self.assertNotContains(response, "is-outlier")
         self.assertNotContains(response, "speed of light</strong>")

@@ -1,0 +1,48 @@
+"""A plan's kernel table in a real browser: its DRAM and bandwidth columns, and sorting by a
+column's header (numbers by value, missing ones last; a second click the other way)."""
+import pytest
+from playwright.sync_api import expect
+
+from explorer.presenters import format_bytes
+from tests.browser.test_source_page import done_run  # noqa: F401 (a fixture)
+from tests.browser.test_upload_flow import assert_no_js_errors, log_in
+from tests.browser.waits import TEST_TIMEOUT_S
+
+pytestmark = pytest.mark.timeout(TEST_TIMEOUT_S)
+
+
+def test_the_kernel_table_shows_traffic_and_sorts_by_a_column(done_run, live_server,  # noqa: F811
+                                                               new_page, screenshots):
+    page = new_page()
+    log_in(page, live_server.url, "ada", next_path=f"/r/{done_run.pk}")
+    page.locator('.tabs--small .tabs__tab[data-tab="xla"]').click()
+    panel = page.locator('.strategy[data-tab="xla"]:not([hidden])')
+    table = panel.locator("table.kernels")
+    kernels = done_run.artifact["devices"]["h100"]["strategies"]["xla"]["kernels"]
+    expect(table.locator("tbody tr")).to_have_count(len(kernels))
+    names = lambda: table.locator("tbody tr").evaluate_all(  # noqa: E731
+        "rows => rows.map(row => row.dataset.kernel)")
+
+    # DRAM in binary units, in plan order before any sort.
+    column = table.locator("thead th").all_inner_texts().index("DRAM")
+    first = table.locator("tbody tr").first.locator("td").nth(column)
+    expect(first).to_have_text(format_bytes(kernels[0]["dram_bytes"]))
+
+    # Projected, ascending then descending; ties keep plan order.
+    header = table.locator("thead th", has_text="projected").first
+    header.click()
+    expect(header).to_have_attribute("aria-sort", "ascending")
+    order = sorted(range(len(kernels)), key=lambda k: (kernels[k]["proj_us"], k))
+    assert names() == [kernels[k]["name"] for k in order]
+    header.click()
+    expect(header).to_have_attribute("aria-sort", "descending")
+    order = sorted(range(len(kernels)), key=lambda k: (-kernels[k]["proj_us"], k))
+    assert names() == [kernels[k]["name"] for k in order]
+
+    # By name, as text (loop.10 after loop.9).
+    table.locator("thead th", has_text="kernel").first.click()
+    assert names() == sorted((k["name"] for k in kernels),
+                             key=lambda name: [int(p) if p.isdigit() else p
+                                               for p in name.replace(".", " . ").split()])
+    screenshots(page, "kernel-table-sorted")
+    assert_no_js_errors(page)
