@@ -227,4 +227,37 @@
     action.addEventListener("change", filter);
     text.addEventListener("input", filter);
   }
+
+  // -- URL state: the device and strategy shown live in the location's hash (#h100/xla), so a
+  // link reproduces the view; opening the page with one shows (and loads) that plan.
+
+  function activeTab(group) {
+    const tab = document.querySelector(`[data-tab-group="${group}"] .tabs__tab.is-active`);
+    return tab ? tab.dataset.tab : null;
+  }
+
+  function shownPlan() {
+    const section = document.querySelector('section.device:not([hidden])');
+    if (!section) return null;
+    const device = section.dataset.tab;
+    const strategy = activeTab(`strategy-${device}`);
+    return strategy ? `${device}/${strategy}` : null;
+  }
+
+  document.addEventListener("click", (event) => {
+    if (!event.target.closest(".tabs__tab")) return;
+    const plan = shownPlan();  // base.js has switched the tab: this listener comes after it
+    if (plan) history.replaceState(null, "", `#${plan}`);
+  });
+
+  const wanted = /^#([\w.-]+)\/([\w.-]+)$/.exec(window.location.hash);
+  if (wanted) {
+    const [, device, strategy] = wanted;
+    const tabs = [
+      document.querySelector(`[data-tab-group="device"] .tabs__tab[data-tab="${device}"]`),
+      document.querySelector(
+        `[data-tab-group="strategy-${device}"] .tabs__tab[data-tab="${strategy}"]`),
+    ];
+    tabs.forEach((tab) => { if (tab) tab.click(); });
+  }
 })();

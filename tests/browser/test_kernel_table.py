@@ -46,3 +46,23 @@ def test_the_kernel_table_shows_traffic_and_sorts_by_a_column(done_run, live_ser
                                                for p in name.replace(".", " . ").split()])
     screenshots(page, "kernel-table-sorted")
     assert_no_js_errors(page)
+
+
+def test_the_shown_plan_lives_in_the_url_and_a_link_reopens_it(done_run, live_server,  # noqa: F811
+                                                                new_page):
+    page = new_page()
+    log_in(page, live_server.url, "ada", next_path="/runs")
+    run_url = f"{live_server.url}/r/{done_run.pk}"
+
+    page.goto(f"{run_url}#h100/xla")
+    xla = page.locator('.strategy[data-tab="xla"]:not([hidden])')
+    expect(xla.locator("table.kernels tbody tr")).to_have_count(
+        len(done_run.artifact["devices"]["h100"]["strategies"]["xla"]["kernels"]))
+    expect(page.locator('.tabs--small .tabs__tab.is-active')).to_have_text("xla")
+
+    page.locator('.tabs--small .tabs__tab[data-tab="stitch"]').click()
+    expect(page).to_have_url(f"{run_url}#h100/stitch")
+    page.reload()
+    expect(page.locator('.tabs--small .tabs__tab.is-active')).to_have_text("stitch")
+    expect(page.locator('.strategy[data-tab="stitch"]:not([hidden]) table.kernels')).to_be_visible()
+    assert_no_js_errors(page)
