@@ -3,6 +3,8 @@
 Access: a run is shown to whoever `Run.can_view` admits. Anyone else gets a 404, never a 403,
 so that a run's id says nothing to a stranger; an anonymous visitor is sent to log in first.
 """
+import hashlib
+
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
@@ -18,6 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from compiler.cost.devices import get_device
 from compiler.errors import InputError
+from compiler.importers import decompressed
 from explorer import presenters
 from explorer.forms import RunSettingsForm, UploadForm, samples
 from explorer.models import ApiToken, KernelSource, Measurement, Run
@@ -409,6 +412,10 @@ def compare(request: HttpRequest) -> HttpResponse:
     except LoginNeeded:
         return redirect_to_login(request.get_full_path(), settings.LOGIN_URL)
     kernels_a, kernels_b = side_a["result"]["kernels"], side_b["result"]["kernels"]
+    # Kernels are matched by the graph nodes they own: two different graphs can share node
+    # names by chance, so the page says when the runs are not of the same graph.
+    different = side_a["run"].pk != side_b["run"].pk and \
+        _graph_digest(side_a["run"]) != _graph_digest(side_b["run"])
     rows = presenters.match_kernels(kernels_a, kernels_b)
     changes = presenters.plan_changes(kernels_a, kernels_b)
     context = {
@@ -425,8 +432,20 @@ def compare(request: HttpRequest) -> HttpResponse:
                           ("Merged", changes["merged"], "of B merges A's")],
         "sides": [("A", side_a), ("B", side_b)],
         "figures": {"deltas": presenters.kernel_delta_figure(rows)},
+        "different_graphs": different,
     }
     return render(request, "explorer/compare.html", context)
+
+
+def _graph_digest(run: Run) -> str:
+    """The SHA-256 of the run's uploaded graph, decompressed (a gzipped upload of the same
+    text is the same graph); of the stored bytes when they do not decompress."""
+    data = bytes(run.graph_bytes)
+    try:
+        data = decompressed(data, run.filename)
+    except InputError:
+        pass
+    return hashlib.sha256(data).hexdigest()
 
 
 def _compare_side(request: HttpRequest, text: str, prefer_device: str | None = None,

@@ -35,6 +35,21 @@ class CompareViewTests(AccessTestCase):
         self.assertEqual(totals["proj_us"]["b"], strategies["stitch"]["total"]["proj_us"])
         self.assertContains(response, "Δ (B − A)")
 
+    def test_two_runs_of_the_same_graph_show_no_warning(self):
+        response = self.get(self.owner, f"{self.team_run.pk}:h100:xla",
+                            f"{self.private_run.pk}:h100:xla")
+
+        self.assertFalse(response.context["different_graphs"])
+        self.assertNotContains(response, 'id="different-graphs"')
+
+    def test_runs_of_different_graphs_are_said_to_be(self):
+        other = self.make_done_run("w" * 22, Run.PRIVATE)
+        Run.objects.filter(pk=other.pk).update(graph_bytes=b"HloModule other\n")
+        response = self.get(self.owner, f"{self.team_run.pk}:h100:xla", f"{other.pk}:h100:xla")
+
+        self.assertTrue(response.context["different_graphs"])
+        self.assertContains(response, 'id="different-graphs"')
+
     def test_each_side_says_what_decided_its_fusions(self):
         response = self.get(self.owner, *self.strategies("xla", "cost"))
         text = " ".join(response.content.decode().split())
