@@ -1,4 +1,5 @@
-"""Submitting runs, and the permalink id every run gets.
+"""Submitting runs, the permalink id every run gets, and one plan of a run on its uploaded
+graph (`plan_graph`: what the graph API and the source page show).
 
 The id is content-addressed: the same graph bytes, options (devices, strategies), compiler
 version and owner always give the same id, so resubmitting returns the existing run instead of
