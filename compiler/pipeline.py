@@ -122,8 +122,7 @@ def compile_graph(data: bytes, filename: str, devices: list[str], strategies: li
     for device in devices:
         codes = [code for target in targets if target.device == device
                  for code in target.codes]
-        build_codes(codes, arch_for_device(device))
-        counter.advance(len(codes))
+        build_codes(codes, arch_for_device(device), progress=counter.advance)
     if emulate:
         for target in targets:
             emulate_codes(graph, target.codes)

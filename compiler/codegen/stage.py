@@ -21,6 +21,8 @@ constant's value, the kernel is reported as not checked, with the reason in `not
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from dataclasses import dataclass, field
 
 from compiler.codegen.check import PRELUDE_DIR, compare, emulate_kernel, max_abs_error
@@ -130,13 +132,28 @@ def emit_code(graph: Graph, plan: FusionPlan, kernel: Kernel, device) -> KernelC
     return code
 
 
-def build_codes(codes: list[KernelCode], arch: str) -> None:
-    """Compile the generated kernels of `codes` in one nvcc batch and attach the results."""
+def build_codes(codes: list[KernelCode], arch: str,
+                progress: Callable[[int], None] | None = None) -> None:
+    """Compile the generated kernels of `codes` in one nvcc batch and attach the results.
+    `progress(n)` as codes are done, n at a time (the n add up to len(codes): a code that
+    builds nothing, a library call, is done at once)."""
+    def report(count: int) -> None:
+        if count and progress is not None:
+            progress(count)
+
     sources = {c.function: c.emitted.source for c in codes
                if c.emitted is not None and not c.emitted.library}
+    compiled = sum(1 for c in codes if c.function in sources)
+    report(len(codes) - compiled)
     if not sources:
         return
-    results = build_kernels(sources, arch, [str(PRELUDE_DIR)])
+    # nvcc's batch reports kernels by function; when two codes share one (not in a plan,
+    # whose kernel names are unique), they are reported together at the end.
+    one_each = compiled == len(sources)
+    results = build_kernels(sources, arch, [str(PRELUDE_DIR)],
+                            progress=report if one_each else None)
+    if not one_each:
+        report(compiled)
     for code in codes:
         if code.function in results:
             code.build = results[code.function]

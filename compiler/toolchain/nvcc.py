@@ -56,10 +56,10 @@ import subprocess
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from compiler.toolchain.cache import BuildCache, cache_key, headers_digest
 from compiler.toolchain.ptx import (ResourceReportError, cubin_section_sizes,
@@ -155,17 +155,21 @@ class BuildBatch:
 def build_kernels(sources: Mapping[str, str], arch: str,
                   include_dirs: Iterable[str | Path] = (), *,
                   options: BuildOptions = BuildOptions(), cache: BuildCache | None = None,
-                  toolchain: Toolchain | None = None) -> dict[str, BuildResult]:
+                  toolchain: Toolchain | None = None,
+                  progress: Callable[[int], None] | None = None) -> dict[str, BuildResult]:
     """{kernel name: BuildResult} for `sources` ({kernel name: CUDA source defining
-    `extern "C" __global__ void <name>(...)`}), compiled for `arch` ("sm_90")."""
+    `extern "C" __global__ void <name>(...)`}), compiled for `arch` ("sm_90").
+    `progress(n)`: called in this thread as kernels are done, n at a time (the n add up to
+    the number of sources), so a long batch shows it moves."""
     return build_batch(sources, arch, include_dirs, options=options, cache=cache,
-                       toolchain=toolchain).results
+                       toolchain=toolchain, progress=progress).results
 
 
 def build_batch(sources: Mapping[str, str], arch: str,
                 include_dirs: Iterable[str | Path] = (), *,
                 options: BuildOptions = BuildOptions(), cache: BuildCache | None = None,
-                toolchain: Toolchain | None = None) -> BuildBatch:
+                toolchain: Toolchain | None = None,
+                progress: Callable[[int], None] | None = None) -> BuildBatch:
     """`build_kernels` with the batch's counts: unique kernels, compiler runs, seconds."""
     started = time.perf_counter()
     check_arch(arch)
@@ -188,11 +192,18 @@ def build_batch(sources: Mapping[str, str], arch: str,
         key = cache_key("front", normalised, *environment_key)
         units.setdefault(key, _Unit(key, normalised)).names.append(name)
 
+    def report(count: int) -> None:
+        if count and progress is not None:
+            progress(count)
+
+    report(len(results))  # refused by name: done
     front = _front_end(list(units.values()), arch, include_dirs, options, toolchain, cache,
                        counter)
     built = {unit.key: front[unit.key]["ptx"] for unit in units.values()
              if front[unit.key]["ok"]}
-    back = _back_end(built, arch, options, toolchain, cache, counter)
+    report(sum(len(unit.names) for unit in units.values() if unit.key not in built))
+    back = _back_end(built, arch, options, toolchain, cache, counter,
+                     lambda key: report(len(units[key].names)))
 
     for unit in units.values():
         outcome = front[unit.key]
@@ -350,9 +361,10 @@ def _combined_part(unit: _Unit) -> str:
 # -- the back end: ptxas per distinct kernel ------------------------------------------------------
 
 def _back_end(modules: dict[str, str], arch: str, options: BuildOptions, toolchain: Toolchain,
-              cache: BuildCache, counter: _Counter) -> dict[str, dict]:
+              cache: BuildCache, counter: _Counter,
+              done: Callable[[str], None]) -> dict[str, dict]:
     """{unit key: {"ok", "cubin", "log"}} for `modules`, {unit key: PTX naming the kernel by
-    the unit's placeholder}."""
+    the unit's placeholder}; `done(key)` in this thread as each unit's outcome is known."""
     environment = (arch, toolchain.fingerprint, repr(options))
     cache_keys = {key: cache_key("back", ptx, *environment) for key, ptx in modules.items()}
     outcomes = {}
@@ -363,15 +375,21 @@ def _back_end(modules: dict[str, str], arch: str, options: BuildOptions, toolcha
             missing.append(key)
         else:
             outcomes[key] = cached
+            done(key)
     # The largest first, so that a long ptxas run does not start last and run alone.
     missing.sort(key=lambda key: len(modules[key]), reverse=True)
     counter.add("ptxas", len(missing))
-    assembled = _parallel(lambda key: _ptxas(modules[key], arch, options, toolchain), missing)
-    for key, outcome in zip(missing, assembled):
-        if outcome["returncode"] >= 0:
-            cache.put(cache_keys[key], outcome)
-        outcomes[key] = outcome
-    return outcomes
+    with ThreadPoolExecutor(max_workers=PARALLEL_JOBS) as pool:
+        running = {pool.submit(_ptxas, modules[key], arch, options, toolchain): key
+                   for key in missing}
+        for future in as_completed(running):
+            key = running[future]
+            outcome = future.result()
+            if outcome["returncode"] >= 0:
+                cache.put(cache_keys[key], outcome)
+            outcomes[key] = outcome
+            done(key)
+    return {key: outcomes[key] for key in modules}
 
 
 def _ptxas(ptx: str, arch: str, options: BuildOptions, toolchain: Toolchain) -> dict:

@@ -5,6 +5,7 @@ the compiler skip, saying why, when the CUDA wheels are not installed.
 """
 
 import subprocess
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -578,3 +579,21 @@ def test_split_ptx_keeps_the_header_and_only_what_each_entry_reaches():
     assert "table_b" not in first and "uses_table_b" not in first
     assert "table_b[4]" in second and ".maxntid 256" in second
     assert "helper" not in second and "table_a" not in second
+
+
+@needs_nvcc
+def test_progress_counts_every_kernel_once_in_the_callers_thread_as_ptxas_finishes(cache):
+    # Good kernels (each assembled by its own ptxas run), a broken one (its front end fails)
+    # and one without its named kernel (refused before compiling).
+    sources = GOOD_KERNELS | {"broken": BROKEN, "missing": ELEMENTWISE}
+    calls = []
+    build_batch(sources, "sm_90", cache=cache,
+                progress=lambda n: calls.append((n, threading.get_ident())))
+    assert sum(n for n, _ in calls) == len(sources)
+    assert {thread for _, thread in calls} == {threading.get_ident()}
+    # One report per good kernel as its ptxas run ends, not one for the whole batch.
+    assert len(calls) >= len(GOOD_KERNELS)
+    # From the cache: every kernel still counted once.
+    calls.clear()
+    build_batch(sources, "sm_90", cache=cache, progress=lambda n: calls.append((n, 0)))
+    assert sum(n for n, _ in calls) == len(sources)

@@ -108,3 +108,17 @@ def test_an_unknown_strategy_or_device_is_an_input_error():
 def test_the_compiler_version_is_a_stable_digest():
     assert compiler_version() == compiler_version()
     assert len(compiler_version()) == 16 and int(compiler_version(), 16) >= 0
+
+
+def test_the_build_stage_moves_as_kernels_are_assembled(tmp_path, monkeypatch):
+    # A cache of its own: every kernel is compiled, so its progress comes kernel by kernel
+    # rather than once per device when the batch is done.
+    monkeypatch.setenv("FUSION_EXPLORER_CACHE_DIR", str(tmp_path))
+    events = []
+    compile_graph(SOFTMAX, "softmax.hlo", ["h100"], ["unfused", "xla"],
+                  progress=lambda *event: events.append(event))
+    build = [done for stage, done, _ in events if stage == "build"]
+    total = next(total for stage, _, total in events if stage == "build")
+    assert build[0] == 0 and build[-1] == total
+    assert build == sorted(build)
+    assert len(set(build)) > 3  # more steps than "none" and "all"
