@@ -22,7 +22,6 @@ constant's value, the kernel is reported as not checked, with the reason in `not
 from __future__ import annotations
 
 from collections.abc import Callable
-
 from dataclasses import dataclass, field
 
 from compiler.codegen.check import PRELUDE_DIR, compare, emulate_kernel, max_abs_error

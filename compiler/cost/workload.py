@@ -460,15 +460,14 @@ class _Counter:
         targets = tuple(loop.targets)
         walk_key = (targets, loop.known, tuple(map(loop.axes.get, targets)),
                     loop.coalesced_reads)
-        evals, loads, chain, arithmetic, loaded, gathers = self._walk(loop, walk_key)
+        _, loads, chain, arithmetic, loaded, gathers = self._walk(loop, walk_key)
         read_before = self.read_once
         seen = loaded & read_before
         recent = loaded & loop.recent
         key = ("effect", walk_key, loop.elements, loop.vector, loop.stores, seen, recent)
         effect = self.memo.get(key)
         if effect is None:
-            effect = self.memo[key] = self._effect(loop, evals, loads, arithmetic, seen,
-                                                   gathers)
+            effect = self.memo[key] = self._effect(loop, loads, arithmetic, seen)
         w = self.w
         instructions = w.instructions
         for pipe, n in effect.instructions:
@@ -494,8 +493,8 @@ class _Counter:
         w.chain_cycles_per_iteration = max(w.chain_cycles_per_iteration, chain)
         w.latency_cycles_per_thread += loop.per_thread * (round_trips * memory + chain)
 
-    def _effect(self, loop: _Loop, evals: dict, loads: dict, arithmetic: dict,
-                seen: frozenset[str], gathers: bool) -> _Effect:
+    def _effect(self, loop: _Loop, loads: dict, arithmetic: dict,
+                seen: frozenset[str]) -> _Effect:
         """The instructions, bytes and accesses of a loop whose reads of `seen` values are
         re-reads (an earlier loop of the kernel read them)."""
         graph = self.graph
@@ -507,7 +506,7 @@ class _Counter:
             per_position[pipe] = per_position.get(pipe, 0) + n * max(0, rank - 1)
         for pipe, n in per_position.items():
             instructions[pipe] = instructions.get(pipe, 0) + n * loop.elements / loop.vector
-        effect = _Effect(instructions, gathers=gathers)
+        effect = _Effect(instructions)
         read = set(seen)
         for (name, pattern), multiplier in loads.items():
             self._access(effect, name, "read", pattern, loop.elements * multiplier,
@@ -559,7 +558,6 @@ class _Effect:
     dram_read_bytes: int = 0
     dram_write_bytes: int = 0
     accesses: list | tuple = field(default_factory=list)
-    gathers: bool = False
 
 
 # -- schedules -> loops -----------------------------------------------------------------------
