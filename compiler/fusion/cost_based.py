@@ -670,11 +670,7 @@ class _Search:
         if exact and found.bound:
             price = self.pricer.cached(found.structure)
             if price is None:
-                candidate = self._kernels.get(key)
-                if candidate is None:
-                    union = self._unions.get(key) or self._union(pieces)
-                    candidate = self._candidate(union, found.kind, found.dominant, found.sol)
-                price = self.pricer.price(candidate, found.structure)
+                price = self.pricer.price(self._kernel_of(pieces, found), found.structure)
             found = self._cache[key] = dataclasses.replace(found, cost_us=price.us,
                                                            price=price, bound=False, sol=None)
         return found
