@@ -29,6 +29,7 @@ from compiler.fusion.graph_view import fusion_graph
 from compiler.importers import decompressed
 from compiler.pipeline import canonical_options, import_graph
 from compiler.version import compiler_version
+from explorer import presenters
 from explorer.models import Measurement, Membership, Run
 
 RUN_ID_LENGTH = 22
@@ -142,28 +143,27 @@ class PlanUnavailable(Exception):
 
 
 def plan_choice(artifact: dict, device: str | None, strategy: str | None) -> tuple[str, str]:
-    """The (device, strategy) asked for, by default the artifact's first device and its
-    fastest plan (the lowest projected total); PlanUnavailable naming the choices when the
-    run has no such device or strategy."""
-    devices = artifact.get("devices", {})
-    device = device or next(iter(devices), "")
+    """The (device, strategy) asked for, what is left out filled in as every page fills it
+    (`presenters.default_plan`: the first device, its lowest projected strategy);
+    PlanUnavailable naming the choices when the run has no such device or strategy."""
+    devices = artifact.get("devices") or {}
+    device = device or next(iter(sorted(devices)), "")
     if device not in devices:
         raise PlanUnavailable(f"device '{device}' is not one of this run's: "
                               f"{', '.join(devices) or '(none)'}")
-    strategies = devices[device].get("strategies", {})
-    strategy = strategy or fastest_strategy(strategies)
-    if strategy not in strategies:
-        raise PlanUnavailable(f"strategy '{strategy}' is not one of this run's: "
+    plan = presenters.default_plan(artifact, device, strategy or None)
+    if plan is None:
+        strategies = devices[device].get("strategies", {})
+        raise PlanUnavailable(f"strategy '{strategy or ''}' is not one of this run's: "
                               f"{', '.join(strategies) or '(none)'}")
-    return device, strategy
+    return plan
 
 
-def fastest_strategy(strategies: dict) -> str:
-    """The strategy whose plan has the lowest projected total (the first one when none has
-    one)."""
-    totals = [(plan.get("total", {}).get("proj_us"), name) for name, plan in strategies.items()]
-    known = [(total, name) for total, name in totals if total is not None]
-    return min(known)[1] if known else next(iter(strategies), "")
+def results_stamp(run: Run) -> str:
+    """A run's creation and finish times, for the keys of what is cached of its results: a
+    recompiled run (or another run under a reused id) gets new keys, not stale answers."""
+    return "-".join(f"{moment.timestamp():.6f}" if moment else "0"
+                    for moment in (run.created, run.finished))
 
 
 def plan_graph(run: Run, artifact: dict, measurement: Measurement | None, device: str,
@@ -172,10 +172,8 @@ def plan_graph(run: Run, artifact: dict, measurement: Measurement | None, device
     artifact with `measurement`'s timings), worked out from the upload once and cached under
     a key that names everything it shows. PlanUnavailable when the plan does not fit the
     upload."""
-    stamps = "-".join(f"{moment.timestamp():.6f}" if moment else "0"
-                      for moment in (run.created, run.finished))
-    key = (f"fusion-graph:{run.pk}:{stamps}:{measurement.pk if measurement else 0}:"
-           f"{device}:{strategy}")
+    measured = measurement.pk if measurement else 0
+    key = f"fusion-graph:{run.pk}:{results_stamp(run)}:{measured}:{device}:{strategy}"
     view = cache.get(key)
     if view is None:
         kernels = artifact["devices"][device]["strategies"][strategy]["kernels"]
@@ -187,13 +185,24 @@ def plan_graph(run: Run, artifact: dict, measurement: Measurement | None, device
     return view
 
 
-def upload_text(run: Run) -> str | None:
-    """The uploaded file as text (decompressed), or None for a binary format (ONNX)."""
+def upload_bytes(run: Run) -> bytes:
+    """The uploaded file's bytes, decompressed (as stored when they do not decompress)."""
+    data = bytes(run.graph_bytes)
     try:
-        data = decompressed(bytes(run.graph_bytes), run.filename)
+        return decompressed(data, run.filename)
     except InputError:
-        return None
+        return data
+
+
+def upload_text(run: Run) -> str | None:
+    """The uploaded file as text, or None for a binary format (ONNX)."""
     try:
-        return data.decode("utf-8")
+        return upload_bytes(run).decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+def graph_digest(run: Run) -> str:
+    """The SHA-256 of the uploaded graph, decompressed: a gzipped upload of the same text is
+    the same graph."""
+    return hashlib.sha256(upload_bytes(run)).hexdigest()

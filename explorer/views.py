@@ -3,8 +3,6 @@
 Access: a run is shown to whoever `Run.can_view` admits. Anyone else gets a 404, never a 403,
 so that a run's id says nothing to a stranger; an anonymous visitor is sent to log in first.
 """
-import hashlib
-
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
@@ -20,12 +18,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from compiler.cost.devices import get_device
 from compiler.errors import InputError
-from compiler.importers import decompressed
 from explorer import presenters
 from explorer.forms import RunSettingsForm, UploadForm, samples
 from explorer.models import ApiToken, KernelSource, Measurement, Run
-from explorer.runs import (PlanUnavailable, plan_choice, plan_graph, request_measurement,
-                           submit_run, upload_text, viewable_runs)
+from explorer.runs import (PlanUnavailable, graph_digest, plan_choice, plan_graph,
+                           request_measurement, results_stamp, submit_run, upload_text,
+                           viewable_runs)
 from workers.presence import gpu_status
 
 
@@ -133,9 +131,7 @@ def _measured_by(run: Run, latest: Measurement | None) -> Measurement | None:
 
 
 def _cached(run: Run, measured: Measurement | None, part: str, render_part):
-    stamps = "-".join(f"{moment.timestamp():.6f}" if moment else "0"
-                      for moment in (run.created, run.finished))
-    key = f"run-results:{run.pk}:{stamps}:{measured.pk if measured else 0}:{part}"
+    key = f"run-results:{run.pk}:{results_stamp(run)}:{measured.pk if measured else 0}:{part}"
     value = cache.get(key)
     if value is None:
         value = render_part()
@@ -415,7 +411,7 @@ def compare(request: HttpRequest) -> HttpResponse:
     # Kernels are matched by the graph nodes they own: two different graphs can share node
     # names by chance, so the page says when the runs are not of the same graph.
     different = side_a["run"].pk != side_b["run"].pk and \
-        _graph_digest(side_a["run"]) != _graph_digest(side_b["run"])
+        graph_digest(side_a["run"]) != graph_digest(side_b["run"])
     rows = presenters.match_kernels(kernels_a, kernels_b)
     changes = presenters.plan_changes(kernels_a, kernels_b)
     context = {
@@ -435,17 +431,6 @@ def compare(request: HttpRequest) -> HttpResponse:
         "different_graphs": different,
     }
     return render(request, "explorer/compare.html", context)
-
-
-def _graph_digest(run: Run) -> str:
-    """The SHA-256 of the run's uploaded graph, decompressed (a gzipped upload of the same
-    text is the same graph); of the stored bytes when they do not decompress."""
-    data = bytes(run.graph_bytes)
-    try:
-        data = decompressed(data, run.filename)
-    except InputError:
-        pass
-    return hashlib.sha256(data).hexdigest()
 
 
 def _compare_side(request: HttpRequest, text: str, prefer_device: str | None = None,
