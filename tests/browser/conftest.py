@@ -6,6 +6,8 @@ run uploaded through the browser is compiled by the worker and shown by the live
 browser is Debian's /usr/bin/chromium (`make system-deps` installs it): no `playwright install`,
 no browser download.
 """
+from __future__ import annotations
+
 import os
 import shutil
 from collections.abc import Iterator
@@ -17,6 +19,8 @@ from tests.browser.waits import DEADLINE_MS
 
 CHROMIUM = Path("/usr/bin/chromium")
 VIEWPORT = {"width": 1280, "height": 900}
+LAYER_NORM_BWD = Path(__file__).resolve().parents[1] / "data" / "hlo" / "layer_norm_bwd.hlo"
+STRATEGIES = ["unfused", "xla", "stitch", "cost"]
 
 
 @pytest.fixture
@@ -39,6 +43,34 @@ def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator:
             args=["--enable-unsafe-swiftshader", "--use-angle=swiftshader"])
         yield chromium
         chromium.close()
+
+
+def store_done_run(owner, run_id: str, artifact: dict, hlo: Path = LAYER_NORM_BWD,
+                   name: str = "layer norm backward") -> Run:
+    """A finished run of `hlo`, stored directly from `artifact` (what compile_graph made of it,
+    edited or not) with its kernels' sources: no worker compiles it."""
+    from explorer.models import KernelSource, Run
+
+    artifact = dict(artifact)
+    sources = artifact.pop("sources")
+    run = Run.objects.create(
+        id=run_id, owner=owner, visibility=Run.PRIVATE, status=Run.DONE, filename=hlo.name,
+        graph_bytes=hlo.read_bytes(), devices=list(artifact["devices"]),
+        strategies=STRATEGIES, compiler_version=artifact["compiler_version"],
+        artifact=artifact, name=name)
+    KernelSource.objects.bulk_create(KernelSource.from_artifact(run.pk, key, source)
+                                     for key, source in sources.items())
+    return run
+
+
+@pytest.fixture
+def layer_norm_run(users) -> Run:
+    """layer_norm_bwd.hlo compiled for the H100 with every strategy, stored as done."""
+    from compiler.pipeline import compile_graph
+
+    artifact = compile_graph(LAYER_NORM_BWD.read_bytes(), LAYER_NORM_BWD.name, ["h100"],
+                             STRATEGIES)
+    return store_done_run(users["owner"], "u" * 22, artifact)
 
 
 @pytest.fixture

@@ -4,21 +4,20 @@ import pytest
 from playwright.sync_api import expect
 
 from explorer.presenters import format_bytes
-from tests.browser.test_source_page import done_run  # noqa: F401 (a fixture)
 from tests.browser.test_upload_flow import assert_no_js_errors, log_in
 from tests.browser.waits import TEST_TIMEOUT_S
 
 pytestmark = pytest.mark.timeout(TEST_TIMEOUT_S)
 
 
-def test_the_kernel_table_shows_traffic_and_sorts_by_a_column(done_run, live_server,  # noqa: F811
+def test_the_kernel_table_shows_traffic_and_sorts_by_a_column(layer_norm_run, live_server,
                                                                new_page, screenshots):
     page = new_page()
-    log_in(page, live_server.url, "ada", next_path=f"/r/{done_run.pk}")
+    log_in(page, live_server.url, "ada", next_path=f"/r/{layer_norm_run.pk}")
     page.locator('.tabs--small .tabs__tab[data-tab="xla"]').click()
     panel = page.locator('.strategy[data-tab="xla"]:not([hidden])')
     table = panel.locator("table.kernels")
-    kernels = done_run.artifact["devices"]["h100"]["strategies"]["xla"]["kernels"]
+    kernels = layer_norm_run.artifact["devices"]["h100"]["strategies"]["xla"]["kernels"]
     expect(table.locator("tbody tr")).to_have_count(len(kernels))
     names = lambda: table.locator("tbody tr").evaluate_all(  # noqa: E731
         "rows => rows.map(row => row.dataset.kernel)")
@@ -48,16 +47,16 @@ def test_the_kernel_table_shows_traffic_and_sorts_by_a_column(done_run, live_ser
     assert_no_js_errors(page)
 
 
-def test_the_shown_plan_lives_in_the_url_and_a_link_reopens_it(done_run, live_server,  # noqa: F811
+def test_the_shown_plan_lives_in_the_url_and_a_link_reopens_it(layer_norm_run, live_server,
                                                                 new_page):
     page = new_page()
     log_in(page, live_server.url, "ada", next_path="/runs")
-    run_url = f"{live_server.url}/r/{done_run.pk}"
+    run_url = f"{live_server.url}/r/{layer_norm_run.pk}"
 
     page.goto(f"{run_url}#h100/xla")
     xla = page.locator('.strategy[data-tab="xla"]:not([hidden])')
     expect(xla.locator("table.kernels tbody tr")).to_have_count(
-        len(done_run.artifact["devices"]["h100"]["strategies"]["xla"]["kernels"]))
+        len(layer_norm_run.artifact["devices"]["h100"]["strategies"]["xla"]["kernels"]))
     expect(page.locator('.tabs--small .tabs__tab.is-active')).to_have_text("xla")
 
     page.locator('.tabs--small .tabs__tab[data-tab="stitch"]').click()

@@ -6,19 +6,17 @@ page says why over its projected breakdown.
 No test graph has an outlier (the cost search and the schedules avoid them), so the run is
 stored directly, from layer_norm_bwd.hlo's artifact with three of its xla kernels flagged as the
 compiler flags them (tests/explorer/outliers.py): no worker compiles it."""
-from pathlib import Path
-
 import pytest
 from playwright.sync_api import expect
 
 from compiler.pipeline import compile_graph
-from explorer.models import KernelSource, Run
+from explorer.models import Run
+from tests.browser.conftest import LAYER_NORM_BWD, STRATEGIES, store_done_run
 from tests.browser.test_upload_flow import assert_no_js_errors, log_in
 from tests.browser.waits import TEST_TIMEOUT_S
 from tests.explorer.outliers import with_outliers
 
-HLO = Path(__file__).resolve().parents[1] / "data" / "hlo" / "layer_norm_bwd.hlo"
-STRATEGIES = ["unfused", "xla", "stitch", "cost"]
+HLO = LAYER_NORM_BWD
 # Projected over SOL of the xla plan's first three kernels, in plan order.
 RATIOS = [35.0, 220.0, 64.0]
 
@@ -29,15 +27,7 @@ pytestmark = pytest.mark.timeout(TEST_TIMEOUT_S)
 def outlier_run(users) -> Run:
     artifact = with_outliers(compile_graph(HLO.read_bytes(), HLO.name, ["h100"], STRATEGIES),
                              "h100", "xla", RATIOS)
-    sources = artifact.pop("sources")
-    run = Run.objects.create(
-        id="o" * 22, owner=users["owner"], visibility=Run.PRIVATE, status=Run.DONE,
-        filename=HLO.name, graph_bytes=HLO.read_bytes(), devices=["h100"],
-        strategies=STRATEGIES, compiler_version=artifact["compiler_version"],
-        artifact=artifact, name="layer norm backward")
-    KernelSource.objects.bulk_create(KernelSource.from_artifact(run.pk, key, source)
-                                     for key, source in sources.items())
-    return run
+    return store_done_run(users["owner"], "o" * 22, artifact, HLO)
 
 
 def test_a_plan_with_outliers_lists_them_worst_first_and_its_kernel_page_says_why(

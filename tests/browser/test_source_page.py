@@ -2,47 +2,29 @@
 kernel of the chosen plan, `#L12-L20` marking a range, a line's kernel link opening that
 kernel's page, and the plan picker switching the colours."""
 import re
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
-from compiler.pipeline import compile_graph
-from explorer.models import KernelSource, Run
+from tests.browser.conftest import LAYER_NORM_BWD
 from tests.browser.test_upload_flow import assert_no_js_errors, log_in
 from tests.browser.waits import TEST_TIMEOUT_S
-
-HLO = Path(__file__).resolve().parents[1] / "data" / "hlo" / "layer_norm_bwd.hlo"
-STRATEGIES = ["unfused", "xla", "stitch", "cost"]
 
 pytestmark = pytest.mark.timeout(TEST_TIMEOUT_S)
 
 
-@pytest.fixture
-def done_run(users) -> Run:
-    artifact = compile_graph(HLO.read_bytes(), HLO.name, ["h100"], STRATEGIES)
-    sources = artifact.pop("sources")
-    run = Run.objects.create(
-        id="u" * 22, owner=users["owner"], visibility=Run.PRIVATE, status=Run.DONE,
-        filename=HLO.name, graph_bytes=HLO.read_bytes(), devices=["h100"],
-        strategies=STRATEGIES, compiler_version=artifact["compiler_version"],
-        artifact=artifact, name="layer norm backward")
-    KernelSource.objects.bulk_create(KernelSource.from_artifact(run.pk, key, source)
-                                     for key, source in sources.items())
-    return run
-
-
-def test_the_source_marks_ranges_links_kernels_and_follows_the_plan(done_run, live_server,
-                                                                    new_page, screenshots):
+def test_the_source_marks_ranges_links_kernels_and_follows_the_plan(layer_norm_run,
+                                                                    live_server, new_page,
+                                                                    screenshots):
     page = new_page()
-    log_in(page, live_server.url, "ada", next_path=f"/r/{done_run.pk}")
+    log_in(page, live_server.url, "ada", next_path=f"/r/{layer_norm_run.pk}")
     page.locator("#source-link").click()
-    expect(page.locator("h1")).to_contain_text(HLO.name)
+    expect(page.locator("h1")).to_contain_text(LAYER_NORM_BWD.name)
     lines = page.locator("#upload > li")
-    expect(lines).to_have_count(len(HLO.read_text().splitlines()))
+    expect(lines).to_have_count(len(LAYER_NORM_BWD.read_text().splitlines()))
 
     # The fastest plan by default: every kernel-coloured line names a kernel of that plan.
-    plans = done_run.artifact["devices"]["h100"]["strategies"]
+    plans = layer_norm_run.artifact["devices"]["h100"]["strategies"]
     # The lowest projected total, ties to the earlier strategy in exploration order.
     fastest = min(plans, key=lambda name: plans[name]["total"]["proj_us"])
     expect(page.locator('select[name="strategy"]')).to_have_value(fastest)
@@ -65,5 +47,5 @@ def test_the_source_marks_ranges_links_kernels_and_follows_the_plan(done_run, li
     kernel = link.inner_text().removeprefix("also in ")
     assert kernel in {k["name"] for k in plans["xla"]["kernels"]}
     link.click()
-    expect(page).to_have_url(f"{live_server.url}/r/{done_run.pk}/h100/xla/{kernel}")
+    expect(page).to_have_url(f"{live_server.url}/r/{layer_norm_run.pk}/h100/xla/{kernel}")
     assert_no_js_errors(page)
