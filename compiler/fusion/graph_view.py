@@ -55,7 +55,7 @@ def fusion_graph(graph: Graph, kernels: list[dict]) -> dict:
             "shape": None if shape.is_tuple else list(shape.dims),
             "dtype": "tuple" if shape.is_tuple else shape.dtype.name,
             "kernel": owner.get(node.name), "also_in": recomputers.get(node.name, []),
-            "line": node.loc.line or None if node.loc is not None else None,
+            "line": (node.loc.line or None) if node.loc is not None else None,
         })
         consumer = owner.get(node.name)
         for operand in dict.fromkeys(node.operands):
