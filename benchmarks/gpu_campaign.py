@@ -2,19 +2,28 @@
 cost models' accuracy, a learned-model dataset, and a report.
 
 On the lent GPU machine (its image has Python 3.12, CuPy, JAX with CUDA, PyTorch, nvcc and ncu,
-but not our Django stack; everything here needs only that and compiler/). First run, from this
-machine, with the device tool (the output folder comes back as one archive in $OUT):
+but not our Django stack; everything here needs only that and compiler/), from this machine,
+with the device tool; --device names the GPU that is there (h200 on an H200, h100 on an H100),
+and each device has its folder of results under benchmarks/results/:
 
-    run(command="mkdir -p var; PYTHONUNBUFFERED=1 python3 benchmarks/gpu_campaign.py
-                 --out var/gpu-campaign --budget 480 2>&1 | tee $OUT/log.txt;
-                 tar czf $OUT/gpu-campaign.tgz -C var gpu-campaign", timeout_s=590)
+    run(command="PYTHONUNBUFFERED=1 timeout 500 python3 benchmarks/gpu_campaign.py
+                 --device h200 --out benchmarks/results/gpu-campaign-h200 --budget 400 2>&1
+                 | tee $OUT/log.txt; tar czf $OUT/campaign.tgz --exclude='*.npz'
+                 --exclude='*.hlo' --exclude='*.cubin' -C benchmarks/results
+                 gpu-campaign-h200", timeout_s=560)
 
-then unpack the archive into var/ here (`tar xzf <files_at>/gpu-campaign.tgz -C var`) and run
-the same command with carry=["var/gpu-campaign"] until the summary says COMPLETE: every step
-whose result is in the folder is skipped, so a run cut short resumes where it stopped. If the
-environment step reports a missing Python package, fetch it with benchmarks/gpu_wheels.sh
-NAME... and prefix the command as that script says. `--write-results` then copies the report
-to benchmarks/RESULTS.md (from the finished folder, here: add `--steps report`).
+then unpack the archive here (`tar xzf <files_at>/campaign.tgz -C benchmarks/results`), and
+commit it. The `timeout` leaves time for the archive; the modules' inputs (about 1 GB) stay
+behind, too large to come back, and a resumed campaign lowers them again (seeded, the same).
+Every step whose result is in the folder is skipped, so the same command resumes where the last
+stopped, in this session or a later one, until the summary says COMPLETE; calibrate and ncu are
+made again when more modules have been measured since. The first run (2026-11-27, H200) showed
+the costs: about 4 of its 15 minutes went on the machine's start, uploads and compiles, and the
+dataset is the slowest step. If the environment step reports a missing Python package, fetch it
+with benchmarks/gpu_wheels.sh NAME... and prefix the command as that script says.
+`--write-results` then copies the report to benchmarks/RESULTS.md (from the finished folder,
+here: add `--steps report`). A person's reading of the figures goes in the folder's
+ANALYSIS.md, which the report ends with.
 
     .venv/bin/python benchmarks/gpu_campaign.py --dry-run [--size small] [--modules a,b]
 
@@ -59,6 +68,9 @@ from importlib import metadata
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+# JAX takes 75 % of the GPU's memory at its first use unless told not to; the plans (CuPy) and
+# the PyTorch anchors share the GPU with it in this one process.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 sys.path[:0] = [str(REPO), str(REPO / "benchmarks")]
 
 import numpy as np  # noqa: E402
@@ -75,8 +87,13 @@ ANCHORS = ("jax", "torch_compile", "torch_eager", "cupy_eager")
 FROZEN = REPO / "benchmarks" / "data" / "campaign"
 RESULTS_MD = REPO / "benchmarks" / "RESULTS.md"
 SPLIT_US = 5.0                     # median APE is reported below and above this time
+TIE = 0.02                         # a loss smaller than this fraction is reported as a tie
 BUDGET_STOP = 3                    # exit status when --budget stopped the campaign early
 SYNTHETIC = "SYNTHETIC (dry run: a known function of the projected time, not a measurement)"
+PIPELINED = "per call of 20 issued back to back, waited for once (dispatch overlapped)"
+# The note of a jax time from the first GPU campaign (2026-11-27): a wall clock around one
+# blocking call, dispatch and wait included; such a time is shown but compared with nothing.
+WALL_BLOCKING = "wall clock around a blocking call (dispatch included), no L2 flush"
 # Python packages compiler/ and the anchors import: (import name, distribution, needed by).
 PACKAGES = (("numpy", "numpy", "compiler"), ("ml_dtypes", "ml_dtypes", "compiler"),
             ("networkx", "networkx", "compiler"), ("onnx", "onnx", "compiler"),
@@ -108,8 +125,14 @@ class Folder:
     def path(self, step: str) -> Path:
         return self.root / (step.replace(":", "/") + ".json")
 
-    def done(self, step: str) -> bool:
-        return self.path(step).exists()
+    def done(self, step: str, modules: list[str] | None = None) -> bool:
+        """Whether `step` has a result; for a step over all modules (calibrate, ncu), one
+        made from these `modules` (a campaign resumed with more modules measured makes it
+        again)."""
+        if not self.path(step).exists():
+            return False
+        made_from = self.load(step).get("modules") if modules is not None else None
+        return made_from is None or sorted(made_from) == sorted(modules)
 
     def load(self, step: str) -> dict | None:
         path = self.path(step)
@@ -143,8 +166,7 @@ def synthetic_timing(key: str, base_us: float):
 
 
 def wall_timing(call, runs: int = 10, warmup: int = 2):
-    """Wall-clock timing of a blocking call, in µs (CPU rehearsals, and jax on the GPU, whose
-    streams CUDA events on CuPy's stream would not bracket)."""
+    """Wall-clock timing of a blocking call, in µs (CPU rehearsals)."""
     from compiler.runtime.gpu import Timing
 
     for _ in range(warmup):
@@ -154,6 +176,29 @@ def wall_timing(call, runs: int = 10, warmup: int = 2):
         start = time.perf_counter()
         call()
         samples.append((time.perf_counter() - start) * 1e6)
+    return Timing(tuple(samples), warmup)
+
+
+def pipelined_timing(call, block, depth: int = 20, runs: int = 10, warmup: int = 3):
+    """Time per call, in µs, of `depth` calls issued back to back and waited for once (`block`
+    waits for the last call's result): how a jitted JAX function runs in a training loop.
+
+    JAX's calls are asynchronous and its streams are its own, so CUDA events on our stream
+    would not bracket them; a wall clock around one blocking call (what the first campaign
+    did) adds the dispatch and the wait, about 60-100 µs on the H200, to a 37 µs kernel.
+    Back to back, dispatch overlaps the GPU's work, as in a real step. No L2 flush: the
+    bandwidth-bound modules' tensors (>= 64 MB) are larger than the L2 (50-60 MB)."""
+    from compiler.runtime.gpu import Timing
+
+    for _ in range(warmup):
+        block(call())
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        for _ in range(depth - 1):
+            call()
+        block(call())
+        samples.append((time.perf_counter() - start) * 1e6 / depth)
     return Timing(tuple(samples), warmup)
 
 
@@ -233,29 +278,34 @@ class Campaign:
     def lower_modules(self) -> dict:
         """Each module's HLO at --size: lowered with JAX when it is installed, else the frozen
         copy; and its inputs (OUT/modules/<name>.hlo, .inputs.npz)."""
+        return {name: self.lower_module(name) for name in self.modules}
+
+    def lower_module(self, name: str) -> dict:
         from compiler.importers import load_graphs
 
         directory = self.folder.root / "modules"
         directory.mkdir(exist_ok=True)
-        result = {}
-        for name in self.modules:
-            path = directory / f"{name}.hlo"
-            source = lower_or_frozen(MODULES[name], self.args.size, path)
-            graph = load_graphs(path)[0]
-            inputs = module_inputs(graph, MODULES[name])
-            np.savez(directory / f"{name}.inputs.npz",
-                     **{f"arg{i}": value for i, value in enumerate(inputs)})
-            result[name] = {"source": source, "nodes": len(graph.nodes),
-                            "parameters": [f"{v.dtype}{list(v.shape)}" for v in inputs],
-                            "largest_tensor_mb": max(v.nbytes for v in inputs) / 1e6}
-        return result
+        path = directory / f"{name}.hlo"
+        source = lower_or_frozen(MODULES[name], self.args.size, path)
+        graph = load_graphs(path)[0]
+        inputs = module_inputs(graph, MODULES[name])
+        np.savez(directory / f"{name}.inputs.npz",
+                 **{f"arg{i}": value for i, value in enumerate(inputs)})
+        return {"source": source, "nodes": len(graph.nodes),
+                "parameters": [f"{v.dtype}{list(v.shape)}" for v in inputs],
+                "largest_tensor_mb": max(v.nbytes for v in inputs) / 1e6}
 
     def module(self, name: str):
-        """(graph, inputs) of a lowered module."""
+        """(graph, inputs) of a lowered module. A folder kept without its large files (the
+        committed results keep only the JSON) lowers the module again: the HLO and the seeded
+        inputs come out the same."""
         from compiler.importers import load_graphs
 
         self.require("modules")
         directory = self.folder.root / "modules"
+        if not (directory / f"{name}.hlo").exists() \
+                or not (directory / f"{name}.inputs.npz").exists():
+            self.lower_module(name)
         graph = load_graphs(directory / f"{name}.hlo")[0]
         archive = np.load(directory / f"{name}.inputs.npz")
         return graph, [archive[f"arg{i}"] for i in range(len(archive.files))]
@@ -372,6 +422,25 @@ class Campaign:
                          "params": [_param_bytes(graph_param) for graph_param in emitted.params]})
         (directory / "kernels.json").write_text(json.dumps(kept, indent=1))
 
+    def cost_kernels(self, module: str) -> list[dict]:
+        """The cost plan's kept kernels (keep_kernels' list); built again when their cubins
+        are gone (the committed results keep only the list): the compiler is deterministic,
+        so the functions are the ones the plans step measured."""
+        from compiler.codegen.stage import generate
+        from compiler.fusion.explore import explore
+        from compiler.toolchain import arch_for_device
+
+        directory = self.folder.root / "kernels" / module
+        listing = directory / "kernels.json"
+        kept = json.loads(listing.read_text()) if listing.exists() else None
+        if kept is None or not all((directory.parent / k["cubin"]).exists() for k in kept):
+            graph, _ = self.module(module)
+            plan = explore(graph, self.device.name, ["cost"])["cost"]
+            self.keep_kernels(module, generate(graph, plan, self.device,
+                                               arch_for_device(self.device.name)))
+            kept = json.loads(listing.read_text())
+        return kept
+
     # anchors
 
     def anchors(self, name: str) -> dict:
@@ -397,12 +466,11 @@ class Campaign:
         arguments = [jax.device_put(v) for v in inputs]
         outputs = jax.tree_util.tree_leaves(compiled(*arguments))
         where = jax.devices()[0].platform
-        timing = wall_timing(lambda: jax.block_until_ready(compiled(*arguments)))
+        timing = pipelined_timing(lambda: compiled(*arguments), jax.block_until_ready)
         return {"status": "measured" if where == "gpu" and not self.dry else "rehearsed",
                 **timing_fields(timing, where),
                 "xla_kernels": HloCounter(compiled.as_text()).summary()["entry"]["total"],
-                "max_abs_error": _largest_error(outputs, expected),
-                "note": "wall clock around a blocking call (dispatch included), no L2 flush"}
+                "max_abs_error": _largest_error(outputs, expected), "clock": PIPELINED}
 
     def torch_anchor(self, module, inputs, expected, compiled: bool) -> dict:
         if not _importable("torch"):
@@ -461,7 +529,7 @@ class Campaign:
         if not records:
             return {"status": "skipped", "note": "no kernel was measured"}
         _, report = fit(self.device, records)
-        return {"status": "done", "records": len(records), **report,
+        return {"status": "done", "records": len(records), **report, "modules": self.modules,
                 "timing": SYNTHETIC if self.dry else "measured"}
 
     def nsight(self) -> dict:
@@ -483,15 +551,15 @@ class Campaign:
             text, origin, note = completed.stdout, "measured", completed.stderr[-2000:]
         measured = ncu.parse_csv(text)
         rows = [{**kernel, **measured.get(kernel["symbol"], {})} for kernel in sample]
-        return {"status": "done", "origin": origin, "note": note, "kernels": rows}
+        return {"status": "done", "origin": origin, "note": note, "kernels": rows,
+                "modules": self.modules}
 
     def ncu_sample(self) -> list[dict]:
         """The cost plans' generated kernels with the largest measured times (several per
         module), with their projected occupancy and limiter."""
         sample = []
         for module in self.modules:
-            kept = json.loads((self.folder.root / "kernels" / module / "kernels.json")
-                              .read_text())
+            kept = self.cost_kernels(module)
             rows = {r["function"]: r for r in
                     self.folder.load(f"plans:{module}")["strategies"]["cost"]["kernels"]}
             measured = [(rows[k["function"]]["measured_us"] or 0, k) for k in kept
@@ -766,7 +834,8 @@ def summarize_campaign(folder: Folder, modules: list[str]) -> dict:
         speedups[module] = {name: (time / cost if time and cost else None)
                             for name, time in others.items() if name != "cost"}
     memory_bound = [m for m in plans if MODULES[m].bandwidth_bound]
-    versus_xla = [speedups[m].get("jax") for m in memory_bound if speedups[m].get("jax")]
+    versus = {anchor: [speedups[m][anchor] for m in memory_bound if speedups[m].get(anchor)]
+              for anchor in ("jax", "torch_compile")}
     bandwidth = []
     if copy:
         for module, result in plans.items():
@@ -776,7 +845,8 @@ def summarize_campaign(folder: Folder, modules: list[str]) -> dict:
                     bandwidth.append({"module": module, "kernel": row["name"],
                                       "gbs": gbs, "percent_of_copy": 100 * gbs / copy["gbs"]})
     return {"plans": plans, "anchors": anchors, "speedups": speedups,
-            "memory_bound_geomean_vs_jax": geomean(versus_xla),
+            "memory_bound_geomean_vs_jax": geomean(versus["jax"]),
+            "memory_bound_geomean_vs_torch_compile": geomean(versus["torch_compile"]),
             "bandwidth": bandwidth, "accuracy": accuracy(plans) if plans else None,
             "copy": copy, "environment": folder.load("environment"),
             "calibrate": folder.load("calibrate"), "train": folder.load("train"),
@@ -784,14 +854,21 @@ def summarize_campaign(folder: Folder, modules: list[str]) -> dict:
 
 
 def comparable(anchor: dict) -> bool:
-    """Whether an anchor's time is on the plans' clock: measured on the GPU, or (dry run)
-    synthetic like theirs. A CPU rehearsal's time is shown but compared with nothing."""
+    """Whether an anchor's time is on the plans' clock: measured on the GPU as GPU time, or
+    (dry run) synthetic like theirs. A CPU rehearsal's time, and a jax time taken with the
+    first campaign's wall clock around one blocking call, are shown but compared with
+    nothing."""
+    if anchor.get("note") == WALL_BLOCKING:
+        return False
     return anchor.get("status") == "measured" or anchor.get("origin") == SYNTHETIC
 
 
 def _anchor_time(anchor: dict | None) -> str:
     anchor = anchor or {}
-    mark = "" if comparable(anchor) or "median_us" not in anchor else " (cpu)"
+    if comparable(anchor) or "median_us" not in anchor:
+        mark = ""
+    else:
+        mark = " (wall)" if anchor.get("note") == WALL_BLOCKING else " (cpu)"
     return _us(anchor.get("median_us")) + mark
 
 
@@ -808,7 +885,8 @@ def _fraction(value) -> str:
     return f"{value:.2f}" if isinstance(value, (int, float)) else "-"
 
 
-def report_markdown(summary: dict, settings: dict) -> str:
+def report_markdown(summary: dict, settings: dict, not_done: list[str] | None = None,
+                    folder: Folder | None = None) -> str:
     env = summary["environment"] or {}
     gpu = env.get("gpu") or {}
     lines = ["# GPU campaign (issue 15)", ""]
@@ -835,7 +913,14 @@ def report_markdown(summary: dict, settings: dict) -> str:
         cells += [_anchor_time(anchors.get(a)) for a in ("torch_compile", "torch_eager",
                                                            "cupy_eager")]
         lines.append(f"| {module} | " + " | ".join(cells) + " |")
-    lines += ["", "(cpu): a CPU rehearsal's time, compared with nothing. Anchor notes: "
+    unmeasured = [f"{module} {strategy}: {p['not_measured']}"
+                  for module, result in summary["plans"].items()
+                  for strategy, p in result["strategies"].items() if p.get("not_measured")]
+    if unmeasured:
+        lines += ["", "-: the plan has no whole time. " + "; ".join(unmeasured)]
+    lines += ["", "(cpu): a CPU rehearsal's time; (wall): a wall clock around one blocking "
+              "call, dispatch and wait included (the first campaign's jax clock); both are "
+              "compared with nothing. Anchor notes: "
               + "; ".join(
         f"{m} {a}: {e.get('status')}{' (' + e['note'] + ')' if e.get('note') else ''}"
         for m, anchors in summary["anchors"].items() for a, e in anchors.items()
@@ -847,7 +932,9 @@ def report_markdown(summary: dict, settings: dict) -> str:
     for module, ratios in summary["speedups"].items():
         lines.append(f"| {module} | " + " | ".join(_ratio(r) for r in ratios.values()) + " |")
     lines += ["", f"Geomean over the memory-bound modules, cost plan vs jax.jit: "
-                  f"{_ratio(summary['memory_bound_geomean_vs_jax'])} (target 1.3x)", ""]
+                  f"{_ratio(summary['memory_bound_geomean_vs_jax'])} (target 1.3x); vs "
+                  f"torch.compile: {_ratio(summary['memory_bound_geomean_vs_torch_compile'])}",
+              ""]
     lines += ["## Bandwidth-bound kernels of the cost plans (% of copy bandwidth)", "",
               "| module | kernel | GB/s | % of copy |", "|---|---|---:|---:|"]
     lines += [f"| {b['module']} | {b['kernel']} | {b['gbs']:,.0f} | {b['percent_of_copy']:.0f} |"
@@ -863,6 +950,11 @@ def report_markdown(summary: dict, settings: dict) -> str:
                      f"{_us(figures['top1_regret_percent'])} |")
     lines += _calibration_lines(summary["calibrate"]) + _training_lines(summary["train"])
     lines += _ncu_lines(summary["ncu"]) + _losses(summary)
+    if folder is not None:
+        lines += _not_done(not_done or [], folder)
+        analysis = folder.root / "ANALYSIS.md"   # written by a person, kept with the results
+        if analysis.exists():
+            lines += ["", analysis.read_text().strip()]
     return "\n".join(lines) + "\n"
 
 
@@ -907,11 +999,38 @@ def _ncu_lines(result: dict | None) -> list[str]:
 
 
 def _losses(summary: dict) -> list[str]:
-    """Where the cost plan is slower than an alternative."""
-    losses = [f"- {module}: {name} is {1 / ratio:.2f}x faster than the cost plan"
-              for module, ratios in summary["speedups"].items()
-              for name, ratio in ratios.items() if ratio is not None and ratio < 1]
-    return ["", "## Where we lose", ""] + (losses or ["- nowhere among the measured figures"])
+    """Where the cost plan is slower than an alternative by more than TIE (a repeated
+    kernel's time varies by 1-3 %); the closer ones are listed as ties."""
+    losses, ties = [], []
+    for module, ratios in summary["speedups"].items():
+        for name, ratio in ratios.items():
+            if ratio is not None and ratio < 1 - TIE:
+                losses.append(f"- {module}: {name} is {1 / ratio:.2f}x faster than the cost plan")
+            elif ratio is not None and ratio < 1:
+                ties.append(f"{module} vs {name}")
+    lines = ["", "## Where we lose", ""] + (losses or ["- nowhere among the measured figures"])
+    if ties:
+        lines += ["", f"Within {TIE:.0%} (a tie): " + ", ".join(ties)]
+    return lines
+
+
+def _not_done(not_done: list[str], folder: Folder) -> list[str]:
+    """The steps with no result, and for a failed one the error its log ends with."""
+    if not not_done:
+        return []
+    lines = ["", "## Not done", ""]
+    for step in not_done:
+        log = folder.root / "failed" / f"{step.replace(':', '-')}.txt"
+        made = folder.load(step) if folder.done(step) else None
+        if made is not None:
+            why = (f"made from {len(made['modules'])} modules ({', '.join(made['modules'])}), "
+                   f"not all; it is made again when the campaign resumes")
+        elif log.exists():
+            why = log.read_text().strip().splitlines()[-1]
+        else:
+            why = "not run"
+        lines.append(f"- {step}: {why}")
+    return lines
 
 
 # -- command line -----------------------------------------------------------------------------
@@ -985,7 +1104,7 @@ def run(args) -> int:
     for step, action in campaign.steps():
         if not _selected(step, args.steps):
             continue
-        if campaign.folder.done(step):
+        if campaign.folder.done(step, args.modules):
             lines.append(f"skipped  {step} (done)")
             continue
         if args.budget is not None and time.perf_counter() - started > args.budget:
@@ -1007,7 +1126,8 @@ def run(args) -> int:
         lines.append(f"done     {step} in {time.perf_counter() - began:.1f} s")
     summary = summarize_campaign(campaign.folder, args.modules)
     settings = json.loads((campaign.folder.root / "campaign.json").read_text())
-    report = report_markdown(summary, settings)
+    missing = [s for s, _ in campaign.steps() if not campaign.folder.done(s, args.modules)]
+    report = report_markdown(summary, settings, missing, campaign.folder)
     (campaign.folder.root / "REPORT.md").write_text(report)
     (campaign.folder.root / "summary.json").write_text(
         json.dumps(summary, indent=1, default=_json_default))
@@ -1016,7 +1136,6 @@ def run(args) -> int:
     if args.write_results:
         shutil.copyfile(campaign.folder.root / "REPORT.md", RESULTS_MD)
         lines.append(f"report copied to {RESULTS_MD.relative_to(REPO)}")
-    missing = [s for s, _ in campaign.steps() if not campaign.folder.done(s)]
     print("\n".join(lines))
     print(f"{'COMPLETE' if not missing else 'INCOMPLETE'}: {campaign.folder.root / 'REPORT.md'}"
           + (f"; not done: {', '.join(missing)}" if missing else ""))

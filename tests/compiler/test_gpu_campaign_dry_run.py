@@ -8,6 +8,7 @@ Two small modules keep it to well under a minute once nvcc's cache is warm.
 from __future__ import annotations
 
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -135,3 +136,64 @@ def test_a_folder_of_other_settings_is_refused(dry_run):
     other = campaign(out, "--size", "realistic")
     assert other.returncode == 1
     assert "give another --out" in other.stderr
+
+
+def test_a_resumed_campaign_with_more_modules_lowers_what_is_missing_and_refits(dry_run,
+                                                                                tmp_path):
+    """The committed results keep the JSON, not the modules' HLO and inputs nor the cubins: a
+    campaign resumed from such a folder with one more module lowers and builds what it needs
+    again, measures only the new module, and makes calibrate and ncu again over all three."""
+    out, _ = dry_run
+    kept = tmp_path / "kept"
+    shutil.copytree(out, kept)
+    for path in [*(kept / "modules").iterdir(), *(kept / "kernels").rglob("*.cubin")]:
+        path.unlink()
+    more = ["softmax", "rms_norm", "layer_norm_fwd"]
+    resumed = subprocess.run([sys.executable, str(SCRIPT), "--dry-run", "--out", str(kept),
+                              "--modules", ",".join(more), "--epochs", "1", "--top-k", "2",
+                              "--steps", "plans,anchors,calibrate,ncu"],
+                             capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    for step in ("plans:softmax", "plans:rms_norm", "anchors:softmax"):
+        assert f"skipped  {step} (done)" in resumed.stdout
+    for step in ("plans:layer_norm_fwd", "anchors:layer_norm_fwd", "calibrate", "ncu"):
+        assert f"running  {step}" in resumed.stdout
+    assert (kept / "modules" / "layer_norm_fwd.hlo").is_file()
+    assert sorted(json.loads((kept / "calibrate.json").read_text())["modules"]) == sorted(more)
+    profiled = {k["module"] for k in json.loads((kept / "ncu.json").read_text())["kernels"]}
+    assert profiled == set(more)
+    assert (kept / "kernels" / "softmax" / "cost_stitch_regional_0.cubin").is_file()
+
+
+def campaign_module():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import gpu_campaign
+
+    return gpu_campaign
+
+
+def test_a_wall_clock_jax_time_is_shown_but_compared_with_nothing():
+    gc = campaign_module()
+    wall = {"status": "measured", "median_us": 140.0, "note": gc.WALL_BLOCKING}
+    piped = {"status": "measured", "median_us": 40.0, "clock": gc.PIPELINED}
+    assert not gc.comparable(wall) and gc.comparable(piped)
+    assert gc._anchor_time(wall) == "140.0 (wall)" and gc._anchor_time(piped) == "40.0"
+
+
+def test_losses_within_the_tie_margin_are_ties_not_losses():
+    gc = campaign_module()
+    lines = gc._losses({"speedups": {"m": {"stitch": 0.99, "xla": 0.90, "jax": 1.2,
+                                           "torch_eager": None}}})
+    text = "\n".join(lines)
+    assert "- m: xla is 1.11x faster than the cost plan" in text
+    assert "stitch is" not in text and "(a tie): m vs stitch" in text
+
+
+def test_pipelined_timing_waits_once_per_sample_and_divides_by_the_calls():
+    gc = campaign_module()
+    calls, waits = [], []
+    timing = gc.pipelined_timing(lambda: calls.append(1) or len(calls), waits.append,
+                                 depth=5, runs=4, warmup=2)
+    assert len(calls) == 2 + 5 * 4 and len(waits) == 2 + 4
+    assert waits[-1] == len(calls)     # the wait is on the last call's result
+    assert timing.runs == 4 and timing.warmup_runs == 2
