@@ -1,9 +1,11 @@
 """The whole web stack of `make run`, started for a benchmark and stopped after it.
 
 `Stack` starts Redis on a free loopback port, migrates a fresh SQLite file in a temporary
-folder, starts a Celery worker on the compile queue and the web server, and stops them all on
-exit. Nothing touches var/ or a developer's Redis on 6379; the nvcc build cache is the temporary
-folder's too unless `build_cache` names another one, so a first compile is a cold one.
+folder, collects the static files there as `make run` does (hashed names, gzip and brotli
+copies: about 15 s), starts a Celery worker on the compile queue and the web server, and stops
+them all on exit. Nothing touches var/ or a developer's Redis on 6379; the nvcc build cache is
+the temporary folder's too unless `build_cache` names another one, so a first compile is a
+cold one.
 
 The web server is the one `make run` starts: gunicorn with explorer/gunicorn.conf.py (worker
 processes with threads, keep-alive), here with DEBUG off.
@@ -48,6 +50,7 @@ class Stack:
             "SECRET_KEY": "benchmark-" + uuid.uuid4().hex,
             "ALLOWED_HOSTS": "127.0.0.1",
             "DATABASE_PATH": str(self.folder / "db.sqlite3"),
+            "STATIC_ROOT": str(self.folder / "static"),
             "REDIS_URL": f"redis://127.0.0.1:{self.redis_port}/0",
             "FUSION_EXPLORER_CACHE_DIR": str(build_cache or self.folder / "cache"),
         }
@@ -93,6 +96,7 @@ class Stack:
             "--appendonly", "no"])
         self._wait("redis", redis, lambda: "Ready to accept connections" in self.log("redis"))
         self.manage("migrate", "--no-input")
+        self.manage("collectstatic", "--no-input")
         worker = self._spawn("worker", [
             sys.executable, "-m", "celery", "-A", "workers", "worker", "-Q", "compile",
             "-l", "info", "--concurrency", str(self.worker_concurrency),

@@ -6,7 +6,6 @@ loudly on bad values. The defaults suit a developer machine (`make run`).
 import os
 from pathlib import Path
 
-import plotly
 from django.core.exceptions import ImproperlyConfigured
 
 from explorer.env import env_bool, env_int, env_list, env_str, parse_database_url
@@ -40,8 +39,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    # Static files (our CSS/JS and Plotly's bundle) straight from their folders, cached by the
-    # browser; before everything else so a stylesheet costs no session or database work.
+    # Static files (our CSS/JS and Plotly's bundle; STATIC_ROOT below says how), before
+    # everything else so a stylesheet costs no session or database work.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -116,14 +115,25 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-# Plotly's browser bundle comes from the pinned `plotly` package (plotly/plotly.min.js), not a CDN:
-# deployments and test machines may have no internet.
-PLOTLY_JS_DIR = Path(plotly.__file__).parent / "package_data"
-STATICFILES_DIRS = [BASE_DIR / "static", ("plotly", PLOTLY_JS_DIR)]
-STATIC_ROOT = VAR_DIR / "static"
-STATIC_ROOT.mkdir(exist_ok=True)  # WhiteNoise looks there too (filled by collectstatic)
-WHITENOISE_USE_FINDERS = True
-WHITENOISE_AUTOREFRESH = DEBUG
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",  # the admin's
+    "explorer.static_finders.PlotlyBundleFinder",  # plotly/plotly.min.js, from the package
+]
+# With DEBUG off, pages link static files by content-hashed names (run.3f2a9c1e04b7.js) that
+# `manage.py collectstatic` writes here, each with a gzip and a brotli copy; `make run` collects
+# them again whenever a static file changes. WhiteNoise serves them with a far-future, immutable
+# lifetime (a changed file gets a new name) and in the smallest encoding the browser accepts;
+# only the hashed names are kept. With DEBUG on, pages link the plain names and WhiteNoise
+# serves them straight from the finders, re-read on every request, so edits show at once.
+STATIC_ROOT = BASE_DIR / env_str("STATIC_ROOT", default="var/static")
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns about a missing folder
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+WHITENOISE_KEEP_ONLY_HASHED_FILES = True
 
 # Each web process keeps the rendered results of the finished runs it served (explorer.views
 # _cached: immutable once a run is done, keyed by what they show) in its own memory. At most

@@ -24,3 +24,18 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, t
     from django.conf import settings
 
     settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = str(test_database_path)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def plain_static_file_names():
+    """Pages link static files by their plain names in tests, as with DEBUG on. With the
+    project's manifest storage they would link the content-hashed names that only collectstatic
+    makes (and compressing Plotly's bundle costs it about 15 s), and the browser tests' live
+    server serves static files from the finders, which know no hashed names.
+    tests/explorer/test_static_files.py collects and serves them as a deployment does."""
+    from django.conf import settings
+    from django.test import override_settings
+
+    plain = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}
+    with override_settings(STORAGES={**settings.STORAGES, "staticfiles": plain}):
+        yield
