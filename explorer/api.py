@@ -81,8 +81,10 @@ def _authenticate(request: HttpRequest) -> None:
                                 "an API key")
 
 
-def api_view(*methods: str, public: bool = False):
-    """Allow only these methods, authenticate (unless public) and turn ApiError into JSON."""
+def api_view(*methods: str, public: bool = False, anonymous: bool = False):
+    """Allow only these methods, authenticate (unless public) and turn ApiError into JSON.
+    `anonymous`: a request with no credentials at all goes on as the anonymous user, who sees
+    public runs only (as the run page does for them); credentials given are still checked."""
     def decorator(view):
         @csrf_exempt  # checked in _authenticate for session-authenticated requests only
         @wraps(view)
@@ -93,7 +95,9 @@ def api_view(*methods: str, public: bool = False):
                     response = error.response()
                     response["Allow"] = ", ".join(methods)
                     return response
-                if not public:
+                credentials = "Authorization" in request.headers \
+                    or request.user.is_authenticated
+                if not public and (credentials or not anonymous):
                     _authenticate(request)
                 return view(request, *args, **kwargs)
             except ApiError as error:
@@ -360,7 +364,7 @@ def run_kernel(request: HttpRequest, run_id: str, device: str, strategy: str,
     })
 
 
-@api_view("GET")
+@api_view("GET", anonymous=True)   # the run page's fusion view, for anyone who may see it
 def run_graph(request: HttpRequest, run_id: str) -> JsonResponse:
     """The uploaded graph with one plan's kernels on it (compiler/fusion/graph_view.py):
     `?device=D&strategy=S`, by default the run's first device and its fastest plan (the

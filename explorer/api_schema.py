@@ -240,10 +240,28 @@ SCHEMAS = {
         "type": "object",
         "description": "The uploaded graph with one plan's kernels on it "
                        "(compiler/fusion/graph_view.py).",
-        "required": ["id", "device", "strategy", "nodes", "edges", "dram", "kernels"],
+        "required": ["id", "device", "strategy", "nodes", "edges", "dram", "kernels",
+                     "layout"],
         "properties": {
             "id": {"type": "string"}, "device": {"type": "string"},
             "strategy": {"type": "string"},
+            "layout": {
+                "type": "object", "required": ["top", "inner", "layers"],
+                "description": "Where to draw each node (compiler/fusion/graph_layout.py): "
+                               "layers top-down and x positions in units of one box, at the "
+                               "plan level and inside each kernel.",
+                "properties": {
+                    "top": {"type": "array", "description": "The plan level: each kernel and "
+                            "each node no kernel computes.", "items": {
+                                "type": "object", "required": ["id", "kernel", "layer", "x"],
+                                "properties": {"id": {"type": "string"},
+                                               "kernel": {"type": "boolean"},
+                                               "layer": {"type": "integer"},
+                                               "x": {"type": "number"}}}},
+                    "inner": {"type": "object", "description": "kernel name -> {width, "
+                              "layers, nodes: {node id: [x, layer]}}: the ops it computes "
+                              "(owned and recomputed)."},
+                    "layers": {"type": "integer"}}},
             "nodes": {"type": "array", "description": "Every node of the graph, in graph "
                       "order.", "items": {
                           "type": "object",

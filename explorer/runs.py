@@ -25,6 +25,7 @@ from django.db.models import Q, QuerySet
 from django.utils.crypto import salted_hmac
 
 from compiler.errors import InputError
+from compiler.fusion.graph_layout import plan_layout
 from compiler.fusion.graph_view import fusion_graph
 from compiler.importers import decompressed
 from compiler.pipeline import canonical_options, import_graph
@@ -179,6 +180,7 @@ def plan_graph(run: Run, artifact: dict, measurement: Measurement | None, device
         kernels = artifact["devices"][device]["strategies"][strategy]["kernels"]
         try:
             view = fusion_graph(import_graph(bytes(run.graph_bytes), run.filename), kernels)
+            view["layout"] = plan_layout(view)
         except (InputError, ValueError) as error:  # an upload or plan changed since
             raise PlanUnavailable(f"the run's graph cannot be shown: {error}") from error
         cache.set(key, view, GRAPH_CACHE_S)

@@ -158,7 +158,9 @@ def _results_context(run: Run, devices: dict) -> dict:
         eager = (result.get("eager") or {}).get("measured_us")
         context["figures"][f"{name}/comparison"] = presenters.comparison_figure(rows, eager)
         strategies = presenters.ordered_strategies(result["strategies"])
-        default = strategies[-1]
+        # The tab that opens first is the fastest plan (the lowest projected total), as the
+        # fusion view's and the graph API's default.
+        default = presenters.default_plan({"devices": devices}, name)[1]
         panel = _panel_context(run, name, default, result["strategies"][default])
         context["devices"].append({
             "name": name, "full_name": get_device(name).full_name, "comparison": rows,

@@ -16,8 +16,8 @@
   the projected/SOL ratio and its reason), as the plan's entries hold them.
 
 Kernel entries are the plan's as `FusionPlan.to_dict` (and the later stages) write them, so the
-view shows what the pages show. Nothing here lays the graph out; the browser does (see the run
-page's fusion view).
+view shows what the pages show. Where each node is drawn is graph_layout.py's work (the
+object's "layout"); the browser turns that into pixels (static/explorer/fusion_view.js).
 """
 
 from __future__ import annotations

@@ -74,6 +74,15 @@
     });
   }
 
+  // #node=<name> (the fusion view's "its CUDA lines" link): that node's lines, marked.
+  window.addEventListener("load", () => {
+    const wanted = /^#node=(.+)$/.exec(window.location.hash);
+    if (!wanted) return;
+    const name = decodeURIComponent(wanted[1]);
+    const button = document.querySelector(`.node[data-node="${CSS.escape(name)}"]`);
+    if (button) button.click();
+  });
+
   document.querySelectorAll(".node").forEach((button) => {
     button.addEventListener("click", () => {
       clearMarks();

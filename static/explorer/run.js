@@ -244,20 +244,29 @@
     return strategy ? `${device}/${strategy}` : null;
   }
 
+  // The fusion view (fusion_view.js) follows the plan shown: "explorer:plan" says which.
+  function announce(device, strategy, kernel = null) {
+    window.dispatchEvent(new CustomEvent("explorer:plan", { detail: { device, strategy, kernel } }));
+  }
+
   document.addEventListener("click", (event) => {
     if (!event.target.closest(".tabs__tab")) return;
     const plan = shownPlan();  // base.js has switched the tab: this listener comes after it
-    if (plan) history.replaceState(null, "", `#${plan}`);
+    if (!plan) return;
+    history.replaceState(null, "", `#${plan}`);
+    announce(...plan.split("/"));
   });
 
-  const wanted = /^#([\w.-]+)\/([\w.-]+)$/.exec(window.location.hash);
+  // #h100/xla, or #h100/xla/loop.3 with the kernel picked in the fusion view.
+  const wanted = /^#([\w.-]+)\/([\w.-]+)(?:\/(.+))?$/.exec(window.location.hash);
   if (wanted) {
-    const [, device, strategy] = wanted;
+    const [, device, strategy, kernel] = wanted;
     const tabs = [
       document.querySelector(`[data-tab-group="device"] .tabs__tab[data-tab="${device}"]`),
       document.querySelector(
         `[data-tab-group="strategy-${device}"] .tabs__tab[data-tab="${strategy}"]`),
     ];
     tabs.forEach((tab) => { if (tab) tab.click(); });
+    announce(device, strategy, kernel ? decodeURIComponent(kernel) : null);
   }
 })();

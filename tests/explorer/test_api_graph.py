@@ -57,11 +57,34 @@ class GraphTests(AccessTestCase):
         self.assertIn("strategy 'greedy' is not one of this run's: unfused, xla, stitch, cost",
                       response.json()["error"])
 
-    def test_a_teammate_sees_it_a_stranger_gets_a_404_and_nobody_a_401(self):
+    def test_a_teammate_sees_it_a_stranger_gets_a_404_and_nobody_a_404(self):
         self.assertEqual(self.get(self.teammate).status_code, 200)
         self.assertEqual(self.get(self.stranger).status_code, 404)
         self.client.logout()
-        self.assertEqual(self.client.get(self.url).status_code, 401)
+        self.assertEqual(self.client.get(self.url).status_code, 404)
+
+    def test_a_public_run_is_answered_without_credentials_and_bad_ones_are_refused(self):
+        public = self.make_done_run("p" * 22, Run.PUBLIC)
+        url = reverse("api-run-graph", args=[public.pk])
+        self.client.logout()
+        self.assertEqual(self.client.get(url).status_code, 200)
+        response = self.client.get(url, HTTP_AUTHORIZATION="Bearer not-a-key")
+        self.assertEqual(response.status_code, 401)
+
+    def test_it_carries_the_layout_of_every_kernel_and_every_node_outside_them(self):
+        body = self.get(self.owner, "?device=h100&strategy=unfused").json()
+
+        top = {entry["id"]: entry for entry in body["layout"]["top"]}
+        alone = {n["id"] for n in body["nodes"] if n["kernel"] is None and not n["also_in"]}
+        self.assertEqual(set(top), {k["name"] for k in body["kernels"]} | alone)
+        self.assertEqual(set(body["layout"]["inner"]), {k["name"] for k in body["kernels"]})
+        nodes = {n["id"]: n for n in body["nodes"]}
+        for source, target in body["edges"]:   # a value read through memory goes down
+            reader = nodes[target]["kernel"]
+            if reader is None or reader in nodes[source]["also_in"]:
+                continue                       # into a tuple, or recomputed by its reader
+            writer = nodes[source]["kernel"] or source
+            self.assertLess(top[writer]["layer"], top[reader]["layer"])
 
     def test_a_running_run_gets_a_409(self):
         run = self.make_run("q" * 22, status=Run.RUNNING, stage="build")

@@ -1,0 +1,236 @@
+"""The fusion view (static/explorer/fusion_view.js) in a real browser.
+
+A kernel is picked, expanded, and its op followed to the source line and the CUDA lines. The
+picked kernel lives in the URL, and a plan switch keeps the viewport. An op is found by search
+on the 4,335-node 12-layer training step, and the view draws the 16,647-node 48-layer step.
+
+The two training steps are stored from their explored plans, with no CUDA built. The view needs
+only the plans, and building 16,000 nodes' kernels would take the suite minutes.
+benchmarks/fusion_view_speed.py times the 48-layer step's view with this file.
+"""
+import json
+import os
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import LAYER_NORM_BWD
+from tests.browser.test_upload_flow import assert_no_js_errors, log_in
+from tests.browser.waits import TEST_TIMEOUT_S
+
+pytestmark = pytest.mark.timeout(TEST_TIMEOUT_S)
+
+ROOT = Path(__file__).resolve().parents[2]
+STEP_12 = ROOT / "benchmarks" / "data" / "transformer_12l.hlo.gz"
+STEP_48 = ROOT / "benchmarks" / "data" / "transformer_48l.hlo.gz"
+READY = '#fusion-graph[data-ready="true"]'
+# With FUSION_VIEW_TIMING=<file> the 48-layer test writes the page's timings there
+# (benchmarks/fusion_view_speed.py); no test asserts on them.
+TIMING_FILE = os.environ.get("FUSION_VIEW_TIMING")
+
+
+def explored_run(owner, run_id: str, path: Path, strategies: list[str], name: str):
+    """A done run of `path` holding its explored plans for the H100 (no kernels built)."""
+    from compiler.fusion.explore import exploration_to_dict, explore
+    from compiler.importers import import_bytes
+    from compiler.ir.summary import summarize
+    from compiler.version import compiler_version
+    from explorer.models import Run
+
+    data = path.read_bytes()
+    graph = import_bytes(data, path.name)[0]
+    summary = summarize(graph)
+    plans = explore(graph, "h100", strategies)
+    artifact = {"compiler_version": compiler_version(), "graph": summary,
+                "devices": {"h100": exploration_to_dict(summary, "h100", plans)}}
+    run = Run.objects.create(
+        id=run_id, owner=owner, visibility=Run.PRIVATE, status=Run.DONE, filename=path.name,
+        graph_bytes=data, devices=["h100"], strategies=strategies,
+        compiler_version=artifact["compiler_version"], artifact=artifact, name=name)
+    run.node_count = len(graph.nodes)
+    return run
+
+
+def fusion(page):
+    return page.locator("#fusion-graph")
+
+
+def call(page, expression: str):
+    return page.evaluate(f"(() => document.getElementById('fusion-graph').fusionView"
+                         f".{expression})()")
+
+
+def click_at(page, box: dict, dy: float = 0.5, double: bool = False):
+    canvas = page.locator("#fusion-graph canvas.fusion__canvas").bounding_box()
+    x = canvas["x"] + box["x"] + box["w"] / 2
+    y = canvas["y"] + box["y"] + box["h"] * dy
+    if double:
+        page.mouse.dblclick(x, y)
+    else:
+        page.mouse.click(x, y)
+
+
+def test_a_kernel_is_picked_expanded_and_its_op_followed_to_source_and_cuda(
+        layer_norm_run, live_server, new_page, screenshots):
+    page = new_page()
+    log_in(page, live_server.url, "ada", next_path=f"/r/{layer_norm_run.pk}")
+    expect(page.locator(READY)).to_be_attached()
+
+    # The fastest plan (lowest projected total), its tab shown too.
+    plans = layer_norm_run.artifact["devices"]["h100"]["strategies"]
+    fastest = min(plans, key=lambda name: plans[name]["total"]["proj_us"])
+    expect(fusion(page)).to_have_attribute("data-strategy", fastest)
+    expect(page.locator(".tabs--small .tabs__tab.is-active")).to_have_text(fastest)
+
+    # The xla plan has kernels of several ops: pick the largest one.
+    page.locator("#fusion-strategy").select_option("xla")
+    expect(fusion(page)).to_have_attribute("data-strategy", "xla")
+    expect(page.locator(READY)).to_be_attached()
+    kernels = plans["xla"]["kernels"]
+    kernel = max(kernels, key=lambda k: len(k["nodes"]))
+    click_at(page, call(page, f"locate({json.dumps(kernel['name'])})"))
+    info = page.locator("#fusion-info")
+    expect(info.locator("h4")).to_have_text(kernel["name"])
+    assert page.url.endswith(f"#h100/xla/{kernel['name']}")
+    expect(info.locator(".fusion__kernel-link")).to_have_attribute(
+        "href", f"/r/{layer_norm_run.pk}/h100/xla/{kernel['name']}")
+
+    # Double-click: its ops, each placed inside it.
+    click_at(page, call(page, f"locate({json.dumps(kernel['name'])})"), dy=0.3, double=True)
+    assert call(page, "expanded()") == [kernel["name"]]
+    box = call(page, f"locate({json.dumps(kernel['name'])})")
+    for name in kernel["nodes"]:
+        op = call(page, f"locate({json.dumps(name)}, {json.dumps(kernel['name'])})")
+        assert box["x"] <= op["x"] and op["x"] + op["w"] <= box["x"] + box["w"] + 0.5
+        assert box["y"] <= op["y"] and op["y"] + op["h"] <= box["y"] + box["h"] + 0.5
+    screenshots(page, "fusion-view-expanded")
+
+    # An op: its line in the upload, and the CUDA lines that compute it.
+    from explorer.models import KernelSource
+
+    line_nodes = KernelSource.objects.get(run=layer_norm_run, device="h100", strategy="xla",
+                                          kernel=kernel["name"]).line_nodes
+    in_cuda = {n for names in line_nodes.values() for n in names}
+    lines = LAYER_NORM_BWD.read_text().splitlines()
+    name = next(n for n in kernel["nodes"] if n in in_cuda and any(
+        line.strip().startswith(f"{n} =") for line in lines))
+    number = 1 + next(i for i, line in enumerate(lines) if line.strip().startswith(f"{name} ="))
+    click_at(page, call(page, f"locate({json.dumps(name)}, {json.dumps(kernel['name'])})"))
+    expect(info.locator("h4")).to_have_text(name)
+    expect(info.locator(".fusion__source-link")).to_have_text(f"source line {number}")
+    page.locator("#fusion-info .fusion__source-link").click()
+    expect(page.locator(f"#L{number}")).to_be_in_viewport()
+    assert page.url.endswith(f"/source#L{number}")
+    page.go_back()
+    expect(page.locator(READY)).to_be_attached()
+
+    page.goto("about:blank")     # a new load of the link, not a jump within the page
+    page.goto(f"{live_server.url}/r/{layer_norm_run.pk}#h100/xla/{kernel['name']}")
+    expect(page.locator(READY)).to_be_attached()
+    expect(info.locator("h4")).to_have_text(kernel["name"])     # the URL's kernel is picked
+    assert call(page, "picked()")["id"] == kernel["name"]
+    # Found by its name, the op is shown inside its kernel, expanded for it.
+    page.locator("#fusion-search").fill(name)
+    page.locator("#fusion-search").press("Enter")
+    expect(info.locator("h4")).to_have_text(name)
+    assert call(page, "expanded()") == [kernel["name"]]
+    page.locator("#fusion-info .fusion__cuda-link").click()
+    expect(page).to_have_url(
+        f"{live_server.url}/r/{layer_norm_run.pk}/h100/xla/{kernel['name']}#node={name}")
+    expect(page.locator(f'.node.is-marked[data-node="{name}"]')).to_have_count(1)
+    assert page.locator("#source li.is-marked").count() >= 1
+    assert_no_js_errors(page)
+
+
+def test_switching_the_plan_keeps_the_viewport(layer_norm_run, live_server, new_page):
+    page = new_page()
+    log_in(page, live_server.url, "ada", next_path="/runs")
+    page.goto(f"{live_server.url}/r/{layer_norm_run.pk}#h100/unfused")
+    expect(fusion(page)).to_have_attribute("data-strategy", "unfused")
+    expect(page.locator(READY)).to_be_attached()
+    page.locator("#fusion-zoom-in").click()
+    canvas = page.locator("#fusion-graph canvas.fusion__canvas").bounding_box()
+    page.mouse.move(canvas["x"] + 300, canvas["y"] + 300)
+    page.mouse.down()
+    page.mouse.move(canvas["x"] + 200, canvas["y"] + 240, steps=4)
+    page.mouse.up()
+    before = call(page, "viewport()")
+    # The page's own strategy tab switches the view too.
+    page.locator('.tabs--small .tabs__tab[data-tab="cost"]').click()
+    expect(fusion(page)).to_have_attribute("data-strategy", "cost")
+    expect(page.locator(READY)).to_be_attached()
+    assert call(page, "viewport()") == before
+    assert page.url.endswith("#h100/cost")
+    assert_no_js_errors(page)
+
+
+@pytest.fixture
+def step_12_run(users):
+    return explored_run(users["owner"], "b" * 22, STEP_12, ["xla", "cost"], "12-layer step")
+
+
+def test_search_finds_an_op_in_a_training_step_and_opens_its_kernel(step_12_run, live_server,
+                                                                     new_page, screenshots):
+    page = new_page()
+    log_in(page, live_server.url, "ada", next_path="/runs")
+    page.goto(f"{live_server.url}/r/{step_12_run.pk}#h100/cost")
+    expect(page.locator(READY)).to_be_attached()
+    nodes = step_12_run.node_count
+    assert nodes >= 1000
+    expect(page.locator("#fusion-status")).to_contain_text(f"{nodes} nodes")
+    screenshots(page, "fusion-view-training-step")
+
+    # An op kind lists every op of that kind; Enter opens the first one in its kernel.
+    kernels = step_12_run.artifact["devices"]["h100"]["strategies"]["cost"]["kernels"]
+    owner = {name: k["name"] for k in kernels for name in k["nodes"]}
+    page.locator("#fusion-search").fill("reduce")
+    results = page.locator("#fusion-results li button")
+    expect(results.first).to_be_visible()
+    found = call(page, "found()")
+    assert found and all(name in owner or name.startswith("reduce") for name in found)
+    page.locator("#fusion-search").press("Enter")
+    picked = call(page, "picked()")
+    assert picked["type"] == "op" and picked["id"] == found[0]
+    assert picked["kernel"] in call(page, "expanded()")
+    op = call(page, f"locate({json.dumps(picked['id'])}, {json.dumps(picked['kernel'])})")
+    shown = page.locator("#fusion-graph canvas.fusion__canvas").bounding_box()
+    assert 0 <= op["x"] + op["w"] / 2 <= shown["width"]    # centred on it
+    assert 0 <= op["y"] + op["h"] / 2 <= shown["height"]
+    expect(page.locator("#fusion-info h4")).to_have_text(picked["id"])
+    screenshots(page, "fusion-view-search")
+    assert_no_js_errors(page)
+
+
+@pytest.fixture
+def step_48_run(users):
+    return explored_run(users["owner"], "c" * 22, STEP_48, ["xla"], "48-layer step")
+
+
+def test_the_48_layer_step_of_16000_nodes_is_drawn(step_48_run, live_server, new_page,
+                                                    screenshots):
+    page = new_page()
+    log_in(page, live_server.url, "ada", next_path="/runs")
+    page.goto(f"{live_server.url}/r/{step_48_run.pk}")
+    expect(page.locator(READY)).to_be_attached()
+    nodes = step_48_run.node_count
+    assert nodes > 10_000
+    expect(page.locator("#fusion-status")).to_contain_text(f"{nodes} nodes")
+    # Zoomed to a readable scale, then panned: both redraw what is on screen.
+    kernels = step_48_run.artifact["devices"]["h100"]["strategies"]["xla"]["kernels"]
+    page.locator("#fusion-search").fill(kernels[len(kernels) // 2]["name"])
+    page.locator("#fusion-search").press("Enter")
+    expect(page.locator("#fusion-info h4")).to_have_text(kernels[len(kernels) // 2]["name"])
+    screenshots(page, "fusion-view-48-layers")
+    if TIMING_FILE:
+        timing = page.evaluate("""() => {
+            const navigation = performance.getEntriesByType("navigation")[0];
+            const api = performance.getEntriesByType("resource")
+                .find((entry) => entry.name.includes("/graph"));
+            return {ready_ms: Number(document.getElementById("fusion-graph").dataset.readyMs),
+                    dom_content_loaded_ms: navigation.domContentLoadedEventEnd,
+                    graph_response_ms: api ? api.responseEnd : null,
+                    graph_bytes: api ? api.encodedBodySize : null};
+        }""")
+        Path(TIMING_FILE).write_text(json.dumps({**timing, "nodes": nodes}))
+    assert_no_js_errors(page)
