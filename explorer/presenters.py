@@ -20,13 +20,6 @@ STRATEGY_ORDER = ("unfused", "xla", "stitch", "cost")
 # What an empty measured cell says on hover (the page's GPU measurement line says why).
 NOT_MEASURED = "not measured"
 
-# One colour per limiter, the same on every chart of the site.
-LIMITER_COLOURS = {
-    "dram": "#3b6fd8", "l2": "#6c8fe0", "lsu": "#1f9e89", "fma": "#e07b39", "fp32": "#e07b39",
-    "alu": "#c9a227", "mufu": "#b5446e", "xu": "#b5446e", "fp64": "#8c564b", "fp16": "#d95f02",
-    "tensor": "#7f3c8d", "shuffle": "#17becf", "latency": "#d62728", "launch": "#7f7f7f",
-}
-OTHER_COLOUR = "#999999"
 HIGHLIGHT_COLOUR = "#d62728"
 LEARNED_COLOUR = "#8c6bb1"
 BAR_COLOUR = "#9bb3e8"
@@ -38,10 +31,6 @@ LAYOUT = {"margin": {"l": 60, "r": 20, "t": 40, "b": 50}, "font": {"family": "sy
 def ordered_strategies(strategies: dict) -> list[str]:
     known = [name for name in STRATEGY_ORDER if name in strategies]
     return known + sorted(name for name in strategies if name not in STRATEGY_ORDER)
-
-
-def limiter_colour(limiter: str | None) -> str:
-    return LIMITER_COLOURS.get(limiter or "", OTHER_COLOUR)
 
 
 # -- measurements -----------------------------------------------------------------------------
@@ -354,128 +343,6 @@ def decision_rows(strategy_result: dict) -> list[dict]:
 
 def decision_actions(rows: list[dict]) -> list[str]:
     return sorted({row["action"] for row in rows if row["action"]})
-
-
-# -- kernel DAG -------------------------------------------------------------------------------
-
-def kernel_edges(kernels: list[dict]) -> list[tuple[int, int]]:
-    """(producer, consumer) index pairs: a kernel feeds every kernel that reads one of its
-    outputs."""
-    producer_of = {}
-    for index, kernel in enumerate(kernels):
-        for output in kernel["outputs"]:
-            producer_of[output] = index
-    edges = set()
-    for index, kernel in enumerate(kernels):
-        for value in kernel["inputs"]:
-            producer = producer_of.get(value)
-            if producer is not None and producer != index:
-                edges.add((producer, index))
-    return sorted(edges)
-
-
-def kernel_depths(count: int, edges: list[tuple[int, int]]) -> list[int]:
-    """Longest path from a kernel without producers, by Kahn's topological order."""
-    consumers = defaultdict(list)
-    waiting = [0] * count
-    for producer, consumer in edges:
-        consumers[producer].append(consumer)
-        waiting[consumer] += 1
-    depth = [0] * count
-    ready = [index for index in range(count) if waiting[index] == 0]
-    while ready:
-        index = ready.pop()
-        for consumer in consumers[index]:
-            depth[consumer] = max(depth[consumer], depth[index] + 1)
-            waiting[consumer] -= 1
-            if waiting[consumer] == 0:
-                ready.append(consumer)
-    return depth
-
-
-def _marker_sizes(byte_counts: list[int | None]) -> list[float]:
-    largest = max((count or 0 for count in byte_counts), default=0) or 1
-    return [8 + 22 * math.sqrt((count or 0) / largest) for count in byte_counts]
-
-
-def kernel_dag_figure(strategy_result: dict, colour_by: str = "proj_us") -> dict:
-    """The plan's kernels as a layered DAG: x is the topological depth, nodes sized by DRAM
-    bytes and coloured by projected time (`colour_by="proj_us"`) or by limiter. WebGL traces,
-    so that plans of thousands of kernels stay responsive."""
-    kernels = strategy_result["kernels"]
-    edges = kernel_edges(kernels)
-    depths = kernel_depths(len(kernels), edges)
-    row_in_layer: dict[int, int] = defaultdict(int)
-    xs, ys = [], []
-    for depth in depths:
-        xs.append(depth)
-        ys.append(-row_in_layer[depth])
-        row_in_layer[depth] += 1
-
-    edge_x, edge_y = [], []
-    for producer, consumer in edges:
-        edge_x += [xs[producer], xs[consumer], None]
-        edge_y += [ys[producer], ys[consumer], None]
-    data = [{"type": "scattergl", "mode": "lines", "x": edge_x, "y": edge_y,
-             "line": {"color": "#b0b7c3", "width": 1}, "hoverinfo": "skip",
-             "showlegend": False, "name": "edges"}]
-
-    sizes = _marker_sizes([kernel["dram_bytes"] for kernel in kernels])
-    hover = [f"{k['name']} ({k['kind']})<br>{len(k['nodes'])} nodes, "
-             f"{format_bytes(k['dram_bytes'] or 0)}<br>projected {_us(k['proj_us'])}, "
-             f"limiter {k['limiter'] or '–'}" for k in kernels]
-    if colour_by == "limiter":
-        groups = defaultdict(list)
-        for index, kernel in enumerate(kernels):
-            groups[kernel["limiter"] or "none"].append(index)
-        for limiter in sorted(groups):
-            members = groups[limiter]
-            data.append(_dag_nodes(members, xs, ys, sizes, hover, kernels, name=limiter,
-                                   marker={"color": limiter_colour(limiter)}))
-    else:
-        members = list(range(len(kernels)))
-        times = [kernel["proj_us"] if kernel["proj_us"] is not None else kernel["sol_us"]
-                 for kernel in kernels]
-        data.append(_dag_nodes(members, xs, ys, sizes, hover, kernels, name="kernels",
-                               marker={"color": times, "colorscale": "Viridis",
-                                       "showscale": True,
-                                       "colorbar": {"title": {"text": "µs"}}}))
-    rows = max(row_in_layer.values(), default=1)
-    layout = {**LAYOUT, "hovermode": "closest", "showlegend": colour_by == "limiter",
-              "height": min(DAG_MAX_HEIGHT, 160 + 80 * rows),
-              "xaxis": {"title": {"text": "depth (longest chain of producer kernels)"},
-                        "zeroline": False, "showgrid": False, "dtick": 1},
-              "yaxis": {"visible": False, "range": [0.6 - rows, 0.6]}, "dragmode": "pan"}
-    if len(kernels) <= DAG_LABELLED_KERNELS:
-        layout["annotations"] = [
-            {"x": x, "y": y, "text": kernel["name"], "showarrow": False, "yshift": 20,
-             "font": {"size": 11, "color": "#3a4254"}}
-            for x, y, kernel in zip(xs, ys, kernels)]
-    return {"data": data, "layout": layout}
-
-
-# Plans up to this many kernels get a name over each node; larger ones rely on hover.
-DAG_LABELLED_KERNELS = 40
-DAG_MAX_HEIGHT = 560
-
-
-def _dag_nodes(members, xs, ys, sizes, hover, kernels, name, marker) -> dict:
-    colour = marker["color"]
-    if isinstance(colour, list):
-        marker = {**marker, "color": [colour[i] for i in members]}
-    return {"type": "scattergl", "mode": "markers", "name": name,
-            "x": [xs[i] for i in members], "y": [ys[i] for i in members],
-            "text": [hover[i] for i in members], "hoverinfo": "text",
-            # What a click on a kernel shows: its name and a summary line (the page lists its
-            # ops from the kernel table, which has them already).
-            "customdata": [[kernels[i]["name"], hover[i].split("<br>", 1)[-1]
-                            .replace("<br>", "; ")] for i in members],
-            "marker": {**marker, "size": [sizes[i] for i in members],
-                       "line": {"color": "#333", "width": 0.5}}}
-
-
-def _us(value: float | None) -> str:
-    return "–" if value is None else f"{value:.2f} µs"
 
 
 BYTE_UNITS = ("KiB", "MiB", "GiB", "TiB")

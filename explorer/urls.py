@@ -14,8 +14,6 @@ urlpatterns = [
     path("r/<str:run_id>/measure", views.measure, name="explorer-run-measure"),
     path("r/<str:run_id>/plan/<str:device>/<str:strategy>", views.plan_panel,
          name="explorer-plan-panel"),
-    path("r/<str:run_id>/plan/<str:device>/<str:strategy>/dag-<str:colouring>.json",
-         views.plan_dag, name="explorer-plan-dag"),
     path("r/<str:run_id>/plan/<str:device>/<str:strategy>/decisions.json",
          views.plan_decisions, name="explorer-plan-decisions"),
     path("r/<str:run_id>/<str:device>/<str:strategy>/<str:kernel>", views.kernel_page,

@@ -193,9 +193,7 @@ def _panel_context(run: Run, device: str, strategy: str, result: dict) -> dict:
             "outliers": presenters.outlier_summary(result),
             "decided_by": presenters.decided_by(strategy, result),
             "decisions": decisions[:DECISIONS_SHOWN], "decision_count": len(decisions),
-            "actions": presenters.decision_actions(decisions),
-            # Coloured by time; the limiter colouring is fetched when asked for (plan_dag).
-            "figures": {f"{device}/{strategy}/time": presenters.kernel_dag_figure(result)}}
+            "actions": presenters.decision_actions(decisions)}
 
 
 def _plan_result(run: Run, device: str, strategy: str, measured: Measurement | None) -> dict:
@@ -230,25 +228,6 @@ def plan_decisions(request: HttpRequest, run: Run, device: str, strategy: str) -
                 for row in presenters.decision_rows(result)]
     return JsonResponse({"decisions": _cached(run, None, f"decisions:{device}:{strategy}",
                                               rows)})
-
-
-# The DAG colourings a panel can ask for, by the name the page uses.
-DAG_COLOURINGS = {"time": "proj_us", "limiter": "limiter"}
-
-
-@require_GET
-@_run_view(light=True)
-def plan_dag(request: HttpRequest, run: Run, device: str, strategy: str,
-             colouring: str) -> JsonResponse:
-    """One plan's kernel DAG as a Plotly figure, coloured by "time" or "limiter"."""
-    if colouring not in DAG_COLOURINGS:
-        raise Http404("No such colouring.")
-    measured = run.shown_measurement()
-    figure = _cached(run, measured, f"dag:{device}:{strategy}:{colouring}",
-                     lambda: presenters.kernel_dag_figure(
-                         _plan_result(run, device, strategy, measured),
-                         DAG_COLOURINGS[colouring]))
-    return JsonResponse(figure)
 
 
 @require_POST

@@ -1,6 +1,6 @@
 // The run page: progress polling until the run is done (and while a measurement runs), strategy
-// panels loaded when their tab is first opened, the plan DAG (colour switch, a click lists the
-// kernel's ops) and the decision filter.
+// panels loaded when their tab is first opened, sortable kernel tables, the decision filter,
+// and the shown plan in the URL (which the fusion view, fusion_view.js, follows).
 "use strict";
 
 (() => {
@@ -61,56 +61,7 @@
   // -- strategy panels -----------------------------------------------------------------------
 
   function setUpPanel(panel) {
-    const holder = panel.querySelector("[data-panel-figures] script");
-    if (holder) Object.assign(Explorer.figures, JSON.parse(holder.textContent));
-    panel.querySelectorAll("[data-dag-colour]").forEach((radio) => {
-      radio.addEventListener("change", async () => {
-        const plot = panel.querySelector(".plot--dag");
-        const key = `${plot.dataset.figureBase}/${radio.value}`;
-        if (!Explorer.figures[key]) {  // fetched the first time it is asked for
-          const response = await fetch(plot.dataset.dagUrl.replace("COLOURING", radio.value));
-          if (!response.ok) return;
-          Explorer.figures[key] = await response.json();
-        }
-        plot.dataset.figure = key;
-        Explorer.draw(plot);
-      });
-    });
-    const plot = panel.querySelector(".plot--dag");
-    if (plot) {
-      plot.addEventListener("explorer:drawn", () => {
-        if (plot.dataset.clickBound) return;
-        plot.dataset.clickBound = "1";
-        plot.on("plotly_click", (event) => {
-          const point = event.points[0];
-          if (point && point.customdata) showKernel(panel, plot, point.customdata);
-        });
-      });
-    }
     setUpDecisions(panel);
-    Explorer.drawVisible(panel);
-  }
-
-  // A click on a DAG node lists the kernel's ops (from its row in the kernel table) under the
-  // drawing.
-  function showKernel(panel, plot, [name, summary]) {
-    const row = [...panel.querySelectorAll("table.kernels tr[data-kernel]")]
-      .find((candidate) => candidate.dataset.kernel === name);
-    const nodes = row ? row.querySelector("[data-ops]").title.split(", ") : [];
-    const box = panel.querySelector(".plan__kernel");
-    box.querySelector(".plan__kernel-name").textContent = name;
-    box.querySelector(".plan__kernel-summary").textContent = summary;
-    box.querySelector(".plan__kernel-link").href =
-      plot.dataset.kernelUrl.replace("KERNEL", encodeURIComponent(name));
-    const list = box.querySelector(".plan__kernel-ops");
-    list.replaceChildren(...nodes.map((node) => {
-      const item = document.createElement("li");
-      const code = document.createElement("code");
-      code.textContent = node;
-      item.append(code);
-      return item;
-    }));
-    box.hidden = false;
   }
 
   async function loadPanel(placeholder) {

@@ -65,7 +65,7 @@ def test_a_plan_with_outliers_lists_them_worst_first_and_its_kernel_page_says_wh
     expect(cell).to_have_text("220× ⚠")
     expect(cell).to_have_attribute("title", kernels[1]["outlier_reason"])
     expect(page.locator(".plot--bars")).to_have_attribute("data-drawn", "h100/comparison")
-    expect(panel.locator(".plot--dag")).to_have_attribute("data-drawn", "h100/xla/time")
+    expect(page.locator("#fusion-graph")).to_have_attribute("data-strategy", "xla")
     assert_no_js_errors(page)
     screenshots(page, "run-outliers")
 

@@ -48,54 +48,43 @@ def check_comparison_table(page, run: Run) -> None:
 
 
 def check_charts(page) -> None:
-    """The comparison bars (SVG) and the visible plan's DAG (WebGL canvas) were drawn."""
+    """The comparison bars (SVG) were drawn, and the fusion view (a canvas)."""
     bars = page.locator('.device:not([hidden]) .plot[data-figure$="/comparison"][data-drawn]')
     expect(bars).to_have_class(re.compile(r"\bjs-plotly-plot\b"))
     expect(bars.locator(".bars .point")).to_have_count(2 * len(STRATEGIES))  # SOL, projected
-    dag = page.locator(".strategy:not([hidden]) .plot--dag[data-drawn]")
-    dag.locator("canvas").first.wait_for(state="attached")
-    expect(dag).to_have_class(re.compile(r"\bjs-plotly-plot\b"))
-    dag.locator(".scatterlayer, .gl-container").first.wait_for(state="attached")
+    expect(page.locator('#fusion-graph[data-ready="true"]')).to_be_attached()
 
 
 def check_plan_tabs(page, run: Run, screenshots) -> None:
-    """Another strategy's tab loads its panel on first click; its DAG is drawn, a click on a
-    kernel lists the kernel's ops, and the decision filter narrows the log."""
+    """Another strategy's tab loads its panel on first click and switches the fusion view; a
+    click on a kernel there gives its figures, the limiter colouring its legend, and the
+    decision filter narrows the log."""
     page.locator('.device:not([hidden]) .tabs--small .tabs__tab[data-tab="xla"]').click()
     panel = page.locator('.device:not([hidden]) .strategy[data-tab="xla"]:not([hidden])')
     xla = run.artifact["devices"]["h100"]["strategies"]["xla"]
     panel.locator("table.kernels").wait_for()
     assert panel.locator("table.kernels tbody tr").count() == len(xla["kernels"])
-    dag = panel.locator(".plot--dag[data-drawn]")
-    dag.locator("canvas").first.wait_for(state="attached")
+    view = page.locator("#fusion-graph")
+    expect(view).to_have_attribute("data-strategy", "xla")
+    expect(page.locator('#fusion-graph[data-ready="true"]')).to_be_attached()
 
-    # Click the first kernel's node where Plotly drew it.
-    dag.scroll_into_view_if_needed()
-    x, y, name = page.evaluate("""(plot) => {
-        const layout = plot._fullLayout, box = plot.getBoundingClientRect();
-        const nodes = plot.data.find((trace) => trace.mode === "markers");
-        return [box.left + layout.xaxis._offset + layout.xaxis.l2p(nodes.x[0]),
-                box.top + layout.yaxis._offset + layout.yaxis.l2p(nodes.y[0]),
-                nodes.customdata[0][0]];
-    }""", dag.element_handle())
-    page.mouse.move(x, y)
-    page.locator(".hoverlayer .hovertext").first.wait_for()  # Plotly found the point
-    page.mouse.click(x, y)
-    details = panel.locator(".plan__kernel")
-    details.wait_for()
-    assert details.locator(".plan__kernel-name").inner_text() == name
-    ops = details.locator(".plan__kernel-ops li").all_inner_texts()
-    assert ops == stored_kernel(run, "xla", name)["nodes"]
+    # Click the first kernel where the fusion view drew it.
+    name = xla["kernels"][0]["name"]
+    view.scroll_into_view_if_needed()
+    box = page.evaluate("(name) => document.getElementById('fusion-graph').fusionView"
+                        ".locate(name)", name)
+    canvas = view.locator("canvas.fusion__canvas").bounding_box()
+    page.mouse.click(canvas["x"] + box["x"] + box["w"] / 2, canvas["y"] + box["y"] + box["h"] / 2)
+    info = page.locator("#fusion-info")
+    expect(info.locator("h4")).to_have_text(name)
+    expect(info).to_contain_text(f"{len(stored_kernel(run, 'xla', name)['nodes'])} ops")
     screenshots(page, "run-xla-plan")
 
-    # Coloured by limiter: one trace per limiter, fetched on first use.
-    panel.locator("[data-dag-colour][value=limiter]").check()
-    page.wait_for_function("(plot) => plot.dataset.drawn && plot.dataset.drawn.endsWith("
-                           "'/limiter')", arg=dag.element_handle())
-    limiters = {k["limiter"] or "none" for k in xla["kernels"]}
-    legend = dag.locator(".legend .traces .legendtext")
-    expect(legend).to_have_count(len(limiters))
-    assert {text.strip() for text in legend.all_text_contents()} == limiters
+    # Coloured by limiter: the legend names each limiter of the plan.
+    page.locator("#fusion-colour").select_option("limiter")
+    limiters = {k["limiter"] for k in xla["kernels"] if k["limiter"]}
+    legend = page.locator("#fusion-legend li").all_inner_texts()
+    assert limiters <= {text.strip() for text in legend}
 
     node = xla["decisions"][-1]["subject"].split()[0]
     panel.locator("[data-decision-text]").fill(node)

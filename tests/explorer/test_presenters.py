@@ -217,66 +217,6 @@ class KernelTableTests(unittest.TestCase):
         self.assertIn("fuse", presenters.decision_actions(rows))
 
 
-class KernelDagTests(unittest.TestCase):
-    def node_traces(self, figure):
-        return [trace for trace in figure["data"] if trace["mode"] == "markers"]
-
-    def test_it_draws_one_node_per_kernel_with_webgl(self):
-        for strategy in ("unfused", "cost"):
-            result = ARTIFACT["devices"]["h100"]["strategies"][strategy]
-            for colour_by in ("proj_us", "limiter"):
-                figure = presenters.kernel_dag_figure(result, colour_by)
-                names = [data[0] for trace in self.node_traces(figure)
-                         for data in trace["customdata"]]
-                self.assertEqual(sorted(names), sorted(k["name"] for k in result["kernels"]))
-                self.assertTrue(all(trace["type"] == "scattergl" for trace in figure["data"]))
-
-    def test_its_edges_run_from_a_producer_to_each_kernel_reading_its_outputs(self):
-        kernels = ARTIFACT["devices"]["h100"]["strategies"]["cost"]["kernels"]
-        edges = presenters.kernel_edges(kernels)
-        expected = {(i, j) for i, producer in enumerate(kernels)
-                    for j, consumer in enumerate(kernels)
-                    if i != j and set(producer["outputs"]) & set(consumer["inputs"])}
-
-        self.assertEqual(set(edges), expected)
-        self.assertTrue(expected)
-
-    def test_every_edge_goes_to_a_deeper_layer(self):
-        result = ARTIFACT["devices"]["h100"]["strategies"]["unfused"]
-        edges = presenters.kernel_edges(result["kernels"])
-        depths = presenters.kernel_depths(len(result["kernels"]), edges)
-
-        self.assertTrue(all(depths[a] < depths[b] for a, b in edges))
-        figure = presenters.kernel_dag_figure(result)
-        self.assertEqual(len(figure["data"][0]["x"]), 3 * len(edges))
-
-    def test_colouring_by_limiter_gives_one_trace_per_limiter(self):
-        result = ARTIFACT["devices"]["h100"]["strategies"]["stitch"]
-        figure = presenters.kernel_dag_figure(result, "limiter")
-        limiters = {kernel["limiter"] for kernel in result["kernels"]}
-
-        self.assertEqual({trace["name"] for trace in self.node_traces(figure)}, limiters)
-
-    def test_a_small_plan_names_every_node_and_a_large_one_none(self):
-        result = ARTIFACT["devices"]["h100"]["strategies"]["unfused"]
-        labels = [note["text"] for note in presenters.kernel_dag_figure(result)["layout"]
-                  .get("annotations", [])]
-        self.assertEqual(sorted(labels), sorted(k["name"] for k in result["kernels"]))
-        kernels = [{**result["kernels"][0], "name": f"k{i}"}
-                   for i in range(presenters.DAG_LABELLED_KERNELS + 1)]
-        figure = presenters.kernel_dag_figure({"kernels": kernels})
-        self.assertNotIn("annotations", figure["layout"])
-
-    def test_a_large_plan_stays_one_node_trace(self):
-        kernels = [{"name": f"k{i}", "kind": "loop", "nodes": [f"n{i}"], "inputs": [f"n{i - 1}"],
-                    "outputs": [f"n{i}"], "dram_bytes": 1024, "sol_us": 1.0, "proj_us": 1.0,
-                    "limiter": "dram"} for i in range(5000)]
-        figure = presenters.kernel_dag_figure({"kernels": kernels})
-
-        self.assertEqual(len(self.node_traces(figure)), 1)
-        self.assertEqual(max(figure["data"][1]["x"]), 4999)
-
-
 class KernelPageTests(unittest.TestCase):
     def test_occupancy_curves_agree_with_the_calculator_and_the_artifact(self):
         device = get_device("h100")

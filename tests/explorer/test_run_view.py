@@ -90,19 +90,14 @@ class RunViewTests(AccessTestCase):
             url = reverse("explorer-kernel", args=[self.done.pk, "a100", fastest, kernel["name"]])
             self.assertContains(response, f'href="{url}"')
 
-    def test_it_embeds_the_bar_chart_and_the_first_plans_webgl_dag(self):
+    def test_it_embeds_the_bar_chart_and_the_fusion_view_of_the_fastest_plan(self):
         response = self.get(self.owner)
         figures = self.figures(response)
 
         self.assertEqual(figures["h100/comparison"]["data"][0]["type"], "bar")
-        # The plan tab that opens first (the fastest) comes with the page, in its panel's own
-        # script.
-        html = response.content.decode()
-        start = html.index("<div data-panel-figures hidden>")
-        script = html.index("<script", start)
-        body = html[html.index(">", script) + 1:html.index("</script>", script)]
-        dag = json.loads(body)[f"a100/{self.fastest('a100')}/time"]  # the first device's
-        self.assertTrue(all(trace["type"] == "scattergl" for trace in dag["data"]))
+        self.assertEqual(set(figures), {"a100/comparison", "h100/comparison"})
+        self.assertContains(response, 'id="fusion-graph"')
+        self.assertContains(response, reverse("api-run-graph", args=[self.done.pk]))
 
     def test_the_other_plans_load_when_their_tab_is_opened(self):
         response = self.get(self.owner)
