@@ -641,7 +641,7 @@
       const node = data.nodeIndex.get(id);
       button.textContent = kernel ? `${id} — kernel, ${kernel.kind}`
         : `${id} — ${node.op}${node.kernel ? ` in ${node.kernel}` : ""}`;
-      button.addEventListener("click", () => goTo(id));
+      button.addEventListener("click", () => { results.hidden = true; goTo(id); });
       item.append(button);
       return item;
     });
@@ -714,12 +714,21 @@
                                150);
   });
   search.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") {         // closes the list; a second Escape clears the search
+      if (results.hidden) { search.value = ""; found = matching(""); draw(); }
+      results.hidden = true;
+      return;
+    }
     if (event.key !== "Enter") return;
     event.preventDefault();
     found = matching(search.value);
     showResults();
     const first = [...found][0];
-    if (first) goTo(first);
+    if (first) { results.hidden = true; goTo(first); }
+  });
+  search.addEventListener("focus", () => { if (search.value.trim()) showResults(); });
+  document.addEventListener("pointerdown", (event) => {
+    if (!event.target.closest(".fusion__search")) results.hidden = true;
   });
   colourPicker.addEventListener("change", () => { drawLegend(); draw(); });
   document.getElementById("fusion-zoom-in").addEventListener("click", () => {

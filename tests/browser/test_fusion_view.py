@@ -190,6 +190,7 @@ def test_search_finds_an_op_in_a_training_step_and_opens_its_kernel(step_12_run,
     found = call(page, "found()")
     assert found and all(name in owner or name.startswith("reduce") for name in found)
     page.locator("#fusion-search").press("Enter")
+    expect(page.locator("#fusion-results")).to_be_hidden()     # the list closes on a pick
     picked = call(page, "picked()")
     assert picked["type"] == "op" and picked["id"] == found[0]
     assert picked["kernel"] in call(page, "expanded()")
@@ -199,6 +200,11 @@ def test_search_finds_an_op_in_a_training_step_and_opens_its_kernel(step_12_run,
     assert 0 <= op["y"] + op["h"] / 2 <= shown["height"]
     expect(page.locator("#fusion-info h4")).to_have_text(picked["id"])
     screenshots(page, "fusion-view-search")
+    # Escape twice: the list stays closed, then the search and its highlights are cleared.
+    page.locator("#fusion-search").press("Escape")
+    page.locator("#fusion-search").press("Escape")
+    expect(page.locator("#fusion-search")).to_have_value("")
+    assert call(page, "found()") == []
     assert_no_js_errors(page)
 
 
