@@ -109,6 +109,7 @@
   function index() {
     data.nodeIndex = new Map(data.nodes.map((node) => [node.id, node]));
     data.kernelIndex = new Map(data.kernels.map((kernel) => [kernel.name, kernel]));
+    data.spans = {};
   }
 
   // Pixels from the server's layers and x positions: each layer as tall as its tallest box,
@@ -396,9 +397,14 @@
     return RAMP[Math.min(RAMP.length - 1, Math.floor(step * RAMP.length))];
   }
 
+  // The log range of a figure over the plan's kernels, worked out once per plan: every box
+  // drawn (and the minimap's, on every pan) asks for it.
   function span(figure) {
-    const values = data.kernels.map((k) => k[figure]).filter((v) => v > 0).map(Math.log);
-    return values.length ? [Math.min(...values), Math.max(...values)] : [0, 0];
+    if (!data.spans[figure]) {
+      const values = data.kernels.map((k) => k[figure]).filter((v) => v > 0).map(Math.log);
+      data.spans[figure] = values.length ? [Math.min(...values), Math.max(...values)] : [0, 0];
+    }
+    return data.spans[figure];
   }
 
   function tint(hex) {
