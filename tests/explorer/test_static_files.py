@@ -61,21 +61,21 @@ class CollectedStaticFileTests(SimpleTestCase):
         max_age = int(re.search(r"max-age=(\d+)", cache_control).group(1))
         self.assertGreaterEqual(max_age, ONE_YEAR_S)
 
-    def test_a_client_that_accepts_gzip_gets_it_gzipped_and_smaller(self):
-        response = self.fetch("gzip, deflate")
+    def assert_compressed(self, accept: str, encoding: str, decompress) -> None:
+        """Asked for with `accept`, the file comes in `encoding`, smaller, and decompresses
+        to itself."""
+        response = self.fetch(accept)
         body = response.getvalue()
 
-        self.assertEqual(response["Content-Encoding"], "gzip")
-        self.assertEqual(gzip.decompress(body), self.content)
+        self.assertEqual(response["Content-Encoding"], encoding)
+        self.assertEqual(decompress(body), self.content)
         self.assertLess(len(body), len(self.content))
+
+    def test_a_client_that_accepts_gzip_gets_it_gzipped_and_smaller(self):
+        self.assert_compressed("gzip, deflate", "gzip", gzip.decompress)
 
     def test_a_client_that_accepts_brotli_gets_it_brotli_compressed_and_smaller(self):
-        response = self.fetch("gzip, deflate, br")
-        body = response.getvalue()
-
-        self.assertEqual(response["Content-Encoding"], "br")
-        self.assertEqual(brotli.decompress(body), self.content)
-        self.assertLess(len(body), len(self.content))
+        self.assert_compressed("gzip, deflate, br", "br", brotli.decompress)
 
     def test_a_client_that_accepts_no_compression_gets_the_file_as_it_is(self):
         response = self.fetch()
