@@ -48,15 +48,17 @@ def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator:
 def store_done_run(owner, run_id: str, artifact: dict, hlo: Path = LAYER_NORM_BWD,
                    name: str = "layer norm backward") -> Run:
     """A finished run of `hlo`, stored directly from `artifact` (what compile_graph made of it,
-    edited or not) with its kernels' sources: no worker compiles it."""
+    edited or not) with its kernels' sources, if it has any: no worker compiles it. Its
+    strategies are the ones the artifact holds."""
     from explorer.models import KernelSource, Run
 
     artifact = dict(artifact)
-    sources = artifact.pop("sources")
+    sources = artifact.pop("sources", {})
+    strategies = list(next(iter(artifact["devices"].values()))["strategies"])
     run = Run.objects.create(
         id=run_id, owner=owner, visibility=Run.PRIVATE, status=Run.DONE, filename=hlo.name,
         graph_bytes=hlo.read_bytes(), devices=list(artifact["devices"]),
-        strategies=STRATEGIES, compiler_version=artifact["compiler_version"],
+        strategies=strategies, compiler_version=artifact["compiler_version"],
         artifact=artifact, name=name)
     KernelSource.objects.bulk_create(KernelSource.from_artifact(run.pk, key, source)
                                      for key, source in sources.items())

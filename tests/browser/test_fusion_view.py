@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import LAYER_NORM_BWD
+from tests.browser.conftest import LAYER_NORM_BWD, store_done_run
 from tests.browser.test_upload_flow import assert_no_js_errors, log_in
 from tests.browser.waits import TEST_TIMEOUT_S
 
@@ -36,18 +36,13 @@ def explored_run(owner, run_id: str, path: Path, strategies: list[str], name: st
     from compiler.importers import import_bytes
     from compiler.ir.summary import summarize
     from compiler.version import compiler_version
-    from explorer.models import Run
 
-    data = path.read_bytes()
-    graph = import_bytes(data, path.name)[0]
+    graph = import_bytes(path.read_bytes(), path.name)[0]
     summary = summarize(graph)
     plans = explore(graph, "h100", strategies)
     artifact = {"compiler_version": compiler_version(), "graph": summary,
                 "devices": {"h100": exploration_to_dict(summary, "h100", plans)}}
-    run = Run.objects.create(
-        id=run_id, owner=owner, visibility=Run.PRIVATE, status=Run.DONE, filename=path.name,
-        graph_bytes=data, devices=["h100"], strategies=strategies,
-        compiler_version=artifact["compiler_version"], artifact=artifact, name=name)
+    run = store_done_run(owner, run_id, artifact, hlo=path, name=name)
     run.node_count = len(graph.nodes)
     return run
 
