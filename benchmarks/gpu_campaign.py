@@ -885,8 +885,8 @@ def _fraction(value) -> str:
     return f"{value:.2f}" if isinstance(value, (int, float)) else "-"
 
 
-def report_markdown(summary: dict, settings: dict, not_done: list[str] | None = None,
-                    folder: Folder | None = None) -> str:
+def report_markdown(summary: dict, settings: dict, not_done: list[str],
+                    folder: Folder) -> str:
     env = summary["environment"] or {}
     gpu = env.get("gpu") or {}
     lines = ["# GPU campaign (issue 15)", ""]
@@ -950,11 +950,10 @@ def report_markdown(summary: dict, settings: dict, not_done: list[str] | None = 
                      f"{_us(figures['top1_regret_percent'])} |")
     lines += _calibration_lines(summary["calibrate"]) + _training_lines(summary["train"])
     lines += _ncu_lines(summary["ncu"]) + _losses(summary)
-    if folder is not None:
-        lines += _not_done(not_done or [], folder)
-        analysis = folder.root / "ANALYSIS.md"   # written by a person, kept with the results
-        if analysis.exists():
-            lines += ["", analysis.read_text().strip()]
+    lines += _not_done(not_done, folder)
+    analysis = folder.root / "ANALYSIS.md"   # written by a person, kept with the results
+    if analysis.exists():
+        lines += ["", analysis.read_text().strip()]
     return "\n".join(lines) + "\n"
 
 
