@@ -11,21 +11,23 @@
 // tab is picked (and for the plan in the URL's hash), and the view keeps its viewport when the
 // plan changes, so two plans of one graph can be flipped between. Its own pickers click those
 // tabs. A picked kernel goes into the hash (#h100/cost/loop.3), so a link reopens it.
+//
+// Side by side (the "side by side with" switch): a second pane draws another plan of the same
+// graph. Each kernel is coloured by what became of its ops in the other plan (the same kernel,
+// several kernels merged, a piece of a larger kernel, regrouped), panning or zooming one pane
+// brings the other to the same ops, and a kernel picked in one is marked in the other. The
+// other plan goes into the hash after a "~" (#h100/cost~h100/xla).
 "use strict";
 
 (() => {
   const root = document.getElementById("fusion-graph");
   if (!root) return;
-  const canvas = root.querySelector(".fusion__canvas");
-  const minimap = root.querySelector(".fusion__minimap");
-  const info = document.getElementById("fusion-info");
+  const otherRoot = document.getElementById("fusion-graph-b");
   const search = document.getElementById("fusion-search");
   const results = document.getElementById("fusion-results");
   const colourPicker = document.getElementById("fusion-colour");
-  const devicePicker = document.getElementById("fusion-device");
-  const strategyPicker = document.getElementById("fusion-strategy");
-  const status = document.getElementById("fusion-status");
   const legend = document.getElementById("fusion-legend");
+  const sideBySide = document.getElementById("fusion-side-by-side");
 
   // Sizes in graph units (pixels at zoom 1).
   const BOX = { w: 210, h: 44 };          // a collapsed kernel
@@ -48,744 +50,1007 @@
     elementwise: "#dbe7fb", reduction: "#fde2c4", "data movement": "#e3f2e1",
     "dot / conv": "#f6d5de", "parameter / constant": "#eceef2", other: "#f2f2f2",
   };
+  // What became of a kernel's ops in the other plan of the side-by-side view (`relate`).
+  const CHANGE_COLOURS = {
+    same: "#e4e7ed", merged: "#b5e0bd", split: "#f8cf9c", regrouped: "#d5c4f0", alone: "#f4b4b4",
+  };
+  const CHANGE_LABELS = {
+    same: "the same kernel there", merged: "merges kernels of the other plan",
+    split: "a piece of a larger kernel there", regrouped: "regrouped (merged and split)",
+    alone: "ops no kernel there computes",
+  };
+  const PARTNERS_LISTED = 6;   // kernels of the other plan named in the info panel
   const MOVEMENT = new Set(["broadcast", "reshape", "transpose", "slice", "concatenate", "pad",
     "bitcast", "copy", "gather", "scatter", "dynamic-slice", "dynamic-update-slice", "reverse",
     "iota", "get-tuple-element", "tuple"]);
 
-  let data = null;            // the API's object for the plan shown
-  let scene = null;           // boxes, ops and edges in graph units
-  const expanded = new Set(); // kernel names drawn with their ops
-  const view = { x: 0, y: 0, scale: 1 };
-  let placed = false;         // the viewport was set once: plan switches keep it
-  let picked = null;          // {type: "kernel"|"op"|"node", id, kernel}
-  let found = new Set();      // ids of boxes and ops matching the search
-  let plan = null;            // "device/strategy" of the data
-  let loading = 0;
 
-  // -- the plan: fetched, then laid out in pixels --------------------------------------------
+  // -- a pane: one plan drawn on one canvas ---------------------------------------------------
 
-  async function load(device, strategy, kernel) {
-    const ticket = ++loading;
-    root.dataset.ready = "false";
-    status.textContent = "loading the graph…";
-    const query = new URLSearchParams();
-    if (device) query.set("device", device);
-    if (strategy) query.set("strategy", strategy);
-    let response;
-    try {
-      response = await fetch(`${root.dataset.graphUrl}?${query}`,
-                             { headers: { Accept: "application/json" } });
-    } catch (error) {
-      status.textContent = "the graph could not be loaded (network error)";
-      return;
-    }
-    const body = await response.json().catch(() => ({}));
-    if (ticket !== loading) return;       // a later plan was asked for meanwhile
-    if (!response.ok) {
-      status.textContent = `the graph cannot be shown: ${body.error || response.status}`;
-      return;
-    }
-    data = body;
-    plan = `${data.device}/${data.strategy}`;
-    devicePicker.value = data.device;
-    strategyPicker.value = data.strategy;
-    index();
-    layout();
-    if (!placed) { fitWidth(); placed = true; }
-    status.textContent = `${data.strategy} on ${data.device}: ${data.kernels.length} kernels, ` +
-      `${data.nodes.length} nodes`;
-    found = matching(search.value);
-    showResults();
-    drawLegend();
-    if (kernel && data.kernelIndex.has(kernel)) pick({ type: "kernel", id: kernel }, true);
-    else if (picked) pick(null);
-    draw();
-    root.dataset.device = data.device;
-    root.dataset.strategy = data.strategy;
-    root.dataset.ready = "true";
-    if (!root.dataset.readyMs) root.dataset.readyMs = String(Math.round(performance.now()));
-  }
+  // `parts`: the pane's canvas, minimap, info panel, status line and device and strategy
+  // pickers; `primary`: the page's main pane (its plan follows the page's tabs and the hash).
+  function createPane(root, parts) {
+    const { canvas, minimap, info, status, devicePicker, strategyPicker, primary } = parts;
+    let data = null;            // the API's object for the plan shown
+    let scene = null;           // boxes, ops and edges in graph units
+    const expanded = new Set(); // kernel names drawn with their ops
+    const view = { x: 0, y: 0, scale: 1 };
+    let placed = false;         // the viewport was set once: plan switches keep it
+    let picked = null;          // {type: "kernel"|"op"|"node", id, kernel}
+    let found = new Set();      // ids of boxes and ops matching the search
+    let marked = new Set();     // kernels holding the ops of the kernel picked in the other pane
+    let plan = null;            // "device/strategy" of the data
+    let loading = 0;
+    let pane = null;            // this pane's object (returned below), for the other pane
+    let partner = null;         // the other pane while side by side, else null
 
-  function index() {
-    data.nodeIndex = new Map(data.nodes.map((node) => [node.id, node]));
-    data.kernelIndex = new Map(data.kernels.map((kernel) => [kernel.name, kernel]));
-    data.spans = {};
-  }
+    // -- the plan: fetched, then laid out in pixels --------------------------------------------
 
-  // Pixels from the server's layers and x positions: each layer as tall as its tallest box,
-  // each box no nearer its left neighbour than GAP.x.
-  function layout() {
-    const boxes = new Map();
-    const rows = new Map();
-    for (const entry of data.layout.top) {
-      const size = boxSize(entry);
-      const box = { id: entry.id, kernel: entry.kernel, layer: entry.layer, ux: entry.x,
-                    w: size.w, h: size.h, x: 0, y: 0 };
-      boxes.set(entry.id, box);
-      if (!rows.has(entry.layer)) rows.set(entry.layer, []);
-      rows.get(entry.layer).push(box);
-    }
-    let y = 0;
-    let width = 0;
-    for (let layer = 0; layer < data.layout.layers; layer += 1) {
-      const row = (rows.get(layer) || []).sort((a, b) => a.ux - b.ux);
-      let right = -GAP.x;
-      let height = 0;
-      for (const box of row) {
-        box.x = Math.max(box.ux * (BOX.w + GAP.x), right + GAP.x);
-        box.y = y;
-        right = box.x + box.w;
-        height = Math.max(height, box.h);
+    async function load(device, strategy, kernel) {
+      const ticket = ++loading;
+      root.dataset.ready = "false";
+      status.textContent = "loading the graph…";
+      const query = new URLSearchParams();
+      if (device) query.set("device", device);
+      if (strategy) query.set("strategy", strategy);
+      let response;
+      try {
+        response = await fetch(`${root.dataset.graphUrl}?${query}`,
+                               { headers: { Accept: "application/json" } });
+      } catch (error) {
+        status.textContent = "the graph could not be loaded (network error)";
+        return;
       }
-      width = Math.max(width, right);
-      y += height + GAP.y;
-    }
-    const ops = new Map();     // "kernel|node" -> rectangle of an op inside an expanded kernel
-    for (const name of expanded) {
-      const box = boxes.get(name);
-      const inner = data.layout.inner[name];
-      if (!box || !inner) continue;
-      for (const [id, [ux, layer]] of Object.entries(inner.nodes)) {
-        ops.set(`${name}|${id}`, {
-          kernel: name, id, w: OP.w, h: OP.h, layer: box.layer,
-          x: box.x + INNER.pad + ux * (OP.w + INNER.x),
-          y: box.y + INNER.head + INNER.pad + layer * (OP.h + INNER.y),
-        });
+      const body = await response.json().catch(() => ({}));
+      if (ticket !== loading) return;       // a later plan was asked for meanwhile
+      if (!response.ok) {
+        status.textContent = `the graph cannot be shown: ${body.error || response.status}`;
+        return;
       }
+      data = body;
+      plan = `${data.device}/${data.strategy}`;
+      devicePicker.value = data.device;
+      strategyPicker.value = data.strategy;
+      index();
+      layout();
+      if (!placed) { fitWidth(); placed = true; }
+      status.textContent = `${data.strategy} on ${data.device}: ${data.kernels.length} kernels, ` +
+        `${data.nodes.length} nodes`;
+      found = matching(search.value);
+      marked = new Set();
+      if (primary) showResults();
+      if (partner) { relate(); partner.relate(); }
+      if (primary) drawLegend();
+      if (kernel && data.kernelIndex.has(kernel)) pick({ type: "kernel", id: kernel }, true);
+      else if (picked) pick(null);
+      draw();
+      // Side by side, the other pane keeps to the main one's ops.
+      if (partner && partner.ready()) { if (primary) partner.follow(pane); else follow(partner); }
+      root.dataset.device = data.device;
+      root.dataset.strategy = data.strategy;
+      root.dataset.ready = "true";
+      if (!root.dataset.readyMs) root.dataset.readyMs = String(Math.round(performance.now()));
     }
-    scene = { boxes, ops, width, height: y, edges: edges(boxes, ops) };
-  }
 
-  function boxSize(entry) {
-    if (!entry.kernel) return { w: OP.w, h: OP.h };
-    const inner = data.layout.inner[entry.id];
-    if (!expanded.has(entry.id) || !inner) return BOX;
-    return {
-      w: Math.max(BOX.w, 2 * INNER.pad + inner.width * (OP.w + INNER.x) - INNER.x),
-      h: INNER.head + 2 * INNER.pad + inner.layers * (OP.h + INNER.y) - INNER.y,
-    };
-  }
+    function index() {
+      data.nodeIndex = new Map(data.nodes.map((node) => [node.id, node]));
+      data.kernelIndex = new Map(data.kernels.map((kernel) => [kernel.name, kernel]));
+      data.owned = new Map(data.kernels.map((kernel) => [kernel.name, []]));
+      for (const node of data.nodes) if (node.kernel) data.owned.get(node.kernel).push(node.id);
+      data.spans = {};
+      data.relations = null;
+    }
 
-  // Each value a node reads, from where it is drawn to where it is read: between two ops of
-  // one expanded kernel (on chip), or from the box or op that writes it to the box or op that
-  // reads it (through memory). Edges between the same two collapsed boxes are drawn once.
-  function edges(boxes, ops) {
-    const list = [];
-    const seen = new Set();
-    data.edges.forEach(([source, target], i) => {
-      const node = data.nodeIndex.get(target);
-      const readers = node.kernel ? [node.kernel, ...node.also_in] : node.also_in;
-      if (!readers.length && boxes.has(target)) readers.push(null);
-      for (const kernel of readers) {
-        const inner = kernel && data.layout.inner[kernel];
-        const onChip = inner && source in inner.nodes;
-        let from;
-        let to;
-        if (onChip) {
-          if (!expanded.has(kernel)) continue;
-          from = ops.get(`${kernel}|${source}`);
-        } else {
-          const writer = data.nodeIndex.get(source).kernel || source;
-          from = ops.get(`${writer}|${source}`) || boxes.get(writer);
+    // Pixels from the server's layers and x positions: each layer as tall as its tallest box,
+    // each box no nearer its left neighbour than GAP.x.
+    function layout() {
+      const boxes = new Map();
+      const rows = new Map();
+      for (const entry of data.layout.top) {
+        const size = boxSize(entry);
+        const box = { id: entry.id, kernel: entry.kernel, layer: entry.layer, ux: entry.x,
+                      w: size.w, h: size.h, x: 0, y: 0 };
+        boxes.set(entry.id, box);
+        if (!rows.has(entry.layer)) rows.set(entry.layer, []);
+        rows.get(entry.layer).push(box);
+      }
+      let y = 0;
+      let width = 0;
+      for (let layer = 0; layer < data.layout.layers; layer += 1) {
+        const row = (rows.get(layer) || []).sort((a, b) => a.ux - b.ux);
+        let right = -GAP.x;
+        let height = 0;
+        for (const box of row) {
+          box.x = Math.max(box.ux * (BOX.w + GAP.x), right + GAP.x);
+          box.y = y;
+          right = box.x + box.w;
+          height = Math.max(height, box.h);
         }
-        to = kernel ? (ops.get(`${kernel}|${target}`) || boxes.get(kernel)) : boxes.get(target);
-        if (!from || !to || from === to) continue;
-        const key = `${from.kernel || from.id}|${from.id}>${to.kernel || to.id}|${to.id}`;
-        if (seen.has(key)) continue;
-        seen.add(key);
-        list.push({ from, to, chip: onChip, memory: Boolean(data.dram[i]),
-                    long: to.layer - from.layer > LONG_EDGE,
-                    ends: [from.kernel || from.id, to.kernel || to.id] });
+        width = Math.max(width, right);
+        y += height + GAP.y;
       }
-    });
-    return list;
-  }
-
-  // -- drawing --------------------------------------------------------------------------------
-
-  function size() {
-    const ratio = window.devicePixelRatio || 1;
-    const width = canvas.clientWidth;
-    const height = canvas.clientHeight;
-    if (canvas.width !== Math.round(width * ratio)) canvas.width = Math.round(width * ratio);
-    if (canvas.height !== Math.round(height * ratio)) canvas.height = Math.round(height * ratio);
-    return { width, height, ratio };
-  }
-
-  function draw() {
-    if (!scene) return;
-    const { width, height, ratio } = size();
-    const context = canvas.getContext("2d");
-    context.setTransform(ratio, 0, 0, ratio, 0, 0);
-    context.clearRect(0, 0, width, height);
-    context.setTransform(ratio * view.scale, 0, 0, ratio * view.scale,
-                         -view.x * view.scale * ratio, -view.y * view.scale * ratio);
-    const seen = { x0: view.x, y0: view.y, x1: view.x + width / view.scale,
-                   y1: view.y + height / view.scale };
-    const visible = (r) => r.x < seen.x1 && r.x + r.w > seen.x0 && r.y < seen.y1 &&
-      r.y + r.h > seen.y0;
-    drawEdges(context, seen);
-    const text = view.scale >= TEXT_SCALE;
-    for (const box of scene.boxes.values()) {
-      if (visible(box)) drawBox(context, box, text);
-    }
-    for (const op of scene.ops.values()) {
-      if (visible(op)) drawOp(context, op, text);
-    }
-    drawMinimap();
-  }
-
-  function drawEdges(context, seen) {
-    const focus = picked ? (picked.type === "op" ? picked.kernel : picked.id) : null;
-    const touches = (e) => focus !== null && (e.ends[0] === focus || e.ends[1] === focus);
-    const styles = [
-      { pick: (e) => e.long && !touches(e), colour: "rgba(86, 96, 122, 0.10)", dash: [],
-        width: 0.8 },
-      { pick: (e) => e.chip, colour: "#1f9e89", dash: [5, 4], width: 1.2 },
-      { pick: (e) => !e.chip && e.memory && !e.long && !touches(e), colour: "#56607a",
-        dash: [], width: 1.4 },
-      { pick: (e) => !e.chip && !e.memory && !e.long && !touches(e), colour: "#a7aebd",
-        dash: [2, 3], width: 1 },
-      { pick: (e) => !e.chip && touches(e), colour: "#d62728", dash: [], width: 2 },
-    ];
-    for (const style of styles) {
-      context.beginPath();
-      for (const edge of scene.edges) {
-        if (!style.pick(edge)) continue;
-        const x1 = edge.from.x + edge.from.w / 2;
-        const y1 = edge.from.y + edge.from.h;
-        const x2 = edge.to.x + edge.to.w / 2;
-        const y2 = edge.to.y;
-        if (Math.max(x1, x2) < seen.x0 || Math.min(x1, x2) > seen.x1 ||
-            Math.max(y1, y2) < seen.y0 || Math.min(y1, y2) > seen.y1) continue;
-        const bend = Math.max(20, (y2 - y1) / 2);
-        context.moveTo(x1, y1);
-        context.bezierCurveTo(x1, y1 + bend, x2, y2 - bend, x2, y2);
+      const ops = new Map();     // "kernel|node" -> rectangle of an op inside an expanded kernel
+      for (const name of expanded) {
+        const box = boxes.get(name);
+        const inner = data.layout.inner[name];
+        if (!box || !inner) continue;
+        for (const [id, [ux, layer]] of Object.entries(inner.nodes)) {
+          ops.set(`${name}|${id}`, {
+            kernel: name, id, w: OP.w, h: OP.h, layer: box.layer,
+            x: box.x + INNER.pad + ux * (OP.w + INNER.x),
+            y: box.y + INNER.head + INNER.pad + layer * (OP.h + INNER.y),
+          });
+        }
       }
-      context.strokeStyle = style.colour;
-      context.lineWidth = style.width / Math.max(view.scale, 0.25);
-      context.setLineDash(style.dash);
+      scene = { boxes, ops, width, height: y, edges: edges(boxes, ops) };
+    }
+
+    function boxSize(entry) {
+      if (!entry.kernel) return { w: OP.w, h: OP.h };
+      const inner = data.layout.inner[entry.id];
+      if (!expanded.has(entry.id) || !inner) return BOX;
+      return {
+        w: Math.max(BOX.w, 2 * INNER.pad + inner.width * (OP.w + INNER.x) - INNER.x),
+        h: INNER.head + 2 * INNER.pad + inner.layers * (OP.h + INNER.y) - INNER.y,
+      };
+    }
+
+    // Each value a node reads, from where it is drawn to where it is read: between two ops of
+    // one expanded kernel (on chip), or from the box or op that writes it to the box or op that
+    // reads it (through memory). Edges between the same two collapsed boxes are drawn once.
+    function edges(boxes, ops) {
+      const list = [];
+      const seen = new Set();
+      data.edges.forEach(([source, target], i) => {
+        const node = data.nodeIndex.get(target);
+        const readers = node.kernel ? [node.kernel, ...node.also_in] : node.also_in;
+        if (!readers.length && boxes.has(target)) readers.push(null);
+        for (const kernel of readers) {
+          const inner = kernel && data.layout.inner[kernel];
+          const onChip = inner && source in inner.nodes;
+          let from;
+          let to;
+          if (onChip) {
+            if (!expanded.has(kernel)) continue;
+            from = ops.get(`${kernel}|${source}`);
+          } else {
+            const writer = data.nodeIndex.get(source).kernel || source;
+            from = ops.get(`${writer}|${source}`) || boxes.get(writer);
+          }
+          to = kernel ? (ops.get(`${kernel}|${target}`) || boxes.get(kernel)) : boxes.get(target);
+          if (!from || !to || from === to) continue;
+          const key = `${from.kernel || from.id}|${from.id}>${to.kernel || to.id}|${to.id}`;
+          if (seen.has(key)) continue;
+          seen.add(key);
+          list.push({ from, to, chip: onChip, memory: Boolean(data.dram[i]),
+                      long: to.layer - from.layer > LONG_EDGE,
+                      ends: [from.kernel || from.id, to.kernel || to.id] });
+        }
+      });
+      return list;
+    }
+
+    // -- drawing --------------------------------------------------------------------------------
+
+    function size() {
+      const ratio = window.devicePixelRatio || 1;
+      const width = canvas.clientWidth;
+      const height = canvas.clientHeight;
+      if (canvas.width !== Math.round(width * ratio)) canvas.width = Math.round(width * ratio);
+      if (canvas.height !== Math.round(height * ratio)) canvas.height = Math.round(height * ratio);
+      return { width, height, ratio };
+    }
+
+    function draw() {
+      if (!scene) return;
+      const { width, height, ratio } = size();
+      const context = canvas.getContext("2d");
+      context.setTransform(ratio, 0, 0, ratio, 0, 0);
+      context.clearRect(0, 0, width, height);
+      context.setTransform(ratio * view.scale, 0, 0, ratio * view.scale,
+                           -view.x * view.scale * ratio, -view.y * view.scale * ratio);
+      const seen = { x0: view.x, y0: view.y, x1: view.x + width / view.scale,
+                     y1: view.y + height / view.scale };
+      const visible = (r) => r.x < seen.x1 && r.x + r.w > seen.x0 && r.y < seen.y1 &&
+        r.y + r.h > seen.y0;
+      drawEdges(context, seen);
+      const text = view.scale >= TEXT_SCALE;
+      for (const box of scene.boxes.values()) {
+        if (visible(box)) drawBox(context, box, text);
+      }
+      for (const op of scene.ops.values()) {
+        if (visible(op)) drawOp(context, op, text);
+      }
+      drawMinimap();
+    }
+
+    function drawEdges(context, seen) {
+      const focus = picked ? (picked.type === "op" ? picked.kernel : picked.id) : null;
+      const touches = (e) => focus !== null && (e.ends[0] === focus || e.ends[1] === focus);
+      const styles = [
+        { pick: (e) => e.long && !touches(e), colour: "rgba(86, 96, 122, 0.10)", dash: [],
+          width: 0.8 },
+        { pick: (e) => e.chip, colour: "#1f9e89", dash: [5, 4], width: 1.2 },
+        { pick: (e) => !e.chip && e.memory && !e.long && !touches(e), colour: "#56607a",
+          dash: [], width: 1.4 },
+        { pick: (e) => !e.chip && !e.memory && !e.long && !touches(e), colour: "#a7aebd",
+          dash: [2, 3], width: 1 },
+        { pick: (e) => !e.chip && touches(e), colour: "#d62728", dash: [], width: 2 },
+      ];
+      for (const style of styles) {
+        context.beginPath();
+        for (const edge of scene.edges) {
+          if (!style.pick(edge)) continue;
+          const x1 = edge.from.x + edge.from.w / 2;
+          const y1 = edge.from.y + edge.from.h;
+          const x2 = edge.to.x + edge.to.w / 2;
+          const y2 = edge.to.y;
+          if (Math.max(x1, x2) < seen.x0 || Math.min(x1, x2) > seen.x1 ||
+              Math.max(y1, y2) < seen.y0 || Math.min(y1, y2) > seen.y1) continue;
+          const bend = Math.max(20, (y2 - y1) / 2);
+          context.moveTo(x1, y1);
+          context.bezierCurveTo(x1, y1 + bend, x2, y2 - bend, x2, y2);
+        }
+        context.strokeStyle = style.colour;
+        context.lineWidth = style.width / Math.max(view.scale, 0.25);
+        context.setLineDash(style.dash);
+        context.stroke();
+      }
+      context.setLineDash([]);
+    }
+
+    function drawBox(context, box, text) {
+      const isPicked = picked && picked.type !== "op" && picked.id === box.id;
+      if (!box.kernel) {   // a parameter, a constant, a tuple: no kernel computes it
+        const node = data.nodeIndex.get(box.id);
+        roundRect(context, box, 14);
+        context.fillStyle = colourPicker.value === "category" ? CATEGORY_COLOURS[category(node)]
+          : "#eef0f4";
+        context.fill();
+        outline(context, isPicked, found.has(box.id), "#b8bfcc");
+        if (text) label(context, box, node.op, shapeText(node), 14);
+        return;
+      }
+      const kernel = data.kernelIndex.get(box.id);
+      const open = expanded.has(box.id);
+      roundRect(context, box, 6);
+      context.fillStyle = open ? "#fbfcfe" : kernelColour(kernel);
+      context.fill();
+      if (open) {
+        context.fillStyle = kernelColour(kernel);
+        context.fillRect(box.x, box.y, box.w, INNER.head);
+      }
+      outline(context, isPicked, found.has(box.id) || (marked.has(box.id) && "marked"),
+              "#7d869a");
+      if (!text) return;
+      context.fillStyle = "#1d2330";
+      context.font = `600 13px ${FONT}`;
+      context.textBaseline = "middle";
+      const head = open ? INNER.head / 2 : 15;
+      context.fillText(`${open ? "−" : "+"}  ${clip(context, kernel.name, box.w - 40)}`,
+                       box.x + 10, box.y + head);
+      context.font = `12px ${FONT}`;
+      context.fillStyle = "#3d4557";
+      const figures = [kernel.kind, time(kernel.proj_us), kernel.limiter].filter(Boolean)
+        .join(" · ");
+      if (!open) context.fillText(clip(context, figures, box.w - 20), box.x + 10, box.y + 32);
+      else {
+        context.textAlign = "right";
+        context.fillText(clip(context, figures, box.w / 2), box.x + box.w - 10, box.y + head);
+        context.textAlign = "left";
+      }
+    }
+
+    function drawOp(context, op, text) {
+      const node = data.nodeIndex.get(op.id);
+      const recomputed = node.kernel !== op.kernel;
+      roundRect(context, op, 4);
+      context.fillStyle = colourPicker.value === "category" ? CATEGORY_COLOURS[category(node)]
+        : "white";
+      context.fill();
+      if (recomputed) context.setLineDash([4, 3]);
+      const isPicked = picked && picked.type === "op" && picked.id === op.id &&
+        picked.kernel === op.kernel;
+      outline(context, isPicked, found.has(op.id), recomputed ? "#d98c1f" : "#9aa3b5");
+      context.setLineDash([]);
+      if (text) label(context, op, `${recomputed ? "↻ " : ""}${node.op}`, shapeText(node), 4);
+    }
+
+    function label(context, r, title, detail) {
+      context.textBaseline = "middle";
+      context.fillStyle = "#1d2330";
+      context.font = `600 12px ${FONT}`;
+      context.fillText(clip(context, title, r.w - 14), r.x + 7, r.y + r.h / 2 - 7);
+      context.font = `11px ${FONT}`;
+      context.fillStyle = "#555e70";
+      context.fillText(clip(context, detail, r.w - 14), r.x + 7, r.y + r.h / 2 + 8);
+    }
+
+    // `isFound`: true for a search result, "marked" for a kernel holding ops of the kernel
+    // picked in the other pane.
+    function outline(context, isPicked, isFound, colour) {
+      context.lineWidth = (isPicked || isFound ? 3 : 1) / Math.max(view.scale, 0.25);
+      context.strokeStyle = isPicked ? "#d62728" : isFound === "marked" ? "#7b3fc4"
+        : isFound ? "#f2b705" : colour;
       context.stroke();
     }
-    context.setLineDash([]);
-  }
 
-  function drawBox(context, box, text) {
-    const isPicked = picked && picked.type !== "op" && picked.id === box.id;
-    if (!box.kernel) {   // a parameter, a constant, a tuple: no kernel computes it
-      const node = data.nodeIndex.get(box.id);
-      roundRect(context, box, 14);
-      context.fillStyle = colourPicker.value === "category" ? CATEGORY_COLOURS[category(node)]
-        : "#eef0f4";
-      context.fill();
-      outline(context, isPicked, found.has(box.id), "#b8bfcc");
-      if (text) label(context, box, node.op, shapeText(node), 14);
-      return;
+    function roundRect(context, r, radius) {
+      context.beginPath();
+      context.roundRect(r.x, r.y, r.w, r.h, radius);
     }
-    const kernel = data.kernelIndex.get(box.id);
-    const open = expanded.has(box.id);
-    roundRect(context, box, 6);
-    context.fillStyle = open ? "#fbfcfe" : kernelColour(kernel);
-    context.fill();
-    if (open) {
-      context.fillStyle = kernelColour(kernel);
-      context.fillRect(box.x, box.y, box.w, INNER.head);
+
+    function clip(context, value, width) {
+      const textValue = String(value);
+      if (context.measureText(textValue).width <= width) return textValue;
+      let end = textValue.length;
+      while (end > 1 && context.measureText(`${textValue.slice(0, end)}…`).width > width) end -= 1;
+      return `${textValue.slice(0, end)}…`;
     }
-    outline(context, isPicked, found.has(box.id), "#7d869a");
-    if (!text) return;
-    context.fillStyle = "#1d2330";
-    context.font = `600 13px ${FONT}`;
-    context.textBaseline = "middle";
-    const head = open ? INNER.head / 2 : 15;
-    context.fillText(`${open ? "−" : "+"}  ${clip(context, kernel.name, box.w - 40)}`,
-                     box.x + 10, box.y + head);
-    context.font = `12px ${FONT}`;
-    context.fillStyle = "#3d4557";
-    const figures = [kernel.kind, time(kernel.proj_us), kernel.limiter].filter(Boolean)
-      .join(" · ");
-    if (!open) context.fillText(clip(context, figures, box.w - 20), box.x + 10, box.y + 32);
-    else {
-      context.textAlign = "right";
-      context.fillText(clip(context, figures, box.w / 2), box.x + box.w - 10, box.y + head);
-      context.textAlign = "left";
+
+    function shapeText(node) {
+      if (!node.shape) return node.dtype;
+      return `${node.dtype}[${node.shape.join(",")}]`;
     }
-  }
 
-  function drawOp(context, op, text) {
-    const node = data.nodeIndex.get(op.id);
-    const recomputed = node.kernel !== op.kernel;
-    roundRect(context, op, 4);
-    context.fillStyle = colourPicker.value === "category" ? CATEGORY_COLOURS[category(node)]
-      : "white";
-    context.fill();
-    if (recomputed) context.setLineDash([4, 3]);
-    const isPicked = picked && picked.type === "op" && picked.id === op.id &&
-      picked.kernel === op.kernel;
-    outline(context, isPicked, found.has(op.id), recomputed ? "#d98c1f" : "#9aa3b5");
-    context.setLineDash([]);
-    if (text) label(context, op, `${recomputed ? "↻ " : ""}${node.op}`, shapeText(node), 4);
-  }
-
-  function label(context, r, title, detail) {
-    context.textBaseline = "middle";
-    context.fillStyle = "#1d2330";
-    context.font = `600 12px ${FONT}`;
-    context.fillText(clip(context, title, r.w - 14), r.x + 7, r.y + r.h / 2 - 7);
-    context.font = `11px ${FONT}`;
-    context.fillStyle = "#555e70";
-    context.fillText(clip(context, detail, r.w - 14), r.x + 7, r.y + r.h / 2 + 8);
-  }
-
-  function outline(context, isPicked, isFound, colour) {
-    context.lineWidth = (isPicked || isFound ? 3 : 1) / Math.max(view.scale, 0.25);
-    context.strokeStyle = isPicked ? "#d62728" : isFound ? "#f2b705" : colour;
-    context.stroke();
-  }
-
-  function roundRect(context, r, radius) {
-    context.beginPath();
-    context.roundRect(r.x, r.y, r.w, r.h, radius);
-  }
-
-  function clip(context, value, width) {
-    const textValue = String(value);
-    if (context.measureText(textValue).width <= width) return textValue;
-    let end = textValue.length;
-    while (end > 1 && context.measureText(`${textValue.slice(0, end)}…`).width > width) end -= 1;
-    return `${textValue.slice(0, end)}…`;
-  }
-
-  function shapeText(node) {
-    if (!node.shape) return node.dtype;
-    return `${node.dtype}[${node.shape.join(",")}]`;
-  }
-
-  function time(us) {
-    if (us === null || us === undefined) return null;
-    return us >= 1000 ? `${(us / 1000).toFixed(2)} ms` : `${us.toFixed(us < 10 ? 2 : 1)} µs`;
-  }
-
-  function category(node) {
-    if (node.op === "parameter" || node.op === "constant") return "parameter / constant";
-    if (node.op.startsWith("reduce") || node.op === "reduce-window") return "reduction";
-    if (["dot", "convolution", "dot_general", "conv"].includes(node.op)) return "dot / conv";
-    if (MOVEMENT.has(node.op)) return "data movement";
-    if (/^[a-z_-]+$/.test(node.op)) return "elementwise";
-    return "other";
-  }
-
-  // -- colours of the kernels (the overlay) ---------------------------------------------------
-
-  // A ramp from light to dark blue for times, on a log scale over the plan's kernels.
-  const RAMP = ["#eef3fc", "#cddcf7", "#9dbbef", "#6a95e2", "#3b6fd8", "#2a4f9e"];
-
-  function kernelColour(kernel) {
-    const mode = colourPicker.value;
-    if (mode === "limiter") return tint(LIMITER_COLOURS[kernel.limiter] || "#9aa3b5");
-    if (mode === "category") return "#f4f5f8";
-    if (mode === "error") {
-      if (!kernel.measured_us || !kernel.proj_us) return "#eceef2";
-      const ratio = Math.log2(kernel.measured_us / kernel.proj_us);  // > 0: slower than projected
-      const strength = Math.min(1, Math.abs(ratio) / 2);
-      return mix(ratio > 0 ? [214, 39, 40] : [59, 111, 216], strength);
+    function time(us) {
+      if (us === null || us === undefined) return null;
+      return us >= 1000 ? `${(us / 1000).toFixed(2)} ms` : `${us.toFixed(us < 10 ? 2 : 1)} µs`;
     }
-    const figure = mode === "measured" ? "measured_us" : "proj_us";
-    const value = kernel[figure];
-    if (!value) return "#eceef2";
-    const [low, high] = span(figure);
-    const step = high > low ? (Math.log(value) - low) / (high - low) : 0.5;
-    return RAMP[Math.min(RAMP.length - 1, Math.floor(step * RAMP.length))];
-  }
 
-  // The log range of a figure over the plan's kernels, worked out once per plan: every box
-  // drawn (and the minimap's, on every pan) asks for it.
-  function span(figure) {
-    if (!data.spans[figure]) {
-      const values = data.kernels.map((k) => k[figure]).filter((v) => v > 0).map(Math.log);
-      data.spans[figure] = values.length ? [Math.min(...values), Math.max(...values)] : [0, 0];
+    function category(node) {
+      if (node.op === "parameter" || node.op === "constant") return "parameter / constant";
+      if (node.op.startsWith("reduce") || node.op === "reduce-window") return "reduction";
+      if (["dot", "convolution", "dot_general", "conv"].includes(node.op)) return "dot / conv";
+      if (MOVEMENT.has(node.op)) return "data movement";
+      if (/^[a-z_-]+$/.test(node.op)) return "elementwise";
+      return "other";
     }
-    return data.spans[figure];
-  }
 
-  function tint(hex) {
-    const value = parseInt(hex.slice(1), 16);
-    return mix([(value >> 16) & 255, (value >> 8) & 255, value & 255], 0.45);
-  }
+    // -- colours of the kernels (the overlay) ---------------------------------------------------
 
-  function mix(rgb, strength) {   // `strength` of the colour over white
-    const channel = (c) => Math.round(255 + (c - 255) * strength);
-    return `rgb(${channel(rgb[0])}, ${channel(rgb[1])}, ${channel(rgb[2])})`;
-  }
+    // A ramp from light to dark blue for times, on a log scale over the plan's kernels.
+    const RAMP = ["#eef3fc", "#cddcf7", "#9dbbef", "#6a95e2", "#3b6fd8", "#2a4f9e"];
 
-  function drawLegend() {
-    const mode = colourPicker.value;
-    const items = [];
-    if (mode === "limiter") {
-      const used = new Set(data.kernels.map((k) => k.limiter).filter(Boolean));
-      for (const limiter of used) items.push([tint(LIMITER_COLOURS[limiter] || "#9aa3b5"), limiter]);
-    } else if (mode === "category") {
-      for (const [name, colour] of Object.entries(CATEGORY_COLOURS)) items.push([colour, name]);
-    } else if (mode === "error") {
-      items.push([mix([59, 111, 216], 1), "4x faster than projected"],
-                 [mix([214, 39, 40], 1), "4x slower than projected"],
-                 ["#eceef2", "not measured"]);
-    } else {
-      const figure = mode === "measured" ? "measured_us" : "proj_us";
-      const [low, high] = span(figure);
-      if (high > low || low) {
-        items.push([RAMP[0], time(Math.exp(low))], [RAMP[RAMP.length - 1], time(Math.exp(high))]);
+    function kernelColour(kernel) {
+      const mode = colourPicker.value;
+      if (mode === "change") {
+        const relation = data.relations && data.relations.get(kernel.name);
+        return relation ? CHANGE_COLOURS[relation.kind] : "#f4f5f8";
       }
-      if (data.kernels.some((k) => !k[figure])) items.push(["#eceef2", "not known"]);
+      if (mode === "limiter") return tint(LIMITER_COLOURS[kernel.limiter] || "#9aa3b5");
+      if (mode === "category") return "#f4f5f8";
+      if (mode === "error") {
+        if (!kernel.measured_us || !kernel.proj_us) return "#eceef2";
+        const ratio = Math.log2(kernel.measured_us / kernel.proj_us);  // > 0: slower than projected
+        const strength = Math.min(1, Math.abs(ratio) / 2);
+        return mix(ratio > 0 ? [214, 39, 40] : [59, 111, 216], strength);
+      }
+      const figure = mode === "measured" ? "measured_us" : "proj_us";
+      const value = kernel[figure];
+      if (!value) return "#eceef2";
+      const [low, high] = span(figure);
+      const step = high > low ? (Math.log(value) - low) / (high - low) : 0.5;
+      return RAMP[Math.min(RAMP.length - 1, Math.floor(step * RAMP.length))];
     }
-    items.push(["edge-memory", "through memory"], ["edge-chip", "on chip"],
-               ["edge-picked", "to and from the picked kernel"],
-               ["recomputed", "↻ recomputed here"]);
-    legend.replaceChildren(...items.map(([colour, text]) => {
-      const item = document.createElement("li");
-      const swatch = document.createElement("span");
-      swatch.className = colour.startsWith("#") || colour.startsWith("rgb")
-        ? "fusion__swatch" : `fusion__swatch fusion__swatch--${colour}`;
-      if (swatch.className === "fusion__swatch") swatch.style.background = colour;
-      item.append(swatch, document.createTextNode(text));
-      return item;
-    }));
-  }
 
-  // -- the minimap ----------------------------------------------------------------------------
-
-  function drawMinimap() {
-    const ratio = window.devicePixelRatio || 1;
-    const width = minimap.clientWidth;
-    const height = minimap.clientHeight;
-    minimap.width = Math.round(width * ratio);
-    minimap.height = Math.round(height * ratio);
-    const context = minimap.getContext("2d");
-    const scale = Math.min(width / Math.max(scene.width, 1), height / Math.max(scene.height, 1));
-    minimap.dataset.scale = String(scale);
-    context.setTransform(ratio * scale, 0, 0, ratio * scale, 0, 0);
-    for (const box of scene.boxes.values()) {
-      context.fillStyle = box.kernel ? kernelColour(data.kernelIndex.get(box.id)) : "#d5d9e1";
-      context.fillRect(box.x, box.y, Math.max(box.w, 2 / scale), Math.max(box.h, 2 / scale));
+    // The log range of a figure over the plan's kernels, worked out once per plan: every box
+    // drawn (and the minimap's, on every pan) asks for it.
+    function span(figure) {
+      if (!data.spans[figure]) {
+        const values = data.kernels.map((k) => k[figure]).filter((v) => v > 0).map(Math.log);
+        data.spans[figure] = values.length ? [Math.min(...values), Math.max(...values)] : [0, 0];
+      }
+      return data.spans[figure];
     }
-    const shown = size();
-    context.strokeStyle = "#d62728";
-    context.lineWidth = 2 / scale;
-    context.strokeRect(view.x, view.y, shown.width / view.scale, shown.height / view.scale);
-  }
 
-  function minimapTo(event) {
-    const scale = Number(minimap.dataset.scale) || 1;
-    const rect = minimap.getBoundingClientRect();
-    const shown = size();
-    centreOn((event.clientX - rect.left) / scale, (event.clientY - rect.top) / scale, shown);
-  }
-
-  // -- moving around --------------------------------------------------------------------------
-
-  function fitWidth() {
-    const shown = size();
-    view.scale = Math.max(0.15, Math.min(1, shown.width / Math.max(scene.width + 40, 1)));
-    view.x = -20;
-    view.y = -20;
-  }
-
-  function centreOn(x, y, shown = size()) {
-    view.x = x - shown.width / view.scale / 2;
-    view.y = y - shown.height / view.scale / 2;
-    draw();
-  }
-
-  function zoomAt(factor, screenX, screenY) {
-    const scale = Math.min(3, Math.max(0.02, view.scale * factor));
-    view.x += screenX / view.scale - screenX / scale;
-    view.y += screenY / view.scale - screenY / scale;
-    view.scale = scale;
-    draw();
-  }
-
-  function at(event) {
-    const rect = canvas.getBoundingClientRect();
-    const sx = event.clientX - rect.left;
-    const sy = event.clientY - rect.top;
-    return { sx, sy, x: view.x + sx / view.scale, y: view.y + sy / view.scale };
-  }
-
-  function hit(point) {
-    const inside = (r) => point.x >= r.x && point.x <= r.x + r.w && point.y >= r.y &&
-      point.y <= r.y + r.h;
-    for (const op of scene.ops.values()) if (inside(op)) return { type: "op", ...op };
-    for (const box of scene.boxes.values()) {
-      if (inside(box)) return { type: box.kernel ? "kernel" : "node", id: box.id };
+    function tint(hex) {
+      const value = parseInt(hex.slice(1), 16);
+      return mix([(value >> 16) & 255, (value >> 8) & 255, value & 255], 0.45);
     }
-    return null;
-  }
 
-  // -- picking: the info panel, the URL -------------------------------------------------------
-
-  function pick(target, centre = false) {
-    picked = target ? { type: target.type, id: target.id, kernel: target.kernel } : null;
-    info.hidden = !picked;
-    if (picked) info.replaceChildren(...details(picked));
-    if (picked && picked.type === "kernel") {
-      history.replaceState(null, "", `#${plan}/${picked.id}`);
-    } else if (plan) {
-      history.replaceState(null, "", `#${plan}`);
+    function mix(rgb, strength) {   // `strength` of the colour over white
+      const channel = (c) => Math.round(255 + (c - 255) * strength);
+      return `rgb(${channel(rgb[0])}, ${channel(rgb[1])}, ${channel(rgb[2])})`;
     }
-    if (picked && centre) {
-      const r = picked.type === "op" ? scene.ops.get(`${picked.kernel}|${picked.id}`)
-        : scene.boxes.get(picked.id);
-      view.scale = Math.max(view.scale, READABLE);
-      if (r) centreOn(r.x + r.w / 2, r.y + r.h / 2);
-    }
-    draw();
-  }
 
-  function details(target) {
-    const parts = [];
-    const heading = document.createElement("h4");
-    const line = (text) => {
-      const p = document.createElement("p");
-      p.textContent = text;
-      parts.push(p);
-      return p;
-    };
-    const link = (text, href) => {
-      const a = document.createElement("a");
-      a.href = href;
-      a.textContent = text;
-      const p = document.createElement("p");
-      p.append(a);
-      parts.push(p);
-      return a;
-    };
-    parts.push(heading);
-    if (target.type === "kernel") {
-      const kernel = data.kernelIndex.get(target.id);
-      heading.textContent = kernel.name;
-      line(`${kernel.kind}${kernel.schedule ? `, ${kernel.schedule}` : ""}: ` +
-           `${kernel.nodes} ops${kernel.recomputed ? `, ${kernel.recomputed} recomputed` : ""}`);
-      line(`projected ${time(kernel.proj_us) || "–"} · SOL ${time(kernel.sol_us) || "–"}` +
-           ` · measured ${time(kernel.measured_us) || "–"}`);
-      if (kernel.limiter) line(`limiter: ${kernel.limiter}`);
-      if (kernel.outlier_reason) line(kernel.outlier_reason);
-      link("open the kernel page", kernelUrl(kernel.name)).className = "fusion__kernel-link";
-      const toggle = document.createElement("button");
-      toggle.type = "button";
-      toggle.className = "button button--small";
-      toggle.textContent = expanded.has(kernel.name) ? "Collapse" : "Expand its ops";
-      toggle.addEventListener("click", () => toggleKernel(kernel.name));
-      parts.push(toggle);
+    function drawLegend() {
+      const mode = colourPicker.value;
+      const items = [];
+      if (mode === "limiter") {
+        const used = new Set(data.kernels.map((k) => k.limiter).filter(Boolean));
+        for (const limiter of used) items.push([tint(LIMITER_COLOURS[limiter] || "#9aa3b5"), limiter]);
+      } else if (mode === "category") {
+        for (const [name, colour] of Object.entries(CATEGORY_COLOURS)) items.push([colour, name]);
+      } else if (mode === "change") {
+        for (const [kind, colour] of Object.entries(CHANGE_COLOURS)) {
+          items.push([colour, CHANGE_LABELS[kind]]);
+        }
+      } else if (mode === "error") {
+        items.push([mix([59, 111, 216], 1), "4x faster than projected"],
+                   [mix([214, 39, 40], 1), "4x slower than projected"],
+                   ["#eceef2", "not measured"]);
+      } else {
+        const figure = mode === "measured" ? "measured_us" : "proj_us";
+        const [low, high] = span(figure);
+        if (high > low || low) {
+          items.push([RAMP[0], time(Math.exp(low))], [RAMP[RAMP.length - 1], time(Math.exp(high))]);
+        }
+        if (data.kernels.some((k) => !k[figure])) items.push(["#eceef2", "not known"]);
+      }
+      items.push(["edge-memory", "through memory"], ["edge-chip", "on chip"],
+                 ["edge-picked", "to and from the picked kernel"],
+                 ["recomputed", "↻ recomputed here"]);
+      legend.replaceChildren(...items.map(([colour, text]) => {
+        const item = document.createElement("li");
+        const swatch = document.createElement("span");
+        swatch.className = colour.startsWith("#") || colour.startsWith("rgb")
+          ? "fusion__swatch" : `fusion__swatch fusion__swatch--${colour}`;
+        if (swatch.className === "fusion__swatch") swatch.style.background = colour;
+        item.append(swatch, document.createTextNode(text));
+        return item;
+      }));
+    }
+
+    // -- the minimap ----------------------------------------------------------------------------
+
+    function drawMinimap() {
+      const ratio = window.devicePixelRatio || 1;
+      const width = minimap.clientWidth;
+      const height = minimap.clientHeight;
+      minimap.width = Math.round(width * ratio);
+      minimap.height = Math.round(height * ratio);
+      const context = minimap.getContext("2d");
+      const scale = Math.min(width / Math.max(scene.width, 1), height / Math.max(scene.height, 1));
+      minimap.dataset.scale = String(scale);
+      context.setTransform(ratio * scale, 0, 0, ratio * scale, 0, 0);
+      for (const box of scene.boxes.values()) {
+        context.fillStyle = box.kernel ? kernelColour(data.kernelIndex.get(box.id)) : "#d5d9e1";
+        context.fillRect(box.x, box.y, Math.max(box.w, 2 / scale), Math.max(box.h, 2 / scale));
+      }
+      const shown = size();
+      context.strokeStyle = "#d62728";
+      context.lineWidth = 2 / scale;
+      context.strokeRect(view.x, view.y, shown.width / view.scale, shown.height / view.scale);
+    }
+
+    function minimapTo(event) {
+      const scale = Number(minimap.dataset.scale) || 1;
+      const rect = minimap.getBoundingClientRect();
+      const shown = size();
+      centreOn((event.clientX - rect.left) / scale, (event.clientY - rect.top) / scale, shown);
+    }
+
+    // -- moving around --------------------------------------------------------------------------
+
+    function fitWidth() {
+      const shown = size();
+      view.scale = Math.max(0.15, Math.min(1, shown.width / Math.max(scene.width + 40, 1)));
+      view.x = -20;
+      view.y = -20;
+    }
+
+    function centreOn(x, y, shown = size()) {
+      view.x = x - shown.width / view.scale / 2;
+      view.y = y - shown.height / view.scale / 2;
+      draw();
+    }
+
+    function zoomAt(factor, screenX, screenY) {
+      const scale = Math.min(3, Math.max(0.02, view.scale * factor));
+      view.x += screenX / view.scale - screenX / scale;
+      view.y += screenY / view.scale - screenY / scale;
+      view.scale = scale;
+      draw();
+    }
+
+    function at(event) {
+      const rect = canvas.getBoundingClientRect();
+      const sx = event.clientX - rect.left;
+      const sy = event.clientY - rect.top;
+      return { sx, sy, x: view.x + sx / view.scale, y: view.y + sy / view.scale };
+    }
+
+    function hit(point) {
+      const inside = (r) => point.x >= r.x && point.x <= r.x + r.w && point.y >= r.y &&
+        point.y <= r.y + r.h;
+      for (const op of scene.ops.values()) if (inside(op)) return { type: "op", ...op };
+      for (const box of scene.boxes.values()) {
+        if (inside(box)) return { type: box.kernel ? "kernel" : "node", id: box.id };
+      }
+      return null;
+    }
+
+    // -- picking: the info panel, the URL -------------------------------------------------------
+
+    function pick(target, centre = false) {
+      picked = target ? { type: target.type, id: target.id, kernel: target.kernel } : null;
+      info.hidden = !picked;
+      if (picked) info.replaceChildren(...details(picked));
+      writeHash();
+      if (partner) {
+        partner.mark(!picked ? [] : picked.type === "kernel" ? data.owned.get(picked.id)
+          : [picked.id]);
+      }
+      if (picked && centre) {
+        const r = picked.type === "op" ? scene.ops.get(`${picked.kernel}|${picked.id}`)
+          : scene.boxes.get(picked.id);
+        view.scale = Math.max(view.scale, READABLE);
+        if (r) centreOn(r.x + r.w / 2, r.y + r.h / 2);
+        moved();
+      }
+      draw();
+    }
+
+    function details(target) {
+      const parts = [];
+      const heading = document.createElement("h4");
+      const line = (text) => {
+        const p = document.createElement("p");
+        p.textContent = text;
+        parts.push(p);
+        return p;
+      };
+      const link = (text, href) => {
+        const a = document.createElement("a");
+        a.href = href;
+        a.textContent = text;
+        const p = document.createElement("p");
+        p.append(a);
+        parts.push(p);
+        return a;
+      };
+      parts.push(heading);
+      if (target.type === "kernel") {
+        const kernel = data.kernelIndex.get(target.id);
+        heading.textContent = kernel.name;
+        line(`${kernel.kind}${kernel.schedule ? `, ${kernel.schedule}` : ""}: ` +
+             `${kernel.nodes} ops${kernel.recomputed ? `, ${kernel.recomputed} recomputed` : ""}`);
+        line(`projected ${time(kernel.proj_us) || "–"} · SOL ${time(kernel.sol_us) || "–"}` +
+             ` · measured ${time(kernel.measured_us) || "–"}`);
+        if (kernel.limiter) line(`limiter: ${kernel.limiter}`);
+        if (kernel.outlier_reason) line(kernel.outlier_reason);
+        const relation = partner && data.relations && data.relations.get(kernel.name);
+        if (relation) {
+          const names = relation.partners.slice(0, PARTNERS_LISTED).join(", ") +
+            (relation.partners.length > PARTNERS_LISTED
+              ? ` and ${relation.partners.length - PARTNERS_LISTED} more` : "");
+          line(`in ${partner.plan()}: ${CHANGE_LABELS[relation.kind]}` +
+               `${relation.partners.length ? ` (${names})` : ""}`)
+            .className = `fusion__change fusion__change--${relation.kind}`;
+        }
+        link("open the kernel page", kernelUrl(kernel.name)).className = "fusion__kernel-link";
+        const toggle = document.createElement("button");
+        toggle.type = "button";
+        toggle.className = "button button--small";
+        toggle.textContent = expanded.has(kernel.name) ? "Collapse" : "Expand its ops";
+        toggle.addEventListener("click", () => toggleKernel(kernel.name));
+        parts.push(toggle);
+        return parts;
+      }
+      const node = data.nodeIndex.get(target.id);
+      heading.textContent = node.id;
+      line(`${node.op} · ${shapeText(node)}`);
+      const kernels = [node.kernel, ...node.also_in].filter(Boolean);
+      line(kernels.length ? `computed in ${kernels.join(", ")}${node.also_in.length
+        ? ` (recomputed in ${node.also_in.join(", ")})` : ""}` : "read from memory: no kernel " +
+        "computes it");
+      if (node.line) {
+        link(`source line ${node.line}`, `${root.dataset.sourceUrl}#L${node.line}`)
+          .className = "fusion__source-link";
+      }
+      const kernel = target.kernel || node.kernel;
+      if (kernel) {
+        link(`its CUDA lines in ${kernel}`, `${kernelUrl(kernel)}#node=${encodeURIComponent(node.id)}`)
+          .className = "fusion__cuda-link";
+      }
       return parts;
     }
-    const node = data.nodeIndex.get(target.id);
-    heading.textContent = node.id;
-    line(`${node.op} · ${shapeText(node)}`);
-    const kernels = [node.kernel, ...node.also_in].filter(Boolean);
-    line(kernels.length ? `computed in ${kernels.join(", ")}${node.also_in.length
-      ? ` (recomputed in ${node.also_in.join(", ")})` : ""}` : "read from memory: no kernel " +
-      "computes it");
-    if (node.line) {
-      link(`source line ${node.line}`, `${root.dataset.sourceUrl}#L${node.line}`)
-        .className = "fusion__source-link";
+
+    function kernelUrl(name) {
+      const [device, strategy] = plan.split("/");
+      return root.dataset.kernelUrl.replace("DEVICE", device).replace("STRATEGY", strategy)
+        .replace("KERNEL", encodeURIComponent(name));
     }
-    const kernel = target.kernel || node.kernel;
-    if (kernel) {
-      link(`its CUDA lines in ${kernel}`, `${kernelUrl(kernel)}#node=${encodeURIComponent(node.id)}`)
-        .className = "fusion__cuda-link";
-    }
-    return parts;
-  }
 
-  function kernelUrl(name) {
-    const [device, strategy] = plan.split("/");
-    return root.dataset.kernelUrl.replace("DEVICE", device).replace("STRATEGY", strategy)
-      .replace("KERNEL", encodeURIComponent(name));
-  }
-
-  function toggleKernel(name, open = !expanded.has(name)) {
-    const box = scene.boxes.get(name);
-    const anchor = box ? { x: box.x, y: box.y } : null;
-    if (open) expanded.add(name); else expanded.delete(name);
-    layout();
-    const moved = scene.boxes.get(name);
-    if (anchor && moved) {   // the kernel stays where it was on screen
-      view.x += moved.x - anchor.x;
-      view.y += moved.y - anchor.y;
-    }
-    if (picked) info.replaceChildren(...details(picked));
-    draw();
-  }
-
-  // -- search ---------------------------------------------------------------------------------
-
-  function matching(text) {
-    const query = text.trim().toLowerCase();
-    const ids = new Set();
-    if (!query || !data) return ids;
-    for (const kernel of data.kernels) {
-      if (kernel.name.toLowerCase().includes(query) || kernel.kind.toLowerCase() === query) {
-        ids.add(kernel.name);
+    function toggleKernel(name, open = !expanded.has(name)) {
+      const box = scene.boxes.get(name);
+      const anchor = box ? { x: box.x, y: box.y } : null;
+      if (open) expanded.add(name); else expanded.delete(name);
+      layout();
+      const moved = scene.boxes.get(name);
+      if (anchor && moved) {   // the kernel stays where it was on screen
+        view.x += moved.x - anchor.x;
+        view.y += moved.y - anchor.y;
       }
+      if (picked) info.replaceChildren(...details(picked));
+      draw();
     }
-    for (const node of data.nodes) {
-      if (node.id.toLowerCase().includes(query) || node.op.toLowerCase() === query) {
-        ids.add(node.id);
-      }
-    }
-    return ids;
-  }
 
-  function showResults() {
-    const shown = [...found].slice(0, 50);
-    results.hidden = !search.value.trim();
-    const items = shown.map((id) => {
-      const item = document.createElement("li");
-      const button = document.createElement("button");
-      button.type = "button";
-      button.className = "link-button";
-      const kernel = data.kernelIndex.get(id);
+    // -- search ---------------------------------------------------------------------------------
+
+    function matching(text) {
+      const query = text.trim().toLowerCase();
+      const ids = new Set();
+      if (!query || !data) return ids;
+      for (const kernel of data.kernels) {
+        if (kernel.name.toLowerCase().includes(query) || kernel.kind.toLowerCase() === query) {
+          ids.add(kernel.name);
+        }
+      }
+      for (const node of data.nodes) {
+        if (node.id.toLowerCase().includes(query) || node.op.toLowerCase() === query) {
+          ids.add(node.id);
+        }
+      }
+      return ids;
+    }
+
+    function showResults() {
+      const shown = [...found].slice(0, 50);
+      results.hidden = !search.value.trim();
+      const items = shown.map((id) => {
+        const item = document.createElement("li");
+        const button = document.createElement("button");
+        button.type = "button";
+        button.className = "link-button";
+        const kernel = data.kernelIndex.get(id);
+        const node = data.nodeIndex.get(id);
+        button.textContent = kernel ? `${id} — kernel, ${kernel.kind}`
+          : `${id} — ${node.op}${node.kernel ? ` in ${node.kernel}` : ""}`;
+        button.addEventListener("click", () => { results.hidden = true; goTo(id); });
+        item.append(button);
+        return item;
+      });
+      if (!shown.length && search.value.trim()) {
+        const item = document.createElement("li");
+        item.textContent = "nothing matches";
+        items.push(item);
+      } else if (found.size > shown.length) {
+        const item = document.createElement("li");
+        item.className = "muted";
+        item.textContent = `and ${found.size - shown.length} more`;
+        items.push(item);
+      }
+      results.replaceChildren(...items);
+    }
+
+    function goTo(id) {
+      if (data.kernelIndex.has(id)) return pick({ type: "kernel", id }, true);
       const node = data.nodeIndex.get(id);
-      button.textContent = kernel ? `${id} — kernel, ${kernel.kind}`
-        : `${id} — ${node.op}${node.kernel ? ` in ${node.kernel}` : ""}`;
-      button.addEventListener("click", () => { results.hidden = true; goTo(id); });
-      item.append(button);
-      return item;
-    });
-    if (!shown.length && search.value.trim()) {
-      const item = document.createElement("li");
-      item.textContent = "nothing matches";
-      items.push(item);
-    } else if (found.size > shown.length) {
-      const item = document.createElement("li");
-      item.className = "muted";
-      item.textContent = `and ${found.size - shown.length} more`;
-      items.push(item);
+      const kernel = node.kernel || node.also_in[0];
+      if (!kernel) return pick({ type: "node", id }, true);
+      if (!expanded.has(kernel)) toggleKernel(kernel, true);
+      return pick({ type: "op", id, kernel }, true);
     }
-    results.replaceChildren(...items);
+
+    // -- side by side: what the other pane's plan made of these ops ------------------------
+
+    function relate() {
+      const other = partner && partner.data();
+      if (data) data.relations = other ? relations(data, other) : null;
+    }
+
+    // Mark the kernels that compute `ids` (ops of the kernel picked in the other pane).
+    function mark(ids) {
+      if (!data) return;
+      marked = new Set(ids.map((id) => data.nodeIndex.get(id)).filter((n) => n && n.kernel)
+        .map((n) => n.kernel));
+      draw();
+    }
+
+    // Where node `id` is drawn: as an op of its expanded kernel, in its kernel's box, or as a
+    // box of its own.
+    function where(id) {
+      const node = data.nodeIndex.get(id);
+      if (!node) return null;
+      const kernel = node.kernel || node.also_in[0];
+      if (kernel) return scene.ops.get(`${kernel}|${id}`) || scene.boxes.get(kernel);
+      return scene.boxes.get(id) || null;
+    }
+
+    // The node drawn nearest the middle of the canvas (a collapsed kernel stands for its
+    // first op).
+    function centreNode() {
+      if (!scene) return null;
+      const shown = size();
+      const cx = view.x + shown.width / view.scale / 2;
+      const cy = view.y + shown.height / view.scale / 2;
+      let best = null;
+      let distance = Infinity;
+      const consider = (r, id) => {
+        const d = Math.hypot(r.x + r.w / 2 - cx, r.y + r.h / 2 - cy);
+        if (id && d < distance) { best = id; distance = d; }
+      };
+      for (const op of scene.ops.values()) consider(op, op.id);
+      for (const box of scene.boxes.values()) {
+        if (!box.kernel) consider(box, box.id);
+        else if (!expanded.has(box.id)) consider(box, (data.owned.get(box.id) || [])[0]);
+      }
+      return best;
+    }
+
+    // Bring this pane to the node in the middle of `other`'s canvas, at its zoom.
+    function follow(other) {
+      const id = other.centreNode();
+      if (!scene || !id) return;
+      const r = where(id);
+      if (!r) return;
+      view.scale = other.viewport().scale;
+      centreOn(r.x + r.w / 2, r.y + r.h / 2);
+    }
+
+    // The user moved this pane: the other one follows, once per frame (16 ms) at most.
+    let following = false;
+    function moved() {
+      if (!partner || following) return;
+      following = true;
+      window.setTimeout(() => {
+        following = false;
+        if (partner) partner.follow(pane);
+      }, 16);
+    }
+
+    // -- events on the canvas and the minimap ---------------------------------------------
+
+    let drag = null;
+    canvas.addEventListener("pointerdown", (event) => {
+      drag = { sx: event.clientX, sy: event.clientY, x: view.x, y: view.y, moved: false };
+      canvas.setPointerCapture(event.pointerId);
+    });
+    canvas.addEventListener("pointermove", (event) => {
+      if (!drag) return;
+      const dx = event.clientX - drag.sx;
+      const dy = event.clientY - drag.sy;
+      if (Math.abs(dx) + Math.abs(dy) > 3) drag.moved = true;
+      if (!drag.moved) return;
+      view.x = drag.x - dx / view.scale;
+      view.y = drag.y - dy / view.scale;
+      draw();
+      moved();
+    });
+    canvas.addEventListener("pointerup", (event) => {
+      const wasDrag = drag && drag.moved;
+      drag = null;
+      if (wasDrag || !scene) return;
+      pick(hit(at(event)));
+    });
+    canvas.addEventListener("dblclick", (event) => {
+      const target = hit(at(event));
+      if (target && target.type === "kernel") toggleKernel(target.id);
+    });
+    canvas.addEventListener("wheel", (event) => {
+      event.preventDefault();
+      const point = at(event);
+      zoomAt(Math.exp(-event.deltaY * 0.0015), point.sx, point.sy);
+      moved();
+    }, { passive: false });
+    minimap.addEventListener("pointerdown", (event) => {
+      minimapTo(event);
+      moved();
+      minimap.setPointerCapture(event.pointerId);
+      const move = (e) => { minimapTo(e); moved(); };
+      minimap.addEventListener("pointermove", move);
+      minimap.addEventListener("pointerup", () => minimap.removeEventListener("pointermove", move),
+                               { once: true });
+    });
+
+    // For scripts and tests: where a kernel, node or op is on screen (CSS pixels from the
+    // canvas's corner), and the view's state.
+    root.fusionView = {
+      locate(id, kernel = null) {
+        const r = kernel ? scene.ops.get(`${kernel}|${id}`) : scene.boxes.get(id);
+        if (!r) return null;
+        return { x: (r.x - view.x) * view.scale, y: (r.y - view.y) * view.scale,
+                 w: r.w * view.scale, h: r.h * view.scale };
+      },
+      viewport: () => ({ ...view }),
+      expanded: () => [...expanded],
+      picked: () => (picked ? { ...picked } : null),
+      found: () => [...found],
+      marked: () => [...marked],
+      centreNode,
+      relation: (name) => {
+        const relation = data && data.relations && data.relations.get(name);
+        return relation ? { kind: relation.kind, partners: [...relation.partners] } : null;
+      },
+    };
+
+    pane = {
+      load, draw, follow, mark, centreNode, goTo,
+      ready: () => Boolean(scene),
+      data: () => data,
+      plan: () => plan,
+      picked: () => picked,
+      viewport: () => ({ ...view }),
+      setPartner(other) {
+        partner = other;
+        marked = new Set();
+        relate();
+        if (primary && data) drawLegend();
+        draw();
+      },
+      relate() {
+        relate();
+        if (primary && data) drawLegend();
+        draw();
+      },
+      legend() { if (data) drawLegend(); },
+      search(text) {
+        found = matching(text);
+        if (primary) showResults();
+        draw();
+      },
+      first: () => [...found][0],
+      zoom(factor) {
+        const shown = size();
+        zoomAt(factor, shown.width / 2, shown.height / 2);
+        moved();
+      },
+      fit() {
+        if (!scene) return;
+        fitWidth();
+        draw();
+        moved();
+      },
+      collapse() {
+        expanded.clear();
+        if (!data) return;
+        layout();
+        draw();
+      },
+    };
+    return pane;
   }
 
-  function goTo(id) {
-    if (data.kernelIndex.has(id)) return pick({ type: "kernel", id }, true);
-    const node = data.nodeIndex.get(id);
-    const kernel = node.kernel || node.also_in[0];
-    if (!kernel) return pick({ type: "node", id }, true);
-    if (!expanded.has(kernel)) toggleKernel(kernel, true);
-    return pick({ type: "op", id, kernel }, true);
+  // Each kernel of `mine` (a plan's API object) against the kernels of `theirs` that compute
+  // its ops: {kind, partners}. "same": one kernel there computes exactly these ops; "merged":
+  // one kernel here computes what several do there; "split": these ops are a part of a larger
+  // kernel there; "regrouped": both; "alone": no kernel there computes them. Ops computed
+  // by no kernel of one plan (recomputed in each reader) are left out, as the compare page
+  // leaves them out.
+  function relations(mine, theirs) {
+    const result = new Map();
+    for (const [name, ids] of mine.owned) {
+      const counts = new Map();   // their kernel -> how many of these ops it computes
+      for (const id of ids) {
+        const node = theirs.nodeIndex.get(id);
+        if (node && node.kernel) counts.set(node.kernel, (counts.get(node.kernel) || 0) + 1);
+      }
+      const partners = [...counts.keys()];
+      // A kernel there is larger when it also computes ops another kernel computes here (ops
+      // that no kernel computes here, recomputed where they are read, do not count).
+      const elsewhere = (id) => {
+        const node = mine.nodeIndex.get(id);
+        return Boolean(node && node.kernel && node.kernel !== name);
+      };
+      const larger = partners.some((k) => theirs.owned.get(k).some(elsewhere));
+      let kind = "alone";
+      if (partners.length > 1) kind = larger ? "regrouped" : "merged";
+      else if (partners.length === 1) kind = larger ? "split" : "same";
+      result.set(name, { kind, partners });
+    }
+    return result;
   }
 
-  // -- events ---------------------------------------------------------------------------------
+  // -- the page: the main pane, the side-by-side one, the toolbar ----------------------------
 
-  let drag = null;
-  canvas.addEventListener("pointerdown", (event) => {
-    drag = { sx: event.clientX, sy: event.clientY, x: view.x, y: view.y, moved: false };
-    canvas.setPointerCapture(event.pointerId);
+  const makePane = (element, device, strategy, status, primary) => createPane(element, {
+    canvas: element.querySelector(".fusion__canvas"),
+    minimap: element.querySelector(".fusion__minimap"),
+    info: element.querySelector(".fusion__info"),
+    status, devicePicker: device, strategyPicker: strategy, primary,
   });
-  canvas.addEventListener("pointermove", (event) => {
-    if (!drag) return;
-    const dx = event.clientX - drag.sx;
-    const dy = event.clientY - drag.sy;
-    if (Math.abs(dx) + Math.abs(dy) > 3) drag.moved = true;
-    if (!drag.moved) return;
-    view.x = drag.x - dx / view.scale;
-    view.y = drag.y - dy / view.scale;
-    draw();
-  });
-  canvas.addEventListener("pointerup", (event) => {
-    const wasDrag = drag && drag.moved;
-    drag = null;
-    if (wasDrag || !scene) return;
-    pick(hit(at(event)));
-  });
-  canvas.addEventListener("dblclick", (event) => {
-    const target = hit(at(event));
-    if (target && target.type === "kernel") toggleKernel(target.id);
-  });
-  canvas.addEventListener("wheel", (event) => {
-    event.preventDefault();
-    const point = at(event);
-    zoomAt(Math.exp(-event.deltaY * 0.0015), point.sx, point.sy);
-  }, { passive: false });
-  minimap.addEventListener("pointerdown", (event) => {
-    minimapTo(event);
-    minimap.setPointerCapture(event.pointerId);
-    const move = (e) => minimapTo(e);
-    minimap.addEventListener("pointermove", move);
-    minimap.addEventListener("pointerup", () => minimap.removeEventListener("pointermove", move),
-                             { once: true });
-  });
+  const main = makePane(root, document.getElementById("fusion-device"),
+                    document.getElementById("fusion-strategy"),
+                    document.getElementById("fusion-status"), true);
+  const otherDevice = document.getElementById("fusion-device-b");
+  const otherStrategy = document.getElementById("fusion-strategy-b");
+  const other = makePane(otherRoot, otherDevice, otherStrategy,
+                     document.getElementById("fusion-status-b"), false);
+  const panes = () => (sideBySide.checked ? [main, other] : [main]);
+
+  // #device/strategy[/kernel][~device/strategy]: the main plan, its picked kernel, and the other
+  // plan while side by side.
+  function writeHash() {
+    if (!main || !main.plan()) return;
+    const picked = main.picked();
+    const kernel = picked && picked.type === "kernel" ? `/${picked.id}` : "";
+    const partner = sideBySide.checked && other.plan() ? `~${other.plan()}` : "";
+    history.replaceState(null, "", `#${main.plan()}${kernel}${partner}`);
+  }
+
+  // The plan the other pane opens on: the one in the hash, else the xla plan (our take on
+  // XLA's rules, the baseline users compare with), else the main plan's neighbour.
+  function otherPlan() {
+    const wanted = /~([\w.-]+)\/([\w.-]+)$/.exec(window.location.hash);
+    if (wanted) return [wanted[1], wanted[2]];
+    const device = main.plan() ? main.plan().split("/")[0] : otherDevice.value;
+    const strategies = [...otherStrategy.options].map((option) => option.value);
+    const current = main.plan() ? main.plan().split("/")[1] : null;
+    const strategy = current !== "xla" && strategies.includes("xla") ? "xla"
+      : strategies.find((name) => name !== current) || strategies[0];
+    return [device, strategy];
+  }
+
+  const changeOption = colourPicker.querySelector('option[value="change"]');
+  function setSideBySide(on) {
+    sideBySide.checked = on;
+    otherRoot.hidden = !on;
+    root.closest(".fusion__stages").classList.toggle("is-split", on);
+    changeOption.disabled = !on;
+    if (on && colourPicker.value !== "change") colourPicker.value = "change";
+    if (!on && colourPicker.value === "change") colourPicker.value = "time";
+    main.setPartner(on ? other : null);
+    other.setPartner(on ? main : null);
+    if (on && !other.plan()) other.load(...otherPlan()).then(writeHash);
+    else if (on) other.follow(main);
+    main.draw();
+    writeHash();
+  }
+  sideBySide.addEventListener("change", () => setSideBySide(sideBySide.checked));
+
   let typing = null;
   search.addEventListener("input", () => {
     window.clearTimeout(typing);
-    typing = window.setTimeout(() => { found = matching(search.value); showResults(); draw(); },
-                               150);
+    typing = window.setTimeout(() => panes().forEach((p) => p.search(search.value)), 150);
   });
   search.addEventListener("keydown", (event) => {
     if (event.key === "Escape") {         // closes the list; a second Escape clears the search
-      if (results.hidden) { search.value = ""; found = matching(""); draw(); }
+      if (results.hidden) {
+        search.value = "";
+        panes().forEach((p) => p.search(""));
+      }
       results.hidden = true;
       return;
     }
     if (event.key !== "Enter") return;
     event.preventDefault();
-    found = matching(search.value);
-    showResults();
-    const first = [...found][0];
-    if (first) { results.hidden = true; goTo(first); }
+    window.clearTimeout(typing);          // the typed text is searched now, not again later
+    panes().forEach((p) => p.search(search.value));
+    const first = main.first();
+    if (first) { results.hidden = true; main.goTo(first); }
   });
-  search.addEventListener("focus", () => { if (search.value.trim()) showResults(); });
+  search.addEventListener("focus", () => { if (search.value.trim()) main.search(search.value); });
   document.addEventListener("pointerdown", (event) => {
     if (!event.target.closest(".fusion__search")) results.hidden = true;
   });
-  colourPicker.addEventListener("change", () => { drawLegend(); draw(); });
-  document.getElementById("fusion-zoom-in").addEventListener("click", () => {
-    const shown = size();
-    zoomAt(1.25, shown.width / 2, shown.height / 2);
+  colourPicker.addEventListener("change", () => {
+    main.legend();
+    panes().forEach((p) => p.draw());
   });
-  document.getElementById("fusion-zoom-out").addEventListener("click", () => {
-    const shown = size();
-    zoomAt(0.8, shown.width / 2, shown.height / 2);
-  });
-  document.getElementById("fusion-fit").addEventListener("click", () => { fitWidth(); draw(); });
+  document.getElementById("fusion-zoom-in").addEventListener("click", () => main.zoom(1.25));
+  document.getElementById("fusion-zoom-out").addEventListener("click", () => main.zoom(0.8));
+  document.getElementById("fusion-fit").addEventListener("click", () => main.fit());
   document.getElementById("fusion-collapse").addEventListener("click", () => {
-    expanded.clear();
-    layout();
-    draw();
+    panes().forEach((p) => p.collapse());
   });
-  // The pickers click the page's tabs; run.js then says which plan is shown.
+  // The main pane's pickers click the page's tabs; run.js then says which plan is shown.
   const clickTab = (group, name) => {
     const tab = document.querySelector(`[data-tab-group="${group}"] .tabs__tab[data-tab="${name}"]`);
     if (tab) tab.click();
     return Boolean(tab);
   };
-  devicePicker.addEventListener("change", () => {
-    if (!clickTab("device", devicePicker.value)) load(devicePicker.value, strategyPicker.value);
+  const mainDevice = document.getElementById("fusion-device");
+  const mainStrategy = document.getElementById("fusion-strategy");
+  mainDevice.addEventListener("change", () => {
+    if (!clickTab("device", mainDevice.value)) main.load(mainDevice.value, mainStrategy.value);
   });
-  strategyPicker.addEventListener("change", () => {
-    if (!clickTab(`strategy-${devicePicker.value}`, strategyPicker.value)) {
-      load(devicePicker.value, strategyPicker.value);
+  mainStrategy.addEventListener("change", () => {
+    if (!clickTab(`strategy-${mainDevice.value}`, mainStrategy.value)) {
+      main.load(mainDevice.value, mainStrategy.value);
     }
   });
+  const loadOther = () => other.load(otherDevice.value, otherStrategy.value).then(writeHash);
+  otherDevice.addEventListener("change", loadOther);
+  otherStrategy.addEventListener("change", loadOther);
   window.addEventListener("explorer:plan", (event) => {
     const { device, strategy, kernel } = event.detail;
-    if (`${device}/${strategy}` !== plan || kernel) load(device, strategy, kernel);
+    if (`${device}/${strategy}` !== main.plan() || kernel) main.load(device, strategy, kernel);
   });
-  window.addEventListener("resize", () => draw());
-
-  // For scripts and tests: where a kernel, node or op is on screen (CSS pixels from the canvas's
-  // corner), and the view's state.
-  root.fusionView = {
-    locate(id, kernel = null) {
-      const r = kernel ? scene.ops.get(`${kernel}|${id}`) : scene.boxes.get(id);
-      if (!r) return null;
-      return { x: (r.x - view.x) * view.scale, y: (r.y - view.y) * view.scale,
-               w: r.w * view.scale, h: r.h * view.scale };
-    },
-    viewport: () => ({ ...view }),
-    expanded: () => [...expanded],
-    picked: () => (picked ? { ...picked } : null),
-    found: () => [...found],
-  };
+  window.addEventListener("resize", () => panes().forEach((p) => p.draw()));
 
   // Opened without a plan in the hash: the run's fastest (the API's default).
-  if (!/^#[\w.-]+\/[\w.-]+/.test(window.location.hash)) load();
+  if (!/^#[\w.-]+\/[\w.-]+/.test(window.location.hash)) main.load();
+  if (window.location.hash.includes("~")) setSideBySide(true);
 })();

@@ -200,16 +200,20 @@
     window.dispatchEvent(new CustomEvent("explorer:plan", { detail: { device, strategy, kernel } }));
   }
 
+  // The fusion view's other plan while side by side: "~h100/xla" at the hash's end.
+  const besides = () => (/~[\w.-]+\/[\w.-]+$/.exec(window.location.hash) || [""])[0];
+
   document.addEventListener("click", (event) => {
     if (!event.target.closest(".tabs__tab")) return;
     const plan = shownPlan();  // base.js has switched the tab: this listener comes after it
     if (!plan) return;
-    history.replaceState(null, "", `#${plan}`);
+    history.replaceState(null, "", `#${plan}${besides()}`);
     announce(...plan.split("/"));
   });
 
-  // #h100/xla, or #h100/xla/loop.3 with the kernel picked in the fusion view.
-  const wanted = /^#([\w.-]+)\/([\w.-]+)(?:\/(.+))?$/.exec(window.location.hash);
+  // #h100/xla, or #h100/xla/loop.3 with the kernel picked in the fusion view (either perhaps
+  // followed by the side-by-side plan, ~h100/cost).
+  const wanted = /^#([\w.-]+)\/([\w.-]+)(?:\/([^~]+))?(?:~.*)?$/.exec(window.location.hash);
   if (wanted) {
     const [, device, strategy, kernel] = wanted;
     const tabs = [

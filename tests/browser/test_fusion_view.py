@@ -235,3 +235,92 @@ def test_the_48_layer_step_of_16000_nodes_is_drawn(step_48_run, live_server, new
         }""")
         Path(TIMING_FILE).write_text(json.dumps({**timing, "nodes": nodes}))
     assert_no_js_errors(page)
+
+
+def test_side_by_side_shows_what_the_other_plan_made_of_each_kernel(step_12_run, live_server,
+                                                                     new_page, screenshots):
+    from explorer.presenters import plan_changes
+
+    page = new_page()
+    log_in(page, live_server.url, "ada", next_path="/runs")
+    page.goto(f"{live_server.url}/r/{step_12_run.pk}#h100/cost")
+    expect(page.locator(READY)).to_be_attached()
+    page.locator("#fusion-side-by-side").check()
+    other = page.locator("#fusion-graph-b")
+    expect(other).to_have_attribute("data-ready", "true")
+    expect(other).to_have_attribute("data-strategy", "xla")   # the baseline, by default
+    expect(page.locator("#fusion-colour")).to_have_value("change")
+    expect(page).to_have_url(f"{live_server.url}/r/{step_12_run.pk}#h100/cost~h100/xla")
+
+    # Each cost kernel's relation to the xla plan agrees with the compare page's account of
+    # the same two plans (explorer/presenters.py, computed on the server).
+    plans = step_12_run.artifact["devices"]["h100"]["strategies"]
+    changes = plan_changes(plans["xla"]["kernels"], plans["cost"]["kernels"])
+    merges = {change["kernel"]: {part["kernel"] for part in change["parts"]}
+              for change in changes["merged"]}          # cost kernels gathering xla kernels
+    pieces = {part["kernel"] for change in changes["split"] for part in change["parts"]}
+    assert merges and pieces
+    relations = page.evaluate("""(names) => names.map((name) =>
+        document.getElementById('fusion-graph').fusionView.relation(name))""",
+        [kernel["name"] for kernel in plans["cost"]["kernels"]])
+    for kernel, relation in zip(plans["cost"]["kernels"], relations):
+        name = kernel["name"]
+        expected = {(True, True): "regrouped", (True, False): "merged",
+                    (False, True): "split"}.get((name in merges, name in pieces))
+        if expected is None:
+            assert relation["kind"] in ("same", "alone"), (name, relation)
+        else:
+            assert relation["kind"] == expected, (name, relation)
+        if name in merges:
+            assert set(relation["partners"]) == merges[name]
+
+    # A merged kernel picked here: the other pane marks the kernels it merges.
+    name = max(merges, key=lambda k: len(merges[k]))
+    page.locator("#fusion-search").fill(name)
+    page.locator("#fusion-search").press("Enter")
+    expect(page.locator("#fusion-info h4")).to_have_text(name)
+    expect(page.locator("#fusion-info .fusion__change")).to_contain_text(
+        "merges kernels of the other plan")
+    marked = page.evaluate("() => document.getElementById('fusion-graph-b').fusionView.marked()")
+    assert set(marked) == merges[name]
+    # The other pane was brought to the same ops (on the next frame): one of those kernels
+    # is in its middle.
+    page.wait_for_timeout(100)
+    shown = page.locator("#fusion-graph-b canvas.fusion__canvas").bounding_box()
+    boxes = [page.evaluate(f"() => document.getElementById('fusion-graph-b').fusionView"
+                           f".locate({json.dumps(k)})") for k in merges[name]]
+    assert any(abs(b["x"] + b["w"] / 2 - shown["width"] / 2) <= 1 and
+               abs(b["y"] + b["h"] / 2 - shown["height"] / 2) <= 1 for b in boxes), boxes
+    screenshots(page, "fusion-view-side-by-side")
+
+    # Panning one pane moves the other to the same ops.
+    canvas = page.locator("#fusion-graph canvas.fusion__canvas").bounding_box()
+    page.mouse.move(canvas["x"] + 200, canvas["y"] + 300)
+    page.mouse.down()
+    page.mouse.move(canvas["x"] + 120, canvas["y"] + 100, steps=5)
+    page.mouse.up()
+    page.wait_for_timeout(100)
+    centre = page.evaluate("() => document.getElementById('fusion-graph').fusionView"
+                           ".centreNode()")
+    owner = {node: k["name"] for k in plans["xla"]["kernels"] for node in k["nodes"]}
+    if centre in owner:
+        box = page.evaluate(f"() => document.getElementById('fusion-graph-b').fusionView"
+                            f".locate({json.dumps(owner[centre])})")
+        assert abs(box["x"] + box["w"] / 2 - shown["width"] / 2) <= 1
+        assert abs(box["y"] + box["h"] / 2 - shown["height"] / 2) <= 1
+
+    # The link reopens both plans; switching side by side off drops the other one.
+    page.goto("about:blank")
+    page.goto(f"{live_server.url}/r/{step_12_run.pk}#h100/cost~h100/xla")
+    expect(other).to_have_attribute("data-ready", "true")
+    expect(page.locator("#fusion-side-by-side")).to_be_checked()
+    page.locator("#fusion-strategy-b").select_option("cost")
+    expect(other).to_have_attribute("data-strategy", "cost")
+    expect(page).to_have_url(f"{live_server.url}/r/{step_12_run.pk}#h100/cost~h100/cost")
+    relation = page.evaluate("(name) => document.getElementById('fusion-graph').fusionView"
+                             ".relation(name)", plans["cost"]["kernels"][0]["name"])
+    assert relation["kind"] == "same"      # a plan against itself
+    page.locator("#fusion-side-by-side").uncheck()
+    expect(other).to_be_hidden()
+    expect(page).to_have_url(f"{live_server.url}/r/{step_12_run.pk}#h100/cost")
+    assert_no_js_errors(page)
