@@ -374,7 +374,7 @@ def _collect_costmodel_data(args) -> int:
 
     strategies = parse_strategies(args.strategy)
 
-    def progress(stage: str, done: int, total: int) -> None:
+    def progress(stage: str, done: int, total: int, detail: str = "") -> None:
         if stage == "collect" and done:
             print(f"collected {done}/{total} programs", file=sys.stderr)
 

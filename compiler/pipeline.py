@@ -37,7 +37,9 @@ from compiler.version import compiler_version
 # The stages in the order they run; `progress` callbacks see them in this order.
 STAGES = ("import", "explore", "codegen", "build", "cost")
 
-Progress = Callable[[str, int, int], None]
+# `progress(stage, done, total, detail="")`: `detail` says what the stage is doing where its
+# count alone would stand still for a while (build: "compiling 949 kernels to PTX").
+Progress = Callable[..., None]
 
 def canonical_options(devices, strategies) -> tuple[list[str], list[str]]:
     """Devices sorted by name and strategies in exploration order (the cost search reuses the
@@ -77,8 +79,12 @@ class StageCounter:
         self.done += count
         self.progress(self.stage, self.done, self.total)
 
+    def note(self, detail: str) -> None:
+        """Say what the stage is doing now (its count unchanged)."""
+        self.progress(self.stage, self.done, self.total, detail)
 
-def no_progress(stage: str, done: int, total: int) -> None:
+
+def no_progress(stage: str, done: int, total: int, detail: str = "") -> None:
     pass
 
 
@@ -102,6 +108,7 @@ def compile_graph(data: bytes, filename: str, devices: list[str], strategies: li
     counter = StageCounter(progress, "explore", len(devices))
     results, targets = {}, []
     for device in devices:
+        counter.note(f"{device}: {', '.join(strategies)} on {len(graph)} nodes")
         plans = explore(graph, device, strategies)
         # Before codegen, which replaces each kernel's quick projection with its built one.
         results[device] = exploration_to_dict(summary, device, plans)
@@ -122,7 +129,8 @@ def compile_graph(data: bytes, filename: str, devices: list[str], strategies: li
     for device in devices:
         codes = [code for target in targets if target.device == device
                  for code in target.codes]
-        build_codes(codes, arch_for_device(device), progress=counter.advance)
+        build_codes(codes, arch_for_device(device), progress=counter.advance,
+                    phase=lambda text, device=device: counter.note(f"{device}: {text}"))
     if emulate:
         for target in targets:
             emulate_codes(graph, target.codes)

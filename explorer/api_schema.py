@@ -70,7 +70,7 @@ KERNEL = {
 STATUS = {
     "type": "object",
     "required": ["status", "stage", "progress_done", "progress_total", "error", "error_stage",
-                 "finished"],
+                 "finished", "stage_detail", "stages"],
     "properties": {
         "status": {"type": "string", "enum": ["queued", "running", "done", "failed"]},
         "stage": {"type": "string", "description": "The stage running now (import, explore, "
@@ -78,6 +78,18 @@ STATUS = {
         "progress_done": {"type": "integer"}, "progress_total": {"type": "integer"},
         "error": {"type": "string", "description": "Empty unless the run failed."},
         "error_stage": {"type": "string"},
+        "stage_detail": {"type": "string", "description": "What the running stage is doing "
+                         "where its count alone would stand still (build: \"h100: compiling 412 "
+                         "distinct kernels to PTX ...\"); empty when the job is not running."},
+        "stages": {"type": "array", "description": "Every stage of the job in order.",
+                   "items": {"type": "object", "required": ["name", "state", "seconds"],
+                             "properties": {
+                                 "name": {"type": "string"},
+                                 "state": {"type": "string",
+                                           "enum": ["waiting", "running", "done", "failed"]},
+                                 "seconds": {**_nullable("number"),
+                                             "description": "how long it took, or has taken "
+                                                            "so far; null while waiting"}}}},
         "finished": {"type": ["string", "null"], "format": "date-time"},
     },
 }

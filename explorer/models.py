@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import time
 from datetime import timedelta
 
 from django.conf import settings
@@ -65,6 +66,12 @@ class Job(models.Model):
     progress_total = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True)
     error_stage = models.CharField(max_length=20, blank=True)
+    # Every stage of the job in order, as the worker's progress recorder keeps them:
+    # [{"name", "started", "finished"}], times in seconds since the epoch, null until then
+    # (stages not reached yet are listed from the start). And what the running stage is
+    # doing, where its count alone would not move ("compiling 949 kernels to PTX").
+    stages = models.JSONField(default=list, blank=True)
+    stage_detail = models.CharField(max_length=200, blank=True)
 
     created = models.DateTimeField(auto_now_add=True)
     started = models.DateTimeField(null=True, blank=True)
@@ -85,7 +92,30 @@ class Job(models.Model):
         return {"status": self.status, "stage": self.stage,
                 "progress_done": self.progress_done, "progress_total": self.progress_total,
                 "error": self.error, "error_stage": self.error_stage,
-                "finished": self.finished.isoformat() if self.finished else None}
+                "finished": self.finished.isoformat() if self.finished else None,
+                "stage_detail": self.stage_detail if self.status == self.RUNNING else "",
+                "stages": self.stage_rows(time.time())}
+
+    def stage_rows(self, now: float) -> list[dict]:
+        """Each stage with its state ("waiting", "running", "done", "failed") and the seconds
+        it took, or has taken by `now` (null until it starts). A stage still open when the job
+        ended closes with the job: done, or failed where the job failed."""
+        ended = self.finished.timestamp() if self.finished else None
+        rows = []
+        for entry in self.stages:
+            started, finished = entry.get("started"), entry.get("finished")
+            if started is None:
+                state = "waiting"
+            elif finished is not None:
+                state = "done"
+            elif self.status == self.RUNNING:
+                state = "running"
+            else:
+                state = "failed" if self.status == self.FAILED else "done"
+                finished = ended
+            seconds = None if started is None else max(0.0, (finished or now) - started)
+            rows.append({"name": entry["name"], "state": state, "seconds": seconds})
+        return rows
 
     # --- The job's life cycle: each step one conditional UPDATE. -------------------------------
 
@@ -104,7 +134,8 @@ class Job(models.Model):
         claimed = cls.objects.filter(Q(status=cls.QUEUED) | abandoned, pk=pk).update(
             status=cls.RUNNING, claim_token=token, claimed_by=worker[:200],
             lease_expires=now + timedelta(seconds=lease_s), attempts=F("attempts") + 1,
-            started=now, stage="", progress_done=0, progress_total=0, error="", error_stage="")
+            started=now, stage="", progress_done=0, progress_total=0, error="", error_stage="",
+            stages=[], stage_detail="")
         return token if claimed == 1 else None
 
     @classmethod

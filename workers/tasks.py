@@ -12,7 +12,9 @@ from django.conf import settings
 from django.utils import timezone
 
 from compiler.errors import InputError
+from compiler.measure import STAGES as MEASURE_STAGES
 from compiler.measure import measure_graph
+from compiler.pipeline import STAGES as COMPILE_STAGES
 from compiler.pipeline import compile_graph
 from compiler.runtime.gpu import GpuUnavailable
 from explorer.models import ClaimLost, Job, Measurement, Run
@@ -65,24 +67,47 @@ class MeasureTask(JobTask):
 
 
 class _ProgressRecorder:
-    """The progress callback: saves stage and counts on the job's row (throttled) and renews
-    the claim's lease with each save."""
+    """The progress callback: saves stage, counts, what the stage is doing and when each stage
+    started and finished on the job's row (throttled) and renews the claim's lease with each
+    save. `stages`: the stages the job will go through, in order, listed as waiting until
+    they start (Job.stages)."""
 
-    def __init__(self, model: type[Job], pk, token: str, lease_s: int):
+    def __init__(self, model: type[Job], pk, token: str, lease_s: int,
+                 stages: tuple[str, ...] = ()):
         self.model, self.pk, self.token, self.lease_s = model, pk, token, lease_s
-        self.stage, self.saved_at = "", 0.0
+        self.stage, self.detail, self.saved_at = "", "", 0.0
+        self.stages = [{"name": name, "started": None, "finished": None} for name in stages]
 
-    def __call__(self, stage: str, done: int, total: int) -> None:
+    def __call__(self, stage: str, done: int, total: int, detail: str = "") -> None:
         entering = stage != self.stage
+        if entering:
+            self._enter(stage)
+        news = entering or (detail and detail != self.detail)
         self.stage = stage
+        if detail or entering:
+            self.detail = detail
         now = time.monotonic()
-        if not entering and done < total and now - self.saved_at < PROGRESS_INTERVAL_S:
+        if not news and done < total and now - self.saved_at < PROGRESS_INTERVAL_S:
             return
         self.model.renew_lease(self.pk, self.token, self.lease_s,
-                               stage=stage, progress_done=done, progress_total=total)
+                               stage=stage, progress_done=done, progress_total=total,
+                               stages=self.stages, stage_detail=self.detail[:200])
         self.saved_at = now
         if entering and stage == "codegen" and settings.COMPILE_TEST_CODEGEN_DELAY_S:
             time.sleep(settings.COMPILE_TEST_CODEGEN_DELAY_S)
+
+    def _enter(self, stage: str) -> None:
+        """Close the stage running now and start `stage` (listed, or added at the end)."""
+        now = time.time()
+        for entry in self.stages:
+            if entry["started"] is not None and entry["finished"] is None:
+                entry["finished"] = now
+        entry = next((e for e in self.stages if e["name"] == stage and e["started"] is None),
+                     None)
+        if entry is None:
+            entry = {"name": stage, "started": None, "finished": None}
+            self.stages.append(entry)
+        entry["started"] = now
 
 
 @app.task(bind=True, base=CompileTask, name="workers.compile_run", acks_late=True,
@@ -97,7 +122,7 @@ def compile_run(self, run_id: str) -> str:
     if token is None:
         return _not_claimed(self, Run, run_id)
     run = Run.objects.get(pk=run_id)
-    progress = _ProgressRecorder(Run, run_id, token, settings.COMPILE_LEASE_S)
+    progress = _ProgressRecorder(Run, run_id, token, settings.COMPILE_LEASE_S, COMPILE_STAGES)
     return _work(Run, run_id, token, progress, settings.COMPILE_SOFT_TIME_LIMIT_S,
                  lambda: compile_graph(bytes(run.graph_bytes), run.filename, run.devices,
                                        run.strategies, progress=progress,
@@ -134,7 +159,8 @@ def measure_run(self, measurement_id: int) -> str:
     if token is None:
         return _not_claimed(self, Measurement, measurement_id)
     run = Measurement.objects.select_related("run").get(pk=measurement_id).run
-    progress = _ProgressRecorder(Measurement, measurement_id, token, settings.MEASURE_LEASE_S)
+    progress = _ProgressRecorder(Measurement, measurement_id, token, settings.MEASURE_LEASE_S,
+                                 MEASURE_STAGES)
     try:
         return _work(Measurement, measurement_id, token, progress,
                      settings.MEASURE_SOFT_TIME_LIMIT_S,

@@ -132,10 +132,12 @@ def emit_code(graph: Graph, plan: FusionPlan, kernel: Kernel, device) -> KernelC
 
 
 def build_codes(codes: list[KernelCode], arch: str,
-                progress: Callable[[int], None] | None = None) -> None:
+                progress: Callable[[int], None] | None = None,
+                phase: Callable[[str], None] | None = None) -> None:
     """Compile the generated kernels of `codes` in one nvcc batch and attach the results.
     `progress(n)` as codes are done, n at a time (the n add up to len(codes): a code that
-    builds nothing, a library call, is done at once)."""
+    builds nothing, a library call, is done at once); `phase(text)` as the batch moves from
+    one step to the next (nvcc's front end, ptxas)."""
     def report(count: int) -> None:
         if count and progress is not None:
             progress(count)
@@ -150,7 +152,7 @@ def build_codes(codes: list[KernelCode], arch: str,
     # whose kernel names are unique), they are reported together at the end.
     one_each = compiled == len(sources)
     results = build_kernels(sources, arch, [str(PRELUDE_DIR)],
-                            progress=report if one_each else None)
+                            progress=report if one_each else None, phase=phase)
     if not one_each:
         report(compiled)
     for code in codes:

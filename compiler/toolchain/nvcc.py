@@ -156,20 +156,23 @@ def build_kernels(sources: Mapping[str, str], arch: str,
                   include_dirs: Iterable[str | Path] = (), *,
                   options: BuildOptions = BuildOptions(), cache: BuildCache | None = None,
                   toolchain: Toolchain | None = None,
-                  progress: Callable[[int], None] | None = None) -> dict[str, BuildResult]:
+                  progress: Callable[[int], None] | None = None,
+                  phase: Callable[[str], None] | None = None) -> dict[str, BuildResult]:
     """{kernel name: BuildResult} for `sources` ({kernel name: CUDA source defining
     `extern "C" __global__ void <name>(...)`}), compiled for `arch` ("sm_90").
     `progress(n)`: called in this thread as kernels are done, n at a time (the n add up to
-    the number of sources), so a long batch shows it moves."""
+    the number of sources), so a long batch shows it moves; `phase(text)` when it starts
+    compiling to PTX and when it starts assembling, with how many kernels each step has."""
     return build_batch(sources, arch, include_dirs, options=options, cache=cache,
-                       toolchain=toolchain, progress=progress).results
+                       toolchain=toolchain, progress=progress, phase=phase).results
 
 
 def build_batch(sources: Mapping[str, str], arch: str,
                 include_dirs: Iterable[str | Path] = (), *,
                 options: BuildOptions = BuildOptions(), cache: BuildCache | None = None,
                 toolchain: Toolchain | None = None,
-                progress: Callable[[int], None] | None = None) -> BuildBatch:
+                progress: Callable[[int], None] | None = None,
+                phase: Callable[[str], None] | None = None) -> BuildBatch:
     """`build_kernels` with the batch's counts: unique kernels, compiler runs, seconds."""
     started = time.perf_counter()
     check_arch(arch)
@@ -197,13 +200,14 @@ def build_batch(sources: Mapping[str, str], arch: str,
             progress(count)
 
     report(len(results))  # refused by name: done
+    say = phase or (lambda text: None)
     front = _front_end(list(units.values()), arch, include_dirs, options, toolchain, cache,
-                       counter)
+                       counter, say)
     built = {unit.key: front[unit.key]["ptx"] for unit in units.values()
              if front[unit.key]["ok"]}
     report(sum(len(unit.names) for unit in units.values() if unit.key not in built))
     back = _back_end(built, arch, options, toolchain, cache, counter,
-                     lambda key: report(len(units[key].names)))
+                     lambda key: report(len(units[key].names)), say)
 
     for unit in units.values():
         outcome = front[unit.key]
@@ -268,8 +272,9 @@ def _naming_problem(name: str, source: str) -> str | None:
 
 def _front_end(units: list[_Unit], arch: str, include_dirs: tuple[Path, ...],
                options: BuildOptions, toolchain: Toolchain, cache: BuildCache,
-               counter: _Counter) -> dict[str, dict]:
-    """{unit key: {"ok": bool, "ptx": PTX with the placeholder name, "error": message}}."""
+               counter: _Counter, say: Callable[[str], None]) -> dict[str, dict]:
+    """{unit key: {"ok": bool, "ptx": PTX with the placeholder name, "error": message}};
+    `say(text)` before nvcc starts."""
     outcomes = {}
     missing = []
     for unit in units:
@@ -279,9 +284,13 @@ def _front_end(units: list[_Unit], arch: str, include_dirs: tuple[Path, ...],
         else:
             outcomes[unit.key] = cached
     compiled = {}
+    chunks = _chunks(missing)
+    if missing:
+        say(f"compiling {len(missing)} distinct kernels to PTX (nvcc, {len(chunks)} "
+            f"process{'es' if len(chunks) > 1 else ''}; {len(outcomes)} from the build cache)")
     for chunk_outcomes in _parallel(
             lambda chunk: _compile_units(chunk, arch, include_dirs, options, toolchain, counter),
-            _chunks(missing)):
+            chunks):
         compiled.update(chunk_outcomes)
     for key, outcome in compiled.items():
         if outcome["returncode"] >= 0:      # not killed by a signal: the compiler's answer
@@ -362,9 +371,10 @@ def _combined_part(unit: _Unit) -> str:
 
 def _back_end(modules: dict[str, str], arch: str, options: BuildOptions, toolchain: Toolchain,
               cache: BuildCache, counter: _Counter,
-              done: Callable[[str], None]) -> dict[str, dict]:
+              done: Callable[[str], None], say: Callable[[str], None]) -> dict[str, dict]:
     """{unit key: {"ok", "cubin", "log"}} for `modules`, {unit key: PTX naming the kernel by
-    the unit's placeholder}; `done(key)` in this thread as each unit's outcome is known."""
+    the unit's placeholder}; `done(key)` in this thread as each unit's outcome is known;
+    `say(text)` before ptxas starts."""
     environment = (arch, toolchain.fingerprint, repr(options))
     cache_keys = {key: cache_key("back", ptx, *environment) for key, ptx in modules.items()}
     outcomes = {}
@@ -379,6 +389,8 @@ def _back_end(modules: dict[str, str], arch: str, options: BuildOptions, toolcha
     # The largest first, so that a long ptxas run does not start last and run alone.
     missing.sort(key=lambda key: len(modules[key]), reverse=True)
     counter.add("ptxas", len(missing))
+    if missing:
+        say(f"assembling {len(missing)} kernels with ptxas ({PARALLEL_JOBS} at a time)")
     with ThreadPoolExecutor(max_workers=PARALLEL_JOBS) as pool:
         running = {pool.submit(_ptxas, modules[key], arch, options, toolchain): key
                    for key in missing}

@@ -19,7 +19,39 @@
     const error = document.getElementById("progress-error");
     error.hidden = !status.error;
     error.textContent = status.error ? `${status.error_stage}: ${status.error}` : "";
+    document.getElementById("progress-detail").textContent = status.stage_detail || "";
+    showStages(status.stages || []);
   }
+
+  // Every stage with its state and time; the running one's time counts up between polls.
+  let stagesShownAt = performance.now();
+  function showStages(stages) {
+    stagesShownAt = performance.now();
+    document.getElementById("progress-stages").replaceChildren(...stages.map((stage) => {
+      const item = document.createElement("li");
+      item.className = `progress__stage is-${stage.state}`;
+      item.dataset.state = stage.state;
+      item.dataset.seconds = stage.seconds === null ? "" : String(stage.seconds);
+      const name = document.createElement("span");
+      name.className = "progress__stage-name";
+      name.textContent = stage.name;
+      const time = document.createElement("span");
+      time.className = "progress__stage-time";
+      item.append(name, " ", time);
+      return item;
+    }));
+    tick();
+  }
+
+  function tick() {
+    const since = (performance.now() - stagesShownAt) / 1000;
+    document.querySelectorAll("#progress-stages .progress__stage").forEach((item) => {
+      if (item.dataset.seconds === "") return;
+      const seconds = Number(item.dataset.seconds) + (item.dataset.state === "running" ? since : 0);
+      item.querySelector(".progress__stage-time").textContent = `${seconds.toFixed(1)} s`;
+    });
+  }
+  if (document.getElementById("progress-stages")) window.setInterval(tick, 200);
 
   function showMeasurement(job) {
     const text = document.getElementById("measurement-text");

@@ -597,3 +597,18 @@ def test_progress_counts_every_kernel_once_in_the_callers_thread_as_ptxas_finish
     calls.clear()
     build_batch(sources, "sm_90", cache=cache, progress=lambda n: calls.append((n, 0)))
     assert sum(n for n, _ in calls) == len(sources)
+
+
+def test_the_batch_says_when_it_compiles_and_when_it_assembles_and_how_many(cache):
+    # A long batch's count stands still while nvcc compiles to PTX: the phases say what runs.
+    sources = GOOD_KERNELS | {"broken": BROKEN}
+    said = []
+    build_batch(sources, "sm_90", cache=cache, phase=said.append)
+    assert len(said) == 2
+    assert said[0].startswith(f"compiling {len(sources)} distinct kernels to PTX (nvcc, ")
+    assert said[0].endswith("; 0 from the build cache)")
+    assert said[1].startswith(f"assembling {len(GOOD_KERNELS)} kernels with ptxas")
+    # All from the cache: nothing runs, nothing is said.
+    said.clear()
+    build_batch(sources, "sm_90", cache=cache, phase=said.append)
+    assert said == []

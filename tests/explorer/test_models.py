@@ -1,4 +1,5 @@
 """Run access rules, permalink ids and submission (explorer.models, explorer.runs)."""
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -69,7 +70,26 @@ def test_status_dict_has_what_the_status_page_polls(people):
     run = make_run(people, "private")
     assert run.status_dict() == {"status": "queued", "stage": "", "progress_done": 0,
                                  "progress_total": 0, "error": "", "error_stage": "",
-                                 "finished": None}
+                                 "finished": None, "stage_detail": "", "stages": []}
+
+
+def test_each_stage_shows_its_state_and_how_long_it_took_or_has_taken(people):
+    run = make_run(people, "private")
+    run.status, run.stage_detail = Run.RUNNING, "h100: compiling 12 distinct kernels to PTX"
+    run.stages = [{"name": "import", "started": 100.0, "finished": 101.5},
+                  {"name": "build", "started": 101.5, "finished": None},
+                  {"name": "cost", "started": None, "finished": None}]
+    assert run.stage_rows(now=110.0) == [
+        {"name": "import", "state": "done", "seconds": 1.5},
+        {"name": "build", "state": "running", "seconds": 8.5},
+        {"name": "cost", "state": "waiting", "seconds": None}]
+    assert run.status_dict()["stage_detail"] == "h100: compiling 12 distinct kernels to PTX"
+    # The job failed in the build: that stage failed when the job did; no detail is left.
+    run.status = Run.FAILED
+    run.finished = datetime.fromtimestamp(104.0, tz=timezone.utc)
+    assert [(row["state"], row["seconds"]) for row in run.stage_rows(now=110.0)] == \
+        [("done", 1.5), ("failed", 2.5), ("waiting", None)]
+    assert run.status_dict()["stage_detail"] == ""
 
 
 def test_run_id_is_22_base62_characters_and_stable():

@@ -12,6 +12,7 @@ from django.contrib.auth import get_user_model
 from explorer import runs
 from explorer.models import KernelSource, Run
 from tests.services import send_to
+from compiler.pipeline import STAGES
 from workers import app
 from workers.tasks import compile_run
 
@@ -61,6 +62,15 @@ def test_a_run_completes_with_its_artifact_and_kernel_sources(
     assert run.status == Run.DONE, run.error
     assert run.stage == "cost" and run.progress_done == run.progress_total > 0
     assert run.attempts == 1 and run.started <= run.finished
+    # Every stage the pipeline has, in its order, each done, one after the other, within the
+    # time the run took (the last one closes when the run is stored as done).
+    assert [entry["name"] for entry in run.stages] == list(STAGES)
+    times = [t for entry in run.stages for t in (entry["started"], entry["finished"])][:-1]
+    assert times == sorted(times)
+    assert run.started.timestamp() - 1 <= times[0] <= times[-1] <= run.finished.timestamp() + 1
+    rows = run.status_dict()["stages"]
+    assert [row["state"] for row in rows] == ["done"] * len(STAGES)
+    assert sum(row["seconds"] for row in rows) <= (run.finished - run.started).total_seconds()
     assert set(run.artifact) == {"compiler_version", "graph", "devices"}
     assert list(run.artifact["devices"]["h100"]["strategies"]) == ["unfused", "xla"]
     kernels = run.artifact["devices"]["h100"]["strategies"]["xla"]["kernels"]
@@ -86,6 +96,8 @@ def test_a_bad_graph_fails_with_the_importers_message_at_stage_import(
     assert run.status == Run.FAILED
     assert run.error_stage == "import"
     assert run.error.startswith("bad.hlo:")
+    assert [(row["name"], row["state"]) for row in run.status_dict()["stages"]] == \
+        [("import", "failed")] + [(name, "waiting") for name in STAGES[1:]]
     assert not KernelSource.objects.filter(run=run).exists()
     assert run.artifact is None
 
