@@ -170,6 +170,19 @@ class Job(models.Model):
         return updated == 1
 
 
+def graph_sha256(data: bytes, filename: str) -> str:
+    """The SHA-256 of an uploaded graph, decompressed: a gzipped upload of the same text is
+    the same graph (bytes that do not decompress are hashed as they are)."""
+    from compiler.errors import InputError
+    from compiler.importers import decompressed
+
+    try:
+        data = decompressed(data, filename)
+    except InputError:
+        pass
+    return hashlib.sha256(data).hexdigest()
+
+
 class Run(Job):
     PRIVATE, TEAM, PUBLIC = "private", "team", "public"
     VISIBILITIES = [(PRIVATE, "private"), (TEAM, "team"), (PUBLIC, "public")]
@@ -187,6 +200,10 @@ class Run(Job):
 
     filename = models.CharField(max_length=255)
     graph_bytes = models.BinaryField()
+    # The SHA-256 of the graph, decompressed (`graph_sha256`), set when the run is first
+    # saved: runs of the same graph are found by it (compare's candidates) without reading or
+    # comparing the graphs' bytes.
+    graph_sha256 = models.CharField(max_length=64, blank=True, db_index=True, editable=False)
     devices = models.JSONField(default=list)
     strategies = models.JSONField(default=list)
     compiler_version = models.CharField(max_length=64)
@@ -197,6 +214,11 @@ class Run(Job):
 
     class Meta:
         ordering = ["-created"]
+
+    def save(self, *args, **kwargs):
+        if not self.graph_sha256 and self.graph_bytes:
+            self.graph_sha256 = graph_sha256(bytes(self.graph_bytes), self.filename)
+        super().save(*args, **kwargs)
 
     def __str__(self) -> str:
         return f"{self.id} {self.name or self.filename}"

@@ -7,8 +7,10 @@ roofline ask compiler.cost for the same formulas the projected model used.
 """
 from __future__ import annotations
 
+import difflib
 import hashlib
 import math
+import re
 from collections import defaultdict
 
 from compiler.cost.devices import Device
@@ -689,6 +691,40 @@ def _match_row(a: dict | None, b: dict | None, overlap: float) -> dict:
         after = b[key] if b else 0.0
         row[delta] = _delta(before, after)
     return row
+
+
+# The name both kernels' functions get in a CUDA diff, so that the name alone is no change.
+DIFF_FUNCTION = "KERNEL"
+
+
+def cuda_diff(source_a: str, function_a: str, source_b: str, function_b: str,
+              context: int = 3) -> dict:
+    """A unified diff of two kernels' CUDA sources, each function's own name replaced by
+    DIFF_FUNCTION: {"rows": [{"kind": "hunk" | "same" | "removed" | "added", "a", "b" (line
+    numbers, None where the line is not on that side), "text"}], "added", "removed" (line
+    counts), "same_source" (bool)}."""
+    lines_a = re.sub(rf"\b{re.escape(function_a)}\b", DIFF_FUNCTION, source_a).splitlines()
+    lines_b = re.sub(rf"\b{re.escape(function_b)}\b", DIFF_FUNCTION, source_b).splitlines()
+    rows, added, removed = [], 0, 0
+    matcher = difflib.SequenceMatcher(None, lines_a, lines_b, autojunk=False)
+    for group in matcher.get_grouped_opcodes(context):
+        first, last = group[0], group[-1]
+        rows.append({"kind": "hunk", "a": None, "b": None,
+                     "text": f"@@ -{first[1] + 1},{last[2] - first[1]} "
+                             f"+{first[3] + 1},{last[4] - first[3]} @@"})
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                rows += [{"kind": "same", "a": i + 1, "b": j + 1, "text": lines_a[i]}
+                         for i, j in zip(range(i1, i2), range(j1, j2))]
+                continue
+            rows += [{"kind": "removed", "a": i + 1, "b": None, "text": lines_a[i]}
+                     for i in range(i1, i2)]
+            rows += [{"kind": "added", "a": None, "b": j + 1, "text": lines_b[j]}
+                     for j in range(j1, j2)]
+            removed += i2 - i1
+            added += j2 - j1
+    return {"rows": rows, "added": added, "removed": removed,
+            "same_source": lines_a == lines_b}
 
 
 def plan_changes(kernels_a: list[dict], kernels_b: list[dict]) -> dict[str, list[dict]]:

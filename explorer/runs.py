@@ -31,7 +31,7 @@ from compiler.importers import decompressed
 from compiler.pipeline import canonical_options, import_graph
 from compiler.version import compiler_version
 from explorer import presenters
-from explorer.models import Measurement, Membership, Run
+from explorer.models import Measurement, Membership, Run, graph_sha256
 
 RUN_ID_LENGTH = 22
 BASE62 = string.digits + string.ascii_letters
@@ -206,5 +206,5 @@ def upload_text(run: Run) -> str | None:
 
 def graph_digest(run: Run) -> str:
     """The SHA-256 of the uploaded graph, decompressed: a gzipped upload of the same text is
-    the same graph."""
-    return hashlib.sha256(upload_bytes(run)).hexdigest()
+    the same graph (stored with the run: Run.graph_sha256)."""
+    return run.graph_sha256 or graph_sha256(bytes(run.graph_bytes), run.filename)

@@ -8,6 +8,7 @@ urlpatterns = [
     path("r/<str:run_id>", views.run_page, name="explorer-run"),
     path("runs", views.history, name="explorer-history"),
     path("compare", views.compare, name="explorer-compare"),
+    path("compare/cuda", views.compare_cuda, name="explorer-compare-cuda"),
     path("r/<str:run_id>/settings", views.run_settings, name="explorer-run-settings"),
     path("r/<str:run_id>/source", views.run_source, name="explorer-run-source"),
     path("r/<str:run_id>/status.json", views.run_status, name="explorer-run-status"),

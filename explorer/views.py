@@ -261,16 +261,30 @@ COMPARE_CHOICES = 50
 
 
 def _other_runs(user, run: Run) -> list[tuple[str, list[Run]]]:
-    """The user's other finished runs, those of the same graph first."""
-    if not user.is_authenticated:
-        return []
-    runs = Run.objects.filter(owner=user, status=Run.DONE).exclude(pk=run.pk) \
-        .only("id", "name", "filename", "created", "devices")[:COMPARE_CHOICES]
-    same_graph = set(Run.objects.filter(owner=user, graph_bytes=run.graph_bytes)
-                     .values_list("pk", flat=True))
-    groups = [("same graph", [other for other in runs if other.pk in same_graph]),
-              ("other graphs", [other for other in runs if other.pk not in same_graph])]
+    """Other finished runs to compare with: of the same graph, every run the user may see
+    (the team's and public ones too), then the user's own runs of other graphs."""
+    same = _same_graph_runs(user, run, besides=run)
+    others = []
+    if user.is_authenticated:
+        others = list(Run.objects.filter(owner=user, status=Run.DONE).exclude(pk=run.pk)
+                      .exclude(graph_sha256=run.graph_sha256).order_by("-created")
+                      .only(*RUN_CHOICE_FIELDS)[:COMPARE_CHOICES])
+    groups = [("same graph", same), ("other graphs", others)]
     return [(label, members) for label, members in groups if members]
+
+
+# What a run picker needs of each run.
+RUN_CHOICE_FIELDS = ("id", "name", "filename", "created", "devices", "strategies", "owner",
+                     "visibility")
+
+
+def _same_graph_runs(user, run: Run, besides: Run | None = None) -> list[Run]:
+    """The finished runs of `run`'s graph the user may see, newest first, but for `besides`."""
+    runs = viewable_runs(user).filter(graph_sha256=run.graph_sha256, status=Run.DONE)
+    if besides is not None:
+        runs = runs.exclude(pk=besides.pk)
+    return list(runs.select_related("owner").order_by("-created")
+                .only(*RUN_CHOICE_FIELDS)[:COMPARE_CHOICES])
 
 
 @require_POST
@@ -410,8 +424,55 @@ def compare(request: HttpRequest) -> HttpResponse:
         "sides": [("A", side_a), ("B", side_b)],
         "figures": {"deltas": presenters.kernel_delta_figure(rows)},
         "different_graphs": different,
+        "pick_groups": _compare_candidates(request.user, side_a["run"], side_b["run"]),
     }
     return render(request, "explorer/compare.html", context)
+
+
+def _compare_candidates(user, run_a: Run, run_b: Run) -> list[dict]:
+    """The plans either side of the compare page may pick, one group per run: the two runs
+    shown, then every other finished run of A's graph the user may see (a teammate's, a
+    public one), newest first."""
+    runs = {run.pk: run for run in (run_a, run_b)}
+    for run in _same_graph_runs(user, run_a):
+        runs.setdefault(run.pk, run)
+    strategies = presenters.ordered_strategies
+    return [{"label": f"{run.name or run.filename} · {run.owner.get_username()} · "
+                      f"{run.created:%Y-%m-%d %H:%M}",
+             "plans": [{"value": f"{run.pk}:{device}:{strategy}",
+                        "label": f"{device} · {strategy}"}
+                       for device in run.devices for strategy in strategies(run.strategies)]}
+            for run in runs.values()]
+
+
+@require_GET
+def compare_cuda(request: HttpRequest) -> HttpResponse:
+    """The CUDA of one kernel of each side, as a diff: ?a=<run:device:strategy>&ka=<kernel>
+    &b=...&kb=... (the compare page links its matched kernels here)."""
+    names = {key: request.GET.get(key, "") for key in ("a", "ka", "b", "kb")}
+    if not all(names.values()):
+        return HttpResponseBadRequest("Name both plans and both kernels: "
+                                      "?a=<run:device:strategy>&ka=<kernel>&b=...&kb=...")
+    try:
+        sides = [_compare_side(request, names["a"]), _compare_side(request, names["b"])]
+    except LoginNeeded:
+        return redirect_to_login(request.get_full_path(), settings.LOGIN_URL)
+    sources = []
+    for side, kernel in zip(sides, (names["ka"], names["kb"])):
+        source = KernelSource.objects.filter(run=side["run"], device=side["device"],
+                                             strategy=side["strategy"], kernel=kernel).first()
+        if source is None or not source.source:
+            raise Http404(f"{side['device']}/{side['strategy']} of run {side['run'].pk} has no "
+                          f"generated CUDA for kernel {kernel!r} (a library call, a kernel "
+                          "the code generator refused, or no such kernel).")
+        entry = next((k for k in side["result"]["kernels"] if k["name"] == kernel), {})
+        sources.append({"side": side, "kernel": kernel, "source": source, "entry": entry})
+    diff = presenters.cuda_diff(sources[0]["source"].source, sources[0]["source"].function,
+                                sources[1]["source"].source, sources[1]["source"].function)
+    return render(request, "explorer/compare_cuda.html", {
+        "sides": list(zip(("A", "B"), sources)), "diff": diff,
+        "function": presenters.DIFF_FUNCTION,
+        "compare_url": f"?a={names['a']}&b={names['b']}"})
 
 
 def _compare_side(request: HttpRequest, text: str, prefer_device: str | None = None,

@@ -150,6 +150,22 @@ def compare_strategies(page, base_url: str, run_path: str, run: Run) -> None:
     assert_no_js_errors(page)
 
 
+def compare_cuda(page, base_url: str, run: Run, screenshots) -> None:
+    """The compare page's own picker puts the xla plan on side B; a matched kernel's "diff"
+    link shows the two kernels' CUDA as a diff."""
+    page.select_option("#compare-pick select[name=b]", f"{run.pk}:h100:xla")
+    with page.expect_navigation():
+        page.click("#compare-pick button[type=submit]")
+    expect(page.locator(".compare__side--b")).to_contain_text("strategy xla")
+    with page.expect_navigation():
+        page.locator(".compare__kernels a.compare__diff").first.click()
+    assert page.url.startswith(f"{base_url}/compare/cuda?")
+    expect(page.locator("h1")).to_have_text("CUDA diff")
+    expect(page.locator("#diff-summary")).to_contain_text("KERNEL")
+    screenshots(page, "compare-cuda")
+    assert_no_js_errors(page)
+
+
 @pytest.fixture
 def measure_queue(redis_url, monkeypatch):
     """Measurements asked for in the test go to the test Redis's gpu queue, where no worker
@@ -211,6 +227,7 @@ def test_a_user_uploads_hlo_sees_results_opens_a_kernel_and_shares_the_link(
     # Two strategies side by side, picked on the run page; then the history lists the run.
     compare_strategies(page, base_url, run_path, run)
     screenshots(page, "compare")
+    compare_cuda(page, base_url, run, screenshots)
     page.goto(f"{base_url}/runs")
     assert page.locator(".history__table tbody tr").count() == 1
     assert "attention block" in page.locator(".history__table").inner_text()

@@ -2,8 +2,8 @@
 from django.urls import reverse
 
 from explorer import presenters
-from explorer.models import Run
-from tests.explorer.access import AccessTestCase, softmax_artifact
+from explorer.models import KernelSource, Run
+from tests.explorer.access import DEVICES, STRATEGIES, AccessTestCase, softmax_artifact
 from tests.explorer.outliers import before_cost_models
 
 
@@ -44,7 +44,8 @@ class CompareViewTests(AccessTestCase):
 
     def test_runs_of_different_graphs_are_said_to_be(self):
         other = self.make_done_run("w" * 22, Run.PRIVATE)
-        Run.objects.filter(pk=other.pk).update(graph_bytes=b"HloModule other\n")
+        Run.objects.filter(pk=other.pk).update(graph_bytes=b"HloModule other\n",
+                                               graph_sha256="")
         response = self.get(self.owner, f"{self.team_run.pk}:h100:xla", f"{other.pk}:h100:xla")
 
         self.assertTrue(response.context["different_graphs"])
@@ -160,3 +161,123 @@ class CompareViewTests(AccessTestCase):
         response = self.get(self.owner, a, b)
 
         self.assertContains(response, f'href="?a={b}&amp;b={a}"')
+
+
+class ComparePickerTests(AccessTestCase):
+    """Each side's picker: the plans of the runs shown and of every other run of the same
+    graph the user may see."""
+
+    @classmethod
+    def setUpTestData(cls):
+        super().setUpTestData()
+        cls.mine = cls.make_done_run("m" * 22, Run.PRIVATE)
+        cls.theirs = cls.make_done_run("s" * 22, Run.PUBLIC)
+        cls.hidden = cls.make_done_run("h" * 22, Run.PRIVATE)
+        Run.objects.filter(pk__in=[cls.theirs.pk, cls.hidden.pk]).update(owner=cls.stranger)
+        cls.elsewhere = cls.make_done_run("e" * 22, Run.PUBLIC)
+        Run.objects.filter(pk=cls.elsewhere.pk).update(graph_bytes=b"HloModule other\n",
+                                                       graph_sha256="0" * 64)
+
+    def picked(self, a, b):
+        self.client.force_login(self.owner)
+        response = self.client.get(reverse("explorer-compare"), {"a": a, "b": b})
+        self.assertEqual(response.status_code, 200)
+        return response
+
+    def test_either_side_may_pick_a_plan_of_any_visible_run_of_the_same_graph(self):
+        response = self.picked(f"{self.mine.pk}:h100:xla", f"{self.mine.pk}:h100:cost")
+        offered = {plan["value"] for group in response.context["pick_groups"]
+                   for plan in group["plans"]}
+        for run in (self.mine, self.theirs):
+            for device in DEVICES:
+                for strategy in STRATEGIES:
+                    self.assertIn(f"{run.pk}:{device}:{strategy}", offered)
+        # A stranger's private run and a run of another graph are not offered.
+        self.assertFalse(any(value.startswith((self.hidden.pk, self.elsewhere.pk))
+                             for value in offered))
+        # Each side's select has its own plan selected.
+        page = response.content.decode()
+        for side, spec in (("a", f"{self.mine.pk}:h100:xla"), ("b", f"{self.mine.pk}:h100:cost")):
+            select = page[page.index(f'<select name="{side}"'):]
+            select = select[:select.index("</select>")]
+            self.assertIn(f'value="{spec}" selected', select)
+
+    def test_the_run_page_offers_a_public_run_of_the_same_graph_to_compare_with(self):
+        self.client.force_login(self.owner)
+        response = self.client.get(reverse("explorer-run", args=[self.mine.pk]))
+        groups = dict(response.context["other_runs"])
+        self.assertIn(self.theirs, groups["same graph"])
+        self.assertNotIn(self.hidden, groups["same graph"])
+        self.assertContains(response, "stranger,")      # whose run it is
+
+
+class CudaDiffTests(AccessTestCase):
+    @classmethod
+    def setUpTestData(cls):
+        super().setUpTestData()
+        cls.compiled = cls.make_done_run("c" * 22, Run.PRIVATE)
+
+    def diff(self, kernel_a, kernel_b, a="xla", b="unfused", user=None):
+        self.client.force_login(user or self.owner)
+        return self.client.get(reverse("explorer-compare-cuda"), {
+            "a": f"{self.compiled.pk}:h100:{a}", "ka": kernel_a,
+            "b": f"{self.compiled.pk}:h100:{b}", "kb": kernel_b})
+
+    def generated(self, strategy):
+        return [k for k in self.compiled.artifact["devices"]["h100"]["strategies"][strategy]["kernels"]
+                if k.get("function")]
+
+    def test_the_diff_rebuilds_both_sources(self):
+        a, b = self.generated("xla")[0], self.generated("unfused")[-1]
+        response = self.diff(a["name"], b["name"])
+        self.assertEqual(response.status_code, 200)
+        diff = response.context["diff"]
+        sources = {}
+        for side, kernel, strategy in (("a", a, "xla"), ("b", b, "unfused")):
+            stored = KernelSource.objects.get(run=self.compiled, device="h100", strategy=strategy,
+                                              kernel=kernel["name"])
+            sources[side] = stored.source.replace(stored.function, "KERNEL").splitlines()
+        self.assertFalse(diff["same_source"])
+        for side, kinds in (("a", ("same", "removed")), ("b", ("same", "added"))):
+            rows = [row for row in diff["rows"] if row["kind"] in kinds]
+            numbers = [row[side] for row in rows]
+            self.assertEqual(numbers, sorted(numbers))
+            for row in rows:     # every line shown is that side's line of that number
+                self.assertEqual(row["text"], sources[side][row[side] - 1])
+        self.assertEqual(diff["removed"], sum(r["kind"] == "removed" for r in diff["rows"]))
+        self.assertEqual(diff["added"], sum(r["kind"] == "added" for r in diff["rows"]))
+        self.assertGreater(diff["added"] + diff["removed"], 0)
+        self.assertContains(response, 'class="diff__added"')
+
+    def test_a_kernel_against_itself_differs_in_nothing(self):
+        name = self.generated("xla")[0]["name"]
+        response = self.diff(name, name, b="xla")
+        self.assertTrue(response.context["diff"]["same_source"])
+        self.assertEqual(response.context["diff"]["rows"], [])
+        self.assertContains(response, "the same but for the function")
+
+    def test_a_library_kernel_or_an_unknown_one_is_a_404_that_says_why(self):
+        library = [k for k in self.compiled.artifact["devices"]["h100"]["strategies"]["xla"]["kernels"]
+                   if not k.get("function")]
+        name = library[0]["name"] if library else "no-such-kernel"
+        response = self.diff(self.generated("xla")[0]["name"], name, b="xla")
+        self.assertEqual(response.status_code, 404)
+        self.assertEqual(self.diff("x", "y").status_code, 404)
+
+    def test_a_stranger_gets_a_404_and_a_half_query_a_400(self):
+        name = self.generated("xla")[0]["name"]
+        self.assertEqual(self.diff(name, name, user=self.stranger).status_code, 404)
+        self.client.force_login(self.owner)
+        self.assertEqual(self.client.get(reverse("explorer-compare-cuda"),
+                                         {"a": f"{self.compiled.pk}:h100:xla"}).status_code, 400)
+
+    def test_the_compare_page_links_matched_generated_kernels_to_their_diff(self):
+        self.client.force_login(self.owner)
+        response = self.client.get(reverse("explorer-compare"), {
+            "a": f"{self.compiled.pk}:h100:xla", "b": f"{self.compiled.pk}:h100:unfused"})
+        self.assertContains(response, 'class="compare__diff"')
+        after = response.content.decode().split('class="compare__diff"', 1)[1]
+        href = after.split('href="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
+        self.assertTrue(href.startswith("/compare/cuda?a="), href)
+        self.client.force_login(self.owner)
+        self.assertEqual(self.client.get(href).status_code, 200)     # the link works

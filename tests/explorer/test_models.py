@@ -73,6 +73,18 @@ def test_status_dict_has_what_the_status_page_polls(people):
                                  "finished": None, "stage_detail": "", "stages": []}
 
 
+def test_a_run_knows_its_graphs_hash_and_a_gzipped_upload_is_the_same_graph(people):
+    import gzip
+    import hashlib
+
+    plain = make_run(people, "private")
+    packed = Run.objects.create(id="z" * 22, owner=people["owner"], filename="softmax.hlo.gz",
+                                graph_bytes=gzip.compress(SOFTMAX), devices=["h100"],
+                                strategies=["xla"], compiler_version="test")
+    assert plain.graph_sha256 == packed.graph_sha256 == hashlib.sha256(SOFTMAX).hexdigest()
+    assert Run.objects.filter(graph_sha256=plain.graph_sha256).count() == 2
+
+
 def test_each_stage_shows_its_state_and_how_long_it_took_or_has_taken(people):
     run = make_run(people, "private")
     run.status, run.stage_detail = Run.RUNNING, "h100: compiling 12 distinct kernels to PTX"
