@@ -13,9 +13,12 @@ import math
 import re
 from collections import defaultdict
 
+from django.utils.safestring import SafeString
+
 from compiler.cost.devices import Device
 from compiler.cost.occupancy import LaunchLimitError, occupancy
 from compiler.cost.outliers import OUTLIER_MIN_US, OUTLIER_RATIO
+from explorer import charts
 
 # Strategies in the order the comparison lists them; others follow alphabetically.
 STRATEGY_ORDER = ("unfused", "xla", "stitch", "cost")
@@ -221,30 +224,18 @@ def decided_by(strategy: str, strategy_result: dict) -> dict | None:
     return {"model": model, "label": label, "detail": detail}
 
 
-def comparison_figure(rows: list[dict], eager_us: float | None = None) -> dict:
-    """Grouped bars of each strategy's SOL, projected and (where there are some) learned and
-    measured totals, and the measured eager baseline as a dashed line across them."""
-    names = [row["strategy"] for row in rows]
-    series = (("SOL", "sol_us", "#b8c7ea"), ("projected", "proj_us", "#3b6fd8"),
-              ("learned", "learned_us", LEARNED_COLOUR), ("measured", "measured_us", "#1f9e89"))
-    data = []
-    for label, key, colour in series:
-        values = [row[key] for row in rows]
-        if all(value is None for value in values):
-            continue
-        data.append({"type": "bar", "name": label, "x": names, "y": values,
-                     "marker": {"color": colour},
-                     "hovertemplate": f"%{{x}}: %{{y:.2f}} µs ({label})<extra></extra>"})
-    if eager_us is not None:
-        data.append({"type": "scatter", "mode": "lines", "name": "eager CuPy (measured)",
-                     "x": names, "y": [eager_us] * len(names),
-                     "line": {"color": "#444", "dash": "dash", "width": 1.5},
-                     "hovertemplate": "eager CuPy: %{y:.2f} µs<extra></extra>"})
-    return {"data": data, "layout": {**LAYOUT, "barmode": "group", "height": 340,
-                                     "title": {"text": "Total time per strategy"},
-                                     "yaxis": {"title": {"text": "total time (µs)"},
-                                               "rangemode": "tozero"},
-                                     "legend": {"orientation": "h", "y": -0.15}}}
+def comparison_chart(rows: list[dict], eager_us: float | None = None) -> SafeString:
+    """Grouped bars (an inline SVG, explorer/charts.py) of each strategy's SOL, projected and
+    (where there are some) learned and measured totals, and the measured eager baseline as a
+    dashed line across them."""
+    series = [charts.Series(label, [row[key] for row in rows], colour)
+              for label, key, colour in (("SOL", "sol_us", "#b8c7ea"),
+                                         ("projected", "proj_us", "#3b6fd8"),
+                                         ("learned", "learned_us", LEARNED_COLOUR),
+                                         ("measured", "measured_us", "#1f9e89"))]
+    line = ("eager CuPy (measured)", eager_us) if eager_us is not None else None
+    return charts.grouped_bars("Total time per strategy", [row["strategy"] for row in rows],
+                               series, "µs", line)
 
 
 # -- kernel table and decisions ---------------------------------------------------------------
@@ -752,24 +743,18 @@ def _spread(kernels: list[dict], others: list[dict]) -> list[dict]:
     return changes
 
 
-def kernel_delta_figure(rows: list[dict], limit: int = 20) -> dict | None:
-    """Horizontal bars of the largest projected deltas (B − A), faster in green."""
+def kernel_delta_chart(rows: list[dict], limit: int = 20) -> SafeString | None:
+    """Horizontal bars (an inline SVG) of the largest projected deltas (B − A), largest
+    first, faster in green; None when no kernel's time changed."""
     rows = [row for row in rows if row["proj_delta"]][:limit]
     if not rows:
         return None
-    rows = rows[::-1]  # Plotly draws the first bar at the bottom.
-    labels = [f"{_kernel_name(row['a'])} → {_kernel_name(row['b'])}" for row in rows]
     deltas = [row["proj_delta"] for row in rows]
-    colours = [FASTER_COLOUR if delta < 0 else SLOWER_COLOUR for delta in deltas]
-    return {"data": [{"type": "bar", "orientation": "h", "y": labels, "x": deltas,
-                      "marker": {"color": colours},
-                      "hovertemplate": "%{y}: %{x:+.2f} µs<extra></extra>"}],
-            "layout": {**LAYOUT, "height": 120 + 26 * len(rows),
-                       "margin": {**LAYOUT["margin"], "l": 20},
-                       "title": {"text": "Largest projected deltas (B − A)"},
-                       "xaxis": {"title": {"text": "µs (negative: B is faster)"},
-                                 "zeroline": True, "zerolinecolor": "#687087"},
-                       "yaxis": {"automargin": True, "ticksuffix": " "}}}
+    return charts.horizontal_bars(
+        "Largest projected deltas (B − A)",
+        [f"{_kernel_name(row['a'])} → {_kernel_name(row['b'])}" for row in rows], deltas,
+        [FASTER_COLOUR if delta < 0 else SLOWER_COLOUR for delta in deltas],
+        "µs (negative: B is faster)", "µs")
 
 
 def _kernel_name(kernel: dict | None) -> str:

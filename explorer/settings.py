@@ -42,6 +42,10 @@ MIDDLEWARE = [
     # Static files (our CSS/JS and Plotly's bundle; STATIC_ROOT below says how), before
     # everything else so a stylesheet costs no session or database work.
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Pages and API answers gzipped for clients that accept it (a big run page's HTML is
+    # hundreds of kB; static files come precompressed from WhiteNoise and are left alone).
+    # Django masks the CSRF token per response, the defence its docs give against BREACH.
+    "django.middleware.gzip.GZipMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

@@ -152,11 +152,10 @@ def _devices(run: Run, measured: Measurement | None) -> dict:
 def _results_context(run: Run, devices: dict) -> dict:
     """Per device: the strategy comparison and its chart, the strategy tabs, and the panel of
     the tab that opens first (the others load when clicked)."""
-    context = {"run": run, "devices": [], "figures": {}}
+    context = {"run": run, "devices": []}
     for name, result in devices.items():
         rows = presenters.comparison_rows(result)
         eager = (result.get("eager") or {}).get("measured_us")
-        context["figures"][f"{name}/comparison"] = presenters.comparison_figure(rows, eager)
         strategies = presenters.ordered_strategies(result["strategies"])
         # The tab that opens first is the fastest plan (the lowest projected total), as the
         # fusion view's and the graph API's default.
@@ -164,6 +163,7 @@ def _results_context(run: Run, devices: dict) -> dict:
         panel = _panel_context(run, name, default, result["strategies"][default])
         context["devices"].append({
             "name": name, "full_name": get_device(name).full_name, "comparison": rows,
+            "chart": presenters.comparison_chart(rows, eager),
             "measured": any(row["measured_us"] is not None for row in rows),
             "learned": any(row["learned_us"] is not None for row in rows),
             "decided": any(row["decided_by"] for row in rows),
@@ -178,15 +178,20 @@ def _results_context(run: Run, devices: dict) -> dict:
 
 # The decision table shows this many rows at first; the filter searches them all.
 DECISIONS_SHOWN = 200
+# Kernel table rows a panel holds at first (in plan order); "show all" loads the rest. A
+# 48-layer training step's plan has 3,000 kernels, whose rows made a 4.5 MB page.
+KERNEL_ROWS_SHOWN = 200
 
 
-def _panel_context(run: Run, device: str, strategy: str, result: dict) -> dict:
-    """One strategy's panel: the kernel DAG, the outliers, the kernel table, who decided the
-    fusions and the decisions."""
+def _panel_context(run: Run, device: str, strategy: str, result: dict,
+                   all_rows: bool = False) -> dict:
+    """One strategy's panel: the outliers, the kernel table (its first KERNEL_ROWS_SHOWN rows
+    unless `all_rows`), who decided the fusions and the decisions."""
     decisions = presenters.decision_rows(result)
     kernels = presenters.kernel_rows(result, get_device(device).sm_count)
     return {"run": run, "device": device, "strategy": strategy,
-            "kernels": kernels,
+            "kernels": kernels if all_rows else kernels[:KERNEL_ROWS_SHOWN],
+            "kernel_count": len(kernels),
             "learned": any(row["learned_us"] is not None for row in kernels),
             "learned_model": presenters.learned_model(result),
             "ratios": any(row["proj_over_sol"] is not None for row in kernels),
@@ -208,14 +213,18 @@ def _plan_result(run: Run, device: str, strategy: str, measured: Measurement | N
 @require_GET
 @_run_view(light=True)
 def plan_panel(request: HttpRequest, run: Run, device: str, strategy: str) -> HttpResponse:
-    """The HTML of one strategy's panel, which the run page loads when its tab is opened."""
+    """The HTML of one strategy's panel, which the run page loads when its tab is opened
+    (?rows=all: with every row of its kernel table, for "show all")."""
     measured = run.shown_measurement()
+    all_rows = request.GET.get("rows") == "all"
 
     def render_panel() -> str:
         context = _panel_context(run, device, strategy,
-                                 _plan_result(run, device, strategy, measured))
+                                 _plan_result(run, device, strategy, measured), all_rows)
         return render_to_string("explorer/run_panel.html", {"panel": context})
-    return HttpResponse(_cached(run, measured, f"panel:{device}:{strategy}", render_panel))
+    return HttpResponse(_cached(run, measured,
+                                f"panel:{device}:{strategy}:{'all' if all_rows else 'first'}",
+                                render_panel))
 
 
 @require_GET
@@ -422,7 +431,7 @@ def compare(request: HttpRequest) -> HttpResponse:
         "change_groups": [("Split", changes["split"], "of A is split in B into"),
                           ("Merged", changes["merged"], "of B merges A's")],
         "sides": [("A", side_a), ("B", side_b)],
-        "figures": {"deltas": presenters.kernel_delta_figure(rows)},
+        "deltas_chart": presenters.kernel_delta_chart(rows),
         "different_graphs": different,
         "pick_groups": _compare_candidates(request.user, side_a["run"], side_b["run"]),
     }

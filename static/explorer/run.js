@@ -150,9 +150,37 @@
     rows.forEach(([, , row]) => body.appendChild(row));
   }
 
-  document.addEventListener("click", (event) => {
+  // A big plan's table holds its first rows; "show all" (or sorting, which needs them all)
+  // fetches the panel with every row and takes its table body.
+  async function completeTable(table) {
+    if (table.dataset.complete !== "false") return;
+    const more = table.closest(".strategy").querySelector(".kernels__more");
+    const button = more.querySelector("[data-show-all]");
+    button.disabled = true;
+    button.textContent = "Loading…";
+    const response = await fetch(more.dataset.moreUrl);
+    if (!response.ok) {
+      button.disabled = false;
+      button.textContent = `Could not load them (${response.status}); try again`;
+      return;
+    }
+    const template = document.createElement("template");
+    template.innerHTML = (await response.text()).trim();
+    table.tBodies[0].replaceWith(template.content.querySelector("table.kernels tbody"));
+    table.dataset.complete = "true";
+    more.remove();
+  }
+
+  document.addEventListener("click", async (event) => {
+    const showAll = event.target.closest("[data-show-all]");
+    if (showAll) {
+      await completeTable(showAll.closest(".strategy").querySelector("table.kernels"));
+      return;
+    }
     const header = event.target.closest("table[data-sortable] th[data-sort]");
-    if (header) sortTable(header);
+    if (!header) return;
+    await completeTable(header.closest("table"));
+    sortTable(header);
   });
 
   // -- decisions: filter by action and by any text; the page holds the first rows, the filter

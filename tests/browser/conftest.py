@@ -135,3 +135,30 @@ def screenshots(tmp_path: Path) -> Iterator:
         return path
 
     yield take
+
+
+# Training steps of 4,335 and 16,647 nodes (benchmarks/data/), for the views of big plans.
+STEP_12 = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "transformer_12l.hlo.gz"
+STEP_48 = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "transformer_48l.hlo.gz"
+
+
+def explored_run(owner, run_id: str, path: Path, strategies: list[str], name: str):
+    """A done run of `path` holding its explored plans for the H100 (no kernels built)."""
+    from compiler.fusion.explore import exploration_to_dict, explore
+    from compiler.importers import import_bytes
+    from compiler.ir.summary import summarize
+    from compiler.version import compiler_version
+
+    graph = import_bytes(path.read_bytes(), path.name)[0]
+    summary = summarize(graph)
+    plans = explore(graph, "h100", strategies)
+    artifact = {"compiler_version": compiler_version(), "graph": summary,
+                "devices": {"h100": exploration_to_dict(summary, "h100", plans)}}
+    run = store_done_run(owner, run_id, artifact, hlo=path, name=name)
+    run.node_count = len(graph.nodes)
+    return run
+
+
+@pytest.fixture
+def step_12_run(users):
+    return explored_run(users["owner"], "b" * 22, STEP_12, ["xla", "cost"], "12-layer step")

@@ -15,36 +15,16 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import LAYER_NORM_BWD, store_done_run
+from tests.browser.conftest import LAYER_NORM_BWD, STEP_48, explored_run
 from tests.browser.test_upload_flow import assert_no_js_errors, log_in
 from tests.browser.waits import TEST_TIMEOUT_S
 
 pytestmark = pytest.mark.timeout(TEST_TIMEOUT_S)
 
-ROOT = Path(__file__).resolve().parents[2]
-STEP_12 = ROOT / "benchmarks" / "data" / "transformer_12l.hlo.gz"
-STEP_48 = ROOT / "benchmarks" / "data" / "transformer_48l.hlo.gz"
 READY = '#fusion-graph[data-ready="true"]'
 # With FUSION_VIEW_TIMING=<file> the 48-layer test writes the page's timings there
 # (benchmarks/fusion_view_speed.py); no test asserts on them.
 TIMING_FILE = os.environ.get("FUSION_VIEW_TIMING")
-
-
-def explored_run(owner, run_id: str, path: Path, strategies: list[str], name: str):
-    """A done run of `path` holding its explored plans for the H100 (no kernels built)."""
-    from compiler.fusion.explore import exploration_to_dict, explore
-    from compiler.importers import import_bytes
-    from compiler.ir.summary import summarize
-    from compiler.version import compiler_version
-
-    graph = import_bytes(path.read_bytes(), path.name)[0]
-    summary = summarize(graph)
-    plans = explore(graph, "h100", strategies)
-    artifact = {"compiler_version": compiler_version(), "graph": summary,
-                "devices": {"h100": exploration_to_dict(summary, "h100", plans)}}
-    run = store_done_run(owner, run_id, artifact, hlo=path, name=name)
-    run.node_count = len(graph.nodes)
-    return run
 
 
 def fusion(page):
@@ -158,11 +138,6 @@ def test_switching_the_plan_keeps_the_viewport(layer_norm_run, live_server, new_
     assert call(page, "viewport()") == before
     assert page.url.endswith("#h100/cost")
     assert_no_js_errors(page)
-
-
-@pytest.fixture
-def step_12_run(users):
-    return explored_run(users["owner"], "b" * 22, STEP_12, ["xla", "cost"], "12-layer step")
 
 
 def test_search_finds_an_op_in_a_training_step_and_opens_its_kernel(step_12_run, live_server,

@@ -65,3 +65,30 @@ def test_the_shown_plan_lives_in_the_url_and_a_link_reopens_it(layer_norm_run, l
     expect(page.locator('.tabs--small .tabs__tab.is-active')).to_have_text("stitch")
     expect(page.locator('.strategy[data-tab="stitch"]:not([hidden]) table.kernels')).to_be_visible()
     assert_no_js_errors(page)
+
+
+def test_a_big_plans_table_holds_its_first_rows_and_sorting_loads_them_all(
+        step_12_run, live_server, new_page):
+    from explorer.views import KERNEL_ROWS_SHOWN
+
+    page = new_page()
+    log_in(page, live_server.url, "ada", next_path="/runs")
+    page.goto(f"{live_server.url}/r/{step_12_run.pk}#h100/cost")
+    panel = page.locator('.strategy[data-tab="cost"]:not([hidden])')
+    table = panel.locator("table.kernels")
+    kernels = step_12_run.artifact["devices"]["h100"]["strategies"]["cost"]["kernels"]
+    assert len(kernels) > KERNEL_ROWS_SHOWN
+    expect(table.locator("tbody tr")).to_have_count(KERNEL_ROWS_SHOWN)
+    expect(panel.locator("[data-show-all]")).to_have_text(f"Show all {len(kernels)}")
+
+    # Sorting needs every row: they are loaded first, then sorted, the largest first.
+    header = table.locator("thead th", has_text="projected").first
+    header.click()
+    header.click()
+    expect(header).to_have_attribute("aria-sort", "descending")
+    expect(table.locator("tbody tr")).to_have_count(len(kernels))
+    expect(panel.locator(".kernels__more")).to_have_count(0)
+    order = sorted(range(len(kernels)), key=lambda k: (-kernels[k]["proj_us"], k))
+    names = table.locator("tbody tr").evaluate_all("rows => rows.map(row => row.dataset.kernel)")
+    assert names == [kernels[k]["name"] for k in order]
+    assert_no_js_errors(page)

@@ -48,10 +48,11 @@ def check_comparison_table(page, run: Run) -> None:
 
 
 def check_charts(page) -> None:
-    """The comparison bars (SVG) were drawn, and the fusion view (a canvas)."""
-    bars = page.locator('.device:not([hidden]) .plot[data-figure$="/comparison"][data-drawn]')
-    expect(bars).to_have_class(re.compile(r"\bjs-plotly-plot\b"))
-    expect(bars.locator(".bars .point")).to_have_count(2 * len(STRATEGIES))  # SOL, projected
+    """The comparison bars (inline SVG, one per strategy for SOL and for projected) are on
+    screen, and the fusion view (a canvas) is drawn."""
+    bars = page.locator('.device:not([hidden]) .plot[data-chart$="/comparison"] .chart__bar')
+    expect(bars).to_have_count(2 * len(STRATEGIES))
+    expect(bars.first).to_be_visible()
     expect(page.locator('#fusion-graph[data-ready="true"]')).to_be_attached()
 
 
@@ -146,7 +147,7 @@ def compare_strategies(page, base_url: str, run_path: str, run: Run) -> None:
     for strategy in ("unfused", "cost"):
         for kernel in strategies[strategy]["kernels"]:
             assert kernel["name"] in table
-    page.locator('.plot[data-figure="deltas"][data-drawn] .main-svg').first.wait_for()
+    expect(page.locator('.plot[data-chart="deltas"] .chart__bar').first).to_be_visible()
     assert_no_js_errors(page)
 
 

@@ -3,6 +3,7 @@ on hand-built plans, and on the real compiler's plans of softmax.hlo."""
 import unittest
 
 from explorer import presenters
+from tests.explorer.svg_bars import bars
 from tests.explorer.access import softmax_artifact
 
 
@@ -137,19 +138,23 @@ class RealPlanTests(unittest.TestCase):
 
     def test_the_delta_chart_is_horizontal_bars_green_where_b_is_faster(self):
         rows = presenters.match_kernels(self.xla, self.stitch)
-        figure = presenters.kernel_delta_figure(rows)
-        bars = figure["data"][0]
+        drawn = bars(presenters.kernel_delta_chart(rows))
 
-        self.assertEqual((bars["type"], bars["orientation"]), ("bar", "h"))
-        for delta, colour in zip(bars["x"], bars["marker"]["color"]):
-            self.assertEqual(colour, presenters.FASTER_COLOUR if delta < 0
+        changed = [row for row in rows if row["proj_delta"]][:20]
+        self.assertEqual([bar["value"] for bar in drawn], [row["proj_delta"] for row in changed])
+        zero = next(bar["x"] + bar["width"] for bar in drawn if bar["value"] < 0) \
+            if any(bar["value"] < 0 for bar in drawn) else None
+        for bar in drawn:
+            self.assertEqual(bar["fill"], presenters.FASTER_COLOUR if bar["value"] < 0
                              else presenters.SLOWER_COLOUR)
+            if zero is not None and bar["value"] < 0:    # faster: to the left of zero
+                self.assertAlmostEqual(bar["x"] + bar["width"], zero, delta=0.15)
 
     def test_two_identical_plans_have_no_chart_and_no_changes(self):
         rows = presenters.match_kernels(self.xla, self.xla)
 
         self.assertTrue(all(row["overlap"] == 1.0 for row in rows))
-        self.assertIsNone(presenters.kernel_delta_figure(rows))
+        self.assertIsNone(presenters.kernel_delta_chart(rows))
         self.assertEqual(presenters.plan_changes(self.xla, self.xla),
                          {"split": [], "merged": []})
 

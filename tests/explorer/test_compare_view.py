@@ -5,6 +5,7 @@ from explorer import presenters
 from explorer.models import KernelSource, Run
 from tests.explorer.access import DEVICES, STRATEGIES, AccessTestCase, softmax_artifact
 from tests.explorer.outliers import before_cost_models
+from tests.explorer.svg_bars import bars, chart
 
 
 class CompareViewTests(AccessTestCase):
@@ -96,8 +97,9 @@ class CompareViewTests(AccessTestCase):
 
         self.assertEqual(len(response.context["changes"]["merged"]), 1)
         self.assertContains(response, "Merged (1)")
-        self.assertContains(response, 'data-figure="deltas"')
-        self.assertContains(response, "/static/plotly/plotly.min.js")
+        self.assertContains(response, 'data-chart="deltas"')
+        self.assertTrue(bars(chart(response.content.decode(), "deltas")))
+        self.assertNotContains(response, "plotly")      # the chart is inline SVG
 
     def test_kernel_rows_are_the_presenters_matching(self):
         response = self.get(self.owner, *self.strategies())

@@ -10,6 +10,7 @@ from compiler.cost.devices import get_device
 from compiler.cost.occupancy import occupancy
 from compiler.cost.outliers import OUTLIER_RATIO
 from explorer import presenters
+from tests.explorer.svg_bars import bars
 from tests.explorer.outliers import before_cost_models, with_outliers
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,23 +78,30 @@ class ComparisonTests(unittest.TestCase):
 
     def test_unmeasured_runs_have_no_measured_figures_and_no_measured_bars(self):
         rows = presenters.comparison_rows(ARTIFACT["devices"]["h100"])
-        figure = presenters.comparison_figure(rows)
+        drawn = bars(presenters.comparison_chart(rows))
 
         self.assertTrue(all(row["measured_us"] is None for row in rows))
         self.assertTrue(all(row["measured_speedup_vs_unfused"] is None for row in rows))
-        self.assertEqual([trace["name"] for trace in figure["data"]], ["SOL", "projected"])
+        self.assertEqual({bar["series"] for bar in drawn}, {"SOL", "projected"})
+        # One bar per strategy and series, as tall as its total (heights in proportion).
+        expected = {(row["strategy"], "SOL"): row["sol_us"] for row in rows} | \
+            {(row["strategy"], "projected"): row["proj_us"] for row in rows}
+        self.assertEqual({(b["category"], b["series"]): b["value"] for b in drawn}, expected)
+        scale = drawn[0]["height"] / drawn[0]["value"]
+        for bar in drawn:
+            self.assertAlmostEqual(bar["height"], bar["value"] * scale, delta=0.15)
 
     def test_measured_totals_give_measured_speedups_and_bars(self):
         result = copy.deepcopy(ARTIFACT["devices"]["h100"])
         result["strategies"]["unfused"]["total"]["measured_us"] = 120.0
         result["strategies"]["cost"]["total"]["measured_us"] = 40.0
         rows = {row["strategy"]: row for row in presenters.comparison_rows(result)}
-        figure = presenters.comparison_figure(list(rows.values()))
+        drawn = bars(presenters.comparison_chart(list(rows.values())))
 
         self.assertAlmostEqual(rows["cost"]["measured_speedup_vs_unfused"], 3.0)
         self.assertIsNone(rows["cost"]["measured_speedup_vs_xla"])
-        measured = [trace for trace in figure["data"] if trace["name"] == "measured"]
-        self.assertEqual(measured[0]["y"], [120.0, None, None, 40.0])
+        measured = [(b["category"], b["value"]) for b in drawn if b["series"] == "measured"]
+        self.assertEqual(measured, [("unfused", 120.0), ("cost", 40.0)])
 
 
 class DecidedByTests(unittest.TestCase):

@@ -1,5 +1,5 @@
 """The run page at /r/<id> (explorer-run): progress while compiling, then the results."""
-import json
+import gzip
 
 from django.contrib.staticfiles import finders
 from django.urls import reverse
@@ -9,6 +9,7 @@ from explorer.models import Run
 from explorer.presenters import comparison_rows
 from tests.explorer.access import AccessTestCase, softmax_artifact
 from tests.explorer.outliers import before_cost_models
+from tests.explorer.svg_bars import bars, chart
 
 
 class RunViewTests(AccessTestCase):
@@ -21,12 +22,6 @@ class RunViewTests(AccessTestCase):
     def get(self, user, url=None):
         self.client.force_login(user)
         return self.client.get(url or self.url)
-
-    def figures(self, response) -> dict:
-        html = response.content.decode()
-        start = html.index('<script id="figures" type="application/json">')
-        body = html[html.index(">", start) + 1:html.index("</script>", start)]
-        return json.loads(body)
 
     def test_it_shows_the_owner_the_strategy_comparison_for_every_device(self):
         response = self.get(self.owner)
@@ -92,10 +87,16 @@ class RunViewTests(AccessTestCase):
 
     def test_it_embeds_the_bar_chart_and_the_fusion_view_of_the_fastest_plan(self):
         response = self.get(self.owner)
-        figures = self.figures(response)
+        html = response.content.decode()
 
-        self.assertEqual(figures["h100/comparison"]["data"][0]["type"], "bar")
-        self.assertEqual(set(figures), {"a100/comparison", "h100/comparison"})
+        for device in ("a100", "h100"):       # each strategy's SOL and projected totals
+            strategies = self.done.artifact["devices"][device]["strategies"]
+            drawn = {(b["category"], b["series"]): b["value"]
+                     for b in bars(chart(html, f"{device}/comparison"))}
+            expected = {(name, "projected"): plan["total"]["proj_us"]
+                        for name, plan in strategies.items()} | \
+                {(name, "SOL"): plan["total"]["sol_us"] for name, plan in strategies.items()}
+            self.assertEqual(drawn, expected)
         self.assertContains(response, 'id="fusion-graph"')
         self.assertContains(response, reverse("api-run-graph", args=[self.done.pk]))
 
@@ -108,11 +109,27 @@ class RunViewTests(AccessTestCase):
                 url = reverse("explorer-plan-panel", args=[self.done.pk, device, strategy])
                 self.assertContains(response, f'data-panel-url="{url}"')
 
-    def test_plotly_comes_from_a_local_static_file(self):
-        response = self.get(self.owner)
+    def test_the_page_is_gzipped_for_a_browser_that_accepts_it(self):
+        self.client.force_login(self.owner)
+        plain = self.client.get(self.url)
+        packed = self.client.get(self.url, headers={"accept-encoding": "gzip, br"})
 
-        self.assertContains(response, "/static/plotly/plotly.min.js")
-        self.assertNotContains(response, "cdn.")
+        self.assertEqual(packed["Content-Encoding"], "gzip")
+        self.assertNotIn("Content-Encoding", plain)
+        html = gzip.decompress(packed.content)
+        self.assertIn(b'id="fusion-graph"', html)
+        self.assertLess(len(packed.content), len(html) / 3)
+
+    def test_the_run_page_loads_no_plotly_and_the_kernel_page_a_local_copy(self):
+        response = self.get(self.owner)
+        self.assertNotContains(response, "plotly")     # its one chart is inline SVG
+
+        plan = self.done.artifact["devices"]["h100"]["strategies"]["cost"]
+        kernel = next(k["name"] for k in plan["kernels"] if k.get("function"))
+        page = self.client.get(reverse("explorer-kernel", args=[self.done.pk, "h100", "cost",
+                                                                kernel]))
+        self.assertContains(page, "/static/plotly/plotly.min.js")
+        self.assertNotContains(page, "cdn.")
         self.assertIsNotNone(finders.find("plotly/plotly.min.js"))
 
     def test_it_shows_the_first_plans_decision_log_with_reasons(self):
