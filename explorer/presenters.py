@@ -379,13 +379,14 @@ def node_lines(line_nodes: dict) -> dict[str, list[int]]:
     return dict(lines)
 
 
-def pipe_utilisation_figure(kernel: dict) -> dict | None:
-    """Horizontal bars of each pipe's (and DRAM's, L2's) utilisation, the limiter in red."""
+def pipe_utilisation_chart(kernel: dict) -> SafeString | None:
+    """Horizontal bars of each pipe's (and DRAM's, L2's) utilisation, busiest first, the
+    limiter in red."""
     breakdown = kernel.get("projected") or {}
     utilisation = breakdown.get("utilisation") or {}
     if not utilisation:
         return None
-    names = sorted(utilisation, key=lambda name: utilisation[name])
+    names = sorted(utilisation, key=lambda name: -utilisation[name])
     limiter = breakdown.get("limiter")
     colours = [HIGHLIGHT_COLOUR if name == limiter else BAR_COLOUR for name in names]
     terms = breakdown.get("terms_us") or {}
@@ -395,16 +396,9 @@ def pipe_utilisation_figure(kernel: dict) -> dict | None:
     if limiter and limiter not in utilisation:
         # Latency or launch bound: no unit is busy enough to be the limiter, so no bar is red.
         title += " (no unit saturated)"
-    return {"data": [{"type": "bar", "orientation": "h", "y": names,
-                      "x": [utilisation[name] for name in names],
-                      "marker": {"color": colours}, "hovertext": hover, "hoverinfo": "text",
-                      "texttemplate": "%{x:.1f} %", "textposition": "outside",
-                      "cliponaxis": False}],
-            "layout": {**LAYOUT, "title": {"text": title},
-                       "xaxis": {"title": {"text": "% of the kernel's time the unit is busy"},
-                                 "range": [0, 105]},
-                       "yaxis": {"ticksuffix": " "},
-                       "height": 150 + 32 * len(names)}}
+    return charts.horizontal_bars(title, names, [utilisation[name] for name in names],
+                                  colours, "% of the kernel's time the unit is busy", "%",
+                                  high=100.0, hover=hover, value_labels=True, left=70)
 
 
 def launch_of(kernel: dict, resources: dict | None = None) -> dict | None:
@@ -460,23 +454,18 @@ OCCUPANCY_AXES = {"registers": "registers per thread", "block_size": "threads pe
                   "shared": "shared memory per block (bytes)"}
 
 
-def occupancy_figures(curves: dict) -> dict[str, dict]:
-    """One step-line figure per curve with the kernel's launch marked."""
-    figures = {}
+def occupancy_charts(curves: dict) -> dict[str, SafeString]:
+    """One step-line chart per curve with the kernel's launch marked."""
     current = curves["current"]["occupancy"] * 100
+    drawn = {}
     for key, label in OCCUPANCY_AXES.items():
         curve = curves[key]
         ys = [None if y is None else 100 * y for y in curve["y"]]
-        data = [{"type": "scatter", "mode": "lines", "line": {"shape": "hv", "color": "#3b6fd8"},
-                 "x": curve["x"], "y": ys, "name": "occupancy"},
-                {"type": "scatter", "mode": "markers", "x": [curve["current_x"]], "y": [current],
-                 "marker": {"color": HIGHLIGHT_COLOUR, "size": 11}, "name": "this kernel"}]
-        figures[key] = {"data": data, "layout": {
-            **LAYOUT, "showlegend": False, "height": 260,
-            "title": {"text": f"vs {label}", "font": {"size": 13}},
-            "xaxis": {"title": {"text": label}},
-            "yaxis": {"title": {"text": "occupancy %"}, "range": [0, 105]}}}
-    return figures
+        drawn[key] = charts.line_chart(
+            f"vs {label}", [charts.Line("occupancy", curve["x"], ys, "#3b6fd8", steps=True)],
+            [charts.Point("this kernel", curve["current_x"], current, HIGHLIGHT_COLOUR)],
+            label, "occupancy %", y_range=(0.0, 105.0))
+    return drawn
 
 
 def roofline(kernel: dict, device: Device) -> dict | None:
@@ -497,23 +486,21 @@ def roofline(kernel: dict, device: Device) -> dict | None:
     return point
 
 
-def roofline_figure(point: dict) -> dict:
+def roofline_chart(point: dict) -> SafeString:
+    """The device's roof (bandwidth times intensity up to the compute peak) on log axes, two
+    decades either side of the kernel and the ridge, with the kernel's projected and measured
+    points."""
     low = min(point["intensity"], point["ridge"]) / 100
     high = max(point["intensity"], point["ridge"]) * 100
     xs = [low * (high / low) ** (step / 60) for step in range(61)]
     roof = [min(point["peak_flops"], x * point["peak_bandwidth"]) / 1e9 for x in xs]
-    data = [{"type": "scatter", "mode": "lines", "x": xs, "y": roof, "name": "roof",
-             "line": {"color": "#1d2330"}}]
-    for key, label, colour in (("projected_flops", "projected", "#3b6fd8"),
-                               ("measured_flops", "measured", "#1f9e89")):
-        if point[key] is not None:
-            data.append({"type": "scatter", "mode": "markers", "name": label,
-                         "x": [point["intensity"]], "y": [point[key] / 1e9],
-                         "marker": {"color": colour, "size": 12}})
-    return {"data": data, "layout": {
-        **LAYOUT, "height": 360, "title": {"text": "Roofline (FP32, DRAM)"},
-        "xaxis": {"type": "log", "title": {"text": "arithmetic intensity (flop / byte)"}},
-        "yaxis": {"type": "log", "title": {"text": "GFLOP/s"}}}}
+    points = [charts.Point(label, point["intensity"], point[key] / 1e9, colour)
+              for key, label, colour in (("projected_flops", "projected", "#3b6fd8"),
+                                         ("measured_flops", "measured", "#1f9e89"))
+              if point[key] is not None]
+    return charts.line_chart("Roofline (FP32, DRAM)", [charts.Line("roof", xs, roof, "#1d2330")],
+                             points, "arithmetic intensity (flop / byte)", "GFLOP/s", log=True,
+                             height=320)
 
 
 # CodeGenPlan fields worth a column; the rest are zero for most schedules.

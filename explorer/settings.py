@@ -123,7 +123,6 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
     "django.contrib.staticfiles.finders.AppDirectoriesFinder",  # the admin's
-    "explorer.static_finders.PlotlyBundleFinder",  # plotly/plotly.min.js, from the package
 ]
 # With DEBUG off, pages link static files by content-hashed names (run.3f2a9c1e04b7.js) that
 # `manage.py collectstatic` writes here, each with a gzip and a brotli copy; `make run` collects

@@ -340,18 +340,16 @@ def kernel_page(request: HttpRequest, run: Run, device: str, strategy: str,
     curves = presenters.occupancy_curves(entry, spec, resources)
     point = presenters.roofline(entry, spec)
     line_nodes = source.line_nodes if source else {}
-    figures = {"pipes": presenters.pipe_utilisation_figure(entry),
-               "roofline": presenters.roofline_figure(point) if point else None}
-    if curves:
-        for key, figure in presenters.occupancy_figures(curves).items():
-            figures[f"occupancy/{key}"] = figure
+    drawn = {"pipes": presenters.pipe_utilisation_chart(entry),
+             "roofline": presenters.roofline_chart(point) if point else None,
+             **(presenters.occupancy_charts(curves) if curves else {})}
     context = {
         "run": run, "device": device, "device_name": spec.full_name, "strategy": strategy,
         "kernel": entry, "source": source, "sms_used": presenters.sms_used(entry, spec.sm_count),
         "lines": presenters.source_lines(source.source, line_nodes) if source else [],
         "node_lines": presenters.node_lines(line_nodes),
         "occupancy": curves["current"] if curves else None,
-        "roofline": point, "figures": figures,
+        "roofline": point, "charts": drawn,
         "breakdown": presenters.breakdown_rows(entry),
         "resources": presenters.resource_rows(resources),
         "ptxas_log": (resources or {}).get("ptxas_log", ""),

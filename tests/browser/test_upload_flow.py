@@ -132,7 +132,9 @@ def check_kernel_page(page, run: Run) -> None:
     # And back: clicking a node marks its source lines.
     page.locator(f'#nodes .node[data-node="{marked[0]}"]').click()
     page.locator("#source > li.is-marked").first.wait_for()
-    page.locator('.plot[data-figure="pipes"][data-drawn] .main-svg').first.wait_for()
+    # The kernel's charts, inline SVG: the pipes' bars and the roofline's point on screen.
+    expect(page.locator('.plot[data-chart="pipes"] .chart__bar').first).to_be_visible()
+    expect(page.locator('.plot[data-chart="roofline"] .chart__point').first).to_be_attached()
 
 
 def compare_strategies(page, base_url: str, run_path: str, run: Run) -> None:

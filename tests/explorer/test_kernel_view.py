@@ -1,5 +1,6 @@
 """The kernel page at /r/<id>/<device>/<strategy>/<kernel> (explorer-kernel)."""
 import json
+import re
 
 from django.urls import reverse
 
@@ -101,11 +102,11 @@ class KernelViewTests(AccessTestCase):
         self.assertNotContains(response, "its speed of light")
 
     def test_it_embeds_pipe_occupancy_and_roofline_charts(self):
-        figures = self.embedded(self.get(self.owner), "figures")
+        html = self.get(self.owner).content.decode()
 
-        self.assertEqual(set(figures), {"pipes", "roofline", "occupancy/registers",
-                                        "occupancy/block_size", "occupancy/shared"})
-        self.assertEqual(figures["roofline"]["layout"]["xaxis"]["type"], "log")
+        self.assertEqual(set(re.findall(r'data-chart="([^"]+)"><svg', html)),
+                         {"pipes", "roofline", "occupancy/registers", "occupancy/block_size",
+                          "occupancy/shared"})
 
     def test_it_says_the_kernel_was_not_measured_and_why(self):
         # why: no GPU worker online, or (no Redis in these tests) their state is unknown

@@ -1,6 +1,7 @@
 """explorer.presenters on an artifact the real compiler produced (attention_block.hlo)."""
 import copy
 import json
+import re
 import subprocess
 import sys
 import unittest
@@ -267,16 +268,24 @@ class KernelPageTests(unittest.TestCase):
                                breakdown["flops"] / (kernel["proj_us"] * 1e-6))
         self.assertEqual(point["peak_flops"], device.peak_fp32_flops)
         self.assertIsNone(point["measured_flops"])
-        roof = presenters.roofline_figure(point)["data"][0]
-        self.assertLessEqual(max(roof["y"]) * 1e9, device.peak_fp32_flops * 1.000001)
+        svg = str(presenters.roofline_chart(point))
+        marker = re.search(r'<circle class="chart__point"[^>]*data-label="projected" '
+                           r'data-x="([^"]+)" data-y="([^"]+)"', svg)
+        self.assertAlmostEqual(float(marker[1]), point["intensity"])
+        self.assertAlmostEqual(float(marker[2]) * 1e9, point["projected_flops"], delta=1)
+        # Under the roof: at most the bandwidth times the intensity, at most the peak.
+        self.assertLessEqual(float(marker[2]) * 1e9, min(
+            device.peak_fp32_flops, point["intensity"] * device.dram_bytes_per_s) * 1.000001)
 
     def test_pipe_utilisation_marks_the_limiter(self):
         kernel = next(k for k in generated_kernels("stitch")
                       if k["limiter"] in k["projected"]["utilisation"])
-        bars = presenters.pipe_utilisation_figure(kernel)["data"][0]
-        colours = dict(zip(bars["y"], bars["marker"]["color"]))
+        drawn = bars(presenters.pipe_utilisation_chart(kernel))
+        colours = {bar["category"]: bar["fill"] for bar in drawn}
 
-        self.assertEqual(set(bars["y"]), set(kernel["projected"]["utilisation"]))
+        self.assertEqual(colours.keys(), kernel["projected"]["utilisation"].keys())
+        for bar in drawn:
+            self.assertAlmostEqual(bar["value"], kernel["projected"]["utilisation"][bar["category"]])
         self.assertEqual(colours[kernel["limiter"]], presenters.HIGHLIGHT_COLOUR)
         self.assertEqual(list(colours.values()).count(presenters.HIGHLIGHT_COLOUR), 1)
 

@@ -36,8 +36,7 @@ class CollectedStaticFileTests(SimpleTestCase):
         cls.addClassCleanup(shutil.rmtree, static_root)
         cls.enterClassContext(override_settings(STATIC_ROOT=static_root,
                                                 STORAGES=project_settings.STORAGES))
-        call_command("collectstatic", interactive=False, verbosity=0,
-                     ignore_patterns=["plotly.min.js"])
+        call_command("collectstatic", interactive=False, verbosity=0)
         cls.url = static(ASSET)
         cls.content = Path(staticfiles_storage.path(staticfiles_storage.stored_name(ASSET))) \
             .read_bytes()
@@ -91,9 +90,5 @@ class StaticFileNamesTests(SimpleTestCase):
         linked = {name for template in Path(settings.BASE_DIR, "templates").rglob("*.html")
                   for name in re.findall(r"{% static '([^']+)' %}", template.read_text())}
 
-        self.assertIn("plotly/plotly.min.js", linked)
+        self.assertIn("explorer/fusion_view.js", linked)
         self.assertEqual({name for name in linked if finders.find(name) is None}, set())
-
-    def test_plotly_contributes_only_its_browser_bundle(self):
-        self.assertIsNotNone(finders.find("plotly/plotly.min.js"))
-        self.assertIsNone(finders.find("plotly/widgetbundle.js"))
