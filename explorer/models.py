@@ -235,9 +235,11 @@ class Run(Job):
                 and Membership.objects.filter(team_id=self.team_id, user=user).exists())
 
     @classmethod
-    def finish(cls, run_id: str, token: str, artifact: dict) -> None:
-        """Store the artifact (its "sources" as KernelSource rows) and mark the run done, all in
-        one transaction: a run is never seen half-written."""
+    def finish(cls, run_id: str, token: str, artifact: dict,
+               plan_graphs: dict[tuple[str, str], bytes] | None = None) -> None:
+        """Store the artifact (its "sources" as KernelSource rows) and the plans' fusion-view
+        objects ({(device, strategy): gzipped JSON}, as PlanGraph rows) and mark the run done,
+        all in one transaction: a run is never seen half-written."""
         sources = artifact.pop("sources", {})
         with transaction.atomic():
             cls._mark_done(run_id, token, artifact=artifact)
@@ -245,6 +247,10 @@ class Run(Job):
             KernelSource.objects.bulk_create(
                 (KernelSource.from_artifact(run_id, key, source)
                  for key, source in sources.items()), batch_size=500)
+            PlanGraph.objects.filter(run_id=run_id).delete()
+            PlanGraph.objects.bulk_create(
+                PlanGraph(run_id=run_id, device=device, strategy=strategy, data=data)
+                for (device, strategy), data in (plan_graphs or {}).items())
 
     def latest_measurement(self) -> Measurement | None:
         """The newest measurement job of this run, whatever its state (its result, which can
@@ -280,6 +286,21 @@ class Measurement(Job):
     def finish(cls, pk: int, token: str, result: dict) -> None:
         cls._mark_done(pk, token, result=result, gpu=result.get("gpu", "")[:200],
                        compiler_version=result.get("compiler_version", "")[:64])
+
+
+class PlanGraph(models.Model):
+    """The fusion view's object of one plan of a run (explorer/runs.py `plan_graph`: the op
+    graph with the plan's kernels on it and its layout), as gzipped JSON. The compile worker
+    makes one per plan before it marks the run done, so the first look at a big plan need not
+    import the upload and lay it out (3-4 s for a 16,000-node step)."""
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="plan_graphs")
+    device = models.CharField(max_length=20)
+    strategy = models.CharField(max_length=20)
+    data = models.BinaryField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "device", "strategy"],
+                                               name="one_graph_per_run_plan")]
 
 
 class KernelSource(models.Model):

@@ -18,9 +18,13 @@ from compiler.pipeline import STAGES as COMPILE_STAGES
 from compiler.pipeline import compile_graph
 from compiler.runtime.gpu import GpuUnavailable
 from explorer.models import ClaimLost, Job, Measurement, Run
+from explorer.runs import plan_graphs
 from workers.celery import app
 
 logger = logging.getLogger(__name__)
+
+# A compile job's stages: the pipeline's, then laying out each plan's fusion view.
+RUN_STAGES = (*COMPILE_STAGES, "layout")
 
 # Progress is written at most this often (plus at every change of stage): a big graph has
 # thousands of kernels, and each write takes the database's write lock.
@@ -122,11 +126,15 @@ def compile_run(self, run_id: str) -> str:
     if token is None:
         return _not_claimed(self, Run, run_id)
     run = Run.objects.get(pk=run_id)
-    progress = _ProgressRecorder(Run, run_id, token, settings.COMPILE_LEASE_S, COMPILE_STAGES)
-    return _work(Run, run_id, token, progress, settings.COMPILE_SOFT_TIME_LIMIT_S,
-                 lambda: compile_graph(bytes(run.graph_bytes), run.filename, run.devices,
-                                       run.strategies, progress=progress,
-                                       learned_models=learned_models(run.devices)))
+    progress = _ProgressRecorder(Run, run_id, token, settings.COMPILE_LEASE_S, RUN_STAGES)
+    def compile_it() -> tuple:
+        data = bytes(run.graph_bytes)
+        artifact = compile_graph(data, run.filename, run.devices, run.strategies,
+                                 progress=progress, learned_models=learned_models(run.devices))
+        # The fusion view's objects, laid out now so the first look at a big plan is quick.
+        return artifact, {"plan_graphs": plan_graphs(data, run.filename, artifact, progress)}
+
+    return _work(Run, run_id, token, progress, settings.COMPILE_SOFT_TIME_LIMIT_S, compile_it)
 
 
 def learned_models(devices: list[str]) -> dict[str, str]:
@@ -177,7 +185,10 @@ def _work(model: type[Job], pk, token: str, progress: _ProgressRecorder, soft_li
     """Run `compute()` for a claimed job and store its result, or fail the job with a message
     for the user and the stage that failed. The worker keeps going whatever happens."""
     try:
-        model.finish(pk, token, compute())
+        result = compute()
+        # compute() returns the result, or (result, extra arguments of `finish`).
+        result, extra = result if isinstance(result, tuple) else (result, {})
+        model.finish(pk, token, result, **extra)
     except ClaimLost:
         logger.warning("%s %s was claimed by another job; dropping this one's work",
                        model.__name__, pk)

@@ -143,7 +143,8 @@ STEP_48 = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "transfo
 
 
 def explored_run(owner, run_id: str, path: Path, strategies: list[str], name: str):
-    """A done run of `path` holding its explored plans for the H100 (no kernels built)."""
+    """A done run of `path` holding its explored plans for the H100 (no kernels built) and,
+    as the compile worker stores them, each plan's laid-out fusion view."""
     from compiler.fusion.explore import exploration_to_dict, explore
     from compiler.importers import import_bytes
     from compiler.ir.summary import summarize
@@ -155,6 +156,14 @@ def explored_run(owner, run_id: str, path: Path, strategies: list[str], name: st
     artifact = {"compiler_version": compiler_version(), "graph": summary,
                 "devices": {"h100": exploration_to_dict(summary, "h100", plans)}}
     run = store_done_run(owner, run_id, artifact, hlo=path, name=name)
+    # As the compile worker does: each plan's fusion view laid out and stored with the run.
+    from explorer.models import PlanGraph
+    from explorer.runs import plan_graphs
+
+    PlanGraph.objects.bulk_create(
+        PlanGraph(run=run, device=device, strategy=strategy, data=data)
+        for (device, strategy), data in plan_graphs(path.read_bytes(), path.name,
+                                                    artifact).items())
     run.node_count = len(graph.nodes)
     return run
 

@@ -8,8 +8,10 @@ The two training steps are stored from their explored plans, with no CUDA built.
 only the plans, and building 16,000 nodes' kernels would take the suite minutes.
 benchmarks/fusion_view_speed.py times the 48-layer step's view with this file.
 """
+import gzip
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ from playwright.sync_api import expect
 
 from tests.browser.conftest import LAYER_NORM_BWD, STEP_48, explored_run
 from tests.browser.test_upload_flow import assert_no_js_errors, log_in
-from tests.browser.waits import TEST_TIMEOUT_S
+from tests.browser.waits import TEST_TIMEOUT_S, wait_for_run
 
 pytestmark = pytest.mark.timeout(TEST_TIMEOUT_S)
 
@@ -298,4 +300,56 @@ def test_side_by_side_shows_what_the_other_plan_made_of_each_kernel(step_12_run,
     page.locator("#fusion-side-by-side").uncheck()
     expect(other).to_be_hidden()
     expect(page).to_have_url(f"{live_server.url}/r/{step_12_run.pk}#h100/cost")
+    assert_no_js_errors(page)
+
+
+LLAMA_2L = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "zoo" / "llama_2l.hlo.gz"
+
+
+def test_an_uploaded_training_step_is_seen_op_by_op(users, compile_queue, live_server,
+                                                     new_page, screenshots):
+    """The whole path on a real training step (a 2-layer Llama, 1,404 nodes, gzipped HLO):
+    uploaded through the form, compiled by the worker, then in the fusion view an op is found,
+    its kernel expanded, and the op followed to its source line and its CUDA lines."""
+    page = new_page()
+    log_in(page, live_server.url, "ada")
+    page.set_input_files("#upload-form input[type=file]", str(LLAMA_2L))
+    for strategy in ("unfused", "stitch"):
+        page.locator(f'input[name=strategies][value="{strategy}"]').uncheck()
+    page.fill("#id_name", "llama 2-layer step")
+    with page.expect_navigation():
+        page.click("#upload-form button[type=submit]")
+    run = wait_for_run(page, page.url.rsplit("/", 1)[-1])
+    nodes = run.artifact["graph"]["nodes"]
+    assert nodes >= 1000
+    expect(page.locator(READY)).to_be_attached()
+    expect(page.locator("#fusion-status")).to_contain_text(f"{nodes} nodes")
+
+    # A reduction found by its kind, shown inside its kernel, which is expanded for it.
+    page.locator("#fusion-search").fill("reduce")
+    page.locator("#fusion-search").press("Enter")
+    picked = call(page, "picked()")
+    assert picked["type"] == "op" and picked["kernel"] in call(page, "expanded()")
+    name, kernel = picked["id"], picked["kernel"]
+    info = page.locator("#fusion-info")
+    expect(info.locator("h4")).to_have_text(name)
+    screenshots(page, "fusion-view-uploaded-step")
+
+    # Its line in the upload (decompressed), then the CUDA lines computing it.
+    source = info.locator(".fusion__source-link")
+    number = int(source.inner_text().removeprefix("source line "))
+    line = gzip.decompress(LLAMA_2L.read_bytes()).decode().splitlines()[number - 1]
+    assert line.strip().startswith(f"{name} =") or f" {name} = " in line
+    source.click()
+    expect(page.locator(f"#L{number}")).to_be_in_viewport()
+    page.go_back()
+    expect(page.locator(READY)).to_be_attached()
+    page.locator("#fusion-search").fill(name)
+    page.locator("#fusion-search").press("Enter")
+    expect(info.locator("h4")).to_have_text(name)
+    info.locator(".fusion__cuda-link").click()
+    expect(page).to_have_url(re.compile(rf"/{re.escape(kernel)}#node={re.escape(name)}$"))
+    expect(page.locator(f'.node.is-marked[data-node="{name}"]')).to_have_count(1)
+    assert page.locator("#source li.is-marked").count() >= 1
+    screenshots(page, "fusion-view-uploaded-step-cuda")
     assert_no_js_errors(page)

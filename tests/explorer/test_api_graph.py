@@ -1,9 +1,12 @@
 """The fusion view's graph at /api/v1/runs/<id>/graph?device=D&strategy=S."""
+import gzip
+import json
+
 from django.core.cache import cache
 from django.urls import reverse
 
 from compiler.importers import load_graph
-from explorer.models import Run
+from explorer.models import PlanGraph, Run
 from tests.explorer.access import SOFTMAX, AccessTestCase, softmax_artifact
 
 
@@ -37,6 +40,27 @@ class GraphTests(AccessTestCase):
                          sorted((o, node.name) for node in graph for o in node.operands))
         self.assertEqual([kernel["name"] for kernel in body["kernels"]],
                          [kernel["name"] for kernel in plan["kernels"]])
+
+    def test_the_view_the_worker_stored_is_served_with_the_artifacts_kernel_figures(self):
+        # Worked out once (and stored), then served from storage: its layout as stored, its
+        # kernels' figures as the artifact (and any measurement) has them now.
+        first = self.get(self.owner, "?device=h100&strategy=cost").json()
+        stored = PlanGraph.objects.get(run=self.done, device="h100", strategy="cost")
+        view = json.loads(gzip.decompress(bytes(stored.data)))
+        self.assertEqual(view["layout"], first["layout"])
+        view["layout"]["layers"] = 12345            # a mark: this answer is the stored one
+        for kernel in view["kernels"]:
+            kernel["proj_us"] = -1.0                # stale figures are not served
+        stored.data = gzip.compress(json.dumps(view).encode())
+        stored.save()
+        cache.clear()
+
+        body = self.get(self.owner, "?device=h100&strategy=cost").json()
+        self.assertEqual(body["layout"]["layers"], 12345)
+        plan = softmax_artifact()["devices"]["h100"]["strategies"]["cost"]
+        self.assertEqual([kernel["proj_us"] for kernel in body["kernels"]],
+                         [kernel["proj_us"] for kernel in plan["kernels"]])
+        self.assertEqual(body["nodes"], first["nodes"])
 
     def test_by_default_it_shows_the_first_device_and_its_fastest_plan(self):
         body = self.get(self.owner).json()

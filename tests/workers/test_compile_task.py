@@ -3,6 +3,8 @@
 The workers share the test database file with this process (tests/conftest.py), so the tests
 submit runs the way the web app does and watch the rows the workers write.
 """
+import gzip
+import json
 import time
 from pathlib import Path
 
@@ -10,10 +12,10 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from explorer import runs
-from explorer.models import KernelSource, Run
+from explorer.models import KernelSource, PlanGraph, Run
 from tests.services import send_to
-from compiler.pipeline import STAGES
 from workers import app
+from workers.tasks import RUN_STAGES as STAGES
 from workers.tasks import compile_run
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -60,7 +62,7 @@ def test_a_run_completes_with_its_artifact_and_kernel_sources(
     run = wait_for(run.id, finished, "done", [compile_worker.log])
 
     assert run.status == Run.DONE, run.error
-    assert run.stage == "cost" and run.progress_done == run.progress_total > 0
+    assert run.stage == STAGES[-1] and run.progress_done == run.progress_total > 0
     assert run.attempts == 1 and run.started <= run.finished
     # Every stage the pipeline has, in its order, each done, one after the other, within the
     # time the run took (the last one closes when the run is stored as done).
@@ -72,6 +74,13 @@ def test_a_run_completes_with_its_artifact_and_kernel_sources(
     assert [row["state"] for row in rows] == ["done"] * len(STAGES)
     assert sum(row["seconds"] for row in rows) <= (run.finished - run.started).total_seconds()
     assert set(run.artifact) == {"compiler_version", "graph", "devices"}
+    # Each plan's fusion view is stored, laid out, with the run: the API serves it as is.
+    stored = {(g.device, g.strategy): g for g in PlanGraph.objects.filter(run=run)}
+    assert set(stored) == {("h100", "unfused"), ("h100", "xla")}
+    view = json.loads(gzip.decompress(bytes(stored["h100", "xla"].data)))
+    xla = run.artifact["devices"]["h100"]["strategies"]["xla"]["kernels"]
+    assert [k["name"] for k in view["kernels"]] == [k["name"] for k in xla] \
+        and set(view["layout"]) >= {"top", "inner", "layers"}
     assert list(run.artifact["devices"]["h100"]["strategies"]) == ["unfused", "xla"]
     kernels = run.artifact["devices"]["h100"]["strategies"]["xla"]["kernels"]
     sources = KernelSource.objects.filter(run=run, device="h100", strategy="xla")
