@@ -84,6 +84,11 @@ def test_each_device_matches_what_the_codegen_command_prints(compiled, capsys):
 
 def test_progress_reports_the_stages_in_order_with_done_at_most_total(compiled):
     _, events = compiled
+    # A note (a fourth argument) says what a stage is doing: here each device's exploration.
+    notes = [event for event in events if len(event) == 4]
+    assert [(stage, detail.split(":")[0]) for stage, _, _, detail in notes
+            if stage == "explore"] == [("explore", device) for device in sorted(DEVICES)]
+    events = [event[:3] for event in events]
     stages = [stage for stage, _, _ in events]
     assert list(dict.fromkeys(stages)) == list(STAGES)
     assert all(0 <= done <= total for _, done, total in events)
@@ -117,8 +122,12 @@ def test_the_build_stage_moves_as_kernels_are_assembled(tmp_path, monkeypatch):
     events = []
     compile_graph(SOFTMAX, "softmax.hlo", ["h100"], ["unfused", "xla"],
                   progress=lambda *event: events.append(event))
-    build = [done for stage, done, _ in events if stage == "build"]
-    total = next(total for stage, _, total in events if stage == "build")
+    build = [done for stage, done, _, *_ in events if stage == "build"]
+    total = next(total for stage, _, total, *_ in events if stage == "build")
     assert build[0] == 0 and build[-1] == total
     assert build == sorted(build)
     assert len(set(build)) > 3  # more steps than "none" and "all"
+    # While nvcc compiles the batch the count stands still: the notes say what runs.
+    notes = [event[3] for event in events if event[0] == "build" and len(event) == 4]
+    assert [note.split(" ")[1] for note in notes] == ["compiling", "assembling"], notes
+    assert notes[0].startswith("h100: compiling ") and "to PTX" in notes[0]
