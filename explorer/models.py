@@ -170,17 +170,21 @@ class Job(models.Model):
         return updated == 1
 
 
-def graph_sha256(data: bytes, filename: str) -> str:
-    """The SHA-256 of an uploaded graph, decompressed: a gzipped upload of the same text is
-    the same graph (bytes that do not decompress are hashed as they are)."""
+def uploaded(data: bytes, filename: str) -> bytes:
+    """An upload's bytes decompressed (as stored when they do not decompress)."""
     from compiler.errors import InputError
     from compiler.importers import decompressed
 
     try:
-        data = decompressed(data, filename)
+        return decompressed(data, filename)
     except InputError:
-        pass
-    return hashlib.sha256(data).hexdigest()
+        return data
+
+
+def graph_sha256(data: bytes, filename: str) -> str:
+    """The SHA-256 of an uploaded graph, decompressed: a gzipped upload of the same text is
+    the same graph."""
+    return hashlib.sha256(uploaded(data, filename)).hexdigest()
 
 
 class Run(Job):

@@ -28,11 +28,10 @@ from django.utils.crypto import salted_hmac
 from compiler.errors import InputError
 from compiler.fusion.graph_layout import plan_layout
 from compiler.fusion.graph_view import fusion_graph, kernel_entries
-from compiler.importers import decompressed
 from compiler.pipeline import canonical_options, import_graph
 from compiler.version import compiler_version
 from explorer import presenters
-from explorer.models import Measurement, Membership, PlanGraph, Run, graph_sha256
+from explorer.models import Measurement, Membership, PlanGraph, Run, graph_sha256, uploaded
 
 RUN_ID_LENGTH = 22
 BASE62 = string.digits + string.ascii_letters
@@ -229,11 +228,7 @@ def plan_graphs(data: bytes, filename: str, artifact: dict,
 
 def upload_bytes(run: Run) -> bytes:
     """The uploaded file's bytes, decompressed (as stored when they do not decompress)."""
-    data = bytes(run.graph_bytes)
-    try:
-        return decompressed(data, run.filename)
-    except InputError:
-        return data
+    return uploaded(bytes(run.graph_bytes), run.filename)
 
 
 def upload_text(run: Run) -> str | None:

@@ -443,12 +443,8 @@ def _compare_candidates(user, run_a: Run, run_b: Run) -> list[dict]:
     runs = {run.pk: run for run in (run_a, run_b)}
     for run in _same_graph_runs(user, run_a):
         runs.setdefault(run.pk, run)
-    strategies = presenters.ordered_strategies
     return [{"label": f"{run.name or run.filename} · {run.owner.get_username()} · "
-                      f"{run.created:%Y-%m-%d %H:%M}",
-             "plans": [{"value": f"{run.pk}:{device}:{strategy}",
-                        "label": f"{device} · {strategy}"}
-                       for device in run.devices for strategy in strategies(run.strategies)]}
+                      f"{run.created:%Y-%m-%d %H:%M}", "plans": _plan_choices(run)}
             for run in runs.values()]
 
 

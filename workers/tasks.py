@@ -127,12 +127,13 @@ def compile_run(self, run_id: str) -> str:
         return _not_claimed(self, Run, run_id)
     run = Run.objects.get(pk=run_id)
     progress = _ProgressRecorder(Run, run_id, token, settings.COMPILE_LEASE_S, RUN_STAGES)
+
     def compile_it() -> tuple:
         data = bytes(run.graph_bytes)
         artifact = compile_graph(data, run.filename, run.devices, run.strategies,
                                  progress=progress, learned_models=learned_models(run.devices))
         # The fusion view's objects, laid out now so the first look at a big plan is quick.
-        return artifact, {"plan_graphs": plan_graphs(data, run.filename, artifact, progress)}
+        return artifact, plan_graphs(data, run.filename, artifact, progress)
 
     return _work(Run, run_id, token, progress, settings.COMPILE_SOFT_TIME_LIMIT_S, compile_it)
 
@@ -172,8 +173,8 @@ def measure_run(self, measurement_id: int) -> str:
     try:
         return _work(Measurement, measurement_id, token, progress,
                      settings.MEASURE_SOFT_TIME_LIMIT_S,
-                     lambda: measure_graph(bytes(run.graph_bytes), run.filename, run.devices,
-                                           run.strategies, progress=progress))
+                     lambda: (measure_graph(bytes(run.graph_bytes), run.filename, run.devices,
+                                            run.strategies, progress=progress),))
     except GpuUnavailable as error:
         Measurement.fail(measurement_id, f"The GPU worker {hostname} cannot measure: {error}.",
                          "gpu", token)
@@ -182,13 +183,11 @@ def measure_run(self, measurement_id: int) -> str:
 
 def _work(model: type[Job], pk, token: str, progress: _ProgressRecorder, soft_limit_s: int,
           compute) -> str:
-    """Run `compute()` for a claimed job and store its result, or fail the job with a message
-    for the user and the stage that failed. The worker keeps going whatever happens."""
+    """Run `compute()` for a claimed job and store what it returns (the arguments of the
+    model's `finish` after the token), or fail the job with a message for the user and the
+    stage that failed. The worker keeps going whatever happens."""
     try:
-        result = compute()
-        # compute() returns the result, or (result, extra arguments of `finish`).
-        result, extra = result if isinstance(result, tuple) else (result, {})
-        model.finish(pk, token, result, **extra)
+        model.finish(pk, token, *compute())
     except ClaimLost:
         logger.warning("%s %s was claimed by another job; dropping this one's work",
                        model.__name__, pk)
