@@ -1,8 +1,8 @@
-"""View-ready data and Plotly figures from a run's artifact.
+"""View-ready data and charts (inline SVG, explorer/charts.py) from a run's artifact.
 
 Pure functions: they take the ARTIFACT compiler.pipeline.compile_graph returns (or one device's
-part of it, or one kernel's entry) and return plain dicts and lists a template renders or
-Plotly draws. They never recompute what the compiler decided; the occupancy curves and the
+part of it, or one kernel's entry) and return plain dicts and lists a template renders, or
+a chart's SVG markup. They never recompute what the compiler decided; the occupancy curves and the
 roofline ask compiler.cost for the same formulas the projected model used.
 """
 from __future__ import annotations
@@ -28,9 +28,6 @@ NOT_MEASURED = "not measured"
 HIGHLIGHT_COLOUR = "#d62728"
 LEARNED_COLOUR = "#8c6bb1"
 BAR_COLOUR = "#9bb3e8"
-
-LAYOUT = {"margin": {"l": 60, "r": 20, "t": 40, "b": 50}, "font": {"family": "system-ui"},
-          "paper_bgcolor": "white", "plot_bgcolor": "white"}
 
 
 def ordered_strategies(strategies: dict) -> list[str]:

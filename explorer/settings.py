@@ -39,7 +39,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    # Static files (our CSS/JS and Plotly's bundle; STATIC_ROOT below says how), before
+    # Static files (our CSS and JS; STATIC_ROOT below says how), before
     # everything else so a stylesheet costs no session or database work.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Pages and API answers gzipped for clients that accept it (a big run page's HTML is
