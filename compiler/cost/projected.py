@@ -142,8 +142,9 @@ def estimate_registers(workload: Workload) -> int:
     """A register count for ranking plans before any is compiled: 24 for the indices and
     pointers, 2 per input value per vector lane, 8 for a reduction's accumulators and partials.
     Only the plan that is built gets ptxas' figure."""
-    reads = len({a.value for a in workload.accesses if a.role == "read"})
-    vector = max((4 if a.vectorized else 1 for a in workload.accesses), default=1)
+    accesses = workload.accesses
+    reads = len({a.value for a in accesses if a.role == "read"})
+    vector = 4 if any(a.vectorized for a in accesses) else 1
     reductions = 8 if workload.schedule != "elementwise" else 0
     return int(min(255, 24 + 2 * reads * vector + reductions))
 
@@ -163,50 +164,18 @@ class ProjectedModel:
         self.device = device
         self.derating = derating or Derating()
         self.lanes = pipe_lanes(device)
+        self.l2_bytes_per_s = l2_bytes_per_second(device)
+        # (block, registers, static shared, dynamic shared) -> occupancy: candidate plans
+        # repeat a few launch shapes, and the lru_cache below hashes the whole Device.
+        self._occupancies: dict[tuple, object] = {}
 
     def project(self, workload: Workload, resources: Resources, sol_us: float | None = None,
                 flops: int | None = None) -> Breakdown:
-        device, d = self.device, self.derating
-        clock = device.clock_hz
-        grid, block = max(1, workload.grid), max(1, workload.block)
-        shared = workload.shared_bytes + resources.static_shared_bytes
-        occ = _occupancy(device, block, max(1, resources.registers),
-                         resources.static_shared_bytes, workload.shared_bytes)
-        blocks_per_sm = max(1, occ.blocks_per_sm)
-        resident = occ.blocks_per_sm * device.sm_count
-        if workload.cooperative and grid > resident:
-            # Blocks waiting at the grid barrier would hold the SMs the others need: the
-            # launch would deadlock (CUDA refuses it), so the plan is not ranked.
-            raise ValueError(f"a cooperative grid of {grid} blocks is not co-resident on "
-                             f"{device.name}: {occ.blocks_per_sm} blocks of {block} threads "
-                             f"per SM x {device.sm_count} SMs = {resident}")
-        sms_used = min(device.sm_count, grid)
-        busiest_share = math.ceil(grid / device.sm_count) / grid  # of all blocks' work
-
-        terms: dict[str, float] = {}
-        for pipe in PIPES:
-            count = workload.instructions.get(pipe, 0.0)
-            if count:
-                cycles = count * busiest_share / (self.lanes[pipe] * d.pipe_efficiency)
-                terms[pipe] = cycles / clock * 1e6
-        if workload.dram_bytes:
-            terms["dram"] = workload.dram_bytes / (device.dram_bytes_per_s * d.dram_efficiency) \
-                * 1e6
-        if workload.l2_bytes:
-            terms["l2"] = workload.l2_bytes / (l2_bytes_per_second(device) * d.l2_efficiency) \
-                * 1e6
-        throughput_us = max(terms.values(), default=0.0)
-
-        waves = grid / (blocks_per_sm * device.sm_count)
-        warp_cycles = workload.latency_cycles_per_thread + workload.sync_cycles_per_thread
-        # A horizontal launch's figures are its parts' means; its slowest part's thread is
-        # the least it takes (workload.py, `_horizontal_workload`).
-        latency_cycles = max(math.ceil(waves) * warp_cycles, workload.slowest_thread_cycles)
-        latency_us = latency_cycles * d.latency_scale / clock * 1e6
+        """The kernel's time and everything the UI shows about it (`Breakdown`)."""
+        device = self.device
+        (projected, throughput_us, latency_us, grid_sync_us, terms, occ, waves, grid,
+         block) = self._times(workload, resources)
         busy_us = max(throughput_us, latency_us)
-        grid_sync_us = workload.grid_syncs * GRID_SYNC_US
-        launch_us = device.kernel_launch_overhead_us
-        projected = busy_us + grid_sync_us + launch_us
         if latency_us > throughput_us:
             limiter = "latency"
         else:
@@ -216,18 +185,75 @@ class ProjectedModel:
         tail = 0.0 if waves < 1 or fraction == 0 else 1.0 - fraction
         return Breakdown(
             projected_us=projected, throughput_us=throughput_us, latency_us=latency_us,
-            launch_us=launch_us, grid_sync_us=grid_sync_us, limiter=limiter,
-            utilisation=utilisation,
+            launch_us=device.kernel_launch_overhead_us, grid_sync_us=grid_sync_us,
+            limiter=limiter, utilisation=utilisation,
             achieved_bandwidth_gbs=workload.dram_bytes / (projected * 1e-6) / 1e9,
             dram_bytes=workload.dram_bytes, occupancy=occ.occupancy,
             occupancy_limiter=occ.limiter, blocks_per_sm=occ.blocks_per_sm,
             active_warps_per_sm=occ.active_warps_per_sm, waves=waves, tail_fraction=tail,
-            sms_used=sms_used, registers=resources.registers,
-            registers_source=resources.source, shared_bytes=shared,
+            sms_used=min(device.sm_count, grid), registers=resources.registers,
+            registers_source=resources.source,
+            shared_bytes=workload.shared_bytes + resources.static_shared_bytes,
             spill_bytes=resources.spill_bytes, grid=grid, block=block, sol_us=sol_us,
             arithmetic_intensity=(flops / workload.dram_bytes) if flops is not None
             and workload.dram_bytes else None,
             flops=flops, terms_us=terms)
+
+    def rank_key(self, workload: Workload, resources: Resources) -> tuple[float, float]:
+        """What plans are ranked by, without the rest of a `Breakdown` (the fusion search
+        ranks tens of plans per candidate kernel and shows one): the projected time and the
+        slack, the sum of every throughput term and the latency, which breaks ties on time
+        in favour of the plan that asks less of everything else (`rank_plans`)."""
+        projected, _, latency_us, _, terms, *_ = self._times(workload, resources)
+        return projected, sum(terms.values()) + latency_us
+
+    def _times(self, workload: Workload, resources: Resources) -> tuple:
+        """(projected, throughput, latency and grid-sync time in us, the throughput terms,
+        the occupancy, waves, grid, block): the formula of the module docstring."""
+        device, d = self.device, self.derating
+        clock = device.clock_hz
+        grid, block = max(1, workload.grid), max(1, workload.block)
+        launch = (block, max(1, resources.registers), resources.static_shared_bytes,
+                  workload.shared_bytes)
+        occ = self._occupancies.get(launch)
+        if occ is None:
+            occ = self._occupancies[launch] = _occupancy(device, *launch)
+        blocks_per_sm = max(1, occ.blocks_per_sm)
+        resident = occ.blocks_per_sm * device.sm_count
+        if workload.cooperative and grid > resident:
+            # Blocks waiting at the grid barrier would hold the SMs the others need: the
+            # launch would deadlock (CUDA refuses it), so the plan is not ranked.
+            raise ValueError(f"a cooperative grid of {grid} blocks is not co-resident on "
+                             f"{device.name}: {occ.blocks_per_sm} blocks of {block} threads "
+                             f"per SM x {device.sm_count} SMs = {resident}")
+        busiest_share = math.ceil(grid / device.sm_count) / grid  # of all blocks' work
+
+        terms: dict[str, float] = {}
+        lanes, pipe_efficiency = self.lanes, d.pipe_efficiency
+        instructions = workload.instructions
+        for pipe in PIPES:
+            count = instructions.get(pipe)
+            if count:
+                cycles = count * busiest_share / (lanes[pipe] * pipe_efficiency)
+                terms[pipe] = cycles / clock * 1e6
+        if workload.dram_bytes:
+            terms["dram"] = workload.dram_bytes / (device.dram_bytes_per_s * d.dram_efficiency) \
+                * 1e6
+        if workload.l2_bytes:
+            terms["l2"] = workload.l2_bytes / (self.l2_bytes_per_s * d.l2_efficiency) * 1e6
+        throughput_us = max(terms.values(), default=0.0)
+
+        waves = grid / (blocks_per_sm * device.sm_count)
+        warp_cycles = workload.latency_cycles_per_thread + workload.sync_cycles_per_thread
+        # A horizontal launch's figures are its parts' means; its slowest part's thread is
+        # the least it takes (workload.py, `_horizontal_workload`).
+        latency_cycles = max(math.ceil(waves) * warp_cycles, workload.slowest_thread_cycles)
+        latency_us = latency_cycles * d.latency_scale / clock * 1e6
+        grid_sync_us = workload.grid_syncs * GRID_SYNC_US
+        projected = max(throughput_us, latency_us) + grid_sync_us + \
+            device.kernel_launch_overhead_us
+        return (projected, throughput_us, latency_us, grid_sync_us, terms, occ, waves, grid,
+                block)
 
     def with_derating(self, **changes) -> ProjectedModel:
         return ProjectedModel(self.device, replace(self.derating, **changes))
@@ -247,9 +273,35 @@ def project_kernel(graph, kernel, plan, device: Device, resources: Resources | N
     sol = sol if sol is not None else getattr(kernel, "sol", None)
     if resources is None:
         resources = Resources(registers=estimate_registers(workload), source="estimated")
-    return ProjectedModel(device, derating).project(
+    return _model(device, derating).project(
         workload, resources, sol_us=sol.total_us if sol is not None else None,
         flops=sol.flops if sol is not None else None)
+
+
+def rank_key(graph, kernel, plan, device: Device, memo: dict | None = None
+             ) -> tuple[float, float]:
+    """`ProjectedModel.rank_key` of `kernel` under `plan` with estimated registers: the time
+    `project_kernel` gives, and the slack that breaks ties, without the breakdown. ValueError
+    where project_kernel raises it."""
+    from compiler.cost.workload import kernel_workload
+
+    workload = kernel_workload(graph, kernel, plan, device, memo)
+    resources = Resources(registers=estimate_registers(workload), source="estimated")
+    return _model(device, None).rank_key(workload, resources)
+
+
+def _model(device: Device, derating: Derating | None) -> ProjectedModel:
+    """The ProjectedModel of a device and derating, made once (kept by the device object's
+    identity: hashing a Device's every field per call would cost more than the lookup
+    saves)."""
+    key = (id(device), derating)
+    found = _MODELS.get(key)
+    if found is None or found.device is not device:
+        found = _MODELS[key] = ProjectedModel(device, derating)
+    return found
+
+
+_MODELS: dict[tuple, ProjectedModel] = {}
 
 
 def rank_plans(graph, kernel, plans, device: Device,

@@ -321,15 +321,18 @@ class _Loop:
 
 class _Counter:
     def __init__(self, graph: Graph, kernel: Kernel, device: Device, workload: Workload,
-                 memo: dict | None = None):
+                 memo: dict):
         self.graph, self.kernel, self.device, self.w = graph, kernel, device, workload
-        self.computed = set(kernel.computed)
-        self.inputs = set(kernel.inputs)
-        self.reads = self.inputs - self.computed   # what the kernel loads
-        self.read_once: set[str] = set()
         # The walk of a loop depends on what it computes, not on the launch: candidate plans
-        # of one kernel share it (`rank_plans` passes one memo for all of them).
-        self.memo = memo if memo is not None else {}
+        # of one kernel share it (`rank_plans` passes one memo for all of them), and the
+        # kernel's sets.
+        self.memo = memo
+        sets = memo.get("sets")
+        if sets is None:
+            computed, inputs = set(kernel.computed), set(kernel.inputs)
+            sets = memo["sets"] = computed, inputs, inputs - computed
+        self.computed, self.inputs, self.reads = sets   # reads: what the kernel loads
+        self.read_once: set[str] = set()
 
     def _walk(self, loop: _Loop, key: tuple) -> tuple:
         """`_walk_uncached`'s figures, the names of the inputs the loop loads, and whether it
@@ -573,6 +576,8 @@ def kernel_workload(graph: Graph, kernel: Kernel, plan: CodeGenPlan, device: Dev
     dict shared by calls for the same kernel, so its loops are walked once. `read_before`:
     values an earlier part of the same launch read (a horizontal kernel's parts), read again
     here from L2; the values this kernel reads are added to it."""
+    if memo is None:
+        memo = {}
     if plan.schedule == HORIZONTAL_SCHEDULE:
         return _horizontal_workload(graph, kernel, plan, device, memo)
     w = Workload(schedule=plan.schedule, grid=plan.grid_size, block=plan.block_size,
@@ -580,7 +585,10 @@ def kernel_workload(graph: Graph, kernel: Kernel, plan: CodeGenPlan, device: Dev
     counter = _Counter(graph, kernel, device, w, memo)
     if read_before is not None:
         counter.read_once = set(read_before)
-    outputs = [graph.nodes[n] for n in kernel.outputs if not graph.nodes[n].shape.is_tuple]
+    outputs = memo.get("outputs")
+    if outputs is None:
+        outputs = memo["outputs"] = [graph.nodes[n] for n in kernel.outputs
+                                     if not graph.nodes[n].shape.is_tuple]
     threads = plan.grid_size * plan.block_size
     shuffle_latency = device.shared_memory_latency_cycles
     barrier_latency = 2 * device.shared_memory_latency_cycles
@@ -633,7 +641,7 @@ def kernel_workload(graph: Graph, kernel: Kernel, plan: CodeGenPlan, device: Dev
 
 
 def _horizontal_workload(graph: Graph, kernel: Kernel, plan: CodeGenPlan, device: Device,
-                         memo: dict | None) -> Workload:
+                         memo: dict) -> Workload:
     """The parts' workloads under their own plans, combined. Instructions, bytes, accesses and
     shared-memory traffic are summed (a value two parts read comes from DRAM once, while it
     fits in L2); the launch's grid, block and shared memory are the plan's (the sum of the
@@ -648,7 +656,6 @@ def _horizontal_workload(graph: Graph, kernel: Kernel, plan: CodeGenPlan, device
     for every wave instead would charge a small, slow part (a row reduction beside a large
     convert) once per wave of the large part's blocks. Iterations, the dependency chain and
     barriers per block are the most any part's thread or block has."""
-    memo = memo if memo is not None else {}
     w = Workload(schedule=plan.schedule, grid=plan.grid_size, block=plan.block_size,
                  shared_bytes=plan.shared_bytes)
     parts = memo.get(("horizontal parts",))
@@ -719,8 +726,13 @@ def _row_loops(graph, kernel, plan, counter, outputs, elementwise, shuffle_laten
         # A row cache keeps what later loops over the row read in registers: known there.
         cached = row_cache_reads(graph, kernel, reductions, [n.name for n in wide]) \
             if plan.row_cache else [frozenset()] * (len(reductions) + 1)
-        counter.memo[key] = reductions, second, wide, lengths, narrow, rest + late, once, cached
-    reductions, second, wide, lengths, narrow, others, once, cached = counter.memo[key]
+        counter.memo[key] = (reductions, second, _loop_targets(wide),
+                             [(n, _loop_targets(nodes)) for n, nodes in lengths.items()],
+                             _loop_targets(narrow), rest + late, once, cached,
+                             [_loop_targets([graph.nodes[graph.nodes[name].operands[0]]])
+                              for name in reductions])
+    (reductions, second, wide, lengths, narrow, others, once, cached,
+     reduced) = counter.memo[key]
     known: set[str] = set()
     steps = int(math.log2(max(1, min(threads_per_row, 32))))
     before = frozenset(counter.read_once)
@@ -731,10 +743,8 @@ def _row_loops(graph, kernel, plan, counter, outputs, elementwise, shuffle_laten
         return frozenset() if split else frozenset(counter.read_once) - before
 
     for k, name in enumerate(reductions):
-        node = graph.nodes[name]
-        operand = graph.nodes[node.operands[0]]
-        counter.loop(_Loop(elements=rows * length, targets=[operand.name],
-                           axes={operand.name: fast_axis(operand.array_shape.dims)},
+        targets, axes, _ = reduced[k]
+        counter.loop(_Loop(elements=rows * length, targets=targets, axes=axes,
                            known=frozenset(known) | cached[k],
                            per_thread=rows_per_slot * per_row, recent=recent()))
         known.add(name)
@@ -754,23 +764,21 @@ def _row_loops(graph, kernel, plan, counter, outputs, elementwise, shuffle_laten
                            axes=dict.fromkeys(once), known=frozenset(known),
                            per_thread=rows_per_slot, recent=recent()))
         known.update(once)
-    if wide:
-        counter.loop(_Loop(elements=rows * length, targets=[n.name for n in wide],
-                           axes={n.name: fast_axis(n.array_shape.dims) for n in wide},
+    targets, axes, stores = wide
+    if targets:
+        counter.loop(_Loop(elements=rows * length, targets=targets, axes=axes,
                            known=frozenset(known) | cached[-1],
-                           per_thread=rows_per_slot * per_row,
-                           stores=tuple(n.name for n in wide), recent=recent()))
-    for other_length, nodes in lengths.items():  # the same rows, another length, no cache
-        counter.loop(_Loop(elements=rows * other_length, targets=[n.name for n in nodes],
-                           axes={n.name: fast_axis(n.array_shape.dims) for n in nodes},
+                           per_thread=rows_per_slot * per_row, stores=stores, recent=recent()))
+    # The same rows at another length, no cache.
+    for other_length, (targets, axes, stores) in lengths:
+        counter.loop(_Loop(elements=rows * other_length, targets=targets, axes=axes,
                            known=frozenset(known),
                            per_thread=rows_per_slot * _ceil(other_length, threads_per_row),
-                           stores=tuple(n.name for n in nodes), recent=recent()))
-    if narrow:
-        counter.loop(_Loop(elements=rows, targets=[n.name for n in narrow],
-                           axes={n.name: fast_axis(n.array_shape.dims) for n in narrow},
-                           known=frozenset(known), per_thread=rows_per_slot,
-                           stores=tuple(n.name for n in narrow), recent=recent()))
+                           stores=stores, recent=recent()))
+    targets, axes, stores = narrow
+    if targets:
+        counter.loop(_Loop(elements=rows, targets=targets, axes=axes, known=frozenset(known),
+                           per_thread=rows_per_slot, stores=stores, recent=recent()))
     if second:
         w.grid_syncs += 1
         for name in reductions:  # row results go through scratch
@@ -785,39 +793,34 @@ def _row_loops(graph, kernel, plan, counter, outputs, elementwise, shuffle_laten
         elementwise(others)
 
 
+def _loop_targets(nodes: list[Node]) -> tuple[list[str], dict[str, object], tuple[str, ...]]:
+    """A loop's targets, the axis the fast thread index walks in each, and its stores: the
+    nodes' names, their `fast_axis`, their names again."""
+    names = [n.name for n in nodes]
+    return names, {n.name: fast_axis(n.array_shape.dims) for n in nodes}, tuple(names)
+
+
 def _column_loops(graph, kernel, plan, counter, outputs, dominant_name, known, elementwise,
                   barrier_latency) -> None:
     w = counter.w
-    columns, length = column_split(graph, dominant_name)
+    key = ("columns", dominant_name, tuple(n.name for n in outputs))
+    found = counter.memo.get(key)
+    if found is None:  # the kernel's, whatever the launch
+        found = counter.memo[key] = _column_analysis(graph, kernel, outputs, dominant_name)
+    columns, length, names, operands, axes, wide_names, narrow, others = found
     tile = max(1, plan.column_tile or min(32, columns))
     groups = max(1, plan.block_size // tile)
     splits = max(1, plan.splits) if plan.schedule in SPLIT_SCHEDULES else 1
-    dominant = graph.nodes[dominant_name]
-    key = ("columns", dominant_name)
-    if key not in counter.memo:  # the kernel's, whatever the launch
-        counter.memo[key] = column_reductions(graph, kernel, dominant_name)
-    names = counter.memo[key]
-    source = graph.nodes[dominant.operands[0]].array_shape
-    reduced = sorted(dominant.attrs["dimensions"])
-    kept = [d for d in range(source.rank) if d not in reduced]
-    # Threads of a tile walk the columns: the last kept dimension of the operand.
-    axis = next((d for d in reversed(kept) if source.dims[d] > 1), None)
     column_blocks = _ceil(columns, tile) * splits
     tiles_per_block = _ceil(column_blocks, plan.grid_size)
     per_thread = tiles_per_block * _ceil(_ceil(length, splits), groups)
-    operands = list(dict.fromkeys(graph.nodes[n].operands[0] for n in names))
-    wide = [n for n in outputs if n.array_shape.dims == source.dims and length > 1
-            and n.name not in names]
-    counter.loop(_Loop(elements=columns * length, targets=operands + [n.name for n in wide],
-                       axes={name: axis for name in operands + [n.name for n in wide]},
-                       known=known, per_thread=per_thread, stores=tuple(n.name for n in wide)))
-    narrow = [n for n in outputs if n.array_shape.size == columns and n not in wide]
+    counter.loop(_Loop(elements=columns * length, targets=operands, axes=axes, known=known,
+                       per_thread=per_thread, stores=wide_names))
     all_known = frozenset(known) | frozenset(names)
-    if narrow:
-        counter.loop(_Loop(elements=columns, targets=[n.name for n in narrow],
-                           axes={n.name: fast_axis(n.array_shape.dims) for n in narrow},
-                           known=all_known, per_thread=tiles_per_block,
-                           stores=tuple(n.name for n in narrow)))
+    targets, narrow_axes, stores = narrow
+    if targets:
+        counter.loop(_Loop(elements=columns, targets=targets, axes=narrow_axes,
+                           known=all_known, per_thread=tiles_per_block, stores=stores))
     if groups > 1:
         w.barriers_per_block += 2 * tiles_per_block
         w.sync_cycles_per_thread += 2 * tiles_per_block * barrier_latency
@@ -828,9 +831,32 @@ def _column_loops(graph, kernel, plan, counter, outputs, dominant_name, known, e
         w.dram_write_bytes += columns * splits * 8 * len(names)
         w.dram_read_bytes += columns * splits * 8 * len(names)
         w.grid_syncs += 1 if plan.cooperative else 0
-    others = [n for n in outputs if n not in wide and n not in narrow]
     if others:
         elementwise(others, known=all_known)
+
+
+def _column_analysis(graph, kernel, outputs, dominant_name) -> tuple:
+    """What `_column_loops` reads of a kernel whatever the launch: the columns and their
+    length, the column reductions and the operands they read, the axis consecutive threads
+    walk (the last kept dimension of the operand, for every target of the column loop), the
+    outputs of the operand's size written in that loop, the `_loop_targets` of the outputs
+    of one element per column, and the other outputs."""
+    columns, length = column_split(graph, dominant_name)
+    names = column_reductions(graph, kernel, dominant_name)
+    dominant = graph.nodes[dominant_name]
+    source = graph.nodes[dominant.operands[0]].array_shape
+    reduced = sorted(dominant.attrs["dimensions"])
+    kept = [d for d in range(source.rank) if d not in reduced]
+    # Threads of a tile walk the columns: the last kept dimension of the operand.
+    axis = next((d for d in reversed(kept) if source.dims[d] > 1), None)
+    operands = list(dict.fromkeys(graph.nodes[n].operands[0] for n in names))
+    wide = [n for n in outputs if n.array_shape.dims == source.dims and length > 1
+            and n.name not in names]
+    targets = operands + [n.name for n in wide]
+    narrow = [n for n in outputs if n.array_shape.size == columns and n not in wide]
+    others = [n for n in outputs if n not in wide and n not in narrow]
+    return (columns, length, names, targets, dict.fromkeys(targets, axis),
+            tuple(n.name for n in wide), _loop_targets(narrow), others)
 
 
 def _phased_loops(graph, kernel, plan, counter, outputs, elementwise, shuffle_latency,
@@ -844,29 +870,22 @@ def _phased_loops(graph, kernel, plan, counter, outputs, elementwise, shuffle_la
     the model takes to be all); a grid barrier (none after the last level when no output is
     left). Then the other outputs' elementwise loops."""
     w = counter.w
-    if "phases" not in counter.memo:  # the kernel's, whatever the launch
-        loops = phase_loops(graph, kernel)
-        counter.memo["phases"] = loops, derived_values(graph, kernel, loops)
-    loops, derived = counter.memo["phases"]
+    found = counter.memo.get("phases")
+    if found is None:  # the kernel's, whatever the launch
+        found = counter.memo["phases"] = _phased_analysis(graph, kernel, outputs)
+    levels, rest, rest_sizes = found
     block, grid = plan.block_size, plan.grid_size
     steps = int(math.log2(WARP))
-    stored = {name for loop in loops for reduction in loop.reductions
-              for name in (reduction, *derived[reduction])}
-    rest = [n for n in outputs if n.name not in stored]
-    levels = sorted({loop.level for loop in loops})
     known: frozenset[str] = frozenset()
     lsu = 0.0
-    for level in levels:
-        level_loops = [loop for loop in loops if loop.level == level]
-        for loop in level_loops:
+    for k, (level_loops, level_known) in enumerate(levels):
+        for loop, operands, elements, _ in level_loops:
             splits = loop.splits(grid, block)
             threads = loop.item_threads(block)
             items = loop.units * splits
             per_worker = _ceil(items, grid * (block // threads))
-            operands = list(dict.fromkeys(graph.nodes[n].operands[0] for n in loop.reductions))
-            elements = math.prod(loop.dims)
             counter.loop(_Loop(elements=elements, targets=operands,
-                               axes={name: loop.axis for name in operands}, known=known,
+                               axes=dict.fromkeys(operands, loop.axis), known=known,
                                per_thread=per_worker * _ceil(_ceil(loop.length, splits),
                                                              loop.sharing(block))))
             _result_reads(counter, operands, known, elements)
@@ -891,27 +910,59 @@ def _phased_loops(graph, kernel, plan, counter, outputs, elementwise, shuffle_la
             lsu += partial_bytes / 8
             w.l2_bytes += partial_bytes
         w.grid_syncs += 1
-        for loop in level_loops:
-            lsu += _phased_combine(graph, loop, loop.splits(grid, block), derived, plan,
-                                   counter, shuffle_latency)
-        if level != levels[-1] or rest:
+        for loop, _, _, results in level_loops:
+            lsu += _phased_combine(loop, loop.splits(grid, block), results, plan, counter,
+                                   shuffle_latency)
+        if k != len(levels) - 1 or rest:
             w.grid_syncs += 1
-        known = known | {name for loop in level_loops for reduction in loop.reductions
-                         for name in (reduction, *derived[reduction])}
+        known = level_known
     w.instructions["lsu"] = w.instructions.get("lsu", 0) + lsu
     if rest:
         elementwise(rest, known=known, vector=plan.vector_width)
-        sizes: dict[int, list[str]] = {}
-        for node in rest:
-            sizes.setdefault(node.array_shape.size, []).append(node.name)
-        for size, group in sizes.items():
+        for size, group in rest_sizes:
             _result_reads(counter, group, known, size)
 
 
-def _phased_combine(graph, loop, splits, derived, plan, counter, shuffle_latency) -> float:
+def _phased_analysis(graph, kernel, outputs) -> tuple:
+    """What `_phased_loops` reads of a kernel whatever the launch: per level, its loops (each
+    with the operands it reads, its elements and, per reduction, the bytes of the result and
+    its derived values and how many stores its combine makes) and the values known after it;
+    the outputs left to elementwise loops, and their names by size."""
+    loops = phase_loops(graph, kernel)
+    derived = derived_values(graph, kernel, loops)
+    outputs_of_kernel = set(kernel.outputs)
+    stored = {name for loop in loops for reduction in loop.reductions
+              for name in (reduction, *derived[reduction])}
+    rest = [n for n in outputs if n.name not in stored]
+    levels, known = [], frozenset()
+    for level in sorted({loop.level for loop in loops}):
+        level_loops = []
+        for loop in loops:
+            if loop.level != level:
+                continue
+            operands = list(dict.fromkeys(graph.nodes[n].operands[0] for n in loop.reductions))
+            results = []
+            for name in loop.reductions:
+                stores = [graph.nodes[n] for n in (name, *derived[name])]
+                result_bytes = sum(n.array_shape.size * max(1, n.array_shape.dtype.bits // 8)
+                                   for n in stores)
+                results.append((result_bytes,
+                                sum(1 + (n.name in outputs_of_kernel) for n in stores)))
+            level_loops.append((loop, operands, math.prod(loop.dims), results))
+        known = known | {name for loop, *_ in level_loops for reduction in loop.reductions
+                         for name in (reduction, *derived[reduction])}
+        levels.append((level_loops, known))
+    sizes: dict[int, list[str]] = {}
+    for node in rest:
+        sizes.setdefault(node.array_shape.size, []).append(node.name)
+    return levels, rest, list(sizes.items())
+
+
+def _phased_combine(loop, splits, results, plan, counter, shuffle_latency) -> float:
     """A warp per slot combines the slot's fold x splits partials (from L2), shuffles, and
     lane 0 writes the result and its derived values to scratch (and to outputs); the load
-    and store instructions."""
+    and store instructions. `results`: per reduction of the loop, the bytes of its result and
+    derived values and the stores they take (`_phased_analysis`)."""
     w, device = counter.w, counter.device
     per_slot = loop.fold * splits
     warps = plan.grid_size * plan.block_size // WARP
@@ -919,12 +970,8 @@ def _phased_combine(graph, loop, splits, derived, plan, counter, shuffle_latency
     loads = _ceil(per_slot, WARP)
     steps = int(math.log2(WARP))
     lsu = 0.0
-    for name in loop.reductions:
-        stores = [graph.nodes[n] for n in (name, *derived[name])]
-        result_bytes = sum(n.array_shape.size * max(1, n.array_shape.dtype.bits // 8)
-                           for n in stores)
-        lsu += loop.slots * (per_slot + sum(1 + (n.name in counter.kernel.outputs)
-                                            for n in stores))
+    for result_bytes, store_count in results:
+        lsu += loop.slots * (per_slot + store_count)
         w.instructions["shfl"] = w.instructions.get("shfl", 0) + loop.slots * WARP * steps
         w.l2_bytes += loop.slots * per_slot * 8 + result_bytes
         w.iterations_per_thread += rounds * loads

@@ -40,7 +40,8 @@ import numpy as np
 
 from compiler.codegen.plan import CodeGenPlan
 from compiler.cost.devices import Device
-from compiler.cost.projected import Breakdown, Derating, project_kernel, project_library
+from compiler.cost.projected import (Breakdown, Derating, project_kernel, project_library,
+                                     rank_key)
 from compiler.cost.sol import SolEstimate, SolModel
 from compiler.errors import InputError
 from compiler.fusion.plan import FusionPlan, Kernel
@@ -353,26 +354,30 @@ class ProjectedPricer(Pricer):
         if floor_us is not None and count == 1:
             for index in heads:
                 found = score([index])
-                if found and abs(found[0][-1].projected_us - floor_us) <= \
-                        FLOOR_TOLERANCE * floor_us:
-                    return [(plans[index], found[0][-1])]
+                if found and abs(found[0][-1] - floor_us) <= FLOOR_TOLERANCE * floor_us:
+                    return [self._breakdown(kernel, plans[index], memo)]
         ranked = score(heads)
         if not ranked:
             return []
         leading = [item for item in ranked if item[0] <= ranked[0][0] * FAMILY_MARGIN]
         swept = [i for *_, index, _ in leading for i in families[_family(plans[index])]]
         ranked = score(swept + heads)
-        return [(plans[index], breakdown) for *_, index, breakdown in ranked[:count]]
+        return [self._breakdown(kernel, plans[index], memo) for *_, index, _ in ranked[:count]]
 
     def _score(self, kernel: Kernel, plan: CodeGenPlan, index: int, memo: dict):
-        """`rank_plans`' sort key of one plan with its breakdown, None when the workload
-        model does not cover it."""
+        """`rank_plans`' sort key of one plan (its time rounded, its slack, its index) and
+        its unrounded time; None when the workload model does not cover it. Only the plans
+        returned get a whole breakdown (`_breakdown`)."""
         try:
-            breakdown = project_kernel(self.graph, kernel, plan, self.device, memo=memo)
+            projected, slack = rank_key(self.graph, kernel, plan, self.device, memo)
         except ValueError:
             return None
-        slack = sum(breakdown.terms_us.values()) + breakdown.latency_us
-        return round(breakdown.projected_us, 6), slack, index, breakdown
+        return round(projected, 6), slack, index, projected
+
+    def _breakdown(self, kernel: Kernel, plan: CodeGenPlan, memo: dict
+                   ) -> tuple[CodeGenPlan, Breakdown]:
+        """A plan `_score` ranked, with its breakdown."""
+        return plan, project_kernel(self.graph, kernel, plan, self.device, memo=memo)
 
 
 # What a plan's launch dimensions decide (`_family` leaves them out).
