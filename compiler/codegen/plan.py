@@ -326,8 +326,13 @@ def reduction_depths(graph: Graph, kernel: Kernel, reductions: list[str]) -> dic
     2 for one reading such a reduction (softmax's sum of exp(x - max)), ..."""
     targets = set(reductions)
     depth: dict[str, int] = {}
+    get, nodes = depth.get, graph.nodes
     for name in kernel_order(graph, kernel):
-        reads = max((depth.get(o, 0) for o in graph.nodes[name].operands), default=0)
+        reads = 0
+        for operand in nodes[name].operands:
+            found = get(operand, 0)
+            if found > reads:
+                reads = found
         depth[name] = reads + (name in targets)
     return depth
 

@@ -728,18 +728,19 @@ class _Search:
         """The nodes (in graph order), the recomputed ones and the outputs of the kernel the
         pieces would make: `_Analysis.union`'s sets, without its analysis."""
         summaries = [self.summary[p] for p in pieces]
-        inside = frozenset().union(*(s.inside for s in summaries))
-        owned = frozenset().union(*(s.owned for s in summaries))
-        read = frozenset().union(*(s.inputs for s in summaries))
-        shared: set[str] = set()
-        covered: frozenset[str] = frozenset()
+        inside: set[str] = set()
+        shared: set[str] = set()   # computed by more than one piece
         for summary in summaries:
-            shared |= covered & summary.inside
-            covered |= summary.inside
+            shared |= summary.inside & inside
+            inside |= summary.inside
+        owned = frozenset().union(*(s.owned for s in summaries))
+        read = set().union(*(s.inputs for s in summaries))
         outputs = frozenset().union(*(s.outputs for s in summaries))
         merged = _Owners(owned)
-        outputs -= {v for v in outputs & (read | shared) if not self._written(v, merged)}
-        return sorted(inside, key=self.position.__getitem__), inside - owned, outputs
+        outputs -= {v for v in outputs if (v in read or v in shared)
+                    and not self._written(v, merged)}
+        return (sorted(inside, key=self.position.__getitem__), frozenset(inside - owned),
+                outputs)
 
     def _candidate(self, summary: _Summary, kind: str, dominant: str | None,
                    sol: SolEstimate | None = None) -> Kernel:

@@ -93,7 +93,7 @@ class Signature:
         self._node_keys: dict[str, int] = {}
         self._input_keys: dict[str, int] = {}
         self._interned: dict[Hashable, int] = {}
-        self._steps: dict[str, tuple[int, tuple[str, ...]]] = {}
+        self._steps: dict[str, tuple[tuple[int, int], tuple[str, ...]]] = {}
 
     def node_key(self, name: str) -> int:
         """An id shared by nodes of the same op, shape (with layout) and attributes."""
@@ -138,33 +138,35 @@ class Signature:
         packed into bytes, each list after its length: a key that hashes and compares at
         memory speed (the fusion search looks up hundreds of thousands of candidates, of up
         to a thousand nodes, most of them layers of the same structure)."""
-        local = {name: k for k, name in enumerate(computed)}
-        inputs: dict[str, int] = {}
-        steps, step = self._steps, self._step
+        # Computed nodes map to their index, inputs (added as they are met) to -1 - theirs:
+        # one lookup per operand.
+        local = dict(zip(computed, range(len(computed))))
+        inputs: list[str] = []
+        steps = self._steps
         flat = [len(computed)]
+        append, extend = flat.append, flat.extend
         for name in computed:
             found = steps.get(name)
-            key, operands = found if found is not None else step(name)
-            flat.append(key)
-            flat.append(len(operands))
+            head, operands = found if found is not None else self._step(name)
+            extend(head)
             for operand in operands:
                 k = local.get(operand)
                 if k is None:
-                    k = inputs.get(operand)
-                    if k is None:
-                        k = inputs[operand] = len(inputs)
-                    k = -1 - k
-                flat.append(k)
-            flat.append(name in recomputed)
-        flat.append(len(inputs))
-        flat.extend(self.input_key(name) for name in inputs)
-        flat.append(len(outputs))
-        flat.extend(sorted(local[name] for name in outputs))
+                    k = local[operand] = -1 - len(inputs)
+                    inputs.append(operand)
+                append(k)
+            append(name in recomputed)
+        append(len(inputs))
+        keys = self._input_keys
+        extend([keys[name] if name in keys else self.input_key(name) for name in inputs])
+        append(len(outputs))
+        extend(sorted([local[name] for name in outputs]))
         return array("q", flat).tobytes()
 
-    def _step(self, name: str) -> tuple[int, tuple[str, ...]]:
-        """A node's `node_key` and operands (`shape`), remembered."""
-        found = self._steps[name] = (self.node_key(name), self.graph.nodes[name].operands)
+    def _step(self, name: str) -> tuple[tuple[int, int], tuple[str, ...]]:
+        """A node's `node_key` and operand count, and its operands (`shape`), remembered."""
+        operands = self.graph.nodes[name].operands
+        found = self._steps[name] = ((self.node_key(name), len(operands)), operands)
         return found
 
 

@@ -103,16 +103,30 @@ def phased_scratch(graph: Graph, loops: list[PhaseLoop], splits: list[int],
     def take(nbytes: int) -> int:
         nonlocal offset
         start = offset
-        offset += -(-nbytes // SCRATCH_ALIGNMENT) * SCRATCH_ALIGNMENT
+        offset += _aligned(nbytes)
         return start
 
-    names = [name for loop in loops for reduction in loop.reductions
-             for name in (reduction, *derived[reduction])]
-    values = {name: take(-(-graph.nodes[name].array_shape.size
-                           * graph.nodes[name].array_shape.dtype.bits // 8)) for name in names}
+    values = {name: take(_value_bytes(graph, name)) for name in _scratch_values(loops, derived)}
     partials = {name: take(loop.columns * count * 8)
                 for loop, count in zip(loops, splits) for name in loop.reductions}
     return values, partials, max(offset, 16)
+
+
+def _scratch_values(loops: list[PhaseLoop], derived: dict[str, list[str]]) -> list[str]:
+    """The values a phased plan keeps in scratch: each reduction's result, then its derived
+    values, loop by loop."""
+    return [name for loop in loops for reduction in loop.reductions
+            for name in (reduction, *derived[reduction])]
+
+
+def _value_bytes(graph: Graph, name: str) -> int:
+    shape = graph.nodes[name].array_shape
+    return -(-shape.size * shape.dtype.bits // 8)
+
+
+def _aligned(nbytes: int) -> int:
+    """`nbytes` rounded up to a whole SCRATCH_ALIGNMENT line."""
+    return -(-nbytes // SCRATCH_ALIGNMENT) * SCRATCH_ALIGNMENT
 
 
 def _shared_bytes(loops: list[PhaseLoop], block: int) -> int:
@@ -140,12 +154,17 @@ def candidates(graph: Graph, kernel: Kernel, dominant: str) -> list[CodeGenPlan]
     outputs = elementwise_size(graph, kernel)
     size = max([outputs] + [math.prod(loop.dims) for loop in loops])
     width = max(w for w in VECTOR_WIDTHS if outputs % w == 0)
+    # phased_scratch's total: the values' regions, then the partials' (which depend on the
+    # launch), without the offsets.
+    values = sum(_aligned(_value_bytes(graph, name)) for name in _scratch_values(loops, derived))
     plans = []
     for block in PHASED_BLOCK_SIZES:
         natural = max(1, -(-size // (block * PHASED_MIN_ELEMENTS)))
         for grid in cooperative_grids(natural, block):
             splits = [loop.splits(grid, block) for loop in loops]
-            scratch = phased_scratch(graph, loops, splits, derived)[2]
+            partials = sum(_aligned(loop.columns * count * 8) * len(loop.reductions)
+                           for loop, count in zip(loops, splits))
+            scratch = max(16, values + partials)
             plans.append(CodeGenPlan(
                 schedule=PHASED_SCHEDULE, dominant=dominant, block_size=block,
                 grid_size=grid, vector_width=width, shared_bytes=_shared_bytes(loops, block),
