@@ -20,17 +20,18 @@ POLL_S = 0.25
 expect.set_options(timeout=DEADLINE_MS)
 
 
-def wait_for_run(page, run_id: str):
+def wait_for_run(page, run_id: str, deadline_s: float = DEADLINE_S):
     """The run once its worker has finished it (failing with the run's error if it failed),
-    after the page, which polls the run's status, has reloaded with its results."""
+    after the page, which polls the run's status, has reloaded with its results. A run of a
+    big graph, many stages long, may be given a longer `deadline_s`."""
     from explorer.models import Run
 
-    deadline = time.monotonic() + DEADLINE_S
+    deadline = time.monotonic() + deadline_s
     run = Run.objects.get(pk=run_id)
     while run.status not in (Run.DONE, Run.FAILED):
         assert time.monotonic() < deadline, (
             f"run {run_id} still {run.status} ({run.stage} {run.progress_done}/"
-            f"{run.progress_total}) after {DEADLINE_S} s")
+            f"{run.progress_total}) after {deadline_s} s")
         time.sleep(POLL_S)
         run.refresh_from_db()
     assert run.status == Run.DONE, f"run {run_id} failed in {run.error_stage}: {run.error}"
