@@ -159,14 +159,14 @@ SCHEMAS = {
                                  **LINKS}},
     "JsonSubmission": {"type": "object", "required": ["filename", "text"],
                        "properties": {"filename": {"type": "string", "description":
-                                                   "Its suffix picks the format (.hlo, .json)."},
+                                                   "Its suffix picks the format (.hlo, .mlir, .json)."},
                                       "text": {"type": "string"}, **SUBMISSION_FIELDS}},
     "MultipartSubmission": {"type": "object", "required": ["file"],
                             "properties": {"file": {"type": "string",
                                                     "contentMediaType":
                                                         "application/octet-stream",
                                                     "description": "The graph file (.hlo, "
-                                                                   ".onnx, .json)."},
+                                                                   ".mlir, .onnx, .json)."},
                                            **SUBMISSION_FIELDS}},
     "Kernel": KERNEL,
     "StrategyResult": {"type": "object", "required": ["total", "kernels", "decisions"],

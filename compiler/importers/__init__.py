@@ -1,4 +1,5 @@
-"""Importers: XLA HLO text, ONNX and the project's JSON format, each building a Graph.
+"""Importers: XLA HLO text, StableHLO (MLIR text), ONNX and the project's JSON format, each
+building a Graph.
 
 `load_graphs(path)` is the one entry point the CLI, the workers and the tests use: it reads the
 file within the configured limits, undoes gzip, picks the importer from the file name (or, for
@@ -15,7 +16,9 @@ from compiler.gc_pause import cyclic_gc_paused
 from compiler.ir.graph import Graph
 from compiler.limits import Limits, check_input_size, decode_utf8, read_limited
 
-FORMATS = ("hlo", "onnx", "json")
+FORMATS = ("hlo", "stablehlo", "onnx", "json")
+# What MLIR bytecode (`.mlirbc`) starts with.
+MLIR_BYTECODE = b"ML\xefR"
 
 
 def load_graphs(path: str, limits: Limits | None = None, fmt: str | None = None) -> list[Graph]:
@@ -58,6 +61,9 @@ def _import(data: bytes, filename: str, limits: Limits, fmt: str) -> list[Graph]
     if fmt == "onnx":
         from compiler.importers.onnx import import_onnx
         return [import_onnx(data, filename, limits)]
+    if fmt == "stablehlo" and data.startswith(MLIR_BYTECODE):
+        from compiler.importers.stablehlo import import_stablehlo
+        return [import_stablehlo(data, filename, limits)]
     text = decode_utf8(data, filename)
     if fmt == "json":
         from compiler.importers.json_graph import import_json
@@ -65,6 +71,9 @@ def _import(data: bytes, filename: str, limits: Limits, fmt: str) -> list[Graph]
     if fmt == "hlo":
         from compiler.importers.hlo_text import import_hlo_modules
         return import_hlo_modules(text, filename, limits)
+    if fmt == "stablehlo":
+        from compiler.importers.stablehlo import import_stablehlo
+        return [import_stablehlo(text, filename, limits)]
     raise InputError(f"unknown format '{fmt}' (known: {', '.join(FORMATS)})", filename)
 
 
@@ -74,11 +83,16 @@ def detect_format(filename: str, data: bytes) -> str:
         return "onnx"
     if suffix == ".json":
         return "json"
-    if suffix in (".hlo", ".txt", ".pbtxt"):
-        return "hlo"
+    if suffix in (".mlir", ".mlirbc") or data.startswith(MLIR_BYTECODE):
+        return "stablehlo"
     head = data[:4096].lstrip()
+    if suffix in (".hlo", ".txt", ".pbtxt"):
+        # JAX's `.as_text()` is StableHLO, whatever the file is called.
+        return "stablehlo" if head.startswith((b"module @", b"func.func")) else "hlo"
     if head.startswith(b"{"):
         return "json"
+    if head.startswith((b"module @", b"module attributes", b"module {", b"func.func")):
+        return "stablehlo"
     if b"HloModule" in head or b"ENTRY" in data[:65536] or b"parameter(" in data[:65536]:
         return "hlo"
     try:

@@ -1,0 +1,425 @@
+"""StableHLO import: the MLIR text JAX users get by default (`jax.jit(f).lower(*args).as_text()`).
+
+The text (or MLIR bytecode, `.mlirbc`) is parsed by MLIR itself, through the Python bindings
+jaxlib ships (the version pinned
+in requirements.txt), in a context with the dialects JAX's modules use registered (func,
+stablehlo, chlo, sdy and the other upstream ones jaxlib registers for its own use). There is no
+hand-written MLIR parser: a syntax error comes back as MLIR reports it, with its line and
+column in the upload.
+
+Then the entry function (`main`, or the module's only public function) is walked op by op and
+each op becomes a node of the Graph IR through the GraphBuilder, whose shape inference checks
+every result against the type MLIR states for it:
+- StableHLO ops map to the HLO op of the same meaning (`stablehlo.broadcast_in_dim` is
+  `broadcast`, `stablehlo.dot_general` is `dot`, `stablehlo.exponential_minus_one` is
+  `exponential-minus-one`, ...), with the HLO attribute names the IR uses;
+- a `stablehlo.reduce` whose body applies one of the IR's reducers to its two arguments
+  becomes a `reduce` with that reducer;
+- `func.call` of another function of the module is inlined (JAX emits one per nested
+  `jax.jit` and for some library functions);
+- every node keeps the line and column of its op in the upload, so errors and the source view
+  point at the text the user uploaded (not so for bytecode, nor for text whose ops carry
+  locations of their own, JAX's `as_text(debug_info=True)`: those name the Python lines that
+  made them, and the nodes only the upload).
+
+An op outside the supported set is an UnsupportedError naming the op and its line.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Any
+
+import numpy as np
+
+from compiler.errors import InputError, SourceLoc, UnsupportedError
+from compiler.ir.builder import GraphBuilder
+from compiler.ir.dtypes import DType, dtype as dtype_named
+from compiler.ir.graph import Graph
+from compiler.ir.shapes import ArrayShape, Shape, TupleShape
+from compiler.limits import Limits
+
+# StableHLO op -> the IR op, for ops whose operands and attributes carry over as they are.
+ELEMENTWISE = {
+    "add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
+    "remainder": "remainder", "maximum": "maximum", "minimum": "minimum", "power": "power",
+    "and": "and", "or": "or", "xor": "xor", "not": "not", "negate": "negate", "abs": "abs",
+    "sign": "sign", "exponential": "exponential",
+    "exponential_minus_one": "exponential-minus-one", "log": "log",
+    "log_plus_one": "log-plus-one", "sqrt": "sqrt", "rsqrt": "rsqrt", "cbrt": "cbrt",
+    "tanh": "tanh", "logistic": "logistic", "sine": "sine", "cosine": "cosine", "tan": "tan",
+    "atan2": "atan2", "floor": "floor", "ceil": "ceil",
+    "round_nearest_even": "round-nearest-even", "round_nearest_afz": "round-nearest-afz",
+    "is_finite": "is-finite", "popcnt": "popcnt", "count_leading_zeros": "count-leading-zeros",
+    "shift_left": "shift-left", "shift_right_logical": "shift-right-logical",
+    "shift_right_arithmetic": "shift-right-arithmetic", "select": "select", "clamp": "clamp",
+}
+# CHLO op -> the IR op (chlo.square is x * x, chlo.erfc 1 - erf(x)).
+CHLO = {"erf": "erf", "tan": "tan"}
+# A reduce body's one op -> the IR's reducer.
+REDUCER_OPS = {"stablehlo.add": "add", "stablehlo.multiply": "multiply",
+               "stablehlo.maximum": "maximum", "stablehlo.minimum": "minimum",
+               "stablehlo.and": "and", "stablehlo.or": "or"}
+# MLIR element types -> the IR's dtype names.
+_INTEGER = {1: "pred", 8: "s8", 16: "s16", 32: "s32", 64: "s64"}
+_UNSIGNED = {8: "u8", 16: "u16", 32: "u32", 64: "u64"}
+_FLOAT = {"f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64"}
+# A location in the parsed text, as MLIR prints it ("-" is its name for the buffer). An op
+# written with a location of its own (JAX's `as_text(debug_info=True)`: the Python line that
+# made it) and every op of bytecode keep only the upload's name: their lines are not the
+# upload's.
+_LOCATION = re.compile(r'loc\("-":(?P<line>\d+):(?P<col>\d+)\)')
+# Nested calls JAX never makes this deep: a module that does is refused, not a RecursionError.
+MAX_CALL_DEPTH = 64
+
+
+def import_stablehlo(text: str | bytes, filename: str, limits: Limits | None = None) -> Graph:
+    """The Graph of the StableHLO module `text` (MLIR text, or bytecode as bytes; from
+    `filename`, for messages)."""
+    ir, context = _context()
+    with context, ir.Location.unknown():
+        try:
+            module = ir.Module.parse(text)
+        except ir.MLIRError as error:
+            raise InputError(_mlir_message(error, filename)) from None
+        functions = {str(ir.StringAttr(op.attributes["sym_name"]).value): op
+                     for op in module.body.operations if op.operation.name == "func.func"}
+        entry = _entry(functions, filename)
+        # The graph is named after the module (`module @jit_f`), as an HLO module's is.
+        named = module.operation.attributes
+        name = str(ir.StringAttr(named["sym_name"]).value) if "sym_name" in named else None
+        return _Importer(ir, functions, filename, limits or Limits()).run(entry, name)
+
+
+def _context():
+    """An MLIR context with the dialects of JAX's modules, made once per thread (the web
+    server imports uploads on several threads, and a context is not for concurrent use;
+    jaxlib is imported on first use: the other formats do not pay for it)."""
+    found = getattr(_CONTEXTS, "context", None)
+    if found is None:
+        try:
+            from jaxlib.mlir import ir
+            from jaxlib.mlir._mlir_libs import _jax_mlir_ext
+            from jaxlib.mlir.dialects import chlo, sdy, stablehlo
+        except ImportError as error:  # pragma: no cover - jaxlib is a requirement
+            raise UnsupportedError(f"StableHLO import needs jaxlib ({error})") from None
+        registry = ir.DialectRegistry()
+        _jax_mlir_ext.register_dialects(registry)   # func and the other upstream dialects
+        context = ir.Context()
+        context.append_dialect_registry(registry)
+        context.load_all_available_dialects()
+        stablehlo.register_dialect(context)
+        chlo.register_dialect(context)
+        sdy.register_dialect(context)
+        found = _CONTEXTS.context = ir, context
+    return found
+
+
+_CONTEXTS = threading.local()
+
+
+def _mlir_message(error, filename: str) -> str:
+    """MLIR's diagnostics, with its placeholder file name ("-") replaced by the upload's."""
+    lines = [str(error).replace("Unable to parse module assembly:", "").strip()]
+    for diagnostic in getattr(error, "error_diagnostics", []):
+        lines.append(str(diagnostic.message))
+    text = " ".join(line for line in lines if line)
+    text = re.sub(r'(?:loc\()?"-":(\d+):(\d+)\)?', rf"{filename}:\1:\2", text)
+    return f"not a valid MLIR module: {text}"
+
+
+def _entry(functions: dict, filename: str):
+    if "main" in functions:
+        return functions["main"]
+    public = [op for op in functions.values()
+              if "sym_visibility" not in op.attributes
+              or str(op.attributes["sym_visibility"]).strip('"') == "public"]
+    if len(public) == 1:
+        return public[0]
+    raise InputError("the module has no function 'main' to import (and not exactly one public "
+                     f"function: {', '.join(functions) or 'none'})", filename)
+
+
+class _Importer:
+    def __init__(self, ir, functions: dict, filename: str, limits: Limits):
+        self.ir, self.functions, self.filename = ir, functions, filename
+        self.builder = GraphBuilder("main", source=filename, limits=limits)
+        self.counts: dict[str, int] = {}
+
+    def run(self, entry, name: str | None) -> Graph:
+        self.builder.graph.name = name or str(self.ir.StringAttr(entry.attributes["sym_name"])
+                                              .value)
+        block = entry.regions[0].blocks[0]
+        values = {}
+        for k, argument in enumerate(block.arguments):
+            values[argument] = self.builder.parameter(f"Arg_{k}", self._shape(argument.type,
+                                                                               None),
+                                                      self._where(entry))
+        outputs = self._block(block, values, depth=0)
+        return self.builder.finish(outputs)
+
+    # -- walking --------------------------------------------------------------------------------
+
+    def _block(self, block, values: dict, depth: int) -> list[str]:
+        """Adds the block's ops; returns the names its `return` returns."""
+        for op in block.operations:
+            name = op.operation.name
+            if name in ("func.return", "stablehlo.return"):
+                return [values[v] for v in op.operands]
+            loc = self._where(op)
+            operands = [values[v] for v in op.operands]
+            if name == "func.call":
+                results = self._call(op, operands, loc, depth)
+            else:
+                results = [self._op(op, name, operands, loc)]
+            if len(results) != len(op.results):
+                raise UnsupportedError(f"{name} with {len(op.results)} results is not "
+                                       "supported", loc)
+            for result, node in zip(op.results, results):
+                values[result] = node
+        raise InputError("the function has no return", self.filename)
+
+    def _call(self, op, operands: list[str], loc: SourceLoc, depth: int) -> list[str]:
+        callee = str(self.ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+        function = self.functions.get(callee)
+        if function is None:
+            raise InputError(f"call of an unknown function @{callee}", loc)
+        if depth >= MAX_CALL_DEPTH:
+            raise UnsupportedError(f"calls nested more than {MAX_CALL_DEPTH} deep", loc)
+        block = function.regions[0].blocks[0]
+        return self._block(block, dict(zip(block.arguments, operands)), depth + 1)
+
+    def _op(self, op, name: str, operands: list[str], loc: SourceLoc) -> str:
+        dialect, _, kind = name.partition(".")
+        result = op.results[0].type if len(op.results) == 1 else None
+        if dialect not in ("stablehlo", "chlo") or result is None:
+            raise UnsupportedError(f"{name} is not supported by the StableHLO importer", loc)
+        shape = self._shape(result, loc)
+        attrs = op.attributes
+        add = self._adder(kind, loc, shape)
+        if dialect == "chlo":
+            # CHLO: the client ops JAX emits for what StableHLO lacks.
+            if kind == "square":
+                return add("multiply", [operands[0], operands[0]])
+            if kind == "erfc":   # 1 - erf(x)
+                one = self.builder.add(
+                    "broadcast", [self.builder.constant(np.ones((), shape.dtype.numpy),
+                                                        self._name("constant"), loc)],
+                    {"dimensions": ()}, name=self._name("broadcast"), loc=loc, shape=shape)
+                erf = self.builder.add("erf", operands, name=self._name("erf"), loc=loc,
+                                       shape=shape)
+                return add("subtract", [one, erf])
+            if kind in CHLO:
+                return add(CHLO[kind], operands)
+            raise UnsupportedError(f"{name} is not supported by the StableHLO importer yet",
+                                   loc)
+        if kind in ELEMENTWISE:
+            return add(ELEMENTWISE[kind], operands)
+        if kind == "constant":
+            return self.builder.constant(self._dense(attrs["value"], shape, loc),
+                                         self._name("constant"), loc)
+        if kind == "compare":
+            direction = str(attrs["comparison_direction"]).split()[-1].rstrip(">")
+            extra = {}
+            if "compare_type" in attrs:
+                extra["type"] = str(attrs["compare_type"]).split()[-1].rstrip(">")
+            return add("compare", operands, {"direction": direction, **extra})
+        if kind == "convert":
+            if self.builder.shape_of(operands[0]) == shape:
+                return operands[0]   # to its own type: a no-op (XLA drops it too)
+            return add("convert", operands)
+        if kind == "bitcast_convert":
+            return add("bitcast-convert", operands)
+        if kind == "broadcast_in_dim":
+            return self._broadcast(operands[0], self._ints(attrs["broadcast_dimensions"]),
+                                   shape, loc, add)
+        if kind == "reshape":
+            return add("reshape", operands)
+        if kind == "transpose":
+            return add("transpose", operands, {"dimensions": self._ints(attrs["permutation"])})
+        if kind == "iota":
+            return add("iota", [], {"iota_dimension": int(self.ir.IntegerAttr(
+                attrs["iota_dimension"]).value)})
+        if kind == "slice":
+            bounds = zip(self._ints(attrs["start_indices"]), self._ints(attrs["limit_indices"]),
+                         self._ints(attrs["strides"]))
+            return add("slice", operands, {"slice": tuple(tuple(b) for b in bounds)})
+        if kind == "concatenate":
+            return add("concatenate", operands, {"dimensions": (int(self.ir.IntegerAttr(
+                attrs["dimension"]).value),)})
+        if kind == "pad":
+            padding = zip(self._ints(attrs["edge_padding_low"]),
+                          self._ints(attrs["edge_padding_high"]),
+                          self._ints(attrs["interior_padding"]))
+            return add("pad", operands, {"padding": tuple(tuple(p) for p in padding)})
+        if kind == "reverse":
+            return add("reverse", operands, {"dimensions": self._ints(attrs["dimensions"])})
+        if kind == "dynamic_slice":
+            return add("dynamic-slice", operands,
+                       {"dynamic_slice_sizes": self._ints(attrs["slice_sizes"])})
+        if kind == "dynamic_update_slice":
+            return add("dynamic-update-slice", operands)
+        if kind == "dot_general":
+            return add("dot", operands, self._dot(attrs["dot_dimension_numbers"]))
+        if kind == "reduce":
+            return self._reduce(op, operands, loc, add)
+        if kind == "gather":
+            return add("gather", operands, self._gather(attrs))
+        if kind == "scatter":
+            return self._scatter(op, operands, loc, add)
+        raise UnsupportedError(f"{name} is not supported by the StableHLO importer yet", loc)
+
+    def _adder(self, kind: str, loc: SourceLoc, shape: Shape):
+        """`add(op, operands, attrs)`: a node named after the op whose result must be the
+        type MLIR gives (`shape`: the builder infers it and checks the two agree, and takes
+        from it what the operands do not say, such as a convert's dtype)."""
+        def add(op: str, operands: list[str], attrs: dict | None = None) -> str:
+            return self.builder.add(op, operands, attrs, name=self._name(op), loc=loc,
+                                    shape=shape)
+        return add
+
+    def _broadcast(self, operand: str, dims: tuple[int, ...], shape: ArrayShape,
+                   loc: SourceLoc, add) -> str:
+        """`broadcast_in_dim`, which may also stretch a dimension of size 1, as HLO's
+        `broadcast` may not: those dimensions are first dropped by a reshape (as XLA does when
+        it turns StableHLO into HLO)."""
+        source = self.builder.shape_of(operand)
+        keep = [k for k, d in enumerate(dims) if source.dims[k] == shape.dims[d]]
+        if len(keep) < len(dims):
+            operand = self.builder.add(
+                "reshape", [operand], name=self._name("reshape"), loc=loc,
+                shape=ArrayShape(source.dtype, tuple(source.dims[k] for k in keep)))
+            dims = tuple(dims[k] for k in keep)
+        return add("broadcast", [operand], {"dimensions": dims})
+
+    def _reduce(self, op, operands: list[str], loc: SourceLoc, add) -> str:
+        if len(operands) != 2:
+            raise UnsupportedError("a variadic stablehlo.reduce (of several inputs, as argmax "
+                                   "makes) is not supported by the StableHLO importer yet", loc)
+        to_apply = self._reducer(op, self.builder.shape_of(operands[0]).dtype, loc)
+        return add("reduce", operands, {"dimensions": self._ints(op.attributes["dimensions"]),
+                                        "to_apply": to_apply})
+
+    def _scatter(self, op, operands: list[str], loc: SourceLoc, add) -> str:
+        from jaxlib.mlir.dialects import stablehlo
+
+        if len(operands) != 3:
+            raise UnsupportedError("a variadic stablehlo.scatter is not supported by the "
+                                   "StableHLO importer yet", loc)
+        numbers = stablehlo.ScatterDimensionNumbers(op.attributes["scatter_dimension_numbers"])
+        return add("scatter", operands, {
+            "update_window_dims": tuple(numbers.update_window_dims),
+            "inserted_window_dims": tuple(numbers.inserted_window_dims),
+            "scatter_dims_to_operand_dims": tuple(numbers.scattered_dims_to_operand_dims),
+            "input_batching_dims": tuple(numbers.input_batching_dims),
+            "scatter_indices_batching_dims": tuple(numbers.scatter_indices_batching_dims),
+            "index_vector_dim": int(numbers.index_vector_dim),
+            "to_apply": self._reducer(op, self.builder.shape_of(operands[0]).dtype, loc)})
+
+    def _reducer(self, op, dtype: DType, loc: SourceLoc) -> str:
+        """The IR reducer computation a reduce's or scatter's body is: one of REDUCER_OPS
+        applied to the body's two arguments, returned."""
+        body = op.regions[0].blocks[0]
+        ops = list(body.operations)
+        applied = ops[0].operation.name if len(ops) == 2 else None
+        reducer = REDUCER_OPS.get(applied)
+        arguments = list(body.arguments)
+        if reducer is None or list(ops[0].operands) not in (arguments, arguments[::-1]) \
+                or list(ops[1].operands) != list(ops[0].results):
+            raise UnsupportedError(f"a {op.operation.name} whose body is not one of add, "
+                                   "multiply, maximum, minimum, and, or of its two arguments "
+                                   "is not supported", loc)
+        return self.builder.reducer(reducer, dtype)
+
+    def _gather(self, attrs) -> dict:
+        from jaxlib.mlir.dialects import stablehlo
+
+        numbers = stablehlo.GatherDimensionNumbers(attrs["dimension_numbers"])
+        return {"offset_dims": tuple(numbers.offset_dims),
+                "collapsed_slice_dims": tuple(numbers.collapsed_slice_dims),
+                "start_index_map": tuple(numbers.start_index_map),
+                "operand_batching_dims": tuple(numbers.operand_batching_dims),
+                "start_indices_batching_dims": tuple(numbers.start_indices_batching_dims),
+                "index_vector_dim": int(numbers.index_vector_dim),
+                "slice_sizes": self._ints(attrs["slice_sizes"])}
+
+    # -- attributes and types -------------------------------------------------------------------
+
+    def _dot(self, attr) -> dict[str, tuple[int, ...]]:
+        from jaxlib.mlir.dialects import stablehlo
+
+        numbers = stablehlo.DotDimensionNumbers(attr)
+        return {"lhs_batch_dims": tuple(numbers.lhs_batching_dimensions),
+                "rhs_batch_dims": tuple(numbers.rhs_batching_dimensions),
+                "lhs_contracting_dims": tuple(numbers.lhs_contracting_dimensions),
+                "rhs_contracting_dims": tuple(numbers.rhs_contracting_dimensions)}
+
+    def _ints(self, attr) -> tuple[int, ...]:
+        return tuple(int(v) for v in self.ir.DenseI64ArrayAttr(attr))
+
+    def _shape(self, mlir_type, loc: SourceLoc | None) -> Shape:
+        ir = self.ir
+        if isinstance(mlir_type, ir.TupleType):
+            tuple_type = ir.TupleType(mlir_type)
+            return TupleShape(tuple(self._shape(tuple_type.get_type(k), loc)
+                                    for k in range(tuple_type.num_types)))
+        if not isinstance(mlir_type, ir.RankedTensorType):
+            raise UnsupportedError(f"values of type {mlir_type} are not supported (only ranked "
+                                   "tensors of static shape)", loc or self.filename)
+        tensor = ir.RankedTensorType(mlir_type)
+        if not tensor.has_static_shape:
+            raise UnsupportedError(f"{mlir_type} has dynamic dimensions: export with static "
+                                   "shapes", loc or self.filename)
+        return ArrayShape(self._dtype(tensor.element_type, loc), tuple(tensor.shape))
+
+    def _dtype(self, element, loc) -> DType:
+        ir = self.ir
+        text = str(element)
+        if text in _FLOAT:
+            return dtype_named(_FLOAT[text])
+        if isinstance(element, ir.IntegerType):
+            integer = ir.IntegerType(element)
+            table = _UNSIGNED if integer.is_unsigned else _INTEGER
+            if integer.width in table:
+                return dtype_named(table[integer.width])
+        raise UnsupportedError(f"element type {text} is not supported", loc or self.filename)
+
+    def _dense(self, attr, shape: ArrayShape, loc: SourceLoc) -> np.ndarray:
+        """A constant's value as a NumPy array of its dtype."""
+        ir = self.ir
+        numpy_dtype = shape.dtype.numpy
+        if isinstance(attr, ir.DenseElementsAttr):
+            dense = ir.DenseElementsAttr(attr)
+            if dense.is_splat:
+                return np.full(shape.dims, _scalar(ir, dense.get_splat_value()),
+                               dtype=numpy_dtype)
+            try:
+                return np.asarray(dense, dtype=numpy_dtype).reshape(shape.dims)
+            except (TypeError, ValueError, RuntimeError):
+                pass
+        raise UnsupportedError(f"a constant {str(attr)[:60]} the importer cannot read "
+                               "(export it with its values inline)", loc)
+
+    # -- names and places ---------------------------------------------------------------------
+
+    def _name(self, op: str) -> str:
+        count = self.counts.get(op, 0)
+        self.counts[op] = count + 1
+        return f"{op}.{count}"
+
+    def _where(self, op) -> SourceLoc:
+        found = _LOCATION.search(str(op.location))
+        if found is None:
+            return SourceLoc(self.filename)
+        return SourceLoc(self.filename, int(found["line"]), int(found["col"]))
+
+
+def _scalar(ir, attr) -> Any:
+    if isinstance(attr, ir.FloatAttr):
+        return ir.FloatAttr(attr).value
+    if isinstance(attr, ir.BoolAttr):
+        return ir.BoolAttr(attr).value
+    if isinstance(attr, ir.IntegerAttr):
+        return ir.IntegerAttr(attr).value
+    raise UnsupportedError(f"a constant of {attr} is not supported")

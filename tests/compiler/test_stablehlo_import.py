@@ -1,0 +1,311 @@
+"""StableHLO import: JAX's default text form of a jitted function becomes the same graph as its
+HLO form, and computes what JAX computes.
+
+Each function below is lowered by JAX (on the CPU, here and now) to both of its text forms:
+`lowered.as_text()` (StableHLO MLIR, what JAX users get by default) and
+`lowered.as_text(dialect="hlo")` (the HLO XLA turns it into). Both are imported; the two graphs
+must hold the same computation (the same ops, but for shape plumbing), and the reference
+interpreter must reproduce JAX's own outputs from the StableHLO graph.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from compiler.errors import InputError, UnsupportedError
+from compiler.importers import detect_format, import_bytes
+from compiler.ir.interpreter import evaluate
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+
+# Ops that only move or relabel data, which the two forms may spell differently (StableHLO's
+# broadcast_in_dim of a size-1 dimension is HLO's reshape then broadcast).
+PLUMBING = {"reshape", "bitcast", "copy", "tuple", "get-tuple-element", "parameter",
+            "constant", "broadcast"}
+# Relative tolerance per output dtype: XLA:CPU's own approximations of exp, log, tanh, erf.
+TOLERANCE = {np.dtype("float32"): 2e-5, np.dtype("int32"): 0, np.dtype("bool"): 0}
+
+
+def softmax_of_matmul(x, w):
+    return jax.nn.softmax(x @ w, axis=-1)
+
+
+def layer_norm(x, gain, bias):
+    mean = jnp.mean(x, -1, keepdims=True)
+    variance = jnp.var(x, -1, keepdims=True)
+    return (x - mean) * jax.lax.rsqrt(variance + 1e-5) * gain + bias
+
+
+def mlp_with_exact_gelu(x, w1, w2):
+    return jax.nn.gelu(x @ w1, approximate=False) @ w2
+
+
+def attention(q, k, v):
+    scores = jnp.einsum("bqd,bkd->bqk", q, k) / np.sqrt(q.shape[-1]).astype(np.float32)
+    causal = jnp.tril(jnp.ones((q.shape[1], k.shape[1]), bool))
+    scores = jnp.where(causal, scores, -1e9)
+    return jnp.einsum("bqk,bkd->bqd", jax.nn.softmax(scores, -1), v)
+
+
+def selects_slices_and_iota(x):
+    leaky = jnp.where(x > 0, x, 0.1 * x)
+    both = jnp.concatenate([leaky, jnp.tanh(leaky)], axis=0)[4:8]  # rows of both parts
+    return both.T.reshape(-1) + jnp.arange(both.size, dtype=jnp.float32), jnp.max(x)
+
+
+def pads_flips_and_dynamic_slices(x, i):
+    padded = jnp.flip(jnp.pad(x, ((1, 2), (0, 1))), 0)
+    window = jax.lax.dynamic_slice(padded, (i, 0), (2, 3))
+    return jax.lax.dynamic_update_slice(x, window * 2, (1, 0)), jnp.sum(window)
+
+
+@jax.jit
+def _inner(x):
+    return jnp.exp(x) - 1.0
+
+
+def nested_jit(x):
+    return _inner(x) * _inner(x + 1.0)
+
+
+def integer_math(a, b):
+    return (a * b + 3) // 2, (a & b) | (a >> 1), jnp.minimum(a, b)
+
+
+FUNCTIONS = {
+    "softmax_of_matmul": (softmax_of_matmul, [(4, 8), (8, 16)]),
+    "layer_norm": (layer_norm, [(4, 32), (32,), (32,)]),
+    "mlp_with_exact_gelu": (mlp_with_exact_gelu, [(4, 16), (16, 64), (64, 8)]),
+    "attention": (attention, [(2, 8, 16), (2, 8, 16), (2, 8, 16)]),
+    "selects_slices_and_iota": (selects_slices_and_iota, [(6, 3)]),
+    "pads_flips_and_dynamic_slices": (pads_flips_and_dynamic_slices, [(4, 3), "i32"]),
+    "nested_jit": (nested_jit, [(5, 7)]),
+    "integer_math": (integer_math, ["i32[6]", "i32[6]"]),
+}
+
+# Functions with a CHLO op that XLA's conversion to HLO expands into its own approximation.
+XLA_EXPANDS = {"mlp_with_exact_gelu": "chlo.erfc (exact GELU), a polynomial in the HLO form"}
+
+
+def _arguments(specs) -> list[np.ndarray]:
+    rng = np.random.default_rng(7)
+    arguments = []
+    for spec in specs:
+        if spec == "i32":
+            arguments.append(np.int32(1))
+        elif isinstance(spec, str):
+            arguments.append(rng.integers(-50, 50, size=6).astype(np.int32))
+        else:
+            arguments.append(rng.standard_normal(spec).astype(np.float32))
+    return arguments
+
+
+def _both_forms(name: str):
+    function, specs = FUNCTIONS[name]
+    arguments = _arguments(specs)
+    lowered = jax.jit(function).lower(*arguments)
+    return function, arguments, lowered.as_text(), lowered.as_text(dialect="hlo")
+
+
+def _compute_ops(graph) -> collections.Counter:
+    return collections.Counter(node.op for node in graph.nodes.values()
+                               if node.op not in PLUMBING)
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_stablehlo_and_hlo_of_one_function_are_one_graph_computing_what_jax_computes(name):
+    function, arguments, stablehlo, hlo = _both_forms(name)
+    from_mlir = import_bytes(stablehlo.encode(), f"{name}.mlir")[0]
+    from_hlo = import_bytes(hlo.encode(), f"{name}.hlo")[0]
+    # The same computation: every op of the HLO form is in the StableHLO one, which may hold
+    # a few more (`_foldings`): identities JAX's conversion to HLO folds away (an add of a
+    # zero offset, a transpose of a transpose). A CHLO op is one node here and XLA's expansion
+    # of it there.
+    expanded = name in XLA_EXPANDS
+    if not expanded:
+        ours, theirs = _compute_ops(from_mlir), _compute_ops(from_hlo)
+        assert not theirs - ours, f"missing from the StableHLO graph: {theirs - ours}"
+        assert sum((ours - theirs).values()) <= _foldings(theirs), \
+            f"more than XLA's foldings: {ours - theirs}"
+    assert len(from_mlir.parameters) == len(from_hlo.parameters) == len(arguments)
+
+    expected = function(*arguments)
+    expected = list(expected) if isinstance(expected, tuple) else [expected]
+    actual = evaluate(from_mlir, arguments)
+    actual = list(actual) if isinstance(actual, (list, tuple)) else [actual]
+    through_hlo = evaluate(from_hlo, arguments)
+    through_hlo = list(through_hlo) if isinstance(through_hlo, (list, tuple)) else [through_hlo]
+    assert len(actual) == len(expected)
+    for ours, theirs, other in zip(actual, expected, through_hlo):
+        theirs = np.asarray(theirs)
+        assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+        scale = max(1.0, float(np.max(np.abs(theirs)))) if theirs.size else 1.0
+        tolerance = TOLERANCE[theirs.dtype] * scale
+        assert float(np.max(np.abs(ours - theirs), initial=0)) <= tolerance
+        if expanded:  # XLA's polynomial for the CHLO op, against the interpreter's own
+            assert float(np.max(np.abs(other - theirs), initial=0)) <= tolerance
+        else:
+            np.testing.assert_array_equal(ours, other)  # the same graph: the same numbers
+
+
+def _foldings(ops: collections.Counter) -> int:
+    """How many more ops the StableHLO form may hold than the HLO form of `ops`: two, or 2 %."""
+    return max(2, sum(ops.values()) // 50)
+
+
+def _training_step():
+    """A 2-layer decoder's training step as JAX users write one: an embedding gather, RMSNorm,
+    causal attention and the MLP in bf16, cross-entropy through take_along_axis (a batched
+    gather), the gradients (scatters back into the embedding) and an SGD update."""
+    def rms_norm(x, gain):
+        return x * jax.lax.rsqrt(jnp.mean(x * x, -1, keepdims=True) + 1e-6) * gain
+
+    def loss(params, tokens, targets):
+        x = params["embedding"][tokens]
+        for layer in params["layers"]:
+            h = rms_norm(x, layer["gain"]).astype(jnp.bfloat16)
+            q, k, v = (h @ layer[w].astype(jnp.bfloat16) for w in ("wq", "wk", "wv"))
+            scores = jnp.einsum("bqd,bkd->bqk", q, k).astype(jnp.float32) / 8.0
+            length = tokens.shape[1]
+            scores = jnp.where(jnp.tril(jnp.ones((length, length), bool)), scores, -1e9)
+            mixed = jnp.einsum("bqk,bkd->bqd", jax.nn.softmax(scores, -1).astype(jnp.bfloat16),
+                               v)
+            x = x + mixed.astype(jnp.float32)
+            x = x + jax.nn.gelu(rms_norm(x, layer["gain"]) @ layer["w1"]) @ layer["w2"]
+        logits = x @ params["embedding"].T
+        picked = jnp.take_along_axis(jax.nn.log_softmax(logits), targets[..., None], -1)
+        return -jnp.mean(picked)
+
+    def step(params, tokens, targets):
+        value, grads = jax.value_and_grad(loss)(params, tokens, targets)
+        return value, jax.tree_util.tree_map(lambda p, g: p - 1e-3 * g, params, grads)
+
+    rng = np.random.default_rng(3)
+    d, vocab = 32, 64
+
+    def weight(*shape):
+        return (rng.standard_normal(shape) * 0.05).astype(np.float32)
+
+    params = {"embedding": weight(vocab, d),
+              "layers": [{"wq": weight(d, d), "wk": weight(d, d), "wv": weight(d, d),
+                          "w1": weight(d, 4 * d), "w2": weight(4 * d, d),
+                          "gain": np.ones(d, np.float32)} for _ in range(2)]}
+    tokens = rng.integers(0, vocab, (2, 8)).astype(np.int32)
+    return step, (params, tokens, np.roll(tokens, -1, axis=1))
+
+
+def test_a_bf16_training_step_imports_as_its_hlo_does_and_computes_what_jax_computes():
+    step, arguments = _training_step()
+    lowered = jax.jit(step).lower(*arguments)
+    from_mlir = import_bytes(lowered.as_text().encode(), "step.mlir")[0]
+    from_hlo = import_bytes(lowered.as_text(dialect="hlo").encode(), "step.hlo")[0]
+    ours, theirs = _compute_ops(from_mlir), _compute_ops(from_hlo)
+    assert {"gather", "scatter", "dot", "reduce", "convert"} <= set(ours)
+    assert not theirs - ours, f"missing from the StableHLO graph: {theirs - ours}"
+    assert sum((ours - theirs).values()) <= _foldings(theirs), ours - theirs
+
+    flat = [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(arguments)]
+    expected = jax.tree_util.tree_leaves(jax.jit(step)(*arguments))
+    actual = evaluate(from_mlir, flat)
+    assert len(actual) == len(expected)
+    for ours_out, theirs_out in zip(actual, expected):
+        theirs_out = np.asarray(theirs_out)
+        # bf16 roundings inside: a one-ulp f32 difference before one flips it (2^-8).
+        scale = max(1.0, float(np.max(np.abs(theirs_out))))
+        assert float(np.max(np.abs(ours_out - theirs_out))) <= 1e-4 * scale
+
+
+def test_every_node_points_at_its_line_of_the_upload():
+    _, _, stablehlo, _ = _both_forms("layer_norm")
+    graph = import_bytes(stablehlo.encode(), "layer_norm.mlir")[0]
+    lines = stablehlo.splitlines()
+    rsqrt = next(node for node in graph.nodes.values() if node.op == "rsqrt")
+    assert rsqrt.loc.file == "layer_norm.mlir"
+    assert "stablehlo.rsqrt" in lines[rsqrt.loc.line - 1]
+    assert lines[rsqrt.loc.line - 1][rsqrt.loc.col - 1:].startswith("stablehlo.rsqrt")
+
+
+def test_jax_text_is_recognised_as_stablehlo_whatever_the_file_is_called():
+    _, _, stablehlo, hlo = _both_forms("softmax_of_matmul")
+    assert detect_format("f.mlir", stablehlo.encode()) == "stablehlo"
+    assert detect_format("f.txt", stablehlo.encode()) == "stablehlo"
+    assert detect_format("upload", stablehlo.encode()) == "stablehlo"
+    assert detect_format("f.txt", hlo.encode()) == "hlo"
+    assert detect_format("upload", hlo.encode()) == "hlo"
+
+
+def test_a_syntax_error_is_reported_at_its_line_and_column():
+    _, _, stablehlo, _ = _both_forms("softmax_of_matmul")
+    lines = stablehlo.splitlines()
+    broken = next(k for k, line in enumerate(lines) if "stablehlo.exponential" in line)
+    lines[broken] = lines[broken].replace("stablehlo.exponential", "stablehlo.exponentia")
+    with pytest.raises(InputError) as error:
+        import_bytes("\n".join(lines).encode(), "broken.mlir")
+    assert re.search(rf"broken\.mlir:{broken + 1}:\d+", str(error.value)), str(error.value)
+    assert "exponentia" in str(error.value)
+
+
+def test_an_op_the_importer_does_not_know_is_named_with_its_line():
+    text = jax.jit(jnp.sort).lower(np.zeros(8, np.float32)).as_text()
+    line = next(k for k, text_line in enumerate(text.splitlines(), 1)
+                if "stablehlo.sort" in text_line)
+    with pytest.raises(UnsupportedError) as error:
+        import_bytes(text.encode(), "sort.mlir")
+    assert str(error.value).startswith(f"sort.mlir:{line}:")
+    assert "stablehlo.sort" in str(error.value)
+
+
+def test_a_module_without_an_entry_function_says_so():
+    text = ("module @m {\n  func.func private @f(%a: tensor<f32>) -> tensor<f32> {\n"
+            "    return %a : tensor<f32>\n  }\n  func.func private @g(%a: tensor<f32>) -> "
+            "tensor<f32> {\n    return %a : tensor<f32>\n  }\n}\n")
+    with pytest.raises(InputError, match="no function 'main'"):
+        import_bytes(text.encode(), "m.mlir")
+
+
+def test_the_cli_inspects_and_explores_jax_default_text(tmp_path):
+    _, _, stablehlo, _ = _both_forms("layer_norm")
+    path = tmp_path / "layer_norm.mlir"
+    path.write_text(stablehlo)
+    inspected = subprocess.run([sys.executable, "-m", "compiler", "inspect", str(path)],
+                               capture_output=True, text=True)
+    assert inspected.returncode == 0, inspected.stderr
+    assert inspected.stdout.startswith("graph jit_layer_norm  (layer_norm.mlir)")
+    explored = subprocess.run([sys.executable, "-m", "compiler", "explore", str(path),
+                               "--json"], capture_output=True, text=True)
+    assert explored.returncode == 0, explored.stderr
+    plans = json.loads(explored.stdout)["strategies"]
+    assert plans["cost"]["total"]["proj_us"] <= plans["unfused"]["total"]["proj_us"]
+
+
+def test_bytecode_imports_as_its_text_does():
+    from jax._src.interpreters import mlir
+
+    function, arguments = FUNCTIONS["softmax_of_matmul"][0], _arguments(
+        FUNCTIONS["softmax_of_matmul"][1])
+    lowered = jax.jit(function).lower(*arguments)
+    bytecode = mlir.module_to_bytecode(lowered.compiler_ir("stablehlo"))
+    assert detect_format("f.mlirbc", bytecode) == detect_format("upload", bytecode) == "stablehlo"
+    from_bytecode = import_bytes(bytecode, "f.mlirbc")[0]
+    from_text = import_bytes(lowered.as_text().encode(), "f.mlir")[0]
+    assert _compute_ops(from_bytecode) == _compute_ops(from_text)
+    np.testing.assert_array_equal(evaluate(from_bytecode, arguments),
+                                  evaluate(from_text, arguments))
+    # Its ops' locations are Python lines, not the upload's: the nodes name only the upload.
+    assert all(node.loc is None or not node.loc.line for node in from_bytecode.nodes.values())
+
+
+def test_debug_locations_do_not_pass_for_lines_of_the_upload():
+    function, specs = FUNCTIONS["layer_norm"]
+    text = jax.jit(function).lower(*_arguments(specs)).as_text(debug_info=True)
+    graph = import_bytes(text.encode(), "layer_norm.mlir")[0]
+    rsqrt = next(node for node in graph.nodes.values() if node.op == "rsqrt")
+    assert rsqrt.loc.file == "layer_norm.mlir" and not rsqrt.loc.line
