@@ -1,11 +1,10 @@
 """StableHLO import: the MLIR text JAX users get by default (`jax.jit(f).lower(*args).as_text()`).
 
 The text (or MLIR bytecode, `.mlirbc`) is parsed by MLIR itself, through the Python bindings
-jaxlib ships (the version pinned
-in requirements.txt), in a context with the dialects JAX's modules use registered (func,
-stablehlo, chlo, sdy and the other upstream ones jaxlib registers for its own use). There is no
-hand-written MLIR parser: a syntax error comes back as MLIR reports it, with its line and
-column in the upload.
+jaxlib ships (the version pinned in requirements.txt), in a context with the dialects JAX's
+modules use registered (func, stablehlo, chlo, sdy and the other upstream ones jaxlib registers
+for its own use). There is no hand-written MLIR parser: a syntax error comes back as MLIR
+reports it, with its line and column in the upload.
 
 Then the entry function (`main`, or the module's only public function) is walked op by op and
 each op becomes a node of the Graph IR through the GraphBuilder, whose shape inference checks
@@ -13,10 +12,13 @@ every result against the type MLIR states for it:
 - StableHLO ops map to the HLO op of the same meaning (`stablehlo.broadcast_in_dim` is
   `broadcast`, `stablehlo.dot_general` is `dot`, `stablehlo.exponential_minus_one` is
   `exponential-minus-one`, ...), with the HLO attribute names the IR uses;
-- a `stablehlo.reduce` whose body applies one of the IR's reducers to its two arguments
-  becomes a `reduce` with that reducer;
-- `func.call` of another function of the module is inlined (JAX emits one per nested
-  `jax.jit` and for some library functions);
+- a `stablehlo.reduce` or `scatter` whose body applies one of the IR's reducers to its two
+  arguments gets that reducer; any other region (a variadic reduce's, argmax's; a sort's
+  comparator; a `while`'s condition and body; a `case`'s branches) becomes a computation;
+  values a `while` or `case` region reads from outside it are passed in, as HLO's
+  computations capture nothing (`_control`);
+- `func.call` of another function of the module, and a `composite` op's decomposition, are
+  inlined (JAX emits a call per nested `jax.jit` and for some library functions);
 - every node keeps the line and column of its op in the upload, so errors and the source view
   point at the text the user uploaded (not so for bytecode, nor for text whose ops carry
   locations of their own, JAX's `as_text(debug_info=True)`: those name the Python lines that
@@ -171,6 +173,27 @@ class _Importer:
             operands = [values[v] for v in op.operands]
             if name == "func.call":
                 results = self._call(op, operands, loc, depth)
+            elif name in ("stablehlo.while", "stablehlo.case"):
+                results = self._control(op, name, operands, values, loc, depth)
+            elif name == "stablehlo.reduce" and len(op.results) > 1:
+                results = self._variadic_reduce(op, operands, loc, depth)
+            elif name == "stablehlo.reduce_window":
+                results = [self._reduce_window(op, operands, loc, depth)]
+            elif name == "stablehlo.select_and_scatter":
+                results = [self._select_and_scatter(op, operands, loc, depth)]
+            elif name == "stablehlo.sort":
+                results = self._sort(op, operands, loc, depth)
+            elif name == "chlo.top_k":
+                node = self.builder.add("topk", operands, {"k": int(self.ir.IntegerAttr(
+                    op.attributes["k"]).value), "largest": True}, name=self._name("topk"),
+                    loc=loc)
+                results = self._untuple(node, len(op.results), loc)
+            elif name == "stablehlo.optimization_barrier":   # rematerialisation's fence
+                barrier = self.builder.add("opt-barrier", [self._tuple(operands, loc)],
+                                           name=self._name("opt-barrier"), loc=loc)
+                results = self._untuple(barrier, len(op.results), loc)
+            elif name == "stablehlo.composite":
+                results = self._call(op, operands, loc, depth, attribute="decomposition")
             else:
                 results = [self._op(op, name, operands, loc)]
             if len(results) != len(op.results):
@@ -180,8 +203,11 @@ class _Importer:
                 values[result] = node
         raise InputError("the function has no return", self.filename)
 
-    def _call(self, op, operands: list[str], loc: SourceLoc, depth: int) -> list[str]:
-        callee = str(self.ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+    def _call(self, op, operands: list[str], loc: SourceLoc, depth: int,
+              attribute: str = "callee") -> list[str]:
+        """A function of the module inlined: `func.call`'s callee, or a composite op's
+        decomposition (`attribute`)."""
+        callee = str(self.ir.FlatSymbolRefAttr(op.attributes[attribute]).value)
         function = self.functions.get(callee)
         if function is None:
             raise InputError(f"call of an unknown function @{callee}", loc)
@@ -189,6 +215,198 @@ class _Importer:
             raise UnsupportedError(f"calls nested more than {MAX_CALL_DEPTH} deep", loc)
         block = function.regions[0].blocks[0]
         return self._block(block, dict(zip(block.arguments, operands)), depth + 1)
+
+    # -- regions: while, case, variadic reductions ---------------------------------------------
+
+    def _control(self, op, name: str, operands: list[str], values: dict, loc: SourceLoc,
+                 depth: int) -> list[str]:
+        """A `while` or `case` as HLO's `while` or `conditional`, whose computations take one
+        value each: the loop state, or the branch's operand. Values a region reads from
+        outside it (StableHLO lets a region capture them, HLO does not) are handed in: a
+        loop carries them in its state unchanged, a branch gets them as its operand."""
+        captured = [v for v in _free_values(op) if v in values]
+        outside = [values[v] for v in captured]
+        if name == "stablehlo.while":
+            carried = operands + outside
+            state = self._tuple(carried, loc)
+            condition = self._computation(op.regions[0].blocks[0], "while_condition", state,
+                                          len(operands), captured, depth)
+            body = self._computation(op.regions[1].blocks[0], "while_body", state,
+                                     len(operands), captured, depth, carry=True)
+            loop = self.builder.add("while", [state], {"condition": condition, "body": body},
+                                    name=self._name("while"), loc=loc)
+            return self._untuple(loop, len(op.results), loc)
+        index = operands[0]
+        if self.builder.shape_of(index).dtype.name == "pred":
+            raise UnsupportedError("a stablehlo.case on a pred index", loc)
+        argument = self._tuple(outside, loc)
+        branches = tuple(self._computation(region.blocks[0], f"branch_{k}", argument, 0,
+                                           captured, depth)
+                         for k, region in enumerate(op.regions))
+        case = self.builder.add("conditional", [index] + [argument] * len(branches),
+                                {"branch_computations": branches},
+                                name=self._name("conditional"), loc=loc)
+        return self._untuple(case, len(op.results), loc)
+
+    def _variadic_reduce(self, op, operands: list[str], loc: SourceLoc,
+                         depth: int) -> list[str]:
+        """A reduce of several inputs (argmax's value and index): its body becomes the
+        reducer computation, on scalars."""
+        block = op.regions[0].blocks[0]
+        to_apply = self._computation(block, "reducer", None, len(block.arguments), [], depth)
+        node = self.builder.add("reduce", operands,
+                                {"dimensions": self._ints(op.attributes["dimensions"]),
+                                 "to_apply": to_apply}, name=self._name("reduce"), loc=loc)
+        return self._untuple(node, len(op.results), loc)
+
+    def _reduce_window(self, op, operands: list[str], loc: SourceLoc, depth: int) -> str:
+        """A reduce_window (pooling) with its body as the reducer computation and its window
+        in the IR's form."""
+        if len(op.results) != 1:
+            raise UnsupportedError("a variadic stablehlo.reduce_window is not supported", loc)
+        attrs = op.attributes
+        rank = self.builder.shape_of(operands[0]).rank
+        block = op.regions[0].blocks[0]
+        to_apply = self._computation(block, "reducer", None, len(block.arguments), [], depth)
+        window = self._window(attrs, rank, size_key="window_dimensions",
+                              stride_key="window_strides", lhs_key="base_dilations",
+                              rhs_key="window_dilations")
+        return self.builder.add("reduce-window", operands,
+                                {"window": window, "to_apply": to_apply},
+                                name=self._name("reduce-window"), loc=loc,
+                                shape=self._shape(op.results[0].type, loc))
+
+    def _sort(self, op, operands: list[str], loc: SourceLoc, depth: int) -> list[str]:
+        """A sort of one or several arrays along a dimension, by its comparator region."""
+        block = op.regions[0].blocks[0]
+        comparator = self._computation(block, "comparator", None, len(block.arguments), [],
+                                       depth)
+        attrs = op.attributes
+        stable = "is_stable" in attrs and bool(self.ir.BoolAttr(attrs["is_stable"]).value)
+        node = self.builder.add(
+            "sort", operands, {"dimensions": (int(self.ir.IntegerAttr(attrs["dimension"]).value),),
+                               "to_apply": comparator, "is_stable": stable},
+            name=self._name("sort"), loc=loc)
+        return self._untuple(node, len(op.results), loc)
+
+    def _select_and_scatter(self, op, operands: list[str], loc: SourceLoc, depth: int) -> str:
+        """A max-pool's gradient: its select and scatter bodies as computations."""
+        rank = self.builder.shape_of(operands[0]).rank
+        select, scatter = (self._computation(region.blocks[0], what, None,
+                                             len(region.blocks[0].arguments), [], depth)
+                           for region, what in zip(op.regions, ("select", "scatter")))
+        window = self._window(op.attributes, rank, size_key="window_dimensions",
+                              stride_key="window_strides")
+        return self.builder.add("select-and-scatter", operands,
+                                {"window": window, "select": select, "scatter": scatter},
+                                name=self._name("select-and-scatter"), loc=loc,
+                                shape=self._shape(op.results[0].type, loc))
+
+    def _convolution(self, op, rank: int) -> dict:
+        """dim_labels ("b01f_01io->b01f" style), window and group counts of a convolution."""
+        from jaxlib.mlir.dialects import stablehlo
+
+        attrs = op.attributes
+        numbers = stablehlo.ConvDimensionNumbers(attrs["dimension_numbers"])
+
+        def labels(first: tuple[int, str], second: tuple[int, str], spatial) -> str:
+            out = [""] * rank
+            for index, label in (first, second):
+                out[index] = label
+            for k, index in enumerate(spatial):
+                out[index] = str(k)
+            return "".join(out)
+
+        dim_labels = (
+            labels((numbers.input_batch_dimension, "b"), (numbers.input_feature_dimension, "f"),
+                   numbers.input_spatial_dimensions) + "_" +
+            labels((numbers.kernel_input_feature_dimension, "i"),
+                   (numbers.kernel_output_feature_dimension, "o"),
+                   numbers.kernel_spatial_dimensions) + "->" +
+            labels((numbers.output_batch_dimension, "b"),
+                   (numbers.output_feature_dimension, "f"), numbers.output_spatial_dimensions))
+        kernel = op.operands[1].type
+        sizes = tuple(int(ir_dim) for ir_dim in
+                      (self.ir.RankedTensorType(kernel).shape[d]
+                       for d in numbers.kernel_spatial_dimensions))
+        out = {"dim_labels": dim_labels,
+               "feature_group_count": int(self.ir.IntegerAttr(
+                   attrs["feature_group_count"]).value),
+               "batch_group_count": int(self.ir.IntegerAttr(attrs["batch_group_count"]).value)}
+        if sizes:
+            out["window"] = self._window(attrs, len(sizes), sizes=sizes,
+                                         stride_key="window_strides", lhs_key="lhs_dilation",
+                                         rhs_key="rhs_dilation")
+        return out
+
+    def _window(self, attrs, rank: int, sizes: tuple[int, ...] | None = None,
+                size_key: str | None = None, stride_key: str = "", lhs_key: str = "",
+                rhs_key: str = "") -> dict:
+        """The IR's window mapping (size, stride, pad, lhs_dilate, rhs_dilate per dimension)
+        from a StableHLO op's attributes, each absent one at its default."""
+        def per_dim(key: str, default: int) -> tuple[int, ...]:
+            return self._ints(attrs[key]) if key in attrs else (default,) * rank
+
+        pad = ((0, 0),) * rank
+        if "padding" in attrs:
+            values = np.asarray(self.ir.DenseIntElementsAttr(attrs["padding"]),
+                                dtype=np.int64).reshape(rank, 2)
+            pad = tuple((int(low), int(high)) for low, high in values)
+        return {"size": sizes if sizes is not None else per_dim(size_key, 1),
+                "stride": per_dim(stride_key, 1), "pad": pad,
+                "lhs_dilate": per_dim(lhs_key, 1), "rhs_dilate": per_dim(rhs_key, 1)}
+
+    def _computation(self, block, name: str, argument: str | None, count: int,
+                     captured: list, depth: int, carry: bool = False) -> str:
+        """A computation of the block: with `argument` (a node whose shape is the
+        computation's one parameter, a tuple of the block's `count` arguments followed by
+        the `captured` values, or the one array when there is only that), or else one
+        parameter per block argument. `carry`: the computation returns its whole parameter's
+        shape (a loop body: the block's results, then the captured values unchanged)."""
+        if depth >= MAX_CALL_DEPTH:
+            raise UnsupportedError(f"regions nested more than {MAX_CALL_DEPTH} deep",
+                                   self.filename)
+        outer = self.builder
+        sub = self.builder = outer.computation(name)
+        try:
+            values = {}
+            arguments = list(block.arguments)
+            if argument is None:
+                for k, value in enumerate(arguments):
+                    values[value] = sub.parameter(f"p{k}", self._shape(value.type, None))
+                inner = []
+            else:
+                shape = outer.shape_of(argument)
+                parameter = sub.parameter("state", shape)
+                inner = [parameter] if not shape.is_tuple else [
+                    sub.add("get-tuple-element", [parameter], {"index": k},
+                            name=self._name("get-tuple-element"))
+                    for k in range(len(shape.elements))]
+                values.update(zip(arguments, inner[:count]))
+                values.update(zip(captured, inner[count:]))
+            outputs = self._block(block, values, depth + 1)
+            if carry:
+                outputs = outputs + inner[count:]
+                if argument is not None and outer.shape_of(argument).is_tuple:
+                    outputs = [sub.add("tuple", outputs, name=self._name("tuple"))]
+            sub.finish(outputs)
+        finally:
+            self.builder = outer
+        return sub.name
+
+    def _tuple(self, names: list[str], loc: SourceLoc) -> str:
+        """One value, as it is, or several as a tuple."""
+        if len(names) == 1:
+            return names[0]
+        return self.builder.add("tuple", names, name=self._name("tuple"), loc=loc)
+
+    def _untuple(self, node: str, count: int, loc: SourceLoc) -> list[str]:
+        """The first `count` elements of a tuple node (the node itself when it is not one)."""
+        if not self.builder.shape_of(node).is_tuple:
+            return [node]
+        return [self.builder.add("get-tuple-element", [node], {"index": k},
+                                 name=self._name("get-tuple-element"), loc=loc)
+                for k in range(count)]
 
     def _op(self, op, name: str, operands: list[str], loc: SourceLoc) -> str:
         dialect, _, kind = name.partition(".")
@@ -264,6 +482,8 @@ class _Importer:
             return add("dot", operands, self._dot(attrs["dot_dimension_numbers"]))
         if kind == "reduce":
             return self._reduce(op, operands, loc, add)
+        if kind == "convolution":
+            return add("convolution", operands, self._convolution(op, shape.rank))
         if kind == "gather":
             return add("gather", operands, self._gather(attrs))
         if kind == "scatter":
@@ -423,3 +643,22 @@ def _scalar(ir, attr) -> Any:
     if isinstance(attr, ir.IntegerAttr):
         return ir.IntegerAttr(attr).value
     raise UnsupportedError(f"a constant of {attr} is not supported")
+
+
+def _free_values(op) -> list:
+    """The values the op's regions read that are defined outside them, in order of first
+    use."""
+    defined, used = set(), {}
+
+    def walk(operation) -> None:
+        for region in operation.regions:
+            for block in region.blocks:
+                defined.update(block.arguments)
+                for inner in block.operations:
+                    for value in inner.operands:
+                        used.setdefault(value, None)
+                    walk(inner)
+                    defined.update(inner.results)
+
+    walk(op)
+    return [value for value in used if value not in defined]
