@@ -58,6 +58,10 @@ _INT_ATTRS = frozenset("""
     exponent_bits mantissa_bits feature_index k
 """.split())
 _FLOAT_ATTRS = frozenset(["epsilon"])
+# The source-location tables of an optimised module's dump (`compiled.as_text()`,
+# XLA_FLAGS=--xla_dump_to): a name alone on its line, then entries that start with a number.
+_METADATA_SECTION = re.compile(r"(FileNames|FunctionNames|FileLocations|StackFrames)[ \t]*\n"
+                               r"(?=[ \t]*(\d|\n|$))")
 _BOOL_ATTRS = frozenset("indices_are_sorted unique_indices is_stable largest".split())
 _WORD_ATTRS = frozenset("direction type distribution fft_type dim_labels kind".split())
 _COMPUTATION_ATTRS = frozenset("to_apply condition body calls select scatter".split())
@@ -269,11 +273,25 @@ class _Parser:
             if self.peek("HloModule"):
                 raise self.error("a second HloModule in one module; separate modules with a "
                                  "'// -----' line")
+            if self.metadata_section():
+                continue
             module.computations.append(self.computation())
         if not module.computations:
             raise self.error("no computation found (expected 'ENTRY name { ... }' or "
                              "'name { ... }')", 0)
         return module
+
+    def metadata_section(self) -> bool:
+        """Skips one of the sections an optimised module's dump opens with (XLA writes the
+        Python source of its stack frames there: `FileNames`, then numbered entries, up to a
+        blank line); True when there was one."""
+        self.skip()
+        found = _METADATA_SECTION.match(self.text, self.pos)
+        if not found:
+            return False
+        end = self.text.find("\n\n", found.end())
+        self.pos = len(self.text) if end < 0 else end
+        return True
 
     def computation(self) -> _RawComputation:
         is_entry = self.accept("ENTRY")
