@@ -326,6 +326,26 @@ def test_an_uploaded_training_step_is_seen_op_by_op(users, compile_queue, live_s
     assert_no_js_errors(page)
 
 
+def test_an_uploaded_stablehlo_training_step_is_seen_op_by_op(
+        users, compile_queue, live_server, new_page, screenshots, tmp_path):
+    """What JAX users have by default: `jax.jit(step).lower(...).as_text()`, StableHLO MLIR
+    text, of a bf16 training step made here by JAX, uploaded as a .mlir file; an op of the
+    fusion view is followed to its line of that text and its CUDA lines."""
+    jax = pytest.importorskip("jax")
+    from tests.compiler.test_stablehlo_import import _training_step
+
+    step, arguments = _training_step()
+    path = tmp_path / "training_step.mlir"
+    path.write_text(jax.jit(step).lower(*arguments).as_text())
+    page = new_page()
+    log_in(page, live_server.url, "ada")
+    run = upload_step(page, path, ("xla", "cost"), "JAX training step (StableHLO)")
+    assert run.artifact["graph"]["nodes"] > 500
+    expect(page.locator(READY)).to_be_attached()
+    follow_an_op(page, path, screenshots, "fusion-view-stablehlo-step")
+    assert_no_js_errors(page)
+
+
 def upload_step(page, path: Path, strategies: tuple[str, ...], name: str,
                 deadline_s: float = DEADLINE_S):
     """Uploads `path` through the home page's form with only `strategies` ticked, and returns
@@ -342,7 +362,7 @@ def upload_step(page, path: Path, strategies: tuple[str, ...], name: str,
 
 def follow_an_op(page, path: Path, screenshots, shot: str) -> None:
     """On a drawn fusion view: a reduction found by its kind and shown inside its kernel,
-    which is expanded for it; then its line in the upload (`path`, gzipped) and the CUDA
+    which is expanded for it; then its line in the upload (`path`, gzipped or not) and the CUDA
     lines that compute it. Screenshots (the `screenshots` fixture) `shot` and `shot`-cuda."""
     page.locator("#fusion-search").fill("reduce")
     page.locator("#fusion-search").press("Enter")
@@ -356,8 +376,13 @@ def follow_an_op(page, path: Path, screenshots, shot: str) -> None:
     # Its line in the upload (decompressed), then the CUDA lines computing it.
     source = info.locator(".fusion__source-link")
     number = int(source.inner_text().removeprefix("source line "))
-    line = gzip.decompress(path.read_bytes()).decode().splitlines()[number - 1]
-    assert line.strip().startswith(f"{name} =") or f" {name} = " in line
+    data = path.read_bytes()
+    line = (gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data).decode() \
+        .splitlines()[number - 1]
+    if path.suffix == ".mlir":  # ops are numbered values there: the line is a reduce
+        assert "stablehlo.reduce" in line
+    else:
+        assert line.strip().startswith(f"{name} =") or f" {name} = " in line
     source.click()
     expect(page.locator(f"#L{number}")).to_be_in_viewport()
     page.go_back()
