@@ -59,6 +59,10 @@ ELEMENTWISE = {
 }
 # CHLO op -> the IR op (chlo.square is x * x, chlo.erfc 1 - erf(x)).
 CHLO = {"erf": "erf", "tan": "tan"}
+# Sharding annotations of a program for several devices (Shardy's ops, GSPMD's custom calls):
+# they say where a value lives, not what it is, so the single-device graph passes the value.
+SHARDING_OPS = ("sdy.sharding_constraint", "sdy.reshard")
+SHARDING_TARGETS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")
 # A reduce body's one op -> the IR's reducer.
 REDUCER_OPS = {"stablehlo.add": "add", "stablehlo.multiply": "multiply",
                "stablehlo.maximum": "maximum", "stablehlo.minimum": "minimum",
@@ -194,6 +198,9 @@ class _Importer:
                 results = self._untuple(barrier, len(op.results), loc)
             elif name == "stablehlo.composite":
                 results = self._call(op, operands, loc, depth, attribute="decomposition")
+            elif name in SHARDING_OPS or (name == "stablehlo.custom_call"
+                                          and self._target(op) in SHARDING_TARGETS):
+                results = operands[:1]   # where a value lives on a mesh: the value itself
             else:
                 results = [self._op(op, name, operands, loc)]
             if len(results) != len(op.results):
@@ -202,6 +209,13 @@ class _Importer:
             for result, node in zip(op.results, results):
                 values[result] = node
         raise InputError("the function has no return", self.filename)
+
+    def _target(self, op) -> str:
+        """A custom call's target name."""
+        attrs = op.attributes
+        if "call_target_name" not in attrs:
+            return ""
+        return str(self.ir.StringAttr(attrs["call_target_name"]).value)
 
     def _call(self, op, operands: list[str], loc: SourceLoc, depth: int,
               attribute: str = "callee") -> list[str]:
@@ -410,6 +424,10 @@ class _Importer:
 
     def _op(self, op, name: str, operands: list[str], loc: SourceLoc) -> str:
         dialect, _, kind = name.partition(".")
+        if name == "stablehlo.custom_call":
+            raise UnsupportedError(f"stablehlo.custom_call @{self._target(op)} (a library call "
+                                   "or a hand-written kernel) is not supported by the "
+                                   "StableHLO importer yet", loc)
         result = op.results[0].type if len(op.results) == 1 else None
         if dialect not in ("stablehlo", "chlo") or result is None:
             raise UnsupportedError(f"{name} is not supported by the StableHLO importer", loc)

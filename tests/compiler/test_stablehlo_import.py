@@ -311,7 +311,28 @@ def test_an_op_the_importer_does_not_know_is_named_with_its_line():
     with pytest.raises(UnsupportedError) as error:
         import_bytes(text.encode(), "cholesky.mlir")
     assert str(error.value).startswith(f"cholesky.mlir:{line}:")
-    assert "stablehlo.custom_call" in str(error.value)
+    assert "stablehlo.custom_call @lapack_" in str(error.value)
+
+
+def test_sharding_annotations_pass_their_value():
+    """A program sharded over a mesh (Shardy's `sdy.sharding_constraint`) imports as the
+    single-device computation it annotates."""
+    text = """module @jit_f attributes {mhlo.num_partitions = 2 : i32} {
+  sdy.mesh @mesh = <["x"=2]>
+  func.func public @main(%arg0: tensor<4x4xf32>) -> tensor<4x4xf32> {
+    %0 = stablehlo.tanh %arg0 : tensor<4x4xf32>
+    %1 = sdy.sharding_constraint %0 <@mesh, [{"x"}, {}]> : tensor<4x4xf32>
+    %2 = stablehlo.custom_call @Sharding(%1) {mhlo.sharding = "{replicated}"} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+    return %2 : tensor<4x4xf32>
+  }
+}
+"""
+    graph = import_bytes(text.encode(), "sharded.mlir")[0]
+    assert [node.op for node in graph.nodes.values()] == ["parameter", "tanh"]
+    x = np.linspace(-2, 2, 16, dtype=np.float32).reshape(4, 4)
+    result = evaluate(graph, [x])
+    result = result[0] if isinstance(result, (list, tuple)) else result
+    np.testing.assert_allclose(result, np.tanh(x), rtol=2e-6)
 
 
 def test_a_module_without_an_entry_function_says_so():
