@@ -19,6 +19,8 @@ every result against the type MLIR states for it:
   computations capture nothing (`_control`);
 - `func.call` of another function of the module, and a `composite` op's decomposition, are
   inlined (JAX emits a call per nested `jax.jit` and for some library functions);
+- a `custom_call` (a LAPACK call, a hand-written kernel) is the IR's `custom-call`, as the HLO
+  import makes it; sharding annotations (Shardy's constraints, `@Sharding`) pass their value;
 - every node keeps the line and column of its op in the upload, so errors and the source view
   point at the text the user uploaded (not so for bytecode, nor for text whose ops carry
   locations of their own, JAX's `as_text(debug_info=True)`: those name the Python lines that
@@ -71,6 +73,7 @@ REDUCER_OPS = {"stablehlo.add": "add", "stablehlo.multiply": "multiply",
 _INTEGER = {1: "pred", 8: "s8", 16: "s16", 32: "s32", 64: "s64"}
 _UNSIGNED = {8: "u8", 16: "u16", 32: "u32", 64: "u64"}
 _FLOAT = {"f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64"}
+_COMPLEX = {"complex<f32>": "c64", "complex<f64>": "c128"}
 # A location in the parsed text, as MLIR prints it ("-" is its name for the buffer). An op
 # written with a location of its own (JAX's `as_text(debug_info=True)`: the Python line that
 # made it) and every op of bytecode keep only the upload's name: their lines are not the
@@ -158,10 +161,10 @@ class _Importer:
                                               .value)
         block = entry.regions[0].blocks[0]
         values = {}
+        where = self._where(entry)
         for k, argument in enumerate(block.arguments):
-            values[argument] = self.builder.parameter(f"Arg_{k}", self._shape(argument.type,
-                                                                               None),
-                                                      self._where(entry))
+            values[argument] = self.builder.parameter(f"Arg_{k}",
+                                                      self._shape(argument.type, where), where)
         outputs = self._block(block, values, depth=0)
         return self.builder.finish(outputs)
 
@@ -201,6 +204,8 @@ class _Importer:
             elif name in SHARDING_OPS or (name == "stablehlo.custom_call"
                                           and self._target(op) in SHARDING_TARGETS):
                 results = operands[:1]   # where a value lives on a mesh: the value itself
+            elif name == "stablehlo.custom_call":
+                results = self._custom_call(op, operands, loc)
             else:
                 results = [self._op(op, name, operands, loc)]
             if len(results) != len(op.results):
@@ -209,6 +214,17 @@ class _Importer:
             for result, node in zip(op.results, results):
                 values[result] = node
         raise InputError("the function has no return", self.filename)
+
+    def _custom_call(self, op, operands: list[str], loc: SourceLoc) -> list[str]:
+        """A library call or hand-written kernel (LAPACK's, a Pallas kernel): the IR's
+        custom-call, as the HLO import makes it; the explorer launches it as a library
+        kernel, and the interpreter runs only the targets whose meaning it knows."""
+        shapes = [self._shape(result.type, loc) for result in op.results]
+        shape = shapes[0] if len(shapes) == 1 else TupleShape(tuple(shapes))
+        node = self.builder.add("custom-call", operands,
+                                {"custom_call_target": self._target(op)},
+                                name=self._name("custom-call"), loc=loc, shape=shape)
+        return self._untuple(node, len(op.results), loc)
 
     def _target(self, op) -> str:
         """A custom call's target name."""
@@ -424,10 +440,6 @@ class _Importer:
 
     def _op(self, op, name: str, operands: list[str], loc: SourceLoc) -> str:
         dialect, _, kind = name.partition(".")
-        if name == "stablehlo.custom_call":
-            raise UnsupportedError(f"stablehlo.custom_call @{self._target(op)} (a library call "
-                                   "or a hand-written kernel) is not supported by the "
-                                   "StableHLO importer yet", loc)
         result = op.results[0].type if len(op.results) == 1 else None
         if dialect not in ("stablehlo", "chlo") or result is None:
             raise UnsupportedError(f"{name} is not supported by the StableHLO importer", loc)
@@ -616,6 +628,8 @@ class _Importer:
         text = str(element)
         if text in _FLOAT:
             return dtype_named(_FLOAT[text])
+        if text in _COMPLEX:
+            return dtype_named(_COMPLEX[text])
         if isinstance(element, ir.IntegerType):
             integer = ir.IntegerType(element)
             table = _UNSIGNED if integer.is_unsigned else _INTEGER

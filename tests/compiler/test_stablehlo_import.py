@@ -304,14 +304,25 @@ def test_a_syntax_error_is_reported_at_its_line_and_column():
 
 
 def test_an_op_the_importer_does_not_know_is_named_with_its_line():
-    # A Cholesky factorisation: a LAPACK custom call on the CPU.
-    text = jax.jit(jnp.linalg.cholesky).lower(np.eye(3, dtype=np.float32)).as_text()
+    text = jax.jit(jnp.fft.fft).lower(np.zeros(8, np.complex64)).as_text()
     line = next(k for k, text_line in enumerate(text.splitlines(), 1)
-                if "stablehlo.custom_call" in text_line)
+                if "stablehlo.fft" in text_line)
     with pytest.raises(UnsupportedError) as error:
-        import_bytes(text.encode(), "cholesky.mlir")
-    assert str(error.value).startswith(f"cholesky.mlir:{line}:")
-    assert "stablehlo.custom_call @lapack_" in str(error.value)
+        import_bytes(text.encode(), "fft.mlir")
+    assert str(error.value).startswith(f"fft.mlir:{line}:")
+    assert "stablehlo.fft" in str(error.value)
+
+
+def test_a_library_call_is_a_custom_call_as_in_the_hlo_form():
+    # A Cholesky factorisation: a LAPACK call on the CPU.
+    lowered = jax.jit(jnp.linalg.cholesky).lower(np.eye(3, dtype=np.float32))
+    from_mlir = import_bytes(lowered.as_text().encode(), "cholesky.mlir")[0]
+    from_hlo = import_bytes(lowered.as_text(dialect="hlo").encode(), "cholesky.hlo")[0]
+    targets = [sorted(node.attrs["custom_call_target"] for node in graph.nodes.values()
+                      if node.op == "custom-call") for graph in (from_mlir, from_hlo)]
+    assert targets[0] == targets[1] and targets[0][0].startswith("lapack_")
+    with pytest.raises(UnsupportedError, match="cannot evaluate custom-call target"):
+        evaluate(from_mlir, [np.eye(3, dtype=np.float32)])
 
 
 def test_sharding_annotations_pass_their_value():
