@@ -166,7 +166,7 @@ class ProjectedModel:
         self.lanes = pipe_lanes(device)
         self.l2_bytes_per_s = l2_bytes_per_second(device)
         # (block, registers, static shared, dynamic shared) -> occupancy: candidate plans
-        # repeat a few launch shapes, and the lru_cache below hashes the whole Device.
+        # repeat a few launch shapes, and `_occupancy`'s lru_cache hashes the whole Device.
         self._occupancies: dict[tuple, object] = {}
 
     def project(self, workload: Workload, resources: Resources, sol_us: float | None = None,
@@ -205,7 +205,7 @@ class ProjectedModel:
         slack, the sum of every throughput term and the latency, which breaks ties on time
         in favour of the plan that asks less of everything else (`rank_plans`)."""
         projected, _, latency_us, _, terms, *_ = self._times(workload, resources)
-        return projected, sum(terms.values()) + latency_us
+        return projected, slack(terms, latency_us)
 
     def _times(self, workload: Workload, resources: Resources) -> tuple:
         """(projected, throughput, latency and grid-sync time in us, the throughput terms,
@@ -290,6 +290,13 @@ def rank_key(graph, kernel, plan, device: Device, memo: dict | None = None
     return _model(device, None).rank_key(workload, resources)
 
 
+def slack(terms_us: dict[str, float], latency_us: float) -> float:
+    """What breaks a tie on time between two plans (two bound by the same DRAM traffic): the
+    one that asks less of everything else, the sum of every throughput term and the
+    latency."""
+    return sum(terms_us.values()) + latency_us
+
+
 def _model(device: Device, derating: Derating | None) -> ProjectedModel:
     """The ProjectedModel of a device and derating, made once (kept by the device object's
     identity: hashing a Device's every field per call would cost more than the lookup
@@ -315,10 +322,8 @@ def rank_plans(graph, kernel, plans, device: Device,
                                        memo=memo)
         except ValueError:
             continue  # a schedule the workload model does not know: not ranked
-        # Ties on time (two plans bound by the same DRAM traffic) go to the plan that asks
-        # less of everything else: the sum of all terms, latency included.
-        slack = sum(breakdown.terms_us.values()) + breakdown.latency_us
-        ranked.append((round(breakdown.projected_us, 6), slack, k, plan, breakdown))
+        ranked.append((round(breakdown.projected_us, 6),
+                       slack(breakdown.terms_us, breakdown.latency_us), k, plan, breakdown))
     ranked.sort(key=lambda item: item[:3])
     return [(plan, breakdown) for *_, plan, breakdown in ranked]
 

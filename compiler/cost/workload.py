@@ -931,9 +931,6 @@ def _phased_analysis(graph, kernel, outputs) -> tuple:
     loops = phase_loops(graph, kernel)
     derived = derived_values(graph, kernel, loops)
     outputs_of_kernel = set(kernel.outputs)
-    stored = {name for loop in loops for reduction in loop.reductions
-              for name in (reduction, *derived[reduction])}
-    rest = [n for n in outputs if n.name not in stored]
     levels, known = [], frozenset()
     for level in sorted({loop.level for loop in loops}):
         level_loops = []
@@ -952,6 +949,7 @@ def _phased_analysis(graph, kernel, outputs) -> tuple:
         known = known | {name for loop, *_ in level_loops for reduction in loop.reductions
                          for name in (reduction, *derived[reduction])}
         levels.append((level_loops, known))
+    rest = [n for n in outputs if n.name not in known]   # known at last: all it stores
     sizes: dict[int, list[str]] = {}
     for node in rest:
         sizes.setdefault(node.array_shape.size, []).append(node.name)
