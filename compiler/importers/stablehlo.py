@@ -44,21 +44,16 @@ from compiler.ir.graph import Graph
 from compiler.ir.shapes import ArrayShape, Shape, TupleShape
 from compiler.limits import Limits
 
-# StableHLO op -> the IR op, for ops whose operands and attributes carry over as they are.
-ELEMENTWISE = {
-    "add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
-    "remainder": "remainder", "maximum": "maximum", "minimum": "minimum", "power": "power",
-    "and": "and", "or": "or", "xor": "xor", "not": "not", "negate": "negate", "abs": "abs",
-    "sign": "sign", "exponential": "exponential",
-    "exponential_minus_one": "exponential-minus-one", "log": "log",
-    "log_plus_one": "log-plus-one", "sqrt": "sqrt", "rsqrt": "rsqrt", "cbrt": "cbrt",
-    "tanh": "tanh", "logistic": "logistic", "sine": "sine", "cosine": "cosine", "tan": "tan",
-    "atan2": "atan2", "floor": "floor", "ceil": "ceil",
-    "round_nearest_even": "round-nearest-even", "round_nearest_afz": "round-nearest-afz",
-    "is_finite": "is-finite", "popcnt": "popcnt", "count_leading_zeros": "count-leading-zeros",
-    "shift_left": "shift-left", "shift_right_logical": "shift-right-logical",
-    "shift_right_arithmetic": "shift-right-arithmetic", "select": "select", "clamp": "clamp",
-}
+# StableHLO ops whose operands and attributes carry over as they are (the result type says
+# the rest: a reshape's dims, a bitcast's dtype), to the IR op of the same name with hyphens
+# for underscores (`exponential_minus_one` is `exponential-minus-one`).
+SAME_OPS = frozenset("""
+    add subtract multiply divide remainder maximum minimum power and or xor not negate abs
+    sign exponential exponential_minus_one log log_plus_one sqrt rsqrt cbrt tanh logistic
+    sine cosine tan atan2 floor ceil round_nearest_even round_nearest_afz is_finite popcnt
+    count_leading_zeros shift_left shift_right_logical shift_right_arithmetic select clamp
+    reshape bitcast_convert dynamic_update_slice
+""".split())
 # CHLO op -> the IR op (chlo.square is x * x, chlo.erfc 1 - erf(x)).
 CHLO = {"erf": "erf", "tan": "tan"}
 # Sharding annotations of a program for several devices (Shardy's ops, GSPMD's custom calls):
@@ -91,7 +86,7 @@ def import_stablehlo(text: str | bytes, filename: str, limits: Limits | None = N
         try:
             module = ir.Module.parse(text)
         except ir.MLIRError as error:
-            raise InputError(_mlir_message(error, filename)) from None
+            raise _parse_error(error, filename) from None
         functions = {str(ir.StringAttr(op.attributes["sym_name"]).value): op
                      for op in module.body.operations if op.operation.name == "func.func"}
         entry = _entry(functions, filename)
@@ -128,14 +123,29 @@ def _context():
 _CONTEXTS = threading.local()
 
 
-def _mlir_message(error, filename: str) -> str:
-    """MLIR's diagnostics, with its placeholder file name ("-") replaced by the upload's."""
-    lines = [str(error).replace("Unable to parse module assembly:", "").strip()]
-    for diagnostic in getattr(error, "error_diagnostics", []):
-        lines.append(str(diagnostic.message))
-    text = " ".join(line for line in lines if line)
-    text = re.sub(r'(?:loc\()?"-":(\d+):(\d+)\)?', rf"{filename}:\1:\2", text)
-    return f"not a valid MLIR module: {text}"
+def _parse_error(error, filename: str) -> InputError:
+    """MLIR's first diagnostic, at its place in the upload (MLIR calls the buffer "-"), with
+    any further ones after it."""
+    diagnostics = list(getattr(error, "error_diagnostics", []))
+    if not diagnostics:
+        text = str(error).replace("Unable to parse module assembly:", "").strip()
+        return InputError(f"not a valid MLIR module: {text}", filename)
+    first, *rest = diagnostics
+    message = f"not a valid MLIR module: {first.message}"
+    for other in rest:
+        where = _source_loc(other.location, filename)
+        message += f"; line {where.line}: {other.message}" if where.line else \
+            f"; {other.message}"
+    return InputError(message, _source_loc(first.location, filename))
+
+
+def _source_loc(location, filename: str) -> SourceLoc:
+    """An MLIR location as a place in the upload: its line and column where it is one of the
+    parsed text (`_LOCATION`), the upload alone otherwise."""
+    found = _LOCATION.search(str(location))
+    if found is None:
+        return SourceLoc(filename)
+    return SourceLoc(filename, int(found["line"]), int(found["col"]))
 
 
 def _entry(functions: dict, filename: str):
@@ -177,6 +187,12 @@ class _Importer:
             if name in ("func.return", "stablehlo.return"):
                 return [values[v] for v in op.operands]
             loc = self._where(op)
+            if any(v not in values for v in op.operands):
+                # Only a while's and a case's regions get what they capture handed in
+                # (`_control`); HLO's reducers and comparators take their arguments alone.
+                raise UnsupportedError(f"{name} in the body of {op.parent.name} reads a value "
+                                       "defined outside the body, which the importer cannot "
+                                       "pass to an HLO computation", loc)
             operands = [values[v] for v in op.operands]
             if name == "func.call":
                 results = self._call(op, operands, loc, depth)
@@ -445,7 +461,7 @@ class _Importer:
             raise UnsupportedError(f"{name} is not supported by the StableHLO importer", loc)
         shape = self._shape(result, loc)
         attrs = op.attributes
-        add = self._adder(kind, loc, shape)
+        add = self._adder(loc, shape)
         if dialect == "chlo":
             # CHLO: the client ops JAX emits for what StableHLO lacks.
             if kind == "square":
@@ -462,8 +478,8 @@ class _Importer:
                 return add(CHLO[kind], operands)
             raise UnsupportedError(f"{name} is not supported by the StableHLO importer yet",
                                    loc)
-        if kind in ELEMENTWISE:
-            return add(ELEMENTWISE[kind], operands)
+        if kind in SAME_OPS:
+            return add(kind.replace("_", "-"), operands)
         if kind == "constant":
             return self.builder.constant(self._dense(attrs["value"], shape, loc),
                                          self._name("constant"), loc)
@@ -477,13 +493,9 @@ class _Importer:
             if self.builder.shape_of(operands[0]) == shape:
                 return operands[0]   # to its own type: a no-op (XLA drops it too)
             return add("convert", operands)
-        if kind == "bitcast_convert":
-            return add("bitcast-convert", operands)
         if kind == "broadcast_in_dim":
             return self._broadcast(operands[0], self._ints(attrs["broadcast_dimensions"]),
                                    shape, loc, add)
-        if kind == "reshape":
-            return add("reshape", operands)
         if kind == "transpose":
             return add("transpose", operands, {"dimensions": self._ints(attrs["permutation"])})
         if kind == "iota":
@@ -506,8 +518,6 @@ class _Importer:
         if kind == "dynamic_slice":
             return add("dynamic-slice", operands,
                        {"dynamic_slice_sizes": self._ints(attrs["slice_sizes"])})
-        if kind == "dynamic_update_slice":
-            return add("dynamic-update-slice", operands)
         if kind == "dot_general":
             return add("dot", operands, self._dot(attrs["dot_dimension_numbers"]))
         if kind == "reduce":
@@ -520,7 +530,7 @@ class _Importer:
             return self._scatter(op, operands, loc, add)
         raise UnsupportedError(f"{name} is not supported by the StableHLO importer yet", loc)
 
-    def _adder(self, kind: str, loc: SourceLoc, shape: Shape):
+    def _adder(self, loc: SourceLoc, shape: Shape):
         """`add(op, operands, attrs)`: a node named after the op whose result must be the
         type MLIR gives (`shape`: the builder infers it and checks the two agree, and takes
         from it what the operands do not say, such as a convert's dtype)."""
@@ -661,10 +671,7 @@ class _Importer:
         return f"{op}.{count}"
 
     def _where(self, op) -> SourceLoc:
-        found = _LOCATION.search(str(op.location))
-        if found is None:
-            return SourceLoc(self.filename)
-        return SourceLoc(self.filename, int(found["line"]), int(found["col"]))
+        return _source_loc(op.location, self.filename)
 
 
 def _scalar(ir, attr) -> Any:

@@ -392,3 +392,25 @@ def test_debug_locations_do_not_pass_for_lines_of_the_upload():
     graph = import_bytes(text.encode(), "layer_norm.mlir")[0]
     rsqrt = next(node for node in graph.nodes.values() if node.op == "rsqrt")
     assert rsqrt.loc.file == "layer_norm.mlir" and not rsqrt.loc.line
+
+
+def test_a_comparator_reading_a_value_from_outside_it_is_refused_at_its_line():
+    """Only a while's and a case's regions get the values they capture handed in; a sort's
+    comparator that reads one is named, at its line, not a KeyError."""
+    text = """module @m {
+  func.func public @main(%a: tensor<4xf32>, %b: tensor<f32>) -> tensor<4xf32> {
+    %0 = "stablehlo.sort"(%a) ({
+    ^bb0(%x: tensor<f32>, %y: tensor<f32>):
+      %1 = stablehlo.add %x, %b : tensor<f32>
+      %2 = stablehlo.compare LT, %1, %y : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      stablehlo.return %2 : tensor<i1>
+    }) {dimension = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+"""
+    with pytest.raises(UnsupportedError) as error:
+        import_bytes(text.encode(), "sort.mlir")
+    assert str(error.value).startswith("sort.mlir:5:")
+    assert "stablehlo.add in the body of stablehlo.sort reads a value defined outside" \
+        in str(error.value)
