@@ -131,7 +131,10 @@ class Folder:
         again)."""
         if not self.path(step).exists():
             return False
-        made_from = self.load(step).get("modules") if modules is not None else None
+        result = self.load(step)
+        if step.startswith("anchors:") and _wall_clocked(result):
+            return False   # the first campaign's jax clock: timed again, the others kept
+        made_from = result.get("modules") if modules is not None else None
         return made_from is None or sorted(made_from) == sorted(modules)
 
     def load(self, step: str) -> dict | None:
@@ -144,6 +147,10 @@ class Folder:
         partial = path.with_suffix(".partial")
         partial.write_text(json.dumps(result, indent=1, default=_json_default))
         partial.replace(path)
+
+
+def _wall_clocked(anchors: dict) -> bool:
+    return (anchors.get("jax") or {}).get("note") == WALL_BLOCKING
 
 
 def _json_default(value):
@@ -295,6 +302,14 @@ class Campaign:
                 "parameters": [f"{v.dtype}{list(v.shape)}" for v in inputs],
                 "largest_tensor_mb": max(v.nbytes for v in inputs) / 1e6}
 
+    def hlo(self, name: str) -> Path:
+        """A module's HLO file, lowered again (without its inputs) when the folder lacks it."""
+        path = self.folder.root / "modules" / f"{name}.hlo"
+        if not path.exists():
+            path.parent.mkdir(exist_ok=True)
+            lower_or_frozen(MODULES[name], self.args.size, path)
+        return path
+
     def module(self, name: str):
         """(graph, inputs) of a lowered module. A folder kept without its large files (the
         committed results keep only the JSON) lowers the module again: the HLO and the seeded
@@ -329,26 +344,51 @@ class Campaign:
     # the learned model's data and training
 
     def dataset(self) -> dict:
+        """`collect-costmodel-data` one module at a time, each into its own file with its
+        summary beside it: a run stopped inside this step (the slowest) keeps the modules it
+        finished, and the next run collects only the others."""
         from compiler.cost.learned.collect import collect_dataset
 
         self.require("modules")
-        out = self.folder.root / "dataset" / f"{self.device.name}-campaign.jsonl.gz"
-        out.parent.mkdir(exist_ok=True)
-        if out.exists():
-            out.unlink()   # left by a run that stopped before its step finished
-        paths = [str(self.folder.root / "modules" / f"{m}.hlo") for m in self.modules]
-        summary = collect_dataset(paths, self.device.name, out, top_k=self.args.top_k,
-                                  synthetic=self.dry, runner=None if self.dry else self.gpu())
-        summary.pop("per_program")
-        return summary
+        folder = self.folder.root / "dataset"
+        folder.mkdir(exist_ok=True)
+        summaries = []
+        for name in self.modules:
+            out = folder / f"{self.device.name}-{name}.jsonl.gz"
+            kept = out.with_suffix(".summary.json")
+            if out.exists() and kept.exists():
+                summaries.append(json.loads(kept.read_text()))
+                continue
+            out.unlink(missing_ok=True)   # left by a run that stopped inside this module
+            print(f"         dataset of {name}", flush=True)
+            summary = collect_dataset([str(self.hlo(name))], self.device.name, out,
+                                      top_k=self.args.top_k, synthetic=self.dry,
+                                      runner=None if self.dry else self.gpu())
+            summary.pop("per_program")
+            kept.write_text(json.dumps(summary, indent=1, default=_json_default))
+            summaries.append(summary)
+        totals = {key: sum(s[key] for s in summaries)
+                  for key in ("programs", "samples", "candidates", "built", "measured")}
+        dropped: dict[str, int] = {}
+        for summary in summaries:
+            for reason, count in summary["dropped"].items():
+                dropped[reason] = dropped.get(reason, 0) + count
+        # Paths relative to the folder: the dataset is made on the GPU machine and may be
+        # trained on here.
+        return {"out": [str(Path(s["out"]).relative_to(self.folder.root)) for s in summaries],
+                "device": self.device.name,
+                "origin": summaries[0]["origin"], "gpu": summaries[0]["gpu"], **totals,
+                "dropped": dropped, "errors": [e for s in summaries for e in s["errors"]],
+                "seconds": round(sum(s["seconds"] for s in summaries), 3)}
 
     def train(self) -> dict:
         from compiler.cost.learned.experiment import load_datasets, train_costmodel
         from compiler.cost.learned.train import TrainConfig
 
         self.require("dataset")
-        dataset = self.folder.load("dataset")["out"]
-        samples, datasets = load_datasets([dataset], self.device.name)
+        files = self.folder.load("dataset")["out"]
+        samples, datasets = load_datasets([self.folder.root / f for f in files],
+                                          self.device.name)
         model = train_costmodel(samples, self.device.name, self.folder.root / "models",
                                 datasets=datasets,
                                 train_config=TrainConfig(epochs=self.args.epochs, seed=0))
@@ -449,6 +489,11 @@ class Campaign:
         graph, inputs = self.module(name)
         expected = [np.asarray(v) for v in evaluate(graph, inputs)]
         module = MODULES[name]
+        before = self.folder.load(f"anchors:{name}")
+        if before and _wall_clocked(before):
+            # Only the jax clock of the first campaign was unfit; the other anchors were timed
+            # with CUDA events after an L2 flush, as now, and are kept.
+            return {**before, "jax": self.jax_anchor(module, inputs, expected)}
         return {"jax": self.jax_anchor(module, inputs, expected),
                 "torch_eager": self.torch_anchor(module, inputs, expected, compiled=False),
                 "torch_compile": self.torch_anchor(module, inputs, expected, compiled=True),
