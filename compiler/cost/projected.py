@@ -247,7 +247,12 @@ class ProjectedModel:
         warp_cycles = workload.latency_cycles_per_thread + workload.sync_cycles_per_thread
         # A horizontal launch's figures are its parts' means; its slowest part's thread is
         # the least it takes (workload.py, `_horizontal_workload`).
-        latency_cycles = max(math.ceil(waves) * warp_cycles, workload.slowest_thread_cycles)
+        latency_cycles = math.ceil(waves) * warp_cycles
+        # A loop only the first blocks run takes the waves of those blocks alone.
+        resident = blocks_per_sm * device.sm_count
+        for busy, cycles in workload.few_block_loops:
+            latency_cycles += math.ceil(busy / resident) * cycles
+        latency_cycles = max(latency_cycles, workload.slowest_thread_cycles)
         latency_us = latency_cycles * d.latency_scale / clock * 1e6
         grid_sync_us = workload.grid_syncs * GRID_SYNC_US
         projected = max(throughput_us, latency_us) + grid_sync_us + \

@@ -143,6 +143,11 @@ class Workload:
     # launch's blocks, and this is the slowest part's thread (latency + sync), which no
     # launch outruns however few waves it has (0: a launch of one part, all threads alike).
     slowest_thread_cycles: float = 0.0
+    # (blocks that run it, its cycles per thread) of each loop that only the first blocks of
+    # the launch run: a grid-stride loop over fewer positions than the launch has threads (the
+    # 512 sums of a column reduction beside a large elementwise output). Such a loop's waves
+    # are its own blocks', not the launch's.
+    few_block_loops: list[tuple[int, float]] = field(default_factory=list)
     barriers_per_block: int = 0
     grid_syncs: int = 0
     # A cooperative launch: every block must be resident at once (the projected model refuses
@@ -317,6 +322,7 @@ class _Loop:
     # Values an earlier loop over the same rows read (a row schedule's later loops): re-read
     # from L2 whatever their size, the rows in flight being a few MB.
     recent: frozenset[str] = frozenset()
+    busy_blocks: int = 0           # the blocks that have positions, when not all of them
 
 
 class _Counter:
@@ -339,17 +345,24 @@ class _Counter:
         evaluates a gather (whose index is read before the data)."""
         found = self.memo.get(key)
         if found is None:
-            evals, loads, chain, arithmetic = self._walk_uncached(loop)
+            evals, loads, chain, arithmetic, serial = self._walk_uncached(loop)
             nodes = self.graph.nodes
             gathers = any(nodes[n].op in ("gather", "dynamic-slice", "dynamic-update-slice")
                           for n in evals)
             found = self.memo[key] = (evals, loads, chain, arithmetic,
-                                      frozenset(name for name, _ in loads), gathers)
+                                      frozenset(name for name, _ in loads), gathers, serial)
         return found
 
-    def _walk_uncached(self, loop: _Loop) -> tuple[dict, dict, float, dict]:
+    def _walk_uncached(self, loop: _Loop) -> tuple[dict, dict, float, dict, tuple]:
         """{value: evaluations per position}, {(input, pattern): loads per position}, the
-        longest dependency chain in cycles, {pipe: thread instructions per position}."""
+        longest dependency chain in cycles, {pipe: thread instructions per position}, and the
+        serial reductions' (memory round trips, reducer cycles) per position.
+
+        A reduction that one thread computes (the elementwise schedule's, a column tile's)
+        is a loop of its own in the emitted code: the thread's reductions run one after
+        another, and each waits on its loads, UNROLL of them in flight at a time. A kernel
+        whose few threads each sum a thousand-element column (a multi-output column
+        reduction with 512 outputs) is bound by those round trips alone."""
         graph = self.graph
         mixes = graph.analysis_cache("workload.op_mix")
         steps = _steps(graph, self.device)
@@ -361,6 +374,7 @@ class _Counter:
         loads: dict[tuple[str, str], int] = {}   # (input, pattern) -> evaluations
         depth: dict[str, float] = {}
         combines: dict[str, int] = {}             # reduction -> reducer applications
+        loads_below: dict[str, bool] = {}         # value -> whether computing it loads
 
         fma_latency = self.device.fp32_fma_latency_cycles
 
@@ -370,7 +384,7 @@ class _Counter:
             as deep. A frame is [name, multiplier, axis, passed (the walk passed a transpose:
             a strided read is then "transposed"), inner (the multiplier of a reduction's
             reduced operands), operands, the next operand's index, the longest chain of the
-            operands so far, the node's own chain latency]."""
+            operands so far, the node's own chain latency, whether computing it loads]."""
             frames: list[list] = []
             call = (target, 1, axis, False)
             while True:
@@ -393,12 +407,16 @@ class _Counter:
                                 pattern = "transposed"
                             if multiplier > loads.get((name, pattern), 0):
                                 loads[name, pattern] = multiplier
+                            if frames:
+                                frames[-1][9] = True
                     elif name not in computed:
                         found = 0.0
                     else:
                         before = evals.get(name, 0)
                         if before >= multiplier and name in depth:
                             found = depth[name]
+                            if frames and loads_below[name]:
+                                frames[-1][9] = True
                         else:
                             if multiplier > before:
                                 evals[name] = multiplier
@@ -407,14 +425,14 @@ class _Counter:
                             if reducing:
                                 combines[name] = max(combines.get(name, 0), inner)
                             frames.append([name, multiplier, axis, transposed or transposes,
-                                           inner, operands, 0, 0.0, own])
+                                           inner, operands, 0, 0.0, own, False])
                     if found is not None:
                         if not frames:
                             return found
                         if found > frames[-1][7]:
                             frames[-1][7] = found
                 top = frames[-1]
-                name, multiplier, axis, passed, inner, operands, index, longest, own = top
+                name, multiplier, axis, passed, inner, operands, index, longest, own, _ = top
                 if index < len(operands):
                     operand, position, reduced = operands[index]
                     top[6] = index + 1
@@ -430,9 +448,12 @@ class _Counter:
                 # element.
                 serial = inner // max(1, multiplier) if inner != multiplier else 0
                 found = depth[name] = longest + own + serial * fma_latency
+                loads_below[name] = top[9]
                 frames.pop()
                 if not frames:
                     return found
+                if top[9]:
+                    frames[-1][9] = True
                 if found > frames[-1][7]:
                     frames[-1][7] = found
 
@@ -454,7 +475,15 @@ class _Counter:
                 floating = reducer in ("add", "multiply") and acc.is_float
                 for pipe, n in ({"fma": 1} if floating else {"alu": 2}).items():
                     arithmetic[pipe] = arithmetic.get(pipe, 0) + n * combines[name]
-        return evals, loads, chain, arithmetic
+        # The serial reductions, one loop each, run back to back.
+        trips = reducer_cycles = 0.0
+        for name, applications in combines.items():
+            factor = steps[name][2]
+            if factor > 1:
+                reducer_cycles += applications * fma_latency
+                if loads_below.get(name):
+                    trips += applications / factor * -(-factor // UNROLL)
+        return evals, loads, chain, arithmetic, (trips, reducer_cycles)
 
     def loop(self, loop: _Loop) -> None:
         """Add what one loop costs to the workload. Its effect (instructions, bytes, accesses)
@@ -463,7 +492,7 @@ class _Counter:
         targets = tuple(loop.targets)
         walk_key = (targets, loop.known, tuple(map(loop.axes.get, targets)),
                     loop.coalesced_reads)
-        _, loads, chain, arithmetic, loaded, gathers = self._walk(loop, walk_key)
+        _, loads, chain, arithmetic, loaded, gathers, serial = self._walk(loop, walk_key)
         read_before = self.read_once
         seen = loaded & read_before
         recent = loaded & loop.recent
@@ -494,7 +523,25 @@ class _Counter:
                                                else max(1, per_thread))
         w.iterations_per_thread += loop.per_thread
         w.chain_cycles_per_iteration = max(w.chain_cycles_per_iteration, chain)
-        w.latency_cycles_per_thread += loop.per_thread * (round_trips * memory + chain)
+        # Serial reductions, computed once per lane of a vector: each waits on its loads,
+        # from memory for the first lane, from L2 for the others (the same sectors). Their
+        # reducer chains add up, which the longest chain (one of them) bounds from below.
+        # Values many threads read (a window sum's row) are in cache after the first read:
+        # serial loads wait on DRAM only where some value is read about once.
+        trips, reducer_cycles = serial
+        per_position = round_trips * memory + chain
+        if trips or reducer_cycles:
+            lanes, l2 = loop.vector, device.l2_hit_latency_cycles
+            nodes = self.graph.nodes
+            fresh = any(loop.elements * m <= 2 * nodes[name].array_shape.size
+                        for (name, _), m in loads.items())
+            serial_memory = trips * ((memory if fresh else l2) + (lanes - 1) * l2)
+            per_position = (round_trips * memory + serial_memory
+                            + max(chain, lanes * reducer_cycles))
+        if loop.busy_blocks and loop.busy_blocks < w.grid:
+            w.few_block_loops.append((loop.busy_blocks, loop.per_thread * per_position))
+        else:
+            w.latency_cycles_per_thread += loop.per_thread * per_position
 
     def _effect(self, loop: _Loop, loads: dict, arithmetic: dict,
                 seen: frozenset[str]) -> _Effect:
@@ -606,10 +653,11 @@ def kernel_workload(graph: Graph, kernel: Kernel, plan: CodeGenPlan, device: Dev
                  tuple(n.name for n in group)) for size, group in sizes.items()]
         for size, targets, axes, stores in groups:
             width = vector if size % vector == 0 else 1
+            busy = _ceil(_ceil(size, width), plan.block_size)
             counter.loop(_Loop(
                 elements=size, targets=targets, axes=axes, known=known,
                 per_thread=_ceil(size, threads * width), vector=width, stores=stores,
-                coalesced_reads=coalesced))
+                coalesced_reads=coalesced, busy_blocks=busy if busy < plan.grid_size else 0))
 
     schedule = plan.schedule
     if schedule == "elementwise":
@@ -684,10 +732,12 @@ def _horizontal_workload(graph: Graph, kernel: Kernel, plan: CodeGenPlan, device
         w.chain_cycles_per_iteration = max(w.chain_cycles_per_iteration,
                                            pw.chain_cycles_per_iteration)
         share = sub.grid_size / grid
-        w.latency_cycles_per_thread += share * pw.latency_cycles_per_thread
+        # A part's loops that only its first blocks run count here as all its blocks'.
+        part_cycles = pw.latency_cycles_per_thread + sum(c for _, c in pw.few_block_loops)
+        w.latency_cycles_per_thread += share * part_cycles
         w.sync_cycles_per_thread += share * pw.sync_cycles_per_thread
-        w.slowest_thread_cycles = max(w.slowest_thread_cycles, pw.latency_cycles_per_thread
-                                      + pw.sync_cycles_per_thread)
+        w.slowest_thread_cycles = max(w.slowest_thread_cycles,
+                                      part_cycles + pw.sync_cycles_per_thread)
     return w
 
 
@@ -832,7 +882,9 @@ def _column_loops(graph, kernel, plan, counter, outputs, dominant_name, known, e
         w.dram_read_bytes += columns * splits * 8 * len(names)
         w.grid_syncs += 1 if plan.cooperative else 0
     if others:
-        elementwise(others, known=all_known)
+        # The emitted loop after the tiles (columns.py, split.py) recomputes the column
+        # reductions it reads: their results are in the registers of the tile's threads.
+        elementwise(others, known=frozenset(known))
 
 
 def _column_analysis(graph, kernel, outputs, dominant_name) -> tuple:
