@@ -432,13 +432,15 @@ def csv_rows(artifact: dict) -> list[tuple]:
 
 @api_view("GET")
 def cost_models(request: HttpRequest) -> JsonResponse:
-    """The learned cost models of LEARNED_MODEL_DIR per device, newest first, with the one the
-    compiler uses and each model's held-out evaluation (what /cost-models shows)."""
-    from compiler.cost.learned.registry import catalogue   # reads headers with torch
+    """The learned cost models of LEARNED_MODEL_DIR and the shipped ones per device, newest
+    first, with the one the compiler uses and each model's held-out evaluation (what
+    /cost-models shows)."""
+    from compiler.cost.learned.registry import catalogue, reading_dirs   # reads headers with torch
 
     allow_synthetic = settings.LEARNED_ALLOW_SYNTHETIC
+    directories = reading_dirs(settings.LEARNED_MODEL_DIR, settings.LEARNED_SHIPPED_MODEL_DIR)
     devices = {}
-    for device, statuses in catalogue(settings.LEARNED_MODEL_DIR, allow_synthetic).items():
+    for device, statuses in catalogue(directories, allow_synthetic).items():
         devices[device] = [_cost_model(status) for status in statuses]
     return JsonResponse({"allow_synthetic": allow_synthetic, "devices": devices})
 

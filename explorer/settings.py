@@ -207,6 +207,11 @@ GPU_WORKER_HEARTBEAT_S = env_int("GPU_WORKER_HEARTBEAT_S", default=10, minimum=1
 # hold the dataset files (.jsonl.gz) models are trained on. Relative paths are relative to the
 # project's root, whatever directory a server or worker starts in.
 LEARNED_MODEL_DIR = BASE_DIR / env_str("LEARNED_MODEL_DIR", default="var/models")
+# The models shipped with the code (compiler/cost/learned/models/, trained on the GPU
+# campaign's measured times) are read beside LEARNED_MODEL_DIR, never written; a model
+# trained here takes the next version and so becomes the active one. "off": none are read.
+_shipped = env_str("LEARNED_SHIPPED_MODEL_DIR", default="compiler/cost/learned/models")
+LEARNED_SHIPPED_MODEL_DIR = None if _shipped == "off" else BASE_DIR / _shipped
 LEARNED_DATA_DIRS = [BASE_DIR / path for path in env_list(
     "LEARNED_DATA_DIRS", default=["compiler/cost/learned/datasets"])]
 LEARNED_ALLOW_SYNTHETIC = env_bool("LEARNED_ALLOW_SYNTHETIC", default=False)

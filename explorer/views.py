@@ -589,16 +589,18 @@ def api_tokens(request: HttpRequest) -> HttpResponse:
 @require_GET
 @login_required
 def cost_models(request: HttpRequest) -> HttpResponse:
-    """The learned cost models in LEARNED_MODEL_DIR, per device, newest first: the one the
+    """The learned cost models in LEARNED_MODEL_DIR and the shipped ones (registry.SHIPPED),
+    per device, newest first: the one the
     compiler uses (the newest trained on measured times; synthetic ones too with
     LEARNED_ALLOW_SYNTHETIC), why each other one is not used, and the data and held-out
     figures of the active model or of the one ?model=<label> names. Files that are not
     readable model files are left out (registry.model_files), so a broken file cannot break
     the page."""
     # Imported here: the registry reads headers with torch, which the other pages never need.
-    from compiler.cost.learned.registry import catalogue
+    from compiler.cost.learned.registry import catalogue, reading_dirs
 
-    directory, allow_synthetic = settings.LEARNED_MODEL_DIR, settings.LEARNED_ALLOW_SYNTHETIC
+    directory = reading_dirs(settings.LEARNED_MODEL_DIR, settings.LEARNED_SHIPPED_MODEL_DIR)
+    allow_synthetic = settings.LEARNED_ALLOW_SYNTHETIC
     devices = catalogue(directory, allow_synthetic)
     wanted = request.GET.get("model")
     if wanted and wanted not in {s.label for statuses in devices.values() for s in statuses}:

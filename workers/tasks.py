@@ -144,11 +144,12 @@ def learned_models(devices: list[str]) -> dict[str, str]:
     LEARNED_ALLOW_SYNTHETIC): what compile_graph predicts their kernels with."""
     # Imported here: the registry reads model files with torch, seconds to import, and web
     # processes import this module only to send tasks.
-    from compiler.cost.learned.registry import active_model
+    from compiler.cost.learned.registry import active_model, reading_dirs
 
     found = {}
     for device in devices:
-        model = active_model(settings.LEARNED_MODEL_DIR, device,
+        model = active_model(reading_dirs(settings.LEARNED_MODEL_DIR,
+                                          settings.LEARNED_SHIPPED_MODEL_DIR), device,
                              settings.LEARNED_ALLOW_SYNTHETIC)
         if model is not None:
             found[device] = str(model.path)

@@ -19,8 +19,9 @@ from compiler.cost.learned.experiment import (best_readout, load_datasets, origi
                                               run_experiment, split, train_costmodel)
 from compiler.cost.learned.features import KernelSample
 from compiler.cost.learned.model import CostModel, ModelConfig
-from compiler.cost.learned.registry import (ModelFile, active_model, model_files,
-                                            next_model_path)
+from compiler.cost.learned.features import other_features
+from compiler.cost.learned.registry import (SHIPPED, ModelFile, active_model, model_files,
+                                            next_model_path, reading_dirs)
 from compiler.cost.learned.train import TrainConfig, load_model, metrics, save_model
 from compiler.errors import InputError
 from compiler.pipeline import import_graph
@@ -275,6 +276,30 @@ def test_the_registry_picks_the_newest_measured_model(tmp_path):
     assert next_model_path(tmp_path, "h100") == tmp_path / "learned-h100-v12.pt"
     with pytest.raises(InputError, match="not a learned cost model"):
         load_model(tmp_path / "learned-h100-v11.pt")
+
+
+def test_models_are_read_from_several_directories_and_versions_count_across_them(tmp_path):
+    """The shipped models sit beside the deployment's: a model trained here takes the version
+    after the shipped one, so it is the newest and the active one, and no label repeats."""
+    local, shipped = tmp_path / "local", tmp_path / "shipped"
+    local.mkdir()
+    shipped.mkdir()
+    _save(shipped, "h200", 1, "measured")
+    both = reading_dirs(local, shipped)
+    assert both == [local, shipped] and reading_dirs(local, None) == [local]
+    assert active_model(both, "h200").path == shipped / "learned-h200-v1.pt"
+    assert active_model(local, "h200") is None
+    assert next_model_path(local, "h200", also=both[1:]) == local / "learned-h200-v2.pt"
+    _save(local, "h200", 2, "measured")
+    assert [f.label for f in model_files(both, "h200")] == ["learned-h200-v1", "learned-h200-v2"]
+    assert active_model(both, "h200").path == local / "learned-h200-v2.pt"
+
+
+def test_the_shipped_model_is_a_measured_one_of_the_current_features():
+    (model,) = model_files(SHIPPED)
+    assert (model.device, model.origin) == ("h200", "measured")
+    assert other_features(model.header) is None       # not stale: this code's features
+    load_model(model.path)
 
 
 def test_the_registry_lists_a_model_of_other_features_and_load_model_says_why(tmp_path):

@@ -9,6 +9,7 @@ from pathlib import Path
 from django.test import override_settings
 from django.urls import reverse
 
+from compiler.cost.learned.registry import SHIPPED
 from compiler.cost.learned.train import read_header
 from tests.explorer.access import AccessTestCase
 from tests.explorer.learned import train_fixture_models
@@ -25,10 +26,11 @@ class CostModelsApiTests(AccessTestCase):
         (cls.model_dir / "learned-h100-v7.pt").write_bytes(b"not a model")
         cls.url = reverse("api-cost-models")
 
-    def get(self, allow_synthetic=False, model_dir=None, user=None):
+    def get(self, allow_synthetic=False, model_dir=None, user=None, shipped=None):
         if user is not None:
             self.client.force_login(user)
         with override_settings(LEARNED_MODEL_DIR=str(model_dir or self.model_dir),
+                               LEARNED_SHIPPED_MODEL_DIR=shipped,
                                LEARNED_ALLOW_SYNTHETIC=allow_synthetic):
             return self.client.get(self.url)
 
@@ -70,6 +72,14 @@ class CostModelsApiTests(AccessTestCase):
         with tempfile.TemporaryDirectory() as empty:
             response = self.get(model_dir=empty, user=self.owner)
         self.assertEqual(response.json(), {"allow_synthetic": False, "devices": {}})
+
+    def test_the_shipped_measured_model_is_listed_and_active_beside_an_empty_directory(self):
+        with tempfile.TemporaryDirectory() as empty:
+            response = self.get(model_dir=empty, user=self.owner, shipped=SHIPPED)
+        self.check_schema(response)
+        (model,) = response.json()["devices"]["h200"]
+        self.assertEqual((model["label"], model["origin"], model["active"]),
+                         ("learned-h200-v1", "measured", True))
 
     def test_it_needs_authentication(self):
         response = self.get()

@@ -49,9 +49,10 @@ class CostModelsViewTests(AccessTestCase):
         cls.measured, cls.synthetic = train_fixture_models(cls.model_dir)
         cls.url = reverse("explorer-cost-models")
 
-    def page(self, allow_synthetic=False, model_dir=None, **query):
+    def page(self, allow_synthetic=False, model_dir=None, shipped=None, **query):
         self.client.force_login(self.owner)
         with override_settings(LEARNED_MODEL_DIR=str(model_dir or self.model_dir),
+                               LEARNED_SHIPPED_MODEL_DIR=shipped,
                                LEARNED_ALLOW_SYNTHETIC=allow_synthetic):
             return self.client.get(self.url, query)
 

@@ -214,10 +214,11 @@ def origin_of(datasets, samples: list[KernelSample]) -> str:
 def train_costmodel(samples: list[KernelSample], device: str, out_dir: str | Path,
                     datasets=(), model_config: ModelConfig | None = None,
                     train_config: TrainConfig | None = None, compare_readouts: bool = False,
-                    holdout_families=None, seed: int = 0) -> ModelFile:
+                    holdout_families=None, seed: int = 0, also=()) -> ModelFile:
     """Train on the program split's training side (samples with a target only), evaluate the
     learned, SOL and projected models on its test side and on the held-out families, and save
-    the model as the next version of `device` in `out_dir`. With `compare_readouts`, every
+    the model as the next version of `device` in `out_dir` (above those in the directories
+    `also`: registry.next_model_path). With `compare_readouts`, every
     readout is trained on both splits and the saved model is the winner's (model_config's
     other settings kept). `seed` draws the splits, and seeds training unless `train_config`
     is given. InputError when no sample has a target, they come from fewer than two programs,
@@ -261,18 +262,18 @@ def train_costmodel(samples: list[KernelSample], device: str, out_dir: str | Pat
                           "test": test_programs},
              "evaluation": evaluation, "readouts": readouts, "readout_winner": winner}
     path = _save_next(Path(out_dir), device, model, train_config, program_result["learned"],
-                      extra)
+                      extra, also)
     return ModelFile(path, device, extra["version"], read_header(path))
 
 
 def _save_next(directory: Path, device: str, model: CostModel, train_config: TrainConfig,
-               model_metrics: dict, extra: dict) -> Path:
+               model_metrics: dict, extra: dict, also=()) -> Path:
     """Save as the next free version. The name is claimed by creating the file exclusively,
     so two trainings finishing together never write one file; until the model is written
     the registry skips the empty file."""
     directory.mkdir(parents=True, exist_ok=True)
     while True:
-        path = next_model_path(directory, device)
+        path = next_model_path(directory, device, also)
         try:
             path.open("xb").close()
         except FileExistsError:

@@ -1,5 +1,11 @@
 """Versioned learned cost model files in one directory: which models exist, which one is active.
 
+Models may also be read from more directories than the one models are trained into: the
+models shipped with the code (`SHIPPED`, trained on the GPU campaign's measured times) sit
+beside the deployment's own. Every function that lists models takes one directory or a
+sequence of them; versions count across all of them, so a model trained here takes the next
+version after the shipped one and becomes the active one.
+
 Every training run (experiment.train_costmodel) writes a new file, `learned-<device>-v<N>.pt`,
 N one more than the largest version of that device already there, and never overwrites one:
 a run's figures and links keep pointing at the model that produced them. The active model of
@@ -16,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 
 from compiler.cost.devices import get_device
@@ -44,15 +51,34 @@ class ModelFile:
         return f"learned-{self.device}-v{self.version}"
 
 
-def _named(directory: Path, device: str | None) -> list[tuple[Path, str, int]]:
+# The models that come with the code: trained by benchmarks/gpu_campaign.py on measured times.
+SHIPPED = Path(__file__).resolve().parent / "models"
+
+Directories = str | Path | Sequence[str | Path]
+
+
+def reading_dirs(local: str | Path, shipped: str | Path | None) -> list[Path]:
+    """The directories models are read from: the deployment's own, then the shipped ones
+    (None: none)."""
+    return [Path(local)] + ([Path(shipped)] if shipped is not None else [])
+
+
+def _directories(directories: Directories) -> list[Path]:
+    if isinstance(directories, (str, Path)):
+        return [Path(directories)]
+    return [Path(d) for d in directories]
+
+
+def _named(directories: Directories, device: str | None) -> list[tuple[Path, str, int]]:
     """(path, device, version) of every file named like a model, of `device` when given."""
-    if not directory.is_dir():
-        return []
     out = []
-    for path in directory.iterdir():
-        match = _NAME.fullmatch(path.name)
-        if match and (device is None or match["device"] == device):
-            out.append((path, match["device"], int(match["version"])))
+    for directory in _directories(directories):
+        if not directory.is_dir():
+            continue
+        for path in directory.iterdir():
+            match = _NAME.fullmatch(path.name)
+            if match and (device is None or match["device"] == device):
+                out.append((path, match["device"], int(match["version"])))
     return out
 
 
@@ -60,13 +86,13 @@ def _canonical(device: str) -> str:
     return get_device(device).name
 
 
-def model_files(directory: str | Path, device: str | None = None) -> list[ModelFile]:
+def model_files(directory: Directories, device: str | None = None) -> list[ModelFile]:
     """The model files in `directory` (of `device` when given), ordered by device, each
     device's newest version last. Files that are not model files of this layout, or whose
     header disagrees with their name about the device or origin, are skipped."""
     device = _canonical(device) if device is not None else None
     files = []
-    for path, name_device, version in _named(Path(directory), device):
+    for path, name_device, version in _named(directory, device):
         try:
             header = read_header(path)
         except InputError:
@@ -78,7 +104,7 @@ def model_files(directory: str | Path, device: str | None = None) -> list[ModelF
     return sorted(files, key=lambda f: (f.device, f.version))
 
 
-def active_model(directory: str | Path, device: str,
+def active_model(directory: Directories, device: str,
                  allow_synthetic: bool = False) -> ModelFile | None:
     """The newest model of `device` trained on measured times (or on any targets, with
     `allow_synthetic`); None when there is none."""
@@ -91,11 +117,12 @@ def _newest_usable(files: list[ModelFile], allow_synthetic: bool) -> ModelFile |
     return usable[-1] if usable else None
 
 
-def next_model_path(directory: str | Path, device: str) -> Path:
-    """Where the next model of `device` goes: one version above every file named like a
-    model of that device, readable or not, so no file is ever overwritten."""
+def next_model_path(directory: str | Path, device: str, also: Directories = ()) -> Path:
+    """Where the next model of `device` goes in `directory`: one version above every file
+    named like a model of that device there and in `also` (the shipped models), readable or
+    not, so no file is ever overwritten and no two models share a label."""
     device = _canonical(device)
-    versions = [version for _, _, version in _named(Path(directory), device)]
+    versions = [version for _, _, version in _named([directory, *_directories(also)], device)]
     return Path(directory) / f"learned-{device}-v{max(versions, default=0) + 1}.pt"
 
 
@@ -112,7 +139,7 @@ class ModelStatus:
         return self.file.label
 
 
-def catalogue(directory: str | Path, allow_synthetic: bool = False
+def catalogue(directory: Directories, allow_synthetic: bool = False
               ) -> dict[str, list[ModelStatus]]:
     """Every model of `directory` per device, newest first, each with its status."""
     by_device: dict[str, list[ModelFile]] = {}

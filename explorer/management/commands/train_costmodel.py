@@ -26,6 +26,7 @@ from compiler.cost.devices import get_device
 from compiler.cost.learned import dataset, records
 from compiler.cost.learned.experiment import format_evaluation, load_datasets, train_costmodel
 from compiler.cost.learned.model import READOUTS, ModelConfig
+from compiler.cost.learned.registry import reading_dirs
 from compiler.cost.learned.train import TrainConfig
 from compiler.errors import InputError
 from compiler.version import compiler_version
@@ -128,7 +129,9 @@ class Command(BaseCommand):
                 samples, device, settings.LEARNED_MODEL_DIR, datasets=datasets,
                 model_config=ModelConfig(readout=readout) if readout else None,
                 train_config=TrainConfig(epochs=epochs) if epochs else None,
-                compare_readouts=compare_readouts)
+                compare_readouts=compare_readouts,
+                also=reading_dirs(settings.LEARNED_MODEL_DIR,
+                                  settings.LEARNED_SHIPPED_MODEL_DIR)[1:])
         except InputError as error:
             raise CommandError(str(error)) from None
         self.stdout.write(f"{model_file.path} ({model_file.label}, origin {model_file.origin})")
