@@ -19,7 +19,12 @@ Every step whose result is in the folder is skipped, so the same command resumes
 stopped, in this session or a later one, until the summary says COMPLETE; calibrate and ncu are
 made again when more modules have been measured since. The first run (2026-11-27, H200) showed
 the costs: about 4 of its 15 minutes went on the machine's start, uploads and compiles, and the
-dataset is the slowest step. If the environment step reports a missing Python package, fetch it
+dataset is the slowest step (the second run measured 25-55 s per small module, one file per
+module, so a stopped run keeps the modules it finished; bias_gelu's 68-kernel unfused plan
+did not finish in 200 s). Give each step its own `timeout` inside one device call (see
+results/gpu-campaign-h200/ANALYSIS.md for the commands the second run used). A jax anchor the
+first run wall-clocked is timed again by a resumed run; the other anchors are kept. If the
+environment step reports a missing Python package, fetch it
 with benchmarks/gpu_wheels.sh NAME... and prefix the command as that script says.
 `--write-results` then copies the report to benchmarks/RESULTS.md (from the finished folder,
 here: add `--steps report`). A person's reading of the figures goes in the folder's
