@@ -146,6 +146,16 @@ class Folder:
         path = self.path(step)
         return json.loads(path.read_text()) if path.exists() else None
 
+    def record_run(self, done: list[str]) -> None:
+        """Add this invocation (date, command, the steps it finished) to runs.json: a resumed
+        campaign's figures come from several runs, and the report lists them all."""
+        path = self.root / "runs.json"
+        runs = json.loads(path.read_text()) if path.exists() else []
+        runs.append({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                     "command": shlex.join([Path(sys.executable).name, *sys.argv]),
+                     "done": done})
+        path.write_text(json.dumps(runs, indent=1))
+
     def save(self, step: str, result: dict) -> None:
         path = self.path(step)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -943,14 +953,19 @@ def report_markdown(summary: dict, settings: dict, not_done: list[str],
     if settings["dry_run"]:
         lines += [f"**DRY RUN: every time below is {SYNTHETIC} or a CPU rehearsal. Nothing "
                   f"here was measured on a GPU.**", ""]
+    runs = json.loads(path.read_text()) if (path := folder.root / "runs.json").exists() else []
     lines += [f"- date: {env.get('date', '-')}", f"- command: `{env.get('command', '-')}`",
               f"- device: {gpu.get('name', 'no GPU')}, driver {gpu.get('driver_version', '-')},"
               f" clocks SM {gpu.get('clocks.sm', '-')} (max {gpu.get('clocks.max.sm', '-')}),"
               f" memory {gpu.get('clocks.mem', '-')}",
               f"- cost tables: {settings['device']}, size {settings['size']}",
               f"- copy bandwidth: {_us((summary['copy'] or {}).get('gbs'))} GB/s "
-              f"({(summary['copy'] or {}).get('origin', '-')})", ""]
-    lines += ["## Measured time per module (µs; kernels in brackets)", "",
+              f"({(summary['copy'] or {}).get('origin', '-')})"]
+    if runs:
+        lines.append(f"- the figures come from {len(runs)} runs (runs.json):")
+        lines += [f"  - {run['date']}: `{run['command']}`: {', '.join(run['done']) or 'none'}"
+                  + (f" ({run['note']})" if run.get("note") else "") for run in runs]
+    lines += ["", "## Measured time per module (µs; kernels in brackets)", "",
               "| module | " + " | ".join(STRATEGIES) + " | jax.jit (XLA kernels) | "
               "torch.compile | torch eager | CuPy eager |",
               "|---|" + "---:|" * (len(STRATEGIES) + 4)]
@@ -1149,7 +1164,7 @@ def run(args) -> int:
     environment = campaign.folder.load("environment")
     if environment:   # a resumed campaign builds with the toolchain its first run found
         os.environ.setdefault(CUDA_ROOT_VARIABLE, environment["toolchain"]["root"])
-    lines, stopped, failed = [], False, []
+    lines, stopped, failed, done = [], False, [], []
     for step, action in campaign.steps():
         if not _selected(step, args.steps):
             continue
@@ -1172,7 +1187,10 @@ def run(args) -> int:
             lines.append(f"FAILED   {step}: {type(error).__name__}: {error} (see {log})")
             continue
         campaign.folder.save(step, result)
+        done.append(step)
         lines.append(f"done     {step} in {time.perf_counter() - began:.1f} s")
+    if done:
+        campaign.folder.record_run(done)
     summary = summarize_campaign(campaign.folder, args.modules)
     settings = json.loads((campaign.folder.root / "campaign.json").read_text())
     missing = [s for s, _ in campaign.steps() if not campaign.folder.done(s, args.modules)]

@@ -163,6 +163,39 @@ def test_a_resumed_campaign_with_more_modules_lowers_what_is_missing_and_refits(
     profiled = {k["module"] for k in json.loads((kept / "ncu.json").read_text())["kernels"]}
     assert profiled == set(more)
     assert (kept / "kernels" / "softmax" / "cost_stitch_regional_0.cubin").is_file()
+    # Each run is recorded with what it finished, and the report lists them all.
+    runs = json.loads((kept / "runs.json").read_text())
+    assert len(runs) == 2 and "--steps" in runs[1]["command"]
+    assert set(runs[1]["done"]) == {"plans:layer_norm_fwd", "anchors:layer_norm_fwd",
+                                    "calibrate", "ncu"}
+    assert "plans:softmax" in runs[0]["done"]
+    report = (kept / "REPORT.md").read_text()
+    assert "the figures come from 2 runs" in report and runs[1]["command"] in report
+
+
+def test_a_resumed_campaign_times_again_only_a_wall_clocked_jax_anchor(dry_run, tmp_path):
+    """The first GPU run timed jax with a wall clock around one blocking call; a resumed
+    campaign times that anchor again on the pipelined clock and keeps the others, which were
+    timed with CUDA events as now."""
+    out, _ = dry_run
+    kept = tmp_path / "kept"
+    shutil.copytree(out, kept)
+    path = kept / "anchors" / "softmax.json"
+    anchors = json.loads(path.read_text())
+    gpu_campaign = campaign_module()
+    anchors["jax"] = {**anchors["jax"], "note": gpu_campaign.WALL_BLOCKING, "median_us": -1.0}
+    anchors["torch_eager"] = {**anchors["torch_eager"], "kept": True}
+    path.write_text(json.dumps(anchors))
+    resumed = subprocess.run([sys.executable, str(SCRIPT), "--dry-run", "--out", str(kept),
+                              "--modules", ",".join(MODULES), "--steps", "anchors"],
+                             capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "running  anchors:softmax" in resumed.stdout
+    assert "skipped  anchors:rms_norm (done)" in resumed.stdout
+    again = json.loads(path.read_text())
+    assert again["jax"]["clock"] == gpu_campaign.PIPELINED and again["jax"]["median_us"] > 0
+    assert "note" not in again["jax"] or again["jax"]["note"] != gpu_campaign.WALL_BLOCKING
+    assert again["torch_eager"]["kept"] is True
 
 
 def campaign_module():
