@@ -56,7 +56,10 @@ class KernelViewTests(AccessTestCase):
 
         self.assertContains(response, ".target sm_90")
         self.assertContains(response, "<th>registers</th>", html=True)
-        self.assertContains(response, "Used 32 registers")
+        # ptxas' own log, beside the count read from it (whatever plan the kernel has now)
+        registers = self.source.resources["registers"]
+        self.assertGreater(registers, 0)
+        self.assertContains(response, f"Used {registers} registers")
 
     def test_it_lists_the_candidate_plans_with_the_emitted_one_marked(self):
         response = self.get(self.owner)
