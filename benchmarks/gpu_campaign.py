@@ -142,21 +142,20 @@ class Folder:
         made_from = result.get("modules") if modules is not None else None
         return made_from is None or sorted(made_from) == sorted(modules)
 
-    def load(self, step: str) -> dict | None:
+    def load(self, step: str) -> dict | list | None:
         path = self.path(step)
         return json.loads(path.read_text()) if path.exists() else None
 
     def record_run(self, done: list[str]) -> None:
         """Add this invocation (date, command, the steps it finished) to runs.json: a resumed
         campaign's figures come from several runs, and the report lists them all."""
-        path = self.root / "runs.json"
-        runs = json.loads(path.read_text()) if path.exists() else []
+        runs = self.load("runs") or []
         runs.append({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                      "command": shlex.join([Path(sys.executable).name, *sys.argv]),
                      "done": done})
-        path.write_text(json.dumps(runs, indent=1))
+        self.save("runs", runs)
 
-    def save(self, step: str, result: dict) -> None:
+    def save(self, step: str, result: dict | list) -> None:
         path = self.path(step)
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(".partial")
@@ -362,7 +361,7 @@ class Campaign:
         """`collect-costmodel-data` one module at a time, each into its own file with its
         summary beside it: a run stopped inside this step (the slowest) keeps the modules it
         finished, and the next run collects only the others."""
-        from compiler.cost.learned.collect import collect_dataset
+        from compiler.cost.learned.collect import added_up, collect_dataset
 
         self.require("modules")
         folder = self.folder.root / "dataset"
@@ -382,18 +381,13 @@ class Campaign:
             summary.pop("per_program")
             kept.write_text(json.dumps(summary, indent=1, default=_json_default))
             summaries.append(summary)
-        totals = {key: sum(s[key] for s in summaries)
-                  for key in ("programs", "samples", "candidates", "built", "measured")}
-        dropped: dict[str, int] = {}
-        for summary in summaries:
-            for reason, count in summary["dropped"].items():
-                dropped[reason] = dropped.get(reason, 0) + count
+        totals = added_up(summaries, ("programs", "samples", "candidates", "built", "measured"))
         # Paths relative to the folder: the dataset is made on the GPU machine and may be
         # trained on here.
         return {"out": [str(Path(s["out"]).relative_to(self.folder.root)) for s in summaries],
                 "device": self.device.name,
                 "origin": summaries[0]["origin"], "gpu": summaries[0]["gpu"], **totals,
-                "dropped": dropped, "errors": [e for s in summaries for e in s["errors"]],
+                "errors": [e for s in summaries for e in s["errors"]],
                 "seconds": round(sum(s["seconds"] for s in summaries), 3)}
 
     def train(self) -> dict:
@@ -953,7 +947,7 @@ def report_markdown(summary: dict, settings: dict, not_done: list[str],
     if settings["dry_run"]:
         lines += [f"**DRY RUN: every time below is {SYNTHETIC} or a CPU rehearsal. Nothing "
                   f"here was measured on a GPU.**", ""]
-    runs = json.loads(path.read_text()) if (path := folder.root / "runs.json").exists() else []
+    runs = folder.load("runs") or []
     lines += [f"- date: {env.get('date', '-')}", f"- command: `{env.get('command', '-')}`",
               f"- device: {gpu.get('name', 'no GPU')}, driver {gpu.get('driver_version', '-')},"
               f" clocks SM {gpu.get('clocks.sm', '-')} (max {gpu.get('clocks.max.sm', '-')}),"

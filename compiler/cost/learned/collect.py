@@ -294,16 +294,20 @@ def collect_dataset(paths: list[str], device: str, out: str | Path,
     header["collection"] = {"strategies": strategies, "top_k": top_k,
                             "programs": [s["program"] for s in summaries], "errors": errors}
     write_dataset(out, header, samples)
+    return {"out": str(out), "device": device, "origin": origin, "gpu": gpu,
+            "files": len(files), "programs": len(summaries), "samples": len(samples),
+            **added_up(summaries, ("candidates", "built", "measured")), "errors": errors,
+            "seconds": round(time.perf_counter() - started, 3), "per_program": summaries}
+
+
+def added_up(summaries: list[dict], keys) -> dict:
+    """The sums of `keys` over `summaries` (a program's, or a whole collection's), and their
+    "dropped" counts merged by reason."""
     dropped: dict[str, int] = {}
     for summary in summaries:
         for reason, count in summary["dropped"].items():
             dropped[reason] = dropped.get(reason, 0) + count
-    return {"out": str(out), "device": device, "origin": origin, "gpu": gpu,
-            "files": len(files), "programs": len(summaries), "samples": len(samples),
-            **{key: sum(s[key] for s in summaries) for key in ("candidates", "built",
-                                                               "measured")},
-            "dropped": dropped, "errors": errors,
-            "seconds": round(time.perf_counter() - started, 3), "per_program": summaries}
+    return {**{key: sum(s[key] for s in summaries) for key in keys}, "dropped": dropped}
 
 
 def _describe(error: Exception) -> str:
