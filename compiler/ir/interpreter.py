@@ -934,22 +934,15 @@ def _eval_gather(node: Node, args: list, context: _Context) -> np.ndarray:
     return np.transpose(gathered, order)
 
 
-@_register("scatter")
-def _eval_scatter(node: Node, args: list, context: _Context) -> Value:
-    """Scatter in full generality (see the Scatter section of SEMANTICS).
-
-    Every update element is combined into operand[start + window offset] with the combiner,
-    updates in row-major order. An update window that does not fit entirely inside the operand
-    is skipped, as XLA's CPU and GPU backends (and its HloEvaluator) do.
-    """
-    n = (len(args) - 1) // 2
-    operands, indices, updates = args[:n], args[n], args[n + 1:]
-    attrs = node.attrs
+def scatter_targets(attrs: dict, operand_shape: Sequence[int], update_shape: Sequence[int],
+                    indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(keep, targets) of a scatter: `keep`, over the updates' shape, is False for the
+    elements of a window that does not fit entirely inside the operand; `targets` is the flat
+    (row-major) operand position of every kept element, in the updates' row-major order."""
+    operand_shape, update_shape = tuple(operand_shape), tuple(update_shape)
     window_dims = tuple(attrs["update_window_dims"])
     batching = tuple(attrs.get("input_batching_dims", ()))
     skipped = set(attrs["inserted_window_dims"]) | set(batching)
-    operand_shape = operands[0].shape
-    update_shape = updates[0].shape
     starts = _index_vectors(indices, attrs["index_vector_dim"])
     batch_shape = starts.shape[:-1]
     scatter_axes = [d for d in range(len(update_shape)) if d not in window_dims]
@@ -980,11 +973,25 @@ def _eval_scatter(node: Node, args: list, context: _Context) -> Value:
         index.append(np.broadcast_to(position, update_shape))
     keep = spread(fits)
     targets = np.ravel_multi_index(tuple(i[keep] for i in index), operand_shape)
+    return keep, targets
+
+
+@_register("scatter")
+def _eval_scatter(node: Node, args: list, context: _Context) -> Value:
+    """Scatter in full generality (see the Scatter section of SEMANTICS).
+
+    Every update element is combined into operand[start + window offset] with the combiner,
+    updates in row-major order. An update window that does not fit entirely inside the operand
+    is skipped, as XLA's CPU and GPU backends (and its HloEvaluator) do.
+    """
+    n = (len(args) - 1) // 2
+    operands, indices, updates = args[:n], args[n], args[n + 1:]
+    keep, targets = scatter_targets(node.attrs, operands[0].shape, updates[0].shape, indices)
     results = _combine_at(
         [o.reshape(-1) for o in operands], targets, [u[keep] for u in updates],
         _combiner(node, context, "to_apply"),
     )
-    results = [r.reshape(operand_shape) for r in results]
+    results = [r.reshape(operands[0].shape) for r in results]
     return tuple(results) if node.shape.is_tuple else results[0]
 
 

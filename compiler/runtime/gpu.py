@@ -14,13 +14,16 @@ How a plan runs (`run_plan`):
    with the EmittedKernel's grid, block and dynamic shared memory; a cooperative one through
    CuPy's cooperative launch (cuLaunchCooperativeKernel), after checking that its grid is
    co-resident, because CuPy would otherwise shrink the grid with only a warning. A library
-   dot runs as `cupy.einsum` following the dot's dimension numbers (cuBLAS underneath), then
-   is copied into the plan's buffer in the output's layout. Other library ops, bf16 dots
-   (CuPy has no bfloat16) and kernels with no code are steps that are not measured, with
-   the reason.
+   dot runs as one einsum following the dot's dimension numbers (cuBLAS underneath: through
+   PyTorch when it is installed with CUDA, bf16 included, else `cupy.einsum`), then is
+   copied into the plan's buffer in the output's layout; a one-operand scatter with a plain
+   combiner runs through PyTorch (`_scatter_step`). Other library ops, bf16 dots without
+   PyTorch (CuPy has no bfloat16) and kernels with no code are steps that are not measured,
+   with the reason.
 2. Check: each step runs once on its own buffers, filled with the reference interpreter's
    values of its inputs (as the CPU emulator does, so one kernel's rounding does not travel
-   into the next kernel's check), and its outputs are compared with the interpreter's using
+   into the next kernel's check; each input is uploaded once and shared by the steps that read
+   it), and its outputs are compared with the interpreter's using
    `compiler.codegen.check.compare` (per-dtype tolerances, plus the bound on what the order
    of accumulation changes downstream of reductions and dots).
 3. Time: each step alone, then (unless `end_to_end=False`) the whole sequence, where every
@@ -45,6 +48,7 @@ import numpy as np
 from compiler.codegen.check import Mismatch, compare, from_memory, max_abs_error, to_memory
 from compiler.codegen.plan import SCRATCH
 from compiler.fusion.plan import FusionPlan, Kernel
+from compiler.ir.dtypes import dtype as dtype_named
 from compiler.ir.graph import Graph
 
 WARMUP_RUNS = 3
@@ -325,15 +329,20 @@ class _Buffers:
     def __init__(self, cupy, graph: Graph, values: dict):
         self.cupy, self.graph, self.values = cupy, graph, values
         self.written: dict[str, object] = {}      # node -> output buffer of an earlier step
+        # node -> its upload: read-only for every step, so the candidates of a dataset, which
+        # read the same inputs, share one copy instead of uploading them once each.
+        self.uploaded: dict[str, object] = {}
 
     def numpy_type(self, node: str):
         return self.graph.nodes[node].array_shape.dtype.numpy
 
     def upload(self, node: str):
-        shape = self.graph.nodes[node].array_shape
-        value = np.asarray(self.values[node]).astype(self.numpy_type(node))
-        flat = to_memory(value, shape.minor_to_major)
-        return self.cupy.asarray(flat.view(np.uint8))
+        if node not in self.uploaded:
+            shape = self.graph.nodes[node].array_shape
+            value = np.asarray(self.values[node]).astype(self.numpy_type(node))
+            flat = to_memory(value, shape.minor_to_major)
+            self.uploaded[node] = self.cupy.asarray(flat.view(np.uint8))
+        return self.uploaded[node]
 
     def output(self, node: str):
         shape = self.graph.nodes[node].array_shape
@@ -384,6 +393,12 @@ def run_plan(graph: Graph, plan: FusionPlan, codes: list, inputs: Sequence,
         except runner.cuda_errors as error:
             result.not_measured = f"not measured: CUDA error: {error}"
             continue
+        except Exception as error:  # noqa: BLE001 - a library's own error (PyTorch's)
+            if code.emitted is None or not code.emitted.library:
+                raise
+            result.not_measured = (f"not measured: the library call failed: "
+                                   f"{type(error).__name__}: {error}")
+            continue
         if end_to_end:  # only the back-to-back sequence reads earlier steps' outputs
             buffers.written.update(step.outputs)
             steps.append(step)
@@ -428,52 +443,211 @@ def _prepare(runner: GpuRunner, graph: Graph, code, buffers: _Buffers,
 
 
 # -- library kernels --------------------------------------------------------------------------
+#
+# A library kernel (a dot, a scatter) runs through PyTorch when it is installed with CUDA
+# (cuBLAS for dots, bf16 included; torch's index_put_ / scatter_reduce_ for scatters), else a
+# dot runs through cupy.einsum, for the dtypes CuPy has. Either reads and writes the plan's raw
+# buffers in place (torch through __cuda_array_interface__, no copy), on the same stream.
 
 
 def _library_step(runner: GpuRunner, graph: Graph, kernel: Kernel, buffers: _Buffers) -> _Step:
-    """A library dot through cupy.einsum; any other library op is not measured."""
     (name,) = kernel.nodes
     node = graph.nodes[name]
+    torch = _torch()
+    if node.op == "scatter" and torch is not None:
+        return _scatter_step(torch, graph, kernel, buffers)
     if node.op != "dot":
+        reason = "" if torch is not None else " (a scatter needs PyTorch with CUDA)"
         raise StepNotRunnable(f"not measured: the GPU runner has no library call for "
-                              f"{node.op}")
+                              f"{node.op}{reason}")
+    for view in kernel.recomputed:
+        _check_library_view(graph, view)
+    if torch is not None:
+        return _dot_step(_TorchArrays(torch), graph, kernel, buffers)
     involved = [name, *kernel.inputs, *kernel.recomputed]
     unsupported = sorted({graph.nodes[n].array_shape.dtype.name for n in involved
                           if not _cupy_has(buffers.numpy_type(n))})
     if unsupported:
         raise StepNotRunnable(f"not measured: CuPy has no {', '.join(unsupported)} arrays for "
-                              f"the library dot")
-    cupy = runner.cupy
+                              f"the library dot (PyTorch with CUDA would run it)")
+    return _dot_step(_CupyArrays(runner.cupy), graph, kernel, buffers)
+
+
+_TORCH: list = []
+_TORCH_DEVICE = "cuda"   # the tensors alias CuPy's buffers on the current device
+
+
+def _torch():
+    """PyTorch when it is importable and sees a CUDA device, else None (looked up once)."""
+    if not _TORCH:
+        try:
+            import torch
+            usable = torch.cuda.is_available()
+        except Exception:  # noqa: BLE001 - any failure to import means: not there
+            usable = False
+        if usable:
+            # XLA accumulates f32 dots in f32 and bf16 dots' partial sums in f32: no TF32,
+            # no reduced-precision split-K (the check against the interpreter relies on it).
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+            torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+        _TORCH.append(torch if usable else None)
+    return _TORCH[0]
+
+
+class _CupyArrays:
+    """The few array operations a library dot needs, on CuPy arrays."""
+
+    def __init__(self, cupy):
+        self.cupy = cupy
+
+    def typed(self, raw, dtype) -> object:
+        return raw.view(dtype.numpy)
+
+    def transpose(self, array, order):
+        return self.cupy.transpose(array, tuple(int(a) for a in order))
+
+    def einsum(self, spec, lhs, rhs, compute, out_dtype):
+        compute_type = compute.numpy
+        lhs, rhs = (a.astype(compute_type, copy=False) for a in (lhs, rhs))
+        return self.cupy.einsum(spec, lhs, rhs).astype(out_dtype.numpy, copy=False)
+
+    def assign(self, target, value) -> None:
+        target[...] = value
+
+
+class _TorchArrays:
+    """The same operations on torch tensors that alias the plan's CuPy buffers."""
+
+    def __init__(self, torch):
+        self.torch = torch
+
+    def typed(self, raw, dtype) -> object:
+        tensor = self.torch.as_tensor(raw, device=_TORCH_DEVICE)
+        return tensor.view(_torch_dtype(self.torch, dtype))
+
+    def transpose(self, array, order):
+        return array.permute(*(int(a) for a in order))
+
+    def einsum(self, spec, lhs, rhs, compute, out_dtype):
+        torch = self.torch
+        compute_type = _torch_dtype(torch, compute)
+        product = torch.einsum(spec, lhs.to(compute_type), rhs.to(compute_type))
+        return product.to(_torch_dtype(torch, out_dtype))
+
+    def assign(self, target, value) -> None:
+        target.copy_(value)
+
+
+def _torch_dtype(torch, dtype):
+    names = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64",
+             "s8": "int8", "s16": "int16", "s32": "int32", "s64": "int64", "u8": "uint8",
+             "pred": "bool"}
+    if dtype.name not in names:
+        raise StepNotRunnable(f"not measured: PyTorch has no {dtype.name} tensors for the "
+                              f"library call")
+    return getattr(torch, names[dtype.name])
+
+
+def _dot_step(arrays, graph: Graph, kernel: Kernel, buffers: _Buffers) -> _Step:
+    """A dot_general as one einsum (cuBLAS) on the operands' logical views, written into the
+    plan's buffer in the output's layout. Operands of one type run in it (bf16 x bf16 -> bf16
+    is one bf16 GEMM accumulating in f32, as XLA's); mixed types are widened to the output's
+    (at least f32)."""
+    (name,) = kernel.nodes
+    node = graph.nodes[name]
     spec = _einsum_spec(node.attrs, *(graph.nodes[o].array_shape.rank for o in node.operands))
     out_shape = node.array_shape
-    out_type = buffers.numpy_type(name)
-    compute_type = np.result_type(out_type, np.float32) if out_shape.dtype.is_float \
-        else np.dtype(out_type)
+    operand_types = {graph.nodes[o].array_shape.dtype for o in node.operands}
+    if operand_types == {out_shape.dtype}:
+        compute = out_shape.dtype
+    elif out_shape.dtype.is_float:
+        compute = out_shape.dtype if out_shape.dtype.name == "f64" else dtype_named("f32")
+    else:
+        compute = out_shape.dtype
     output = buffers.output(name)
     out_order = tuple(reversed(out_shape.minor_to_major))
-    out_physical = output.view(out_type).reshape([out_shape.dims[d] for d in out_order])
+    out_physical = arrays.typed(output, out_shape.dtype).reshape(
+        [out_shape.dims[d] for d in out_order])
 
     def bind(memory: dict[str, object]) -> Callable[[], None]:
         def logical(value: str):
             if value in memory:
                 shape = graph.nodes[value].array_shape
                 order = tuple(reversed(shape.minor_to_major))
-                physical = memory[value].view(buffers.numpy_type(value))
+                physical = arrays.typed(memory[value], shape.dtype)
                 physical = physical.reshape([shape.dims[d] for d in order])
-                return cupy.transpose(physical, tuple(np.argsort(order)))
+                return arrays.transpose(physical, np.argsort(order))
             view = graph.nodes[value]
-            return cupy.reshape(logical(view.operands[0]), view.array_shape.dims)
+            return logical(view.operands[0]).reshape(view.array_shape.dims)
 
         def launch() -> None:
-            lhs, rhs = (logical(o).astype(compute_type, copy=False) for o in node.operands)
-            product = cupy.einsum(spec, lhs, rhs).astype(out_type, copy=False)
-            out_physical[...] = cupy.transpose(product, out_order)
+            lhs, rhs = (logical(o) for o in node.operands)
+            product = arrays.einsum(spec, lhs, rhs, compute, out_shape.dtype)
+            arrays.assign(out_physical, arrays.transpose(product, out_order))
         return launch
 
-    for view in kernel.recomputed:
-        _check_library_view(graph, view)
     alone = {value: buffers.upload(value) for value in kernel.inputs}
     chained = {value: buffers.chained(value, alone[value]) for value in kernel.inputs}
+    return _Step(alone=bind(alone), chained=bind(chained), outputs={name: output})
+
+
+_SCATTER_REDUCE = {"maximum": "amax", "minimum": "amin", "multiply": "prod"}
+
+
+def _scatter_step(torch, graph: Graph, kernel: Kernel, buffers: _Buffers) -> _Step:
+    """A one-operand scatter whose combiner is a plain binary op, through torch: the output
+    starts as a copy of the operand, then every kept update element is combined into its
+    target (index_put_ with accumulate for add, scatter_reduce_ for max/min/multiply).
+
+    The targets (flat operand positions, windows that do not fit skipped: the interpreter's
+    own `scatter_targets`) are worked out on the host once, from the interpreter's values of
+    the indices (so views the kernel applies to the indices need no device code), and
+    uploaded: the timed device work is the copy and the combine, not the index arithmetic,
+    which XLA's scatter kernel does inside the same launch."""
+    from compiler.ir.interpreter import scatter_targets
+
+    (name,) = kernel.nodes
+    node = graph.nodes[name]
+    if len(node.operands) != 3:
+        raise StepNotRunnable("not measured: the GPU runner runs one-operand scatters only")
+    reducer = node.attrs.get("reducer")
+    if reducer != "add" and reducer not in _SCATTER_REDUCE:
+        raise StepNotRunnable(f"not measured: the GPU runner has no scatter whose combiner "
+                              f"is {reducer or 'a general computation'}")
+    operand, indices, updates = node.operands
+    if operand not in kernel.inputs or updates not in kernel.inputs:
+        raise StepNotRunnable("not measured: the library scatter's operand and updates must "
+                              "be in memory (it applies no views to them)")
+    for value in (name, operand, updates):
+        if not _row_major(graph.nodes[value].array_shape):
+            raise StepNotRunnable(f"not measured: the library scatter needs '{value}' in "
+                                  f"row-major layout")
+    keep, targets = scatter_targets(node.attrs, graph.nodes[operand].array_shape.dims,
+                                    graph.nodes[updates].array_shape.dims,
+                                    buffers.values[indices])
+    kept = torch.as_tensor(np.flatnonzero(keep), device=_TORCH_DEVICE)
+    where = torch.as_tensor(targets.astype(np.int64), device=_TORCH_DEVICE)
+    dtype = node.array_shape.dtype
+    output = buffers.output(name)
+    out_flat = torch.as_tensor(output, device=_TORCH_DEVICE).view(_torch_dtype(torch, dtype))
+
+    def bind(memory: dict[str, object]) -> Callable[[], None]:
+        source = torch.as_tensor(memory[operand], device=_TORCH_DEVICE).view(out_flat.dtype)
+        values = torch.as_tensor(memory[updates], device=_TORCH_DEVICE).view(out_flat.dtype)
+
+        def launch() -> None:
+            out_flat.copy_(source)
+            chosen = values.index_select(0, kept)
+            if reducer == "add":
+                out_flat.index_put_((where,), chosen, accumulate=True)
+            else:
+                out_flat.scatter_reduce_(0, where, chosen, _SCATTER_REDUCE[reducer])
+        return launch
+
+    # The indices (and the views that make them) are read on the host only.
+    alone = {value: buffers.upload(value) for value in (operand, updates)}
+    chained = {value: buffers.chained(value, alone[value]) for value in (operand, updates)}
     return _Step(alone=bind(alone), chained=bind(chained), outputs={name: output})
 
 

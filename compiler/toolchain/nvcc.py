@@ -22,17 +22,17 @@ How, and why this way:
    such clash costs a separate nvcc run: the fast path wants helpers in the prelude and
    constants inside the kernel. A text holding several kernels is passed once per kernel
    name; its other kernels keep their names and are left out of this kernel's PTX.
-2. Back end per distinct kernel (step 4). `ptxas -v` on each distinct kernel's PTX (about
-   18 ms to start the process, then 5 to 400 ms of the kernel's own; two at a time, the
-   largest first) gives a cubin that holds only that kernel and a report that cannot be
-   confused with another's. One ptxas run for a whole chunk would save the process starts
-   (about half of ptxas' time on the 12-layer step) but give one cubin holding every kernel of
-   the chunk: a loader would load them all for each, cubin and `__constant__` sizes would stop
-   being per kernel, and a cache entry would hold a chunk.
+2. Back end per distinct kernel (step 4). `ptxas -v` on each distinct kernel's PTX (about 18 ms
+   to start the process, then 5 to 400 ms of the kernel's own; `PARALLEL_JOBS` at a time, one
+   per core, the largest first) gives a cubin that holds only that kernel and a report that
+   cannot be confused with another's. One ptxas run for a whole chunk would save the process
+   starts (about half of ptxas' time on the 12-layer step) but give one cubin holding every
+   kernel of the chunk: a loader would load them all for each, cubin and `__constant__` sizes
+   would stop being per kernel, and a cache entry would hold a chunk.
 3. A compile error in one source does not lose the others: when the combined build fails, the
    sources named in the errors are compiled alone (for their own message) and the rest again
    together; when no source is named (an error in a shared header), every source is compiled
-   alone, two at a time.
+   alone, `PARALLEL_JOBS` at a time.
 4. Structurally identical kernels (the same text once the kernel's name is replaced by a
    placeholder) share one front-end compile, one ptxas run, one cubin and one cache entry per
    stage. ptxas compiles the kernel under its placeholder name (`fx_unit_<hash>`), so the
@@ -51,6 +51,7 @@ How, and why this way:
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import tempfile
@@ -67,7 +68,9 @@ from compiler.toolchain.ptx import (ResourceReportError, cubin_section_sizes,
                                     split_ptx)
 from compiler.toolchain.locate import Toolchain, check_arch, find_toolchain
 
-PARALLEL_JOBS = 2
+# As many compiler processes as the cores this process may use: 2 on the development machine,
+# 16 on the GPU machines, where the campaign builds thousands of candidate kernels.
+PARALLEL_JOBS = max(2, len(os.sched_getaffinity(0)))
 # Source text (bytes) past which a front-end batch is cut into PARALLEL_JOBS chunks.
 CHUNK_SOURCE_BYTES = 200_000
 SUBPROCESS_TIMEOUT_S = 600

@@ -96,3 +96,37 @@ def test_every_generated_kernel_of_the_plan_matches_the_interpreter_and_is_timed
                 f"max error {result.max_abs_error:.3g}")
         else:
             gpu_report.append(f"  {result.kernel} ({result.kind}): {result.not_measured}")
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("module", ["transformer_step_bf16", "ops_gather_scatter"])
+def test_library_dots_and_scatters_run_through_torch_and_match_the_interpreter(
+        module, runner, gpu_report):
+    pytest.importorskip("torch")
+    graph = import_hlo((DATA / f"{module}.hlo").read_text(), f"{module}.hlo")
+    archive = np.load(DATA / f"{module}.inputs.npz")
+    inputs = [archive[f"arg{i}"] for i in range(len(graph.parameters))]
+    plan = explore(graph, "h100", ["unfused"])["unfused"]
+    codes = generate(graph, plan, get_device("h100"), arch=runner.arch)
+
+    run = run_plan(graph, plan, codes, inputs, runner=runner, end_to_end=False)
+
+    library = [(kernel, result) for kernel, result in zip(plan.kernels, run.kernels)
+               if kernel.kind == "library"]
+    ops = {graph.nodes[kernel.nodes[0]].op for kernel, _ in library}
+    assert ops & {"dot", "scatter"}, f"{module}: no library dot or scatter"
+    for kernel, result in library:
+        node = graph.nodes[kernel.nodes[0]]
+        if node.op == "scatter" and (len(node.operands) != 3 or node.attrs.get("reducer")
+                                     not in ("add", "maximum", "minimum", "multiply")):
+            assert "scatter" in (result.not_measured or ""), result.not_measured
+            continue
+        if node.op not in ("dot", "scatter"):
+            continue
+        assert result.not_measured is None, (kernel.name, node.op, result.not_measured)
+        assert not result.mismatches, (kernel.name, result.mismatches[:3])
+        assert result.timing.median_us > 0
+        gpu_report.append(f"{module} {kernel.name} ({node.op}, "
+                          f"{node.array_shape.dtype.name}{list(node.array_shape.dims)}): "
+                          f"median {result.timing.median_us:.2f} us, "
+                          f"max error {result.max_abs_error:.3g}")
