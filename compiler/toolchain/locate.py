@@ -13,6 +13,8 @@ is missing, instead of letting nvcc fail later with "nv/target: No such file or 
 A machine with a system CUDA 13 toolkit and no compiler wheels (the lent GPU machines' image)
 names it in FUSION_EXPLORER_CUDA_ROOT (e.g. /usr/local/cuda): a CUDA 13 toolkit has the same
 layout (bin/, nvvm/, include/ with CCCL under include/cccl/), and the same files are checked.
+Unnamed, it is still found when no wheel directory holds an nvcc: PyTorch's CUDA wheels make
+an `nvidia/cu13/` of runtime libraries only, which must not hide a toolkit in /usr/local/cuda.
 """
 
 from __future__ import annotations
@@ -64,20 +66,29 @@ class Toolchain:
     fingerprint: str      # version + a digest of the header tree: part of every cache key
 
 
-def default_root(environ: Mapping[str, str] | None = None) -> Path | None:
-    """FUSION_EXPLORER_CUDA_ROOT when set, else `nvidia/cu13` inside the first `nvidia`
-    namespace package that has one, else None."""
+# Where a system toolkit is, when no wheel brings nvcc.
+SYSTEM_ROOT = Path("/usr/local/cuda")
+
+
+def default_root(environ: Mapping[str, str] | None = None,
+                 system: Path = SYSTEM_ROOT) -> Path | None:
+    """FUSION_EXPLORER_CUDA_ROOT when set; else the first `nvidia/cu13` of the `nvidia`
+    namespace packages that has bin/nvcc; else `system` when it has bin/nvcc; else the first
+    `nvidia/cu13` (whose check then names the wheels to install); else None."""
     environ = os.environ if environ is None else environ
     if environ.get(CUDA_ROOT_VARIABLE, "").strip():
         return Path(environ[CUDA_ROOT_VARIABLE])
     spec = importlib.util.find_spec("nvidia")
-    if spec is None or spec.submodule_search_locations is None:
-        return None
-    for location in spec.submodule_search_locations:
-        candidate = Path(location) / "cu13"
-        if candidate.is_dir():
+    locations = [] if spec is None or spec.submodule_search_locations is None \
+        else list(spec.submodule_search_locations)
+    wheels = [Path(location) / "cu13" for location in locations
+              if (Path(location) / "cu13").is_dir()]
+    for candidate in wheels:
+        if (candidate / "bin" / "nvcc").is_file():
             return candidate
-    return None
+    if (system / "bin" / "nvcc").is_file():
+        return system
+    return wheels[0] if wheels else None
 
 
 def find_toolchain(root: Path | str | None = None) -> Toolchain:

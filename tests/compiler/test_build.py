@@ -170,6 +170,30 @@ def test_a_system_toolkit_named_in_the_environment_is_the_default_root(tmp_path)
     assert default_root({CUDA_ROOT_VARIABLE: "  "}) != Path("  ")
 
 
+def test_a_wheel_directory_without_nvcc_does_not_hide_a_system_toolkit(tmp_path, monkeypatch):
+    """PyTorch's CUDA wheels make an nvidia/cu13 of libraries only (as on the GPU machines):
+    a toolkit with nvcc is found instead; with none anywhere, the wheel directory is named so
+    that its check says which pip packages to install."""
+    import importlib.util
+    import types
+
+    from compiler.toolchain import locate
+
+    site = tmp_path / "site" / "nvidia"
+    (site / "cu13" / "lib").mkdir(parents=True)
+    spec = types.SimpleNamespace(submodule_search_locations=[str(site)])
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name: spec if name == "nvidia" else None)
+    system = tmp_path / "cuda"
+    assert locate.default_root({}, system=system) == site / "cu13"
+    (system / "bin").mkdir(parents=True)
+    (system / "bin" / "nvcc").write_text("")
+    assert locate.default_root({}, system=system) == system
+    (site / "cu13" / "bin").mkdir()
+    (site / "cu13" / "bin" / "nvcc").write_text("")
+    assert locate.default_root({}, system=system) == site / "cu13"
+
+
 def test_missing_cccl_headers_name_the_nvidia_cuda_cccl_package(tmp_path):
     for relative, package in REQUIRED_FILES:
         if package != "nvidia-cuda-cccl":

@@ -79,7 +79,7 @@ class CostModelsApiTests(AccessTestCase):
         self.check_schema(response)
         (model,) = response.json()["devices"]["h200"]
         self.assertEqual((model["label"], model["origin"], model["active"]),
-                         ("learned-h200-v1", "measured", True))
+                         ("learned-h200-v2", "measured", True))
 
     def test_it_needs_authentication(self):
         response = self.get()

@@ -4,6 +4,13 @@ Elsewhere every test here is skipped with the reason `gpu_available()` gives, wh
 `-ra` (pytest.ini) prints at the end of the run. Tests append lines to the `gpu_report` fixture
 (per-kernel timings, errors, what was not measured and why); they are printed in a section of
 the closing summary, so a GPU run's log holds the figures without -s.
+
+On a lent GPU machine (no Django there; these tests need only compiler/ and CuPy), skip the
+repository's pytest.ini and top conftest, which load the web app's fixtures:
+
+    PYTHONPATH=. python3 -m pytest -c /dev/null --rootdir . --confcutdir=tests/gpu -q -ra tests/gpu
+
+(2026-11-27, H200: 23 passed in 32 s.)
 """
 
 import pytest
