@@ -144,7 +144,9 @@ def test_rank_loss_prefers_the_true_order_within_groups_only():
 
 def test_the_model_learns_a_known_function_on_held_out_programs(dataset):
     train_set, test_set = dataset
-    model, history = train(train_set, SMALL, TrainConfig(epochs=100, seed=0))
+    # 200 epochs: at 100, two seeds in four stop at 29 % MAPE (still converging), two reach
+    # 17 %; at 200 all four reach 18-19 %, so the verdict does not hang on the seed.
+    model, history = train(train_set, SMALL, TrainConfig(epochs=200, seed=0))
     assert history[-1] < 0.2 * history[0]
     learned = evaluate(model, test_set)
     constant = metrics(np.full(len(test_set), np.median([s.target_us for s in train_set])),
