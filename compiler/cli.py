@@ -115,8 +115,10 @@ def _plan_arguments(command: argparse.ArgumentParser, default_strategy: str,
     command.add_argument("--device", default="h100",
                          help="device model: v100, a100, h100, h200, l4 (default h100)")
     command.add_argument("--strategy", default=default_strategy,
-                         metavar="all|unfused,xla,stitch,cost",
-                         help=f"strategies to run (default {default_strategy})")
+                         metavar="all|unfused,xla,stitch,cost,xla-gpu",
+                         help=f"strategies to run (default {default_strategy}); 'all' is our "
+                              f"four, xla-gpu (XLA:GPU's own plan, compiled ahead of time by "
+                              f"JAX's CUDA plugin) is named explicitly")
     command.add_argument("--json", action="store_true", help=json_help)
     command.add_argument("--module", type=int, default=0, metavar="N",
                          help="which module of a multi-module HLO file (default 0)")

@@ -21,6 +21,7 @@ STRATEGY_LABELS = {
     "xla": "xla — XLA:GPU's fusion rules",
     "stitch": "stitch — AStitch shared-memory stitching",
     "cost": "cost — cost-based global search",
+    "xla-gpu": "xla-gpu — XLA:GPU's own plan, from its compiler",
 }
 
 VISIBILITY_CHOICES = (

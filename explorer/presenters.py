@@ -21,7 +21,7 @@ from compiler.cost.outliers import OUTLIER_MIN_US, OUTLIER_RATIO
 from explorer import charts
 
 # Strategies in the order the comparison lists them; others follow alphabetically.
-STRATEGY_ORDER = ("unfused", "xla", "stitch", "cost")
+STRATEGY_ORDER = ("unfused", "xla", "stitch", "cost", "xla-gpu")
 # What an empty measured cell says on hover (the page's GPU measurement line says why).
 NOT_MEASURED = "not measured"
 
@@ -172,6 +172,8 @@ def comparison_rows(device_result: dict) -> list[dict]:
             "learned_kernels": total.get("learned_kernels"),
             "explore_ms": result.get("explore_ms"),
             "decided_by": decided_by(name, result),
+            # Why the strategy has no plan here (xla-gpu without XLA's CUDA plugin).
+            "unavailable": result.get("unavailable"),
         }
         for baseline in ("unfused", "xla"):
             base = totals.get(baseline, {})
@@ -202,7 +204,8 @@ COST_MODELS = {
 }
 # What decides the plans of the strategies no cost model decides.
 STRATEGY_RULES = {"unfused": "one kernel per op", "xla": "XLA's fusion rules",
-                  "stitch": "AStitch's stitching rules"}
+                  "stitch": "AStitch's stitching rules",
+                  "xla-gpu": "XLA:GPU itself: its compiler's fusions, read back onto the graph"}
 
 
 def decided_by(strategy: str, strategy_result: dict) -> dict | None:

@@ -6,9 +6,14 @@ open the same file (tests/services.py passes its path as DATABASE_PATH), as does
 tests' live server thread. A file per run also keeps test runs that happen at the same time in
 one checkout apart.
 """
+import os
 from pathlib import Path
 
 import pytest
+
+# JAX runs on the CPU in the tests. With the CUDA plugin installed (for the xla-gpu strategy's
+# deviceless compile) and no GPU, JAX would otherwise log a traceback each time it starts.
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 # Redis and Celery worker fixtures, shared by tests/workers/ and tests/browser/.
 pytest_plugins = ["tests.services"]

@@ -34,7 +34,12 @@ STRATEGIES = {
     "xla": ("compiler.fusion.xla", "xla_fusion"),
     "stitch": ("compiler.fusion.stitch", "stitch_fusion"),
     "cost": ("compiler.fusion.cost_based", "cost_fusion"),
+    # XLA:GPU's own plan, from its compiler (compiler/fusion/xla_gpu.py): named explicitly,
+    # since it needs the CUDA plugin and seconds to minutes of XLA's compile.
+    "xla-gpu": ("compiler.fusion.xla_gpu", "xla_gpu_fusion"),
 }
+# What "all" means: our own four strategies (scripts rely on it), not xla-gpu.
+OUR_STRATEGIES = ("unfused", "xla", "stitch", "cost")
 # Set to 1 to run every strategy in this process, one after another.
 SERIAL_ENV = "FUSION_EXPLORER_SERIAL_EXPLORE"
 # Graphs smaller than this explore in well under a second: not worth a process.
@@ -42,9 +47,9 @@ CONCURRENT_NODES = 1000
 
 
 def parse_strategies(text: str) -> list[str]:
-    """'all' or a comma-separated list of strategy names, checked."""
+    """'all' (our four strategies) or a comma-separated list of strategy names, checked."""
     if text.strip() == "all":
-        return list(STRATEGIES)
+        return list(OUR_STRATEGIES)
     names = [name.strip() for name in text.split(",") if name.strip()]
     unknown = [name for name in names if name not in STRATEGIES]
     if unknown or not names:
@@ -53,7 +58,7 @@ def parse_strategies(text: str) -> list[str]:
     return names
 
 
-def explore(graph: Graph, device: str = "h100", strategies=tuple(STRATEGIES),
+def explore(graph: Graph, device: str = "h100", strategies=OUR_STRATEGIES,
             cost_model: str = DEFAULT_MODEL, learned=None,
             concurrent: bool | None = None) -> dict[str, FusionPlan]:
     """One plan per strategy, each with the wall time its strategy took (explore_ms) and every
@@ -66,14 +71,18 @@ def explore(graph: Graph, device: str = "h100", strategies=tuple(STRATEGIES),
 
     `concurrent`: run the rule-based strategies in a forked process while the cost search runs
     here (`_RulesInBackground`); None decides by the machine (more than one CPU, fork, one
-    thread). The plans are the same either way."""
+    thread). The plans are the same either way.
+
+    A strategy that cannot run here (xla-gpu without its plugin) gives a plan with no kernels
+    whose `unavailable` says why, instead of failing the others."""
     model = SolModel(graph, get_device(device))
     projector = ProjectedPricer(graph, model)
     pricer = projector if cost_model == "projected" else make_pricer(cost_model, graph,
                                                                       model, learned)
     strategies = list(strategies)
-    # The rule-based strategies the cost search compares itself with: those before it.
-    rules = strategies[:strategies.index("cost")] if "cost" in strategies else []
+    # The rule-based strategies the cost search compares itself with: ours before it.
+    rules = [name for name in strategies[:strategies.index("cost")]
+             if name in OUR_STRATEGIES] if "cost" in strategies else []
     if concurrent is None:
         concurrent = len(graph) >= CONCURRENT_NODES and _can_fork()
     background = None
@@ -88,7 +97,8 @@ def explore(graph: Graph, device: str = "h100", strategies=tuple(STRATEGIES),
             # made before it (in the background: once its own search is done).
             extra = {}
             if name == "cost":
-                others = background.join if background is not None else dict(plans)
+                others = background.join if background is not None else \
+                    {rule: plans[rule] for rule in rules}
                 extra = {"pricer": pricer, "others": others}
             plans[name] = _run_strategy(name, graph, model, projector, extra)
     finally:
@@ -103,11 +113,17 @@ def explore(graph: Graph, device: str = "h100", strategies=tuple(STRATEGIES),
 def _run_strategy(name: str, graph: Graph, model: SolModel, projector: ProjectedPricer,
                   extra: dict) -> FusionPlan:
     """One strategy's plan, timed (explore_ms), its kernels priced by `projector`."""
+    from compiler.fusion.xla_gpu import XlaGpuUnavailable
+
     module, function = STRATEGIES[name]
     strategy = getattr(import_module(module), function)
     start = time.perf_counter()
-    with cyclic_gc_paused():
-        plan = strategy(graph, model, **extra)
+    try:
+        with cyclic_gc_paused():
+            plan = strategy(graph, model, **extra)
+    except XlaGpuUnavailable as reason:
+        return FusionPlan(name, model.device.name, [], [], unavailable=str(reason),
+                          explore_ms=(time.perf_counter() - start) * 1e3)
     plan.explore_ms = (time.perf_counter() - start) * 1e3
     with cyclic_gc_paused():
         price_plan(plan, projector)

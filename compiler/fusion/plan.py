@@ -139,6 +139,9 @@ class FusionPlan:
     # The cost model whose prices decided the fusions ("projected", "sol", "learned"); None
     # for the rule-based strategies, whose rules decide.
     cost_model: str | None = None
+    # Why the strategy made no plan here (xla-gpu without XLA's CUDA plugin, ...): the plan
+    # then has no kernels, and its totals are no figures.
+    unavailable: str | None = None
 
     @property
     def total_sol_us(self) -> float:
@@ -150,8 +153,9 @@ class FusionPlan:
 
     @property
     def total_projected_us(self) -> float | None:
-        """The kernels' projected times in order; None unless every kernel has one."""
-        if any(k.projected is None for k in self.kernels):
+        """The kernels' projected times in order; None unless every kernel has one (and for an
+        unavailable plan)."""
+        if self.unavailable is not None or any(k.projected is None for k in self.kernels):
             return None
         return round(sum(k.projected.projected_us for k in self.kernels), 4)
 
@@ -175,12 +179,15 @@ class FusionPlan:
             "kinds": self.kind_counts(),
             # The learned fields stay null until a learned model predicts the plan
             # (compiler/cost/learned/predict.py).
-            "total": {"sol_us": self.total_sol_us, "proj_us": self.total_projected_us,
-                      "measured_us": None, "dram_bytes": self.dram_bytes,
+            "total": {"sol_us": None if self.unavailable else self.total_sol_us,
+                      "proj_us": self.total_projected_us,
+                      "measured_us": None,
+                      "dram_bytes": None if self.unavailable else self.dram_bytes,
                       "learned_us": None, "learned_kernels": None},
             "learned_model": None,
             "kernels": [k.to_dict() for k in self.kernels],
             "decisions": [d.to_dict() for d in self.decisions],
+            "unavailable": self.unavailable,
         }
 
 

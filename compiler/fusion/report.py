@@ -9,6 +9,10 @@ def format_exploration(result: dict, max_kernels: int = 40) -> str:
     lines.append(f"{'strategy':10s} {'kernels':>8s} {'DRAM MB':>10s} {'SOL us':>10s} "
                  f"{'proj us':>10s} {'vs unfused':>10s} {'explore ms':>10s}  decided by")
     for name, plan in result["strategies"].items():
+        if plan.get("unavailable"):
+            lines.append(f"{name:10s} {'-':>8s} {'-':>10s} {'-':>10s} {'-':>10s} {'-':>10s} "
+                         f"{plan['explore_ms']:10.1f}  not available")
+            continue
         total = plan["total"]
         speedup = total.get("speedup_vs_unfused")
         decider = f"{plan['cost_model']} model" if plan.get("cost_model") else "rules"
@@ -18,6 +22,9 @@ def format_exploration(result: dict, max_kernels: int = 40) -> str:
                      f"  {decider}")
     lines += _learned_lines(result)
     for name, plan in result["strategies"].items():
+        if plan.get("unavailable"):
+            lines += ["", f"== {name}: not available: {plan['unavailable']}"]
+            continue
         lines += ["", f"== {name}: {plan['kernel_count']} kernels "
                       f"({', '.join(f'{k} {n}' for k, n in sorted(plan['kinds'].items()))})"]
         lines.append(f"  {'kernel':22s} {'nodes':>5s} {'DRAM bytes':>12s} {'SOL us':>8s} "
@@ -66,6 +73,9 @@ def format_codegen(result: dict) -> str:
     lines = [f"graph {result['graph']['name']}: device {result['device']}"]
     lines += _learned_lines(result)
     for name, plan in result["strategies"].items():
+        if plan.get("unavailable"):
+            lines += ["", f"== {name}: not available: {plan['unavailable']}"]
+            continue
         lines += ["", f"== {name}: {plan['kernel_count']} kernels"]
         lines.append(f"  {'function':28s} {'schedule':20s} {'block':>5s} {'grid':>7s} "
                      f"{'regs':>4s} {'smem':>6s} {'spill':>5s} {'proj us':>8s} {'limiter':8s} "

@@ -26,15 +26,19 @@ _SKIP = {"parameter_number", "value", "reducer"}  # printed inside the parenthes
 
 
 def print_graph(graph: Graph, *, extra: bool = False, comments: bool = True,
-                max_constant_elements: int | None = None) -> str:
+                max_constant_elements: int | None = None, name_metadata: bool = False) -> str:
     """The whole module: called computations first (as XLA prints them), then ENTRY.
 
     extra: also print the attributes kept as source text (metadata, backend_config, ...).
     comments: end each inlined node's line with the fusion it came from.
     max_constant_elements: elide larger constants as `{...}` (the text then no longer holds
     their values, as with XLA's own dumps).
+    name_metadata: give every instruction `metadata={op_name="<its name>"}` (and no other
+    metadata), which XLA carries through its rewrites: its optimised module then names, for
+    every instruction, the node it came from (compiler/fusion/xla_gpu.py).
     """
-    options = {"extra": extra, "comments": comments, "max_elements": max_constant_elements}
+    options = {"extra": extra, "comments": comments, "max_elements": max_constant_elements,
+               "name_metadata": name_metadata}
     lines = [f"HloModule {graph.name}", ""]
     for name, computation in graph.computations.items():
         lines += _computation_lines(name, computation, False, options)
@@ -53,7 +57,7 @@ def _computation_lines(name: str, graph: Graph, entry: bool, options: dict) -> l
 
 
 def print_node(node: Node, *, extra: bool = False, comments: bool = True,
-               max_elements: int | None = None) -> str:
+               max_elements: int | None = None, name_metadata: bool = False) -> str:
     if node.op == "parameter":
         inside = str(node.attrs["parameter_number"])
     elif node.op == "constant":
@@ -67,7 +71,10 @@ def print_node(node: Node, *, extra: bool = False, comments: bool = True,
         text += f", {key}={_attribute(key, node.attrs[key])}"
     if extra:
         for key, raw in node.extra.items():
-            text += f", {key}={raw}"
+            if not (name_metadata and key == "metadata"):
+                text += f", {key}={raw}"
+    if name_metadata:
+        text += f', metadata={{op_name="{node.name}"}}'
     if comments and node.fused_in:
         text += f"  // in {node.fused_in}"
     return text

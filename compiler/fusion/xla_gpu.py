@@ -1,0 +1,460 @@
+"""The `xla-gpu` strategy: XLA:GPU's own fusion decisions, read back onto our graph.
+
+Our `xla` strategy re-implements XLA's classic fusion rules; this one asks XLA itself. The
+graph is printed as HLO text (compiler/ir/printer.py) with every instruction's name in its
+`metadata={op_name=...}`, compiled by the real XLA:GPU compiler ahead of time for the device
+(deviceless: JAX's CUDA PJRT plugin compiles for a GPU target description, built here from our
+device table, with no GPU and no CUDA libraries present), and the optimised module it returns
+is imported (compiler/importers/hlo_text.py inlines each fusion, recording it in `fused_in`).
+XLA keeps `op_name` through its rewrites, so every optimised instruction names the node of
+ours it came from: the nodes of one XLA fusion (or one unfused launching op) become one
+kernel of ours.
+
+Compiling runs in a child process (`python -m compiler.fusion.xla_gpu`): XLA's compile can take
+seconds to minutes, its memory is returned when the child exits, and a crash in it costs the
+strategy, never the explorer or a worker. The child disables XLA's computation deduplicator,
+which would otherwise let identical fusions share one computation whose `op_name`s name only
+the first fusion's nodes. The optimised text is cached (compiler/toolchain/cache.py) by the
+module's text, the device and the jaxlib version.
+
+Mapping XLA's decisions onto our nodes (`plan_from_optimised`):
+- A node found in several XLA kernels (XLA duplicated it into each consumer) is owned by the
+  first and recomputed by the others when it is cheap (`is_duplicable`), else read from
+  memory by them.
+- A node XLA rewrote beyond recognition (no optimised instruction names it: folded into a
+  layout, simplified away, merged with an identical one) is placed, and reported in the
+  plan's decisions: with the kernel of its consumers when they are all in one kernel, else
+  with its operands' kernel, else in a kernel of its own; a cheap one is recomputed by its
+  readers instead.
+- XLA's GEMM fusions (a dot with a prologue or an epilogue, compiled by Triton) become our
+  library call for the dot, with the fused elementwise work before and after it in kernels
+  of their own: our plans call the library for a dot alone.
+Each kernel's kind (loop, input, stitch) is what its nodes need (schedules.horizontal's
+`part_kind`), so our code generator and cost models price XLA's groups like ours.
+
+Unavailable (the plugin missing, no target description for the device, XLA refusing the
+module): `XlaGpuUnavailable` with the reason, which `explore` reports in place of the plan.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from compiler.codegen.schedules.horizontal import part_kind
+from compiler.cost.devices import Device
+from compiler.cost.sol import SolModel
+from compiler.fusion.grouping import FUSIBLE, LIBRARY, is_duplicable, node_role
+from compiler.fusion.plan import (LIBRARY_OPERAND_VIEWS, Decision, FusionPlan, KernelSpec,
+                                  PlanError, build_plan)
+from compiler.ir.graph import Graph
+from compiler.ir.printer import print_graph
+
+STRATEGY = "xla-gpu"
+COMPILE_TIMEOUT_S = 600
+# What XLA's deviceless compile needs: the CUDA plugin's two wheels (requirements.txt).
+PLUGIN_PACKAGES = ("jax-cuda12-plugin", "jax-cuda12-pjrt")
+_OP_NAME = re.compile(r'op_name="([^"]*)"')
+
+
+class XlaGpuUnavailable(RuntimeError):
+    """XLA:GPU's plan cannot be made here; the message says why."""
+
+
+def xla_gpu_fusion(graph: Graph, model: SolModel) -> FusionPlan:
+    """XLA:GPU's fusion plan for `graph` on the model's device (module docstring)."""
+    optimised = compile_optimised(graph, model.device)
+    return plan_from_optimised(graph, optimised, model)
+
+
+# -- compiling ----------------------------------------------------------------------------------
+
+
+def named_hlo(graph: Graph) -> str:
+    """The graph as HLO text, each instruction carrying its own name as `op_name`."""
+    return print_graph(graph, comments=False, name_metadata=True)
+
+
+def compile_optimised(graph: Graph, device: Device) -> str:
+    """XLA:GPU's optimised module for `graph` (text), from the cache or the child process."""
+    from compiler.toolchain.cache import BuildCache, cache_key
+
+    text = named_hlo(graph)
+    key = cache_key("xla-gpu-optimised", text, device.name, _jaxlib_version())
+    cache = BuildCache.from_env()
+    hit = cache.get(key)
+    if hit is not None:
+        if hit.get("error"):
+            raise XlaGpuUnavailable(hit["error"])
+        return hit["text"]
+    command = [sys.executable, "-m", "compiler.fusion.xla_gpu", device.name]
+    environment = dict(os.environ, JAX_PLATFORMS="cpu",
+                       PYTHONPATH=os.pathsep.join(filter(None, [str(_REPO),
+                                                               os.environ.get("PYTHONPATH")])))
+    try:
+        done = subprocess.run(command, input=text, capture_output=True, text=True,
+                              timeout=COMPILE_TIMEOUT_S, env=environment, cwd=_REPO)
+    except subprocess.TimeoutExpired:
+        raise XlaGpuUnavailable(f"XLA:GPU did not compile the module within "
+                                f"{COMPILE_TIMEOUT_S} s") from None
+    if done.returncode == 0:
+        cache.put(key, {"text": done.stdout})
+        return done.stdout
+    reason = _last_line(done.stderr) or f"the compiler process exited with {done.returncode}"
+    if done.returncode == _REFUSED:   # XLA's own verdict on this module: as stable as a result
+        cache.put(key, {"error": reason})
+    raise XlaGpuUnavailable(reason)
+
+
+_REPO = Path(__file__).resolve().parents[2]
+_REFUSED = 3      # the child's exit code when XLA refuses the module (not when it is missing)
+_MISSING = 4      # the plugin or the target is missing
+
+
+def _last_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.startswith("xla-gpu: ")]
+    return lines[-1][len("xla-gpu: "):] if lines else ""
+
+
+def _jaxlib_version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("jaxlib") + "/" + metadata.version("jax-cuda12-pjrt")
+    except metadata.PackageNotFoundError:
+        return "missing"
+
+
+def target_config(device: Device) -> str:
+    """XLA's GpuTargetConfig text for `device`, from our device table (the fields XLA's GPU
+    cost and fusion passes read: SMs, threads, shared memory, registers, L2, bandwidth,
+    clock, compute capability)."""
+    major, minor = device.compute_capability
+    return f"""gpu_device_info {{
+  threads_per_block_limit: {device.max_threads_per_block}
+  threads_per_warp: {device.warp_size}
+  shared_memory_per_block: {device.shared_memory_per_block_default_bytes}
+  shared_memory_per_core: {device.shared_memory_per_sm_bytes}
+  threads_per_core_limit: {device.max_threads_per_sm}
+  core_count: {device.sm_count}
+  fpus_per_core: {device.fp32_ops_per_cycle_per_sm}
+  block_dim_limit_x: 2147483647
+  block_dim_limit_y: 65535
+  block_dim_limit_z: 65535
+  memory_bandwidth: {int(device.dram_bandwidth_gbs * 1e9)}
+  l2_cache_size: {device.l2_bytes}
+  clock_rate_ghz: {device.boost_clock_mhz / 1000:g}
+  device_memory_size: {device.dram_bytes}
+  shared_memory_per_block_optin: {device.shared_memory_per_block_bytes}
+  cuda_compute_capability {{
+    major: {major}
+    minor: {minor}
+  }}
+  registers_per_core_limit: {device.registers_per_sm}
+  registers_per_block_limit: {device.registers_per_block}
+}}
+platform_name: "CUDA"
+dnn_version_info {{
+  major: 9
+  minor: 7
+}}
+runtime_version {{
+  major: 12
+  minor: 8
+}}
+device_description_str: "{device.full_name}"
+"""
+
+
+def _compile_here(text: str, device: Device) -> str:
+    """In the child: compile `text` for `device` with XLA:GPU, return the optimised module."""
+    try:
+        from jax._src.interpreters import mlir as jax_mlir
+        from jax._src.lib import _jax, xla_client
+        from jax._src.lib.mlir import ir
+        from jax.experimental import topologies
+    except ImportError as error:
+        raise _Missing(f"JAX is not installed ({error})") from error
+    try:
+        topology = topologies.get_topology_desc(platform="cuda", topology="1x1x1",
+                                                target_config=target_config(device))
+    except Exception as error:  # noqa: BLE001 - NotImplementedError, a runtime error, ...
+        raise _Missing(f"XLA:GPU cannot compile here without a GPU: install the pip packages "
+                       f"{' and '.join(PLUGIN_PACKAGES)} ({type(error).__name__}: "
+                       f"{str(error).splitlines()[0] if str(error) else ''})") from error
+    module = xla_client.hlo.hlo_module_from_text(text)
+    stablehlo = _jax.mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
+    options = xla_client.CompileOptions()
+    options.env_option_overrides = [("xla_disable_hlo_passes", "computation-deduplicator")]
+    devices = xla_client.DeviceList(tuple(topology.devices[:1]))
+    with jax_mlir.make_ir_context():
+        parsed = ir.Module.parse(stablehlo)
+        executable = topology.devices[0].client.compile(
+            parsed, executable_devices=devices, compile_options=options)
+    return executable.hlo_modules()[0].to_string()
+
+
+class _Missing(RuntimeError):
+    pass
+
+
+def main(argv: list[str]) -> int:
+    """The child process: HLO text on stdin, the optimised module on stdout; a failure is one
+    `xla-gpu: <reason>` line on stderr and exit code 3 (XLA refused) or 4 (cannot compile)."""
+    from compiler.cost.devices import get_device
+
+    device = get_device(argv[0])
+    text = sys.stdin.read()
+    try:
+        optimised = _compile_here(text, device)
+    except _Missing as error:
+        print(f"xla-gpu: {error}", file=sys.stderr)
+        return _MISSING
+    except Exception as error:  # noqa: BLE001 - XLA's verdict, passed on as the reason
+        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        print(f"xla-gpu: XLA:GPU refused the module: {type(error).__name__}: {first[:500]}",
+              file=sys.stderr)
+        return _REFUSED
+    sys.stdout.write(optimised)
+    return 0
+
+
+# -- reading XLA's decisions back ---------------------------------------------------------------
+
+
+def xla_kernels(optimised: str) -> list[tuple[str, str, list[tuple[str, str]]]]:
+    """XLA's launches in its entry, in the order it launches them: (name, what, [(op_name, op)
+    of each instruction it computes]), where `what` is the fusion's kind and backend kind
+    ("kLoop", "kCustom __triton_gemm", ...) or the unfused op. Parameters, constants, bitcasts
+    and tuple plumbing launch nothing."""
+    from compiler.importers.hlo_text import import_hlo
+
+    module = import_hlo(optimised, "xla-gpu-optimised.hlo")
+    kernels: dict[str, tuple[str, list[tuple[str, str]]]] = {}
+    for node in module:
+        if node.op in _NO_LAUNCH and not node.fused_in:
+            continue
+        group = node.fused_in or node.name
+        match = _OP_NAME.search(node.extra.get("metadata", ""))
+        if group not in kernels:
+            kernels[group] = (node.op, [])
+        if match and node.op != "parameter":
+            kernels[group][1].append((match.group(1), node.op))
+    whats = _fusion_kinds(optimised)
+    # In the order XLA launches them (its entry is scheduled): a node XLA computes in several
+    # kernels is then owned by the first, which cannot depend on the others.
+    entry = optimised[optimised.find("\nENTRY"):]
+    order: dict[str, int] = {}
+    for match in _DEFINITION.finditer(entry):
+        order.setdefault(match.group(1), len(order))
+    ordered = sorted(kernels, key=lambda name: order.get(name, len(order)))
+    return [(name, whats.get(name, kernels[name][0]), kernels[name][1]) for name in ordered]
+
+
+_NO_LAUNCH = {"parameter", "constant", "bitcast", "tuple", "get-tuple-element", "copy-start",
+              "copy-done", "after-all", "partition-id", "replica-id"}
+_DEFINITION = re.compile(r"^\s*(?:ROOT )?%?([\w.\-]+) = ", re.MULTILINE)
+_FUSION_LINE = re.compile(r"%?([\w.\-]+) = .*? fusion\(.*?kind=(k\w+)")
+_BACKEND_KIND = re.compile(r'"fusion_backend_config":\{"kind":"([^"]+)"')
+
+
+def _fusion_kinds(optimised: str) -> dict[str, str]:
+    """Fusion instruction -> "kLoop" / "kInput" / "kCustom __triton_gemm" (its backend kind)."""
+    kinds = {}
+    for line in optimised.splitlines():
+        match = _FUSION_LINE.search(line)
+        if match:
+            backend = _BACKEND_KIND.search(line)
+            kinds[match.group(1)] = match.group(2) + (f" {backend.group(1)}" if backend else "")
+    return kinds
+
+
+def plan_from_optimised(graph: Graph, optimised: str, model: SolModel) -> FusionPlan:
+    """The plan whose kernels are XLA's (module docstring), over `graph`'s nodes.
+
+    Every kernel has an order key: XLA's launch position for its kernels. Each node is owned
+    by a kernel whose key is at least its operands' kernels' keys, so the kernels, taken by
+    key, are in an order every value flows along: the plan cannot have a cycle, whatever
+    XLA's rewrites did to the names. A node whose XLA kernel comes before one of its
+    operands' (XLA recomputed that operand inside it) moves to the operand's kernel, and the
+    decisions say so."""
+    position = graph.positions()
+    kernel_nodes = [n.name for n in graph if node_role(n) in (FUSIBLE, LIBRARY)]
+    wanted = set(kernel_nodes)
+    groups: list[list[str]] = []
+    whats: list[str] = []
+    keys: list[float] = []
+    # our node -> the XLA kernels holding it: first those where an instruction named after it
+    # is still its op, then those where XLA's rewrite of it (or a part of it: a gather's index
+    # arithmetic, shared with a scatter) carries its name.
+    homes: dict[str, list[int]] = {}
+    strong: dict[str, list[int]] = {}
+    for name, what, instructions in xla_kernels(optimised):
+        mine = [(n, op) for n, op in instructions if n in wanted]
+        if not mine:
+            continue
+        index = len(groups)
+        groups.append([])
+        whats.append(f"{name} ({what})")
+        keys.append(float(index))
+        for node, op in mine:
+            for table in ((homes, strong) if op == graph.nodes[node].op else (homes,)):
+                if index not in table.setdefault(node, []):
+                    table[node].append(index)
+    for node, indices in strong.items():
+        homes[node] = indices + [i for i in homes[node] if i not in indices]
+
+    users = graph.users()
+    outputs = set(graph.output_names())
+    kernel_role = {n: node_role(graph.nodes[n]) in (FUSIBLE, LIBRARY) for n in graph.nodes}
+    # Cheap nodes XLA left no instruction named after: recomputed by whatever reads them.
+    free = {n for n in kernel_nodes if n not in homes and is_duplicable(graph.nodes[n])
+            and n not in outputs and users[n] and all(kernel_role[u] for u in users[n])}
+    decisions: list[Decision] = []
+    owner: dict[str, int] = {}
+    # A free node -> the kernel with the highest key among those whose values it reads.
+    floor: dict[str, int | None] = {}
+
+    def latest(name: str) -> int | None:
+        """The kernel with the highest key among those `name` reads from (through the free
+        nodes it reads), or None when it reads only leaves: whoever computes `name` must
+        have at least that key."""
+        found = None
+        for operand in graph.nodes[name].operands:
+            group = owner.get(operand, floor.get(operand))
+            if group is not None and (found is None or keys[group] > keys[found]):
+                found = group
+        return found
+
+    def lowest(name: str) -> float:
+        group = latest(name)
+        return -math.inf if group is None else keys[group]
+
+    for node in kernel_nodes:             # graph order: operands first
+        low = lowest(node)
+        if node in free:
+            floor[node] = latest(node)
+            continue
+        candidates = homes.get(node, [])
+        choice = next((g for g in candidates if keys[g] >= low), None)
+        if choice is None and candidates:
+            choice = latest(node)
+            decisions.append(Decision("fuse", node, f"xla-gpu: XLA computes it in "
+                                      f"{whats[candidates[0]]}, ahead of a kernel it reads "
+                                      f"from here; placed in that operand's kernel"))
+        elif choice is None:
+            readers = sorted({g for user in users[node] for g in homes.get(user, [])
+                              if keys[g] >= low}, key=keys.__getitem__)
+            if readers:
+                choice, where = readers[0], "its consumer's kernel"
+            elif low > -math.inf:
+                choice, where = latest(node), "its operand's kernel"
+            else:
+                choice, where = len(groups), "a kernel of its own"
+                groups.append([])
+                whats.append(f"{node} (rewritten by XLA)")
+                keys.append(-1.0 + len(groups) * 1e-9)
+            decisions.append(Decision("fuse", node, f"xla-gpu: XLA rewrote it beyond "
+                                      f"recognition (no instruction names it); placed in "
+                                      f"{where}"))
+        owner[node] = choice
+        groups[choice].append(node)
+    rewritten = len(free)
+    if rewritten:
+        decisions.append(Decision("fuse", f"{rewritten} cheap nodes", "xla-gpu: XLA left no "
+                                  "instruction named after them; each kernel that reads one "
+                                  "recomputes it"))
+
+    specs: list[KernelSpec] = []
+    for index, members in enumerate(groups):
+        # XLA's duplicates of a cheap node stay recomputations where the kernel's key allows
+        # (its operands are written by then); elsewhere the kernel reads the owner's copy.
+        again = [n for n, indices in homes.items() if index in indices[1:] and n in owner
+                 and owner[n] != index and is_duplicable(graph.nodes[n])
+                 and keys[index] >= lowest(n)]
+        specs += _specs_of(graph, members, again, position, whats[index], decisions)
+    _add_needed_recomputation(graph, specs, owner, position)
+    try:
+        return build_plan(graph, specs, STRATEGY, model, decisions)
+    except PlanError as error:      # a bug in the mapping: say so rather than fail the run
+        raise XlaGpuUnavailable(f"XLA's fusions did not map onto this graph's nodes as "
+                                f"kernels: {error}") from error
+
+
+def _specs_of(graph: Graph, members: list[str], recomputed: list[str], position: dict,
+              what: str, decisions: list[Decision]) -> list[KernelSpec]:
+    """One XLA kernel as our kernels: one, or, around each library call it holds (XLA's GEMM
+    fusions, a scatter with its index arithmetic), the library call alone and the fused ops
+    before and after it in graph order as kernels of their own (our plans call the library
+    for the op alone)."""
+    if not members:
+        return []
+    members = sorted(members, key=position.__getitem__)
+    library = [n for n in members if node_role(graph.nodes[n]) == LIBRARY]
+    if not library:
+        decisions.append(Decision("fuse", ", ".join(members[:4]) + (
+            f" (+{len(members) - 4})" if len(members) > 4 else ""), f"xla-gpu: {what}"))
+        return [_spec(graph, members, recomputed, position)]
+    if len(members) > len(library):
+        decisions.append(Decision("refuse", ", ".join(library), f"xla-gpu: {what} fuses "
+                                  f"{len(members) - len(library)} ops with the library call; "
+                                  f"here they run as kernels of their own"))
+    specs, part = [], []
+    for name in members:           # graph order: a part reads only earlier parts
+        if name in library:
+            if part:
+                specs.append(_spec(graph, part, recomputed, position))
+                part = []
+            specs.append(KernelSpec([name], "library", dominant=name))
+        else:
+            part.append(name)
+    if part:
+        specs.append(_spec(graph, part, recomputed, position))
+    return specs
+
+
+def _spec(graph: Graph, nodes: list[str], recomputed: list[str], position: dict) -> KernelSpec:
+    kind, dominant = part_kind(graph, tuple(nodes) + tuple(recomputed), position)
+    return KernelSpec(list(nodes), kind, recomputed=list(recomputed), dominant=dominant)
+
+
+def _add_needed_recomputation(graph: Graph, specs: list[KernelSpec],
+                              owner: dict[str, int], position: dict) -> None:
+    """Every kernel recomputes the unowned cheap nodes it reads (through chains of them) and
+    keeps only the recomputed nodes it reads. A library call recomputes only the views it can
+    read as they are (LIBRARY_OPERAND_VIEWS); any other unowned value it reads gets a kernel of
+    its own that writes it."""
+    owned = set(owner)
+    index = 0
+    while index < len(specs):   # kernels added for a library call's operands are done in turn
+        spec = specs[index]
+        index += 1
+        inside = set(spec.nodes)
+        views_only = spec.kind == "library"
+        wanted: set[str] = set()
+        stack = [o for n in spec.nodes for o in graph.nodes[n].operands]
+        while stack:
+            name = stack.pop()
+            if name in inside or name in wanted:
+                continue
+            node = graph.nodes[name]
+            free = node_role(node) == FUSIBLE and name not in owned
+            again = name in spec.recomputed and is_duplicable(node)
+            if not (free or again):
+                continue
+            if views_only and node.op not in LIBRARY_OPERAND_VIEWS:
+                if free:
+                    specs.append(_spec(graph, [name], [], position))
+                    owned.add(name)
+                continue
+            wanted.add(name)
+            stack.extend(node.operands)
+        spec.recomputed = sorted(wanted, key=position.__getitem__)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,199 @@
+"""The xla-gpu strategy: XLA:GPU's own fusions, compiled deviceless, read back onto our graph.
+
+References: XLA's optimised module itself (its fusion instructions and the op_name each
+instruction keeps) and the reference interpreter (a plan run kernel by kernel must give the
+graph's outputs).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from compiler.cli import main as cli_main
+from compiler.cost.devices import get_device
+from compiler.cost.sol import SolModel
+from compiler.fusion import xla_gpu
+from compiler.fusion.explore import OUR_STRATEGIES, explore, parse_strategies
+from compiler.fusion.grouping import FUSIBLE, LIBRARY, node_role
+from compiler.fusion.plan import check_plan, execute_plan
+from compiler.importers import import_bytes
+from compiler.ir.interpreter import evaluate
+from compiler.pipeline import import_graph
+
+HLO = Path(__file__).resolve().parents[1] / "data" / "hlo"
+
+pytest.importorskip("jax_plugins.xla_cuda12", reason="the xla-gpu strategy needs "
+                    "jax-cuda12-plugin (requirements.txt)")
+
+
+def _graph(name: str):
+    path = HLO / f"{name}.hlo"
+    return import_graph(path.read_bytes(), str(path))
+
+
+def _inputs(name: str, graph) -> list:
+    archive = np.load(HLO / f"{name}.inputs.npz")
+    return [archive[f"arg{i}"] for i in range(len(graph.parameters))]
+
+
+@pytest.fixture(scope="module")
+def optimised() -> dict:
+    """XLA:GPU's optimised module (H100) of a few test graphs, compiled once."""
+    out = {}
+    for name in ("layer_norm_fwd", "softmax", "transformer_step_bf16", "ops_gather_scatter"):
+        graph = _graph(name)
+        out[name] = (graph, xla_gpu.compile_optimised(graph, get_device("h100")))
+    return out
+
+
+def test_every_instruction_sent_to_xla_carries_its_own_name():
+    graph = _graph("softmax")
+    text = xla_gpu.named_hlo(graph)
+    for node in graph:
+        assert f'metadata={{op_name="{node.name}"}}' in text
+    # The text is what XLA parses: printing dropped no node.
+    assert import_bytes(text.encode(), "named.hlo")[0].nodes.keys() == graph.nodes.keys()
+
+
+@pytest.mark.parametrize("name", ["layer_norm_fwd", "softmax", "transformer_step_bf16",
+                                  "ops_gather_scatter"])
+def test_the_plan_follows_xlas_fusions_and_computes_the_graph(name, optimised):
+    graph, text = optimised[name]
+    plan = xla_gpu.plan_from_optimised(graph, text, SolModel(graph, get_device("h100")))
+    check_plan(graph, plan)
+    inputs = _inputs(name, graph)
+    for got, want in zip(execute_plan(graph, plan, inputs), evaluate(graph, inputs)):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+    # Every XLA launch that computes nodes of ours is a kernel owning some of them (a GEMM
+    # fusion: the library call, with what it fused beside it), and no two launches share one.
+    ours = {n.name for n in graph if node_role(n) in (FUSIBLE, LIBRARY)}
+    owner = plan.owner()
+    launches = [{n for n, _ in names} & ours for _, _, names in xla_gpu.xla_kernels(text)]
+    launches = [names for names in launches if names]
+    seen = [n for names in launches for n in names]
+    once = {n for n in seen if seen.count(n) == 1}   # XLA duplicates cheap ops into fusions
+    homes = [{owner[n] for n in names & once if n in owner} for names in launches]
+    assert all(homes[i] for i, names in enumerate(launches) if names & once)
+    assert len(plan.kernels) >= len([names for names in launches if names & once])
+    library = {k.name for k in plan.kernels if k.kind == "library"}
+    for first, second in zip(homes, homes[1:]):
+        assert not (first & second) - library
+
+
+def test_xla_fuses_a_whole_layer_norm_into_one_kernel_as_xla_says(optimised):
+    graph, text = optimised["layer_norm_fwd"]
+    (launch,) = [k for k in xla_gpu.xla_kernels(text) if k[2]]
+    named = {n for n, _ in launch[2]}
+    plan = xla_gpu.plan_from_optimised(graph, text, SolModel(graph, get_device("h100")))
+    assert len(plan.kernels) == 1
+    (kernel,) = plan.kernels
+    assert named <= set(kernel.nodes) | set(kernel.recomputed) | {n.name for n in graph}
+    assert named & set(kernel.nodes)
+    assert kernel.kind in ("stitch-regional", "input")
+    # The nodes XLA folded away (reshapes into layouts) are reported, not dropped.
+    assert all(n in kernel.nodes or n in kernel.recomputed
+               for n in graph.nodes if node_role(graph.nodes[n]) == FUSIBLE)
+
+
+def test_a_gemm_fusion_is_our_library_call_with_its_epilogue_beside_it(optimised):
+    graph, text = optimised["transformer_step_bf16"]
+    plan = xla_gpu.plan_from_optimised(graph, text, SolModel(graph, get_device("h100")))
+    dots = [n.name for n in graph if n.op == "dot"]
+    owner = plan.owner()
+    assert all(dot in owner for dot in dots)
+    for kernel in plan.kernels:
+        if kernel.kind == "library":
+            assert len(kernel.nodes) == 1
+    assert any("__triton" in d.reason for d in plan.decisions)
+
+
+def test_all_keeps_meaning_our_four_strategies_and_xla_gpu_is_named_explicitly():
+    assert parse_strategies("all") == list(OUR_STRATEGIES)
+    assert parse_strategies("xla,xla-gpu,cost") == ["xla", "xla-gpu", "cost"]
+
+
+def test_explore_puts_xla_gpu_beside_our_plans_and_cost_ignores_it():
+    graph = _graph("softmax")
+    plans = explore(graph, "h100", ["xla", "xla-gpu", "cost"])
+    assert list(plans) == ["xla", "xla-gpu", "cost"]
+    assert plans["xla-gpu"].unavailable is None and plans["xla-gpu"].kernels
+    assert plans["xla-gpu"].total_projected_us is not None
+    check_plan(graph, plans["xla-gpu"])
+
+
+def test_the_cli_shows_xla_gpu_in_json_and_text(capsys):
+    path = str(HLO / "softmax.hlo")
+    assert cli_main(["explore", path, "--strategy", "xla,xla-gpu,cost", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert list(result["strategies"]) == ["xla", "xla-gpu", "cost"]
+    assert result["strategies"]["xla-gpu"]["unavailable"] is None
+    assert result["strategies"]["xla-gpu"]["kernel_count"] >= 1
+    assert cli_main(["explore", path, "--strategy", "xla-gpu"]) == 0
+    assert "== xla-gpu: 1 kernels" in capsys.readouterr().out
+
+
+def test_a_stablehlo_upload_gets_xlas_plan_too():
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    def norm(x, g):
+        mean = x.mean(-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(-1, keepdims=True)
+        return (x - mean) * jax.lax.rsqrt(var + 1e-5) * g
+
+    x = np.linspace(-1, 1, 4 * 64, dtype=np.float32).reshape(4, 64)
+    g = np.ones(64, np.float32)
+    text = jax.jit(norm).lower(x, g).as_text()
+    graph = import_bytes(text.encode(), "norm.mlir")[0]
+    plan = explore(graph, "h100", ["xla-gpu"])["xla-gpu"]
+    assert plan.unavailable is None
+    check_plan(graph, plan)
+    assert len(plan.kernels) == 1           # XLA:GPU: one (Triton) normalisation fusion
+    (got,) = execute_plan(graph, plan, [x, g])
+    np.testing.assert_allclose(got, np.asarray(norm(x, g)), rtol=1e-5, atol=1e-6)
+
+
+def test_without_the_plugin_the_strategy_says_why_and_the_others_run(monkeypatch, tmp_path):
+    """The child's answer when it cannot compile (exit 4, a reason) becomes the plan's
+    `unavailable`; explore still makes the other plans."""
+    monkeypatch.setenv("FUSION_EXPLORER_CACHE_DIR", str(tmp_path))
+
+    def missing(command, **kwargs):
+        return subprocess.CompletedProcess(
+            command, 4, "", "noise\nxla-gpu: XLA:GPU cannot compile here without a GPU: "
+                            "install the pip packages jax-cuda12-plugin and jax-cuda12-pjrt\n")
+
+    monkeypatch.setattr(xla_gpu.subprocess, "run", missing)
+    graph = _graph("softmax")
+    plans = explore(graph, "h100", ["xla", "xla-gpu"])
+    assert plans["xla"].kernels
+    assert plans["xla-gpu"].kernels == []
+    assert "jax-cuda12-plugin" in plans["xla-gpu"].unavailable
+    entry = plans["xla-gpu"].to_dict()
+    assert entry["total"]["proj_us"] is None and entry["unavailable"]
+
+
+def test_the_child_names_the_packages_when_the_plugin_is_missing(monkeypatch, capsys):
+    from jax.experimental import topologies
+
+    def no_cuda(**kwargs):
+        raise NotImplementedError("topology not implemented for cuda")
+
+    monkeypatch.setattr(topologies, "get_topology_desc", no_cuda)
+    monkeypatch.setattr("sys.stdin", __import__("io").StringIO(xla_gpu.named_hlo(
+        _graph("softmax"))))
+    assert xla_gpu.main(["h100"]) == 4
+    error = capsys.readouterr().err
+    assert "jax-cuda12-plugin and jax-cuda12-pjrt" in error and error.startswith("xla-gpu: ")
+
+
+def test_the_target_description_comes_from_our_device_table():
+    text = xla_gpu.target_config(get_device("h200"))
+    assert "core_count: 132" in text and "memory_bandwidth: 4800000000000" in text
+    assert "major: 9" in text and 'device_description_str: "NVIDIA H200 SXM 141GB"' in text
