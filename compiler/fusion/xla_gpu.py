@@ -17,7 +17,11 @@ which would otherwise let identical fusions share one computation whose `op_name
 the first fusion's nodes. The optimised text is cached (compiler/toolchain/cache.py) by the
 module's text, the device and the jaxlib version.
 
-Mapping XLA's decisions onto our nodes (`plan_from_optimised`):
+A module the user uploaded as XLA's own optimised output (an `--xla_dump_to` file, or
+`compiled.as_text()`) is not compiled again: the importer recorded its fusions
+(`graph.fusions`, each node's `fused_in`), and those are the plan, on whatever device.
+
+Mapping XLA's decisions onto our nodes (`plan_from_launches`):
 - A node found in several XLA kernels (XLA duplicated it into each consumer) is owned by the
   first and recomputed by the others when it is cheap (`is_duplicable`), else read from
   memory by them.
@@ -66,9 +70,19 @@ class XlaGpuUnavailable(RuntimeError):
 
 
 def xla_gpu_fusion(graph: Graph, model: SolModel) -> FusionPlan:
-    """XLA:GPU's fusion plan for `graph` on the model's device (module docstring)."""
-    optimised = compile_optimised(graph, model.device)
-    return plan_from_optimised(graph, optimised, model)
+    """XLA:GPU's fusion plan for `graph` on the model's device (module docstring). A graph
+    imported from a dump XLA already optimised keeps XLA's fusions (`graph.fusions`): those
+    are the plan, whatever the device."""
+    if graph.fusions:
+        plan = plan_from_launches(graph, xla_kernels(graph, by_op_name=False), model)
+        plan.decisions.insert(0, Decision("fuse", graph.name, "xla-gpu: the uploaded module "
+                                          "is XLA's optimised output; its own fusions are "
+                                          "the kernels"))
+        return plan
+    from compiler.importers.hlo_text import import_hlo
+
+    optimised = import_hlo(compile_optimised(graph, model.device), "xla-gpu-optimised.hlo")
+    return plan_from_launches(graph, xla_kernels(optimised), model)
 
 
 # -- compiling ----------------------------------------------------------------------------------
@@ -226,55 +240,46 @@ def main(argv: list[str]) -> int:
 # -- reading XLA's decisions back ---------------------------------------------------------------
 
 
-def xla_kernels(optimised: str) -> list[tuple[str, str, list[tuple[str, str]]]]:
-    """XLA's launches in its entry, in the order it launches them: (name, what, [(op_name, op)
-    of each instruction it computes]), where `what` is the fusion's kind and backend kind
-    ("kLoop", "kCustom __triton_gemm", ...) or the unfused op. Parameters, constants, bitcasts
-    and tuple plumbing launch nothing."""
-    from compiler.importers.hlo_text import import_hlo
-
-    module = import_hlo(optimised, "xla-gpu-optimised.hlo")
+def xla_kernels(module: Graph, by_op_name: bool = True
+                ) -> list[tuple[str, str, list[tuple[str, str]]]]:
+    """XLA's launches in an optimised module (imported: fusions inlined, `fused_in` set), in
+    a launch order (the import's dependency order): (name, what, [(node, op) of each
+    instruction it computes]). `what` is the fusion's kind and backend kind ("kLoop",
+    "kCustom __triton", ...) or the unfused op. The node is the instruction's `op_name`
+    (`by_op_name`: a module XLA compiled from our named text) or its own name (a dump the
+    user uploaded, whose graph is this module). Parameters, constants, bitcasts and tuple
+    plumbing launch nothing."""
     kernels: dict[str, tuple[str, list[tuple[str, str]]]] = {}
     for node in module:
         if node.op in _NO_LAUNCH and not node.fused_in:
             continue
         group = node.fused_in or node.name
-        match = _OP_NAME.search(node.extra.get("metadata", ""))
         if group not in kernels:
             kernels[group] = (node.op, [])
-        if match and node.op != "parameter":
-            kernels[group][1].append((match.group(1), node.op))
-    whats = _fusion_kinds(optimised)
-    # In the order XLA launches them (its entry is scheduled): a node XLA computes in several
-    # kernels is then owned by the first, which cannot depend on the others.
-    entry = optimised[optimised.find("\nENTRY"):]
-    order: dict[str, int] = {}
-    for match in _DEFINITION.finditer(entry):
-        order.setdefault(match.group(1), len(order))
-    ordered = sorted(kernels, key=lambda name: order.get(name, len(order)))
-    return [(name, whats.get(name, kernels[name][0]), kernels[name][1]) for name in ordered]
+        if node.op == "parameter":
+            continue
+        if by_op_name:
+            match = _OP_NAME.search(node.extra.get("metadata", ""))
+            if match:
+                kernels[group][1].append((match.group(1), node.op))
+        else:
+            kernels[group][1].append((node.name, node.op))
+    return [(name, _what(module.fusions.get(name), op), names)
+            for name, (op, names) in kernels.items()]
+
+
+def _what(fusion: dict | None, op: str) -> str:
+    if fusion is None:
+        return op
+    return " ".join(filter(None, (fusion.get("kind"), fusion.get("backend_kind"))))
 
 
 _NO_LAUNCH = {"parameter", "constant", "bitcast", "tuple", "get-tuple-element", "copy-start",
               "copy-done", "after-all", "partition-id", "replica-id"}
-_DEFINITION = re.compile(r"^\s*(?:ROOT )?%?([\w.\-]+) = ", re.MULTILINE)
-_FUSION_LINE = re.compile(r"%?([\w.\-]+) = .*? fusion\(.*?kind=(k\w+)")
-_BACKEND_KIND = re.compile(r'"fusion_backend_config":\{"kind":"([^"]+)"')
 
 
-def _fusion_kinds(optimised: str) -> dict[str, str]:
-    """Fusion instruction -> "kLoop" / "kInput" / "kCustom __triton_gemm" (its backend kind)."""
-    kinds = {}
-    for line in optimised.splitlines():
-        match = _FUSION_LINE.search(line)
-        if match:
-            backend = _BACKEND_KIND.search(line)
-            kinds[match.group(1)] = match.group(2) + (f" {backend.group(1)}" if backend else "")
-    return kinds
-
-
-def plan_from_optimised(graph: Graph, optimised: str, model: SolModel) -> FusionPlan:
-    """The plan whose kernels are XLA's (module docstring), over `graph`'s nodes.
+def plan_from_launches(graph: Graph, launches: list, model: SolModel) -> FusionPlan:
+    """The plan whose kernels are XLA's launches (`xla_kernels`), over `graph`'s nodes.
 
     Every kernel has an order key: XLA's launch position for its kernels. Each node is owned
     by a kernel whose key is at least its operands' kernels' keys, so the kernels, taken by
@@ -293,7 +298,7 @@ def plan_from_optimised(graph: Graph, optimised: str, model: SolModel) -> Fusion
     # arithmetic, shared with a scatter) carries its name.
     homes: dict[str, list[int]] = {}
     strong: dict[str, list[int]] = {}
-    for name, what, instructions in xla_kernels(optimised):
+    for name, what, instructions in launches:
         mine = [(n, op) for n, op in instructions if n in wanted]
         if not mine:
             continue

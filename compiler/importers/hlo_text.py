@@ -601,6 +601,8 @@ class _ModuleBuilder:
                 if callee in stack:
                     raise InputError(f"computation '{callee}' calls itself", inst.loc)
                 inner_fused = fused_in or (inst.name if inst.opcode == "fusion" else None)
+                if inst.opcode == "fusion" and fused_in is None:
+                    graph.fusions[inst.name] = _fusion_record(inst)
                 alias[inst.name] = self._emit(graph, self.by_name[callee], operands,
                                               inner_fused, reserved, stack + (callee,))
                 continue
@@ -711,6 +713,18 @@ def _in_dependency_order(comp: _RawComputation) -> list[_RawInstruction]:
     order = topological_order({inst.name: inst.operands for inst in comp.instructions},
                               lambda name: by_name[name].loc)
     return [by_name[name] for name in order]
+
+
+_BACKEND_KIND = re.compile(r'"fusion_backend_config"\s*:\s*\{\s*"kind"\s*:\s*"([^"]+)"')
+
+
+def _fusion_record(inst: _RawInstruction) -> dict:
+    """What an optimised dump says of one fusion: XLA's kind, its backend's kind (Triton's
+    "__triton", "__triton_gemm", ...) and the raw backend_config."""
+    config = inst.attrs.get("backend_config")
+    backend = _BACKEND_KIND.search(config or "")
+    return {"kind": inst.attrs.get("kind"), "backend_kind": backend.group(1) if backend else None,
+            "backend_config": config}
 
 
 def _unique_name(graph: Graph, reserved: set[str], base: str) -> str:

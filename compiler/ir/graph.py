@@ -5,7 +5,9 @@ computation returns several values). Computations that nodes call — reducers (
 `while` bodies and conditions, `conditional` branches, sort comparators — live in
 `graph.computations`, one dict shared by the entry graph and every sub-graph, keyed by name.
 `call` and `fusion` never appear: importers inline them, recording the fusion a node came from
-in `node.fused_in` so XLA's own fusion decisions in a dump stay visible.
+in `node.fused_in` so XLA's own fusion decisions in a dump stay visible; `graph.fusions` keeps
+each such fusion's kind and backend configuration (compiler/fusion/xla_gpu.py shows a dump's
+fusions as the plan XLA chose).
 
 Attributes use XLA's names with parsed values (docs/graph-ir.md has the table; `ops.py` lists
 which op takes which): `dimensions` is a tuple of ints, `slice` a tuple of (start, limit,
@@ -71,6 +73,10 @@ class Graph:
     source: str | None = None  # the file the graph was read from, for messages
     loc: SourceLoc | None = None
     notes: list[str] = field(default_factory=list)  # what the importer dropped or changed, and why
+    # An optimised dump's fusions, by the fusion instruction's name (what `fused_in` holds):
+    # {"kind": "kLoop" | "kInput" | "kOutput" | "kCustom", "backend_kind": "__triton" or None,
+    #  "backend_config": its raw text or None}.
+    fusions: dict[str, dict] = field(default_factory=dict)
 
     # -- building -----------------------------------------------------------------------------
 

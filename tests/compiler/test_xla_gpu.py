@@ -43,12 +43,18 @@ def _inputs(name: str, graph) -> list:
 
 @pytest.fixture(scope="module")
 def optimised() -> dict:
-    """XLA:GPU's optimised module (H100) of a few test graphs, compiled once."""
+    """XLA:GPU's optimised module (H100) of a few test graphs, compiled once, imported."""
     out = {}
     for name in ("layer_norm_fwd", "softmax", "transformer_step_bf16", "ops_gather_scatter"):
         graph = _graph(name)
-        out[name] = (graph, xla_gpu.compile_optimised(graph, get_device("h100")))
+        text = xla_gpu.compile_optimised(graph, get_device("h100"))
+        out[name] = (graph, import_bytes(text.encode(), f"{name}.optimised.hlo")[0], text)
     return out
+
+
+def _plan(graph, module):
+    return xla_gpu.plan_from_launches(graph, xla_gpu.xla_kernels(module),
+                                      SolModel(graph, get_device("h100")))
 
 
 def test_every_instruction_sent_to_xla_carries_its_own_name():
@@ -63,8 +69,8 @@ def test_every_instruction_sent_to_xla_carries_its_own_name():
 @pytest.mark.parametrize("name", ["layer_norm_fwd", "softmax", "transformer_step_bf16",
                                   "ops_gather_scatter"])
 def test_the_plan_follows_xlas_fusions_and_computes_the_graph(name, optimised):
-    graph, text = optimised[name]
-    plan = xla_gpu.plan_from_optimised(graph, text, SolModel(graph, get_device("h100")))
+    graph, module, _ = optimised[name]
+    plan = _plan(graph, module)
     check_plan(graph, plan)
     inputs = _inputs(name, graph)
     for got, want in zip(execute_plan(graph, plan, inputs), evaluate(graph, inputs)):
@@ -74,7 +80,7 @@ def test_the_plan_follows_xlas_fusions_and_computes_the_graph(name, optimised):
     # fusion: the library call, with what it fused beside it), and no two launches share one.
     ours = {n.name for n in graph if node_role(n) in (FUSIBLE, LIBRARY)}
     owner = plan.owner()
-    launches = [{n for n, _ in names} & ours for _, _, names in xla_gpu.xla_kernels(text)]
+    launches = [{n for n, _ in names} & ours for _, _, names in xla_gpu.xla_kernels(module)]
     launches = [names for names in launches if names]
     seen = [n for names in launches for n in names]
     once = {n for n in seen if seen.count(n) == 1}   # XLA duplicates cheap ops into fusions
@@ -87,10 +93,11 @@ def test_the_plan_follows_xlas_fusions_and_computes_the_graph(name, optimised):
 
 
 def test_xla_fuses_a_whole_layer_norm_into_one_kernel_as_xla_says(optimised):
-    graph, text = optimised["layer_norm_fwd"]
-    (launch,) = [k for k in xla_gpu.xla_kernels(text) if k[2]]
+    graph, module, _ = optimised["layer_norm_fwd"]
+    (launch,) = [k for k in xla_gpu.xla_kernels(module) if k[2]]
     named = {n for n, _ in launch[2]}
-    plan = xla_gpu.plan_from_optimised(graph, text, SolModel(graph, get_device("h100")))
+    assert launch[1].startswith("kCustom __triton") or launch[1].startswith("kInput")
+    plan = _plan(graph, module)
     assert len(plan.kernels) == 1
     (kernel,) = plan.kernels
     assert named <= set(kernel.nodes) | set(kernel.recomputed) | {n.name for n in graph}
@@ -102,8 +109,8 @@ def test_xla_fuses_a_whole_layer_norm_into_one_kernel_as_xla_says(optimised):
 
 
 def test_a_gemm_fusion_is_our_library_call_with_its_epilogue_beside_it(optimised):
-    graph, text = optimised["transformer_step_bf16"]
-    plan = xla_gpu.plan_from_optimised(graph, text, SolModel(graph, get_device("h100")))
+    graph, module, _ = optimised["transformer_step_bf16"]
+    plan = _plan(graph, module)
     dots = [n.name for n in graph if n.op == "dot"]
     owner = plan.owner()
     assert all(dot in owner for dot in dots)
@@ -197,3 +204,30 @@ def test_the_target_description_comes_from_our_device_table():
     text = xla_gpu.target_config(get_device("h200"))
     assert "core_count: 132" in text and "memory_bandwidth: 4800000000000" in text
     assert "major: 9" in text and 'device_description_str: "NVIDIA H200 SXM 141GB"' in text
+
+
+def test_an_uploaded_optimised_dump_shows_xlas_own_fusions_as_the_plan(optimised):
+    """A dump XLA already optimised (what --xla_dump_to writes): the importer records each
+    fusion's kind and backend, and xla-gpu's kernels are those fusions, without compiling."""
+    _, module, text = optimised["transformer_step_bf16"]
+    dump = import_bytes(text.encode(), "module.after_optimizations.txt")[0]
+    fusions = [line for line in text.split("\nENTRY")[-1].splitlines() if " fusion(" in line]
+    assert len(dump.fusions) == len(fusions)
+    kinds = {f["kind"] for f in dump.fusions.values()}
+    assert kinds <= {"kLoop", "kInput", "kOutput", "kCustom"} and "kLoop" in kinds
+    assert any(f["backend_kind"] == "__triton_nested_gemm_fusion" for f in dump.fusions.values())
+    plan = explore(dump, "h100", ["xla-gpu"])["xla-gpu"]
+    assert plan.unavailable is None
+    check_plan(dump, plan)
+    assert "optimised output" in plan.decisions[0].reason
+    # Each fusion is one kernel, or (a GEMM fusion) its library call and the ops beside it.
+    assert len(fusions) <= len(plan.kernels)
+    library = sum(1 for k in plan.kernels if k.kind == "library")
+    assert len(plan.kernels) <= len(fusions) + 2 * library
+    owner = plan.owner()
+    for fusion in dump.fusions:
+        members = [n.name for n in dump if n.fused_in == fusion
+                   and node_role(n) in (FUSIBLE, LIBRARY)]
+        kernels = {owner[n] for n in members if n in owner}
+        assert kernels, fusion
+        assert len(kernels) == 1 or any(k.startswith("library") for k in kernels), fusion
