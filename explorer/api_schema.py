@@ -181,7 +181,7 @@ SCHEMAS = {
                                               "with the model's name"},
                            "total": {"type": "object",
                                      "required": ["sol_us", "proj_us", "measured_us"],
-                                     "properties": {"sol_us": {"type": "number"},
+                                     "properties": {"sol_us": _nullable("number"),
                                                     "proj_us": _nullable("number"),
                                                     "measured_us": _nullable("number"),
                                                     "learned_us": _nullable("number"),
@@ -192,7 +192,13 @@ SCHEMAS = {
                                               "label, origin (measured or synthetic), device; "
                                               "or {error} when it could not be loaded"},
                            "kernels": {"type": "array", "items": _ref("Kernel")},
-                           "decisions": {"type": "array"}}},
+                           "decisions": {"type": "array"},
+                           "unavailable": {
+                               **_nullable("string"),
+                               "description": "why the strategy made no plan here (xla-gpu "
+                                              "without JAX's CUDA plugin, or a device XLA "
+                                              "refuses): it then has no kernels and null "
+                                              "totals; null otherwise"}}},
     "CostModels": {"type": "object", "required": ["allow_synthetic", "devices"],
                    "properties": {
                        "allow_synthetic": {"type": "boolean"},

@@ -339,8 +339,12 @@ def test_an_uploaded_stablehlo_training_step_is_seen_op_by_op(
     path.write_text(jax.jit(step).lower(*arguments).as_text())
     page = new_page()
     log_in(page, live_server.url, "ada")
-    run = upload_step(page, path, ("xla", "cost"), "JAX training step (StableHLO)")
+    run = upload_step(page, path, ("xla", "cost", "xla-gpu"), "JAX training step (StableHLO)")
     assert run.artifact["graph"]["nodes"] > 500
+    # XLA:GPU's own plan, compiled without a GPU, is a row of the comparison beside ours.
+    xla_gpu = run.artifact["devices"]["h100"]["strategies"]["xla-gpu"]
+    assert xla_gpu["unavailable"] is None and xla_gpu["kernel_count"] > 10
+    expect(page.locator("th[scope=row]", has_text="xla-gpu")).to_have_count(1)
     expect(page.locator(READY)).to_be_attached()
     follow_an_op(page, path, screenshots, "fusion-view-stablehlo-step")
     assert_no_js_errors(page)

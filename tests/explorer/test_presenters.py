@@ -72,6 +72,27 @@ class ComparisonTests(unittest.TestCase):
 
         self.assertEqual([row["strategy"] for row in rows], ["unfused", "xla", "stitch", "cost"])
 
+    def test_a_strategy_that_made_no_plan_is_listed_with_why_and_is_never_fastest(self):
+        """xla-gpu where XLA's CUDA plugin is missing: no kernels, null totals, a reason."""
+        result = copy.deepcopy(ARTIFACT["devices"]["h100"])
+        result["strategies"]["xla-gpu"] = {
+            **result["strategies"]["xla"], "kernels": [], "kernel_count": 0,
+            "decisions": [], "unavailable": "XLA:GPU cannot compile here without a GPU",
+            "total": {"sol_us": None, "proj_us": None, "measured_us": None,
+                      "dram_bytes": None, "learned_us": None, "learned_kernels": None}}
+        rows = presenters.comparison_rows(result)
+
+        self.assertEqual([row["strategy"] for row in rows],
+                         ["unfused", "xla", "stitch", "cost", "xla-gpu"])
+        last = rows[-1]
+        self.assertEqual(last["unavailable"], "XLA:GPU cannot compile here without a GPU")
+        self.assertFalse(last["fastest"])
+        self.assertIsNone(last["speedup_vs_xla"])
+        self.assertTrue(all(row["unavailable"] is None for row in rows[:-1]))
+        self.assertEqual(presenters.default_plan({"devices": {"h100": result}}, "h100")[1],
+                         min(rows[:-1], key=lambda row: row["proj_us"])["strategy"])
+        presenters.comparison_chart(rows)   # draws the others, skips the empty one
+
     def test_its_figures_are_the_artifacts_totals(self):
         result = ARTIFACT["devices"]["a100"]
         for row in presenters.comparison_rows(result):
