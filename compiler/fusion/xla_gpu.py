@@ -15,7 +15,7 @@ seconds to minutes, its memory is returned when the child exits, and a crash in 
 strategy, never the explorer or a worker. The child disables XLA's computation deduplicator,
 which would otherwise let identical fusions share one computation whose `op_name`s name only
 the first fusion's nodes. The optimised text is cached (compiler/toolchain/cache.py) by the
-module's text, the device and the jaxlib version.
+module's text, the device and the jaxlib and plugin versions; a refusal is not.
 
 A module the user uploaded as XLA's own optimised output (an `--xla_dump_to` file, or
 `compiled.as_text()`) is not compiled again: the importer recorded its fusions
@@ -102,8 +102,6 @@ def compile_optimised(graph: Graph, device: Device) -> str:
     cache = BuildCache.from_env()
     hit = cache.get(key)
     if hit is not None:
-        if hit.get("error"):
-            raise XlaGpuUnavailable(hit["error"])
         return hit["text"]
     command = [sys.executable, "-m", "compiler.fusion.xla_gpu", device.name]
     environment = dict(os.environ, JAX_PLATFORMS="cpu",
@@ -118,15 +116,14 @@ def compile_optimised(graph: Graph, device: Device) -> str:
     if done.returncode == 0:
         cache.put(key, {"text": done.stdout})
         return done.stdout
-    reason = _last_line(done.stderr) or f"the compiler process exited with {done.returncode}"
-    if done.returncode == _REFUSED:   # XLA's own verdict on this module: as stable as a result
-        cache.put(key, {"error": reason})
-    raise XlaGpuUnavailable(reason)
+    # Not cached: a refusal can come from this machine (XLA found an old ptxas on the PATH).
+    raise XlaGpuUnavailable(_last_line(done.stderr)
+                            or f"the compiler process exited with {done.returncode}")
 
 
 _REPO = Path(__file__).resolve().parents[2]
-_REFUSED = 3      # the child's exit code when XLA refuses the module (not when it is missing)
-_MISSING = 4      # the plugin or the target is missing
+_REFUSED = 3      # the child's exit code when XLA refuses the module
+_MISSING = 4      # ... when the plugin or JAX is missing
 
 
 def _last_line(stderr: str) -> str:

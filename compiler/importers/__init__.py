@@ -74,11 +74,25 @@ def _import(data: bytes, filename: str, limits: Limits, fmt: str) -> list[Graph]
     if fmt == "stablehlo":
         from compiler.importers.stablehlo import import_stablehlo
         return [import_stablehlo(text, filename, limits)]
+    if fmt == "unknown":
+        what = "a zip archive" if data.startswith(ZIP_MAGIC) else "not a graph file"
+        raise InputError(f"{what}: upload {ACCEPTED}", filename)
     raise InputError(f"unknown format '{fmt}' (known: {', '.join(FORMATS)})", filename)
 
 
+# What an upload may be, as the errors, the upload page and the README say it.
+ACCEPTED = ("an HLO text module (.hlo, .txt: XLA's dumps and as_text()), StableHLO MLIR "
+            "(.mlir, or .mlirbc bytecode), an ONNX model (.onnx) or the explorer's JSON graph "
+            "(.json), each optionally gzip-compressed (.gz)")
+ZIP_MAGIC = b"PK\x03\x04"
+
+
 def detect_format(filename: str, data: bytes) -> str:
+    """The importer for an upload: "hlo", "stablehlo", "onnx", "json", or "unknown" (a zip
+    archive, or text of none of these under a name that does not say HLO)."""
     suffix = os.path.splitext(filename)[1].lower()
+    if data.startswith(ZIP_MAGIC) and suffix not in (".onnx", ".json"):
+        return "unknown"
     if suffix == ".onnx":
         return "onnx"
     if suffix == ".json":
@@ -86,20 +100,25 @@ def detect_format(filename: str, data: bytes) -> str:
     if suffix in (".mlir", ".mlirbc") or data.startswith(MLIR_BYTECODE):
         return "stablehlo"
     head = data[:4096].lstrip()
+    hlo_marks = b"HloModule" in head or b"ENTRY" in data[:65536] \
+        or b"parameter(" in data[:65536]
     if suffix in (".hlo", ".txt", ".pbtxt"):
         # JAX's `.as_text()` is StableHLO, whatever the file is called.
-        return "stablehlo" if head.startswith((b"module @", b"func.func")) else "hlo"
+        if head.startswith((b"module @", b"func.func")):
+            return "stablehlo"
+        # A .hlo file is HLO (its parse errors say where); a .txt with no trace of HLO is not.
+        return "hlo" if suffix == ".hlo" or hlo_marks else "unknown"
     if head.startswith(b"{"):
         return "json"
     if head.startswith((b"module @", b"module attributes", b"module {", b"func.func")):
         return "stablehlo"
-    if b"HloModule" in head or b"ENTRY" in data[:65536] or b"parameter(" in data[:65536]:
+    if hlo_marks:
         return "hlo"
     try:
         head.decode("utf-8")
     except UnicodeDecodeError:
         return "onnx"  # binary protobuf
-    return "hlo"
+    return "unknown"
 
 
 def decompressed(data: bytes, filename: str, limits: Limits | None = None) -> bytes:

@@ -1,0 +1,37 @@
+"""Which importer an upload goes to, and the error for a file that is none of the formats."""
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from compiler.errors import InputError
+from compiler.importers import ACCEPTED, detect_format, import_bytes
+
+HLO = (Path(__file__).resolve().parents[1] / "data" / "hlo" / "softmax.hlo").read_bytes()
+
+
+@pytest.mark.parametrize("filename, data, why", [
+    ("model.zip", b"PK\x03\x04" + b"\0" * 40, "a zip archive"),
+    ("graph.zip.gz", gzip.compress(b"PK\x03\x04" + b"\0" * 40), "a zip archive"),
+    ("notes.txt", b"just some notes\nnothing else\n", "not a graph file"),
+    ("upload", b"hello world", "not a graph file"),
+])
+def test_a_file_of_no_known_format_gets_an_error_naming_the_formats(filename, data, why):
+    with pytest.raises(InputError) as caught:
+        import_bytes(data, filename)
+    message = str(caught.value)
+    assert why in message and ACCEPTED in message
+    for suffix in (".hlo", ".mlir", ".onnx", ".json"):
+        assert suffix in message
+
+
+def test_hlo_text_is_found_by_its_content_whatever_the_name():
+    assert detect_format("module.dat", HLO) == "hlo"
+    assert detect_format("module.txt", HLO) == "hlo"
+    assert len(import_bytes(HLO, "module.dat")[0]) > 10
+
+
+def test_a_dot_hlo_file_that_is_not_hlo_gets_the_parsers_position():
+    with pytest.raises(InputError, match=r"broken\.hlo:1:"):
+        import_bytes(b"hello world", "broken.hlo")
