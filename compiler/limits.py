@@ -34,6 +34,11 @@ class Limits:
     max_rank: int = 16
     max_tensor_elements: int = 2**40
     max_while_iterations: int = 1_000_000
+    # Tuple shapes nested deeper than this, and chains of call/fusion deeper than this, are
+    # refused: real modules nest a few levels, and every walk of a shape or a call chain is
+    # then bounded (a hostile file cannot exhaust the interpreter's stack).
+    max_nesting: int = 64
+    max_call_depth: int = 256
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Limits:

@@ -17,13 +17,26 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
 VAR_DIR.mkdir(exist_ok=True)
 
-DEBUG = env_bool("DEBUG", default=True)
+# Off unless asked for (DEBUG=true, the development flag): Django's debug pages show settings
+# and tracebacks to whoever causes an error.
+DEBUG = env_bool("DEBUG", default=False)
 
-# Only a debug server may fall back to a known key; a real deployment must set its own.
-SECRET_KEY = env_str(
-    "SECRET_KEY",
-    default="django-insecure-development-only-key" if DEBUG else None,
-)
+
+def _development_key() -> str:
+    """A debug server's key when none is set: random, made once per checkout and kept in
+    var/secret_key (as `make run` does), never a constant anyone can read: run ids are an HMAC
+    of the key, and a known key would let anyone compute a private run's id."""
+    import secrets
+
+    path = VAR_DIR / "secret_key"
+    if not path.exists():
+        path.touch(mode=0o600)
+        path.write_text(secrets.token_urlsafe(50))
+    return path.read_text().strip()
+
+
+# A deployment must set its own key; only the development flag falls back to a random one.
+SECRET_KEY = env_str("SECRET_KEY", default=_development_key() if DEBUG else None)
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 
@@ -52,6 +65,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # API answers in JSON for every status, unhandled errors logged (explorer/middleware.py).
+    "explorer.middleware.ApiJsonErrors",
 ]
 
 ROOT_URLCONF = "explorer.urls"
@@ -219,3 +234,8 @@ LEARNED_ALLOW_SYNTHETIC = env_bool("LEARNED_ALLOW_SYNTHETIC", default=False)
 # Test hook: a compile job sleeps this long when it enters the codegen stage, so a test can kill
 # its worker mid-job deterministically. Always 0 outside tests/workers/.
 COMPILE_TEST_CODEGEN_DELAY_S = env_int("COMPILE_TEST_CODEGEN_DELAY_S", default=0)
+
+# Structured logs (JSON lines on stderr) of every 500 and failed job, with the traceback.
+from explorer.logs import logging_config  # noqa: E402
+
+LOGGING = logging_config(env_str("LOG_LEVEL", default="INFO").upper())

@@ -307,6 +307,11 @@ class Body:
 # -- the emitter ----------------------------------------------------------------------------
 
 
+# Nested `value` calls past which a kernel's chain of elementwise ops is computed without
+# recursion (`Elemental._compute_chain`).
+DEEP_CHAIN = 200
+
+
 class Elemental:
     """Computes node values at indices, writing statements into `body`.
 
@@ -331,6 +336,7 @@ class Elemental:
         self.used_names: set[str] = set()
         self.tags: dict[str, str] = {}
         self.load_log: list[tuple[str, Index]] | None = None  # see `dry_run`
+        self._depth = 0   # nested `value` calls: see `_compute_chain`
 
     # -- names and scopes -----------------------------------------------------------------
 
@@ -419,11 +425,50 @@ class Elemental:
         if name in self.buffers:
             expr = self._load(node, index)
         elif name in self.computed:
-            expr = self._compute(node, index)
+            if self._depth >= DEEP_CHAIN:
+                self._compute_chain(name, index)
+                cached = self._cached(name, index)
+                if cached is not None:
+                    return cached
+            self._depth += 1
+            try:
+                expr = self._compute(node, index)
+            finally:
+                self._depth -= 1
         else:
             raise CodegenUnsupported(f"'{name}' is neither an input nor computed by the kernel")
         self.remember(name, index, expr)
         return expr
+
+    def _compute_chain(self, name: str, index: Index) -> None:
+        """Values of `name`'s elementwise operands at `index` (operands read at the same
+        index), deepest first, without recursion: a chain of 100,000 elementwise ops is one
+        kernel, and computing it by recursion would exceed Python's stack. Only reached past
+        DEEP_CHAIN nested values, so ordinary kernels are emitted as they always were (the
+        order is the recursion's: operands left to right, each before its reader)."""
+        order, stack, seen = [], [(name, False)], set()
+        while stack:
+            current, expanded = stack.pop()
+            if expanded:
+                order.append(current)
+                continue
+            if current in seen or self._cached(current, index) is not None:
+                continue
+            seen.add(current)
+            stack.append((current, True))
+            node = self.graph.nodes[current]
+            info = OPS.get(node.op)
+            if info is None or not info.is_elementwise or node.shape.is_tuple:
+                continue
+            for operand in reversed(node.operands):
+                if operand in self.computed and operand not in self.buffers:
+                    stack.append((operand, False))
+        saved, self._depth = self._depth, 0
+        try:
+            for value in order[:-1]:     # `name` itself is the caller's
+                self.value(value, index)
+        finally:
+            self._depth = saved
 
     def declare(self, node: Node, expr: str) -> str:
         local = self.fresh(self.tag(node.name))

@@ -64,6 +64,8 @@ def node_role(node: Node) -> str:
         return LIBRARY
     if node.op in ("reduce", "reduce-window") and node.attrs.get("reducer") is None:
         return LIBRARY  # a general (e.g. variadic argmax) reducer: no generated kernel for it
+    if node.shape.is_tuple:
+        return LIBRARY  # a copy of a whole tuple: one device copy per element, not a kernel
     return FUSIBLE
 
 

@@ -130,7 +130,7 @@ def is_loop_fusible(node: Node) -> bool:
 def is_physically_transposing(node: Node, graph: Graph) -> bool:
     """A transpose or copy that changes the order of non-trivial dimensions in memory
     (gpu_fusible.cc IsPhysicallyTransposing; a transpose of unit dimensions is a bitcast)."""
-    if node.op not in ("transpose", "copy"):
+    if node.op not in ("transpose", "copy") or node.shape.is_tuple:
         return False
     out = node.array_shape
     source = graph.nodes[node.operands[0]].shape

@@ -381,14 +381,18 @@ class _Parser:
                 return operands
             self.expect(",", "between operands")
 
-    def shape(self) -> Shape:
+    def shape(self, depth: int = 0) -> Shape:
         self.skip()
         if self.accept("("):
+            if depth >= self.limits.max_nesting:
+                raise LimitError(f"tuple shapes nested more than {self.limits.max_nesting} "
+                                 f"levels deep (FUSION_EXPLORER_MAX_NESTING)",
+                                 self.loc(self.pos - 1))
             elements = []
             if self.accept(")"):
                 return TupleShape(())
             while True:
-                elements.append(self.shape())
+                elements.append(self.shape(depth + 1))
                 if self.accept(")"):
                     return TupleShape(tuple(elements))
                 self.expect(",", "between tuple shape elements")
@@ -600,6 +604,10 @@ class _ModuleBuilder:
                 callee = self._computation_ref(inst.attrs[key].lstrip("%"), inst, key)
                 if callee in stack:
                     raise InputError(f"computation '{callee}' calls itself", inst.loc)
+                if len(stack) >= self.limits.max_call_depth:
+                    raise LimitError(f"calls and fusions nested more than "
+                                     f"{self.limits.max_call_depth} deep "
+                                     f"(FUSION_EXPLORER_MAX_CALL_DEPTH)", inst.loc)
                 inner_fused = fused_in or (inst.name if inst.opcode == "fusion" else None)
                 if inst.opcode == "fusion" and fused_in is None:
                     graph.fusions[inst.name] = _fusion_record(inst)

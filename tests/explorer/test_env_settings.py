@@ -182,3 +182,24 @@ def test_learned_model_settings_read_the_environment():
     refused = _learned_settings(LEARNED_ALLOW_SYNTHETIC="sometimes")
     assert refused.returncode != 0
     assert "LEARNED_ALLOW_SYNTHETIC='sometimes' is not a boolean" in refused.stderr
+
+
+def test_the_development_flag_gets_a_random_key_kept_in_var_never_a_constant():
+    """DEBUG=true without SECRET_KEY: a key made once for the checkout (var/secret_key, as
+    `make run` makes it), the same for every process; DEBUG is off when nobody asks for it."""
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("SECRET_KEY", "DEBUG")}
+    show = "import explorer.settings as s; print(s.DEBUG, s.SECRET_KEY)"
+
+    def settings(**extra) -> tuple[str, str]:
+        loaded = subprocess.run([sys.executable, "-c", show], cwd=REPO_ROOT,
+                                env={**env, **extra}, capture_output=True, text=True,
+                                timeout=60, check=True)
+        return tuple(loaded.stdout.split())
+
+    first, second = settings(DEBUG="true"), settings(DEBUG="true")
+    assert first == second and first[0] == "True"
+    key = first[1]
+    assert len(key) >= 50 and "insecure" not in key
+    assert (REPO_ROOT / "var" / "secret_key").read_text().strip() == key
+    assert settings(SECRET_KEY="x" * 50) == ("False", "x" * 50)

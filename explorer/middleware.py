@@ -1,0 +1,44 @@
+"""The API answers in JSON for every status, an unhandled error included (logged first).
+
+Django's own error pages are HTML: a 500 raised inside an API view, a 404 for an API path
+that does not exist, a 400 for a body past DATA_UPLOAD_MAX_MEMORY_SIZE, a 403 from CSRF.
+Under /api/ this middleware logs the unhandled exception with its traceback and answers
+{"error": ...} with the status instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from http import HTTPStatus
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+logger = logging.getLogger("explorer.api")
+
+API_PREFIX = "/api/"
+
+
+class ApiJsonErrors:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if not request.path.startswith(API_PREFIX) or response.status_code < 400 \
+                or response.get("Content-Type", "").startswith("application/json"):
+            return response
+        phrase = HTTPStatus(response.status_code).phrase.lower() \
+            if response.status_code in HTTPStatus._value2member_map_ else "error"
+        answer = JsonResponse({"error": phrase}, status=response.status_code)
+        for header in ("Allow", "WWW-Authenticate", "Retry-After"):
+            if header in response:
+                answer[header] = response[header]
+        return answer
+
+    def process_exception(self, request: HttpRequest, exception: Exception):
+        if not request.path.startswith(API_PREFIX):
+            return None   # Django's handler logs it and shows the 500 page
+        logger.error("unhandled error in %s %s", request.method, request.path,
+                     exc_info=exception, extra={"request": request, "status_code": 500})
+        return JsonResponse({"error": "internal server error; it is logged on the server"},
+                            status=500)
