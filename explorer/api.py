@@ -18,6 +18,7 @@ import json
 from functools import wraps
 
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.core.paginator import EmptyPage, Paginator
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -25,8 +26,9 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 
-from compiler.errors import InputError
+from compiler.errors import InputError, LimitError
 from compiler.fusion.explore import STRATEGIES
+from compiler.limits import Limits
 from explorer.api_schema import schema
 from explorer.models import ApiToken, KernelSource, Measurement, Run, Team
 from explorer.presenters import apply_measurement, find_kernel
@@ -224,6 +226,8 @@ def _submit(request: HttpRequest) -> JsonResponse:
         existed = existing_run(request.user, data, devices, strategies) is not None
         run = submit_run(request.user, data, filename, devices=devices, strategies=strategies,
                          name=name, tags=tags, visibility=visibility, team=team)
+    except LimitError as error:      # the file is past a configured limit: too large
+        raise ApiError(413, str(error))
     except InputError as error:
         raise ApiError(400, str(error))
     body = {"id": run.pk, "status": run.status, **_links(request, run)}
@@ -232,7 +236,16 @@ def _submit(request: HttpRequest) -> JsonResponse:
 
 def _json_submission(request: HttpRequest) -> tuple[dict, bytes, str]:
     try:
-        fields = json.loads(request.body)
+        body = request.body
+    except RequestDataTooBig:
+        raise ApiError(413, f"a JSON request body may hold at most "
+                            f"{settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes "
+                            f"(DATA_UPLOAD_MAX_MEMORY_SIZE); send a bigger graph as "
+                            f"multipart/form-data, the 'file' field, up to "
+                            f"{Limits.from_env().max_input_bytes:,} bytes "
+                            f"(FUSION_EXPLORER_MAX_INPUT_BYTES)") from None
+    try:
+        fields = json.loads(body)
     except (UnicodeDecodeError, ValueError) as error:
         raise ApiError(400, f"the request body is not valid JSON: {error}")
     if not isinstance(fields, dict):

@@ -94,6 +94,27 @@ class SubmitRunTests(AccessTestCase):
         self.assertEqual(response.status_code, 400)
         self.assertIn("filename", response.json()["error"])
 
+    def test_a_json_body_past_its_limit_is_a_413_that_says_how_to_send_it(self, enqueue):
+        with self.settings(DATA_UPLOAD_MAX_MEMORY_SIZE=1000):
+            response = self.submit_json(self.owner)
+
+        self.assertEqual(response.status_code, 413)
+        error = response.json()["error"]
+        self.assertIn("at most 1,000 bytes", error)
+        self.assertIn("multipart/form-data", error)
+        self.assertIn("FUSION_EXPLORER_MAX_INPUT_BYTES", error)
+        enqueue.assert_not_called()
+
+    def test_a_file_past_the_input_limit_is_a_413_naming_the_limit(self, enqueue):
+        self.client.force_login(self.owner)
+        upload = SimpleUploadedFile("softmax.hlo", SOFTMAX.read_bytes())
+        with mock.patch.dict("os.environ", {"FUSION_EXPLORER_MAX_INPUT_BYTES": "100"}):
+            response = self.client.post(RUNS, {"file": upload})
+
+        self.assertEqual(response.status_code, 413)
+        self.assertIn("FUSION_EXPLORER_MAX_INPUT_BYTES", response.json()["error"])
+        self.assertEqual(Run.objects.count(), 0)
+
     def test_it_refuses_a_body_that_is_not_json_or_multipart(self, enqueue):
         self.client.force_login(self.owner)
         response = self.client.post(RUNS, "x", content_type="text/plain")
