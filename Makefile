@@ -19,8 +19,8 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 # The static files the server links with DEBUG off (explorer/settings.py, STATIC_ROOT): copied
 # under content-hashed names with gzip and brotli copies, again only when a static file, the
-# settings or the installed packages (Plotly's bundle, the admin's files) changed since the last
-# time, since compressing Plotly's 4.6 MB bundle takes about 15 s. STATIC_ROOT moves them.
+# settings or the installed packages (the admin's files) changed since the last time.
+# STATIC_ROOT moves them.
 STATIC_MANIFEST := $(or $(STATIC_ROOT),var/static)/staticfiles.json
 
 .PHONY: run test clean venv system-deps static
@@ -40,9 +40,10 @@ $(VENV_STAMP): requirements.txt
 
 static: $(STATIC_MANIFEST)
 
-$(STATIC_MANIFEST): $(VENV_STAMP) explorer/settings.py explorer/static_finders.py \
-		$(shell find static -type f)
-	$(VENV_PYTHON) manage.py collectstatic --no-input --clear --verbosity 0
+# DEBUG=true: the settings need a key, and collectstatic signs nothing; on a fresh clone this
+# makes the checkout's random key (var/secret_key), which `make run` then serves with.
+$(STATIC_MANIFEST): $(VENV_STAMP) explorer/settings.py $(shell find static -type f)
+	DEBUG=true $(VENV_PYTHON) manage.py collectstatic --no-input --clear --verbosity 0
 
 # A package counts as present when dpkg has it installed or a command of that name is on PATH
 # (a Redis built from source, say), so apt-get runs only when something is really missing.

@@ -3,6 +3,10 @@ tokens."""
 from django.contrib import admin
 
 from explorer.models import ApiToken, KernelSource, Measurement, Membership, Run, Team
+from explorer.throttle import ThrottledAdminLoginForm
+
+# The admin's log-in is locked after repeated failures like the site's (explorer/throttle.py).
+admin.site.login_form = ThrottledAdminLoginForm
 
 
 class MembershipInline(admin.TabularInline):

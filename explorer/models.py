@@ -381,3 +381,14 @@ class ApiToken(models.Model):
             return None
         cls.objects.filter(pk=token.pk).update(last_used=timezone.now())
         return token.user
+
+
+class LoginFailure(models.Model):
+    """A failed log-in (explorer/throttle.py counts them to lock out password guessing)."""
+
+    username = models.CharField(max_length=150)       # as typed, lower-cased
+    ip = models.GenericIPAddressField(null=True)
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["username", "ip", "at"])]

@@ -22,21 +22,30 @@ VAR_DIR.mkdir(exist_ok=True)
 DEBUG = env_bool("DEBUG", default=False)
 
 
-def _development_key() -> str:
-    """A debug server's key when none is set: random, made once per checkout and kept in
-    var/secret_key (as `make run` does), never a constant anyone can read: run ids are an HMAC
-    of the key, and a known key would let anyone compute a private run's id."""
+# The checkout's own key, made at random once (by `make run`, or by a development server) and
+# kept here: every process of the checkout (web, workers, manage.py commands) reads it.
+SECRET_KEY_FILE = Path(env_str("SECRET_KEY_FILE", default=str(VAR_DIR / "secret_key")))
+
+
+def _checkout_key() -> str | None:
+    """The key in SECRET_KEY_FILE; made at random first when DEBUG is on. Never a constant
+    anyone can read: run ids are an HMAC of the key, and a known key would let anyone compute
+    a private run's id. None when there is no file and DEBUG is off (then SECRET_KEY must be
+    set)."""
     import secrets
 
-    path = VAR_DIR / "secret_key"
-    if not path.exists():
-        path.touch(mode=0o600)
-        path.write_text(secrets.token_urlsafe(50))
-    return path.read_text().strip()
+    if not SECRET_KEY_FILE.exists():
+        if not DEBUG:
+            return None
+        SECRET_KEY_FILE.parent.mkdir(parents=True, exist_ok=True)
+        SECRET_KEY_FILE.touch(mode=0o600)
+        SECRET_KEY_FILE.write_text(secrets.token_urlsafe(50))
+    return SECRET_KEY_FILE.read_text().strip() or None
 
 
-# A deployment must set its own key; only the development flag falls back to a random one.
-SECRET_KEY = env_str("SECRET_KEY", default=_development_key() if DEBUG else None)
+# SECRET_KEY, else the checkout's key file; with neither (and DEBUG off) the settings refuse to
+# load: there is no built-in key.
+SECRET_KEY = env_str("SECRET_KEY", default=_checkout_key())
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 
@@ -239,3 +248,24 @@ COMPILE_TEST_CODEGEN_DELAY_S = env_int("COMPILE_TEST_CODEGEN_DELAY_S", default=0
 from explorer.logs import logging_config  # noqa: E402
 
 LOGGING = logging_config(env_str("LOG_LEVEL", default="INFO").upper())
+
+# Log-in throttling (explorer/throttle.py): failures allowed per username and address, per
+# address whatever the usernames, within this many seconds.
+LOGIN_FAILURES_ALLOWED = env_int("LOGIN_FAILURES_ALLOWED", default=5, minimum=1)
+LOGIN_FAILURES_PER_ADDRESS = env_int("LOGIN_FAILURES_PER_ADDRESS", default=30, minimum=1)
+LOGIN_LOCKOUT_S = env_int("LOGIN_LOCKOUT_S", default=900, minimum=1)
+
+# A deployment served over HTTPS (HTTPS=true; behind a proxy that terminates TLS and sets
+# X-Forwarded-Proto): plain HTTP is redirected, cookies are sent over HTTPS only, and browsers
+# are told to use HTTPS for a year (HSTS). `manage.py check --deploy` is clean with it and a
+# SECRET_KEY of 50 characters or more. Off by default: `make run` serves plain HTTP on loopback.
+HTTPS = env_bool("HTTPS", default=False)
+if HTTPS:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = True
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env_int("HSTS_SECONDS", default=365 * 24 * 3600, minimum=0)
+    # Subdomains and the browsers' preload list too, as `check --deploy` asks; a site whose
+    # subdomains are not all HTTPS sets these false (and the check then says so).
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("HSTS_INCLUDE_SUBDOMAINS", default=True)
+    SECURE_HSTS_PRELOAD = env_bool("HSTS_PRELOAD", default=True)

@@ -1,7 +1,9 @@
 from django.contrib import admin
+from django.contrib.auth.views import LoginView
 from django.urls import include, path
 
 from explorer import views
+from explorer.throttle import ThrottledLoginForm
 
 urlpatterns = [
     path("", views.index, name="explorer-index"),
@@ -22,6 +24,9 @@ urlpatterns = [
     path("account/api-tokens", views.api_tokens, name="explorer-api-tokens"),
     path("cost-models", views.cost_models, name="explorer-cost-models"),
     path("api/v1/", include("explorer.api_urls")),
+    # Django's log-in, locked after repeated failures (explorer/throttle.py).
+    path("accounts/login/", LoginView.as_view(authentication_form=ThrottledLoginForm),
+         name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
 ]

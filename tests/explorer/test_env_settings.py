@@ -72,10 +72,11 @@ def test_env_int_rejects_a_bad_number(monkeypatch, value, message):
         env_int("COMPILE_LEASE_S", default=120, minimum=1)
 
 
-def test_settings_refuse_to_start_without_debug_or_a_secret_key():
+def test_settings_refuse_to_start_without_debug_or_a_secret_key(tmp_path):
     # A fresh process, because this process's settings are already loaded.
     env = {key: value for key, value in os.environ.items() if key != "SECRET_KEY"}
     env["DEBUG"] = "false"
+    env["SECRET_KEY_FILE"] = str(tmp_path / "no_key_here")
     loaded = subprocess.run(
         [sys.executable, "-c", "import explorer.settings"],
         cwd=REPO_ROOT,
@@ -184,11 +185,14 @@ def test_learned_model_settings_read_the_environment():
     assert "LEARNED_ALLOW_SYNTHETIC='sometimes' is not a boolean" in refused.stderr
 
 
-def test_the_development_flag_gets_a_random_key_kept_in_var_never_a_constant():
+def test_the_development_flag_gets_a_random_key_kept_in_var_never_a_constant(tmp_path):
     """DEBUG=true without SECRET_KEY: a key made once for the checkout (var/secret_key, as
-    `make run` makes it), the same for every process; DEBUG is off when nobody asks for it."""
+    `make run` makes it), the same for every process, and then read by any process of the
+    checkout, DEBUG or not; DEBUG is off when nobody asks for it."""
+    key_file = tmp_path / "var" / "secret_key"
     env = {key: value for key, value in os.environ.items()
            if key not in ("SECRET_KEY", "DEBUG")}
+    env["SECRET_KEY_FILE"] = str(key_file)
     show = "import explorer.settings as s; print(s.DEBUG, s.SECRET_KEY)"
 
     def settings(**extra) -> tuple[str, str]:
@@ -201,5 +205,26 @@ def test_the_development_flag_gets_a_random_key_kept_in_var_never_a_constant():
     assert first == second and first[0] == "True"
     key = first[1]
     assert len(key) >= 50 and "insecure" not in key
-    assert (REPO_ROOT / "var" / "secret_key").read_text().strip() == key
+    assert key_file.read_text().strip() == key and key_file.stat().st_mode & 0o077 == 0
+    assert settings() == ("False", key)          # a manage.py command after `make run`
     assert settings(SECRET_KEY="x" * 50) == ("False", "x" * 50)
+
+
+def test_the_https_profile_passes_djangos_deployment_check():
+    """HTTPS=true with a long key: `manage.py check --deploy` finds nothing (HSTS, secure
+    cookies, the SSL redirect behind a proxy); without it, the check names what is missing."""
+    import secrets
+
+    env = {**os.environ, "SECRET_KEY": secrets.token_urlsafe(60), "DEBUG": "false",
+           "DJANGO_SETTINGS_MODULE": "explorer.settings"}
+
+    def check(**extra):
+        return subprocess.run([sys.executable, "manage.py", "check", "--deploy"],
+                              cwd=REPO_ROOT, env={**env, **extra}, capture_output=True,
+                              text=True, timeout=120)
+
+    deployed = check(HTTPS="true")
+    assert deployed.returncode == 0, deployed.stderr
+    assert "no issues" in deployed.stdout
+    plain = check()
+    assert "SECURE_SSL_REDIRECT" in plain.stdout + plain.stderr
