@@ -18,11 +18,13 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import logging
 import string
 
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
+from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
 from compiler.errors import InputError
@@ -32,6 +34,8 @@ from compiler.pipeline import canonical_options, import_graph
 from compiler.version import compiler_version
 from explorer import presenters
 from explorer.models import Measurement, Membership, PlanGraph, Run, graph_sha256, uploaded
+
+logger = logging.getLogger(__name__)
 
 RUN_ID_LENGTH = 22
 BASE62 = string.digits + string.ascii_letters
@@ -99,11 +103,26 @@ def submit_run(owner, data: bytes, filename: str, devices, strategies, name: str
     return run
 
 
-def enqueue_compile(identifier: str) -> None:
+def enqueue_compile(identifier: str) -> bool:
     """Send the run's compile job to the `compile` queue (its route in settings)."""
     from workers.tasks import compile_run
 
-    compile_run.delay(identifier)
+    return _enqueue(Run, identifier, compile_run)
+
+
+def _enqueue(model, pk, task) -> bool:
+    """Hand the job's message to the broker and note when; whether it was sent. A broker that
+    cannot be reached (Redis down or restarting) leaves the job queued and unsent, with a
+    warning in the log: the sweeper (explorer/sweeper.py) sends it once the broker is back.
+    The job's row is already committed, so nothing the user submitted is lost."""
+    try:
+        task.delay(pk)
+    except Exception as error:  # noqa: BLE001 - kombu's OperationalError, a socket error, ...
+        logger.warning("could not send %s %s to the broker (%s: %s); the sweeper will",
+                       model.__name__, pk, type(error).__name__, error)
+        return False
+    model.objects.filter(pk=pk).update(enqueued_at=timezone.now())
+    return True
 
 
 def request_measurement(run: Run, user) -> tuple[Measurement, bool]:
@@ -127,11 +146,11 @@ def request_measurement(run: Run, user) -> tuple[Measurement, bool]:
     return measurement, True
 
 
-def enqueue_measure(measurement_id: int) -> None:
+def enqueue_measure(measurement_id: int) -> bool:
     """Send the measurement job to the `gpu` queue (its route in settings)."""
     from workers.tasks import measure_run
 
-    measure_run.delay(measurement_id)
+    return _enqueue(Measurement, measurement_id, measure_run)
 
 
 # --- A plan on the uploaded graph -----------------------------------------------------------------

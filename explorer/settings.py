@@ -208,6 +208,9 @@ COMPILE_TIME_LIMIT_S = env_int(
     minimum=COMPILE_SOFT_TIME_LIMIT_S + 1,
 )
 COMPILE_LEASE_S = env_int("COMPILE_LEASE_S", default=120, minimum=1)
+# Every worker sends again, this often, the jobs whose broker messages were lost or whose
+# worker died (explorer/sweeper.py).
+JOB_SWEEP_INTERVAL_S = env_int("JOB_SWEEP_INTERVAL_S", default=60, minimum=1)
 COMPILE_MAX_ATTEMPTS = env_int("COMPILE_MAX_ATTEMPTS", default=3, minimum=1)
 # workers.measure_run, the same rules for a measurement job on the `gpu` queue. Timing every
 # kernel of four plans of a big graph takes minutes (each kernel: 3 warm-up and 20 timed runs,

@@ -8,6 +8,9 @@ it when it shuts down. A worker killed outright disappears when its key expires.
 
 Reading is one SCAN and one MGET on Redis. Asking the workers themselves (Celery's `inspect`)
 would make every page wait for replies that may never come.
+
+Every worker also runs the job sweeper (explorer/sweeper.py) in a daemon thread from the same
+signal, every JOB_SWEEP_INTERVAL_S seconds.
 """
 from __future__ import annotations
 
@@ -131,18 +134,55 @@ def consumes_gpu_queue(consumer) -> bool:
     return GPU_QUEUE in consumer.app.amqp.queues.consume_from
 
 
+class Sweeping:
+    """Runs explorer.sweeper.sweep every `interval_s` in a daemon thread of the worker, so
+    lost and abandoned jobs are sent again without a separate process."""
+
+    def __init__(self, interval_s: float):
+        self.interval_s = interval_s
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="job-sweeper", daemon=True)
+
+    def start(self) -> Sweeping:
+        self.thread.start()
+        return self
+
+    def _run(self) -> None:
+        from django.db import connection
+
+        from explorer.sweeper import sweep
+
+        while not self.stopped.wait(self.interval_s):
+            try:
+                sweep()
+            except Exception:  # noqa: BLE001 - the database restarting: try again next time
+                logger.exception("job sweep failed")
+            finally:
+                connection.close()   # this thread's own connection, not kept between sweeps
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+
+_sweeping: Sweeping | None = None
+
+
 def connect_signals() -> None:
-    """Make every worker of this app announce itself when it consumes the gpu queue."""
+    """Make every worker of this app sweep for lost jobs, and announce itself when it consumes
+    the gpu queue."""
     worker_ready.connect(_announce, weak=False)
     worker_shutdown.connect(_retire, weak=False)
 
 
 def _announce(sender, **_kwargs) -> None:
-    global _heartbeat
+    global _heartbeat, _sweeping
     if consumes_gpu_queue(sender):
         _heartbeat = Heartbeat(sender.hostname, settings.GPU_WORKER_HEARTBEAT_S).start()
+    _sweeping = Sweeping(settings.JOB_SWEEP_INTERVAL_S).start()
 
 
 def _retire(sender, **_kwargs) -> None:
     if _heartbeat is not None:
         _heartbeat.stop()
+    if _sweeping is not None:
+        _sweeping.stop()

@@ -1,0 +1,82 @@
+"""The sweeper (explorer/sweeper.py) and jobs stored while the broker is down: nothing a user
+submits is lost, and a job whose message or worker is gone is sent again."""
+
+from datetime import timedelta
+from unittest import mock
+
+import pytest
+from django.utils import timezone
+
+from explorer import sweeper
+from explorer.models import Run
+from explorer.runs import submit_run
+from tests.explorer.access import SOFTMAX
+
+
+@pytest.fixture
+def owner(django_user_model):
+    return django_user_model.objects.create_user("ada", password="x")
+
+
+def _run(owner, strategies=("xla",), **fields) -> Run:
+    with mock.patch("explorer.runs.enqueue_compile"):
+        run = submit_run(owner, SOFTMAX.read_bytes(), "softmax.hlo", ["h100"], list(strategies))
+    Run.objects.filter(pk=run.pk).update(**fields)
+    return Run.objects.get(pk=run.pk)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_upload_while_the_broker_is_down_is_stored_queued_and_sent_later(owner):
+    from kombu.exceptions import OperationalError
+
+    with mock.patch("workers.tasks.compile_run.delay",
+                    side_effect=OperationalError("Error 111 connecting to 127.0.0.1:6379")):
+        run = submit_run(owner, SOFTMAX.read_bytes(), "softmax.hlo", ["h100"], ["xla"])
+    run.refresh_from_db()
+    assert (run.status, run.enqueued_at) == (Run.QUEUED, None)
+
+    later = timezone.now() + timedelta(seconds=sweeper.GRACE_S + 1)
+    with mock.patch("workers.tasks.compile_run.delay") as delay:
+        sent = sweeper.sweep(now=later, lengths={"compile": 0, "gpu": 0})
+    delay.assert_called_once_with(run.pk)
+    assert sent == {"Run": [run.pk]}
+    run.refresh_from_db()
+    assert run.enqueued_at is not None
+
+
+@pytest.mark.django_db
+def test_queued_jobs_are_sent_again_only_when_their_queue_is_empty(owner):
+    old = timezone.now() - timedelta(seconds=sweeper.RESEND_S + 5)
+    run = _run(owner, enqueued_at=old)
+    with mock.patch("explorer.runs.enqueue_compile") as enqueue:
+        sweeper.sweep(lengths={"compile": 3, "gpu": 0})     # a backlog: the message waits
+        enqueue.assert_not_called()
+        sweeper.sweep(lengths={"compile": 0, "gpu": 0})     # Redis restarted empty
+        enqueue.assert_called_once_with(run.pk)
+    recent = _run(owner, strategies=("cost",), enqueued_at=timezone.now())
+    with mock.patch("explorer.runs.enqueue_compile") as enqueue:
+        sweeper.sweep(lengths={"compile": 0, "gpu": 0})
+    assert recent.pk not in [call.args[0] for call in enqueue.call_args_list]
+
+
+@pytest.mark.django_db
+def test_a_running_job_whose_worker_died_is_sent_once_after_its_lease(owner):
+    now = timezone.now()
+    run = _run(owner, status=Run.RUNNING, enqueued_at=now - timedelta(minutes=10),
+               lease_expires=now - timedelta(seconds=1))
+    alive = _run(owner, strategies=("cost",), status=Run.RUNNING,
+                 enqueued_at=now - timedelta(minutes=10), lease_expires=now + timedelta(seconds=60))
+    with mock.patch("workers.tasks.compile_run.delay") as delay:
+        sweeper.sweep(lengths={"compile": 5, "gpu": 0})
+        sweeper.sweep(lengths={"compile": 5, "gpu": 0})     # sent since the lease expired
+    assert [call.args[0] for call in delay.call_args_list] == [run.pk]
+    assert alive.pk != run.pk
+
+
+@pytest.mark.django_db
+def test_with_the_broker_unreadable_nothing_is_sent(owner, settings):
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"
+    _run(owner, enqueued_at=None, created=timezone.now() - timedelta(hours=1))
+    with mock.patch("explorer.runs.enqueue_compile") as enqueue:
+        assert sweeper.sweep() == {}
+    enqueue.assert_not_called()
