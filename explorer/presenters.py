@@ -216,6 +216,8 @@ def decided_by(strategy: str, strategy_result: dict) -> dict | None:
     if "cost_model" not in strategy_result:
         return None
     model = strategy_result["cost_model"]
+    if model is None and strategy == "xla-gpu":
+        return {"model": None, "label": "XLA:GPU", "detail": STRATEGY_RULES[strategy]}
     if model is None:
         return {"model": None, "label": "rules",
                 "detail": STRATEGY_RULES.get(strategy, f"the {strategy} strategy's rules")}

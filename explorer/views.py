@@ -254,14 +254,15 @@ def measure(request: HttpRequest, run: Run) -> HttpResponse:
 
 def _plan_choices(run: Run) -> list[dict]:
     """Every (device, strategy) of the run for the "compare strategies" picker; A starts on the
-    first device's first strategy, B on its last."""
+    first device's first strategy, B on its cost plan (the last strategy without one)."""
     strategies = presenters.ordered_strategies(run.strategies)
     plans = [{"value": f"{run.pk}:{device}:{strategy}",
               "label": f"{device} · {strategy}", "a": False, "b": False}
              for device in run.devices for strategy in strategies]
-    first_device = len(strategies) if run.devices else 0
-    if first_device:
-        plans[0]["a"] = plans[first_device - 1]["b"] = True
+    if run.devices and strategies:
+        plans[0]["a"] = True
+        b = strategies.index("cost") if "cost" in strategies else len(strategies) - 1
+        plans[b]["b"] = True
     return plans
 
 

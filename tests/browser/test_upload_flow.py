@@ -13,7 +13,8 @@ from explorer.templatetags.explorer_format import us
 from tests.browser.waits import TEST_TIMEOUT_S, wait_for_run
 
 HLO = Path(__file__).resolve().parents[1] / "data" / "hlo" / "attention_block.hlo"
-STRATEGIES = ["unfused", "xla", "stitch", "cost"]
+# Every box is ticked by default: our four strategies and XLA:GPU's own plan.
+STRATEGIES = ["unfused", "xla", "stitch", "cost", "xla-gpu"]
 
 pytestmark = pytest.mark.timeout(TEST_TIMEOUT_S)
 
