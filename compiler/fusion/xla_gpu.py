@@ -372,13 +372,17 @@ def plan_from_launches(graph: Graph, launches: list, model: SolModel) -> FusionP
                                   "recomputes it"))
 
     specs: list[KernelSpec] = []
+    # XLA's duplicates of a cheap node stay recomputations where the kernel's key allows (its
+    # operands are written by then); elsewhere the kernel reads the owner's copy.
+    duplicates: dict[int, list[str]] = {}
+    for node, indices in homes.items():
+        if node in owner and is_duplicable(graph.nodes[node]):
+            for index in indices:
+                if index != owner[node] and keys[index] >= lowest(node):
+                    duplicates.setdefault(index, []).append(node)
     for index, members in enumerate(groups):
-        # XLA's duplicates of a cheap node stay recomputations where the kernel's key allows
-        # (its operands are written by then); elsewhere the kernel reads the owner's copy.
-        again = [n for n, indices in homes.items() if index in indices[1:] and n in owner
-                 and owner[n] != index and is_duplicable(graph.nodes[n])
-                 and keys[index] >= lowest(n)]
-        specs += _specs_of(graph, members, again, position, whats[index], decisions)
+        specs += _specs_of(graph, members, duplicates.get(index, []), position, whats[index],
+                           decisions)
     _add_needed_recomputation(graph, specs, owner, position)
     try:
         return build_plan(graph, specs, STRATEGY, model, decisions)
