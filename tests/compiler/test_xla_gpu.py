@@ -147,7 +147,6 @@ def test_the_cli_shows_xla_gpu_in_json_and_text(capsys):
 
 def test_a_stablehlo_upload_gets_xlas_plan_too():
     jax = pytest.importorskip("jax")
-    import jax.numpy as jnp
 
     def norm(x, g):
         mean = x.mean(-1, keepdims=True)
