@@ -21,7 +21,6 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
-from django.conf import settings
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -35,15 +34,24 @@ GRACE_S = 30
 RESEND_S = 300
 
 
+def _jobs() -> tuple:
+    """Each job kind with its broker queue (the routes in settings) and how it is sent."""
+    from explorer.runs import enqueue_compile, enqueue_measure
+    from workers.presence import GPU_QUEUE
+
+    return ((Run, "compile", enqueue_compile), (Measurement, GPU_QUEUE, enqueue_measure))
+
+
 def queue_lengths() -> dict[str, int] | None:
     """Messages waiting in each job queue of the broker (Redis lists named after the queues);
     None when the broker cannot be read."""
     import redis
 
+    from workers.presence import redis_client
+
     try:
-        client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2,
-                                      socket_connect_timeout=2)
-        return {queue: int(client.llen(queue)) for queue in ("compile", "gpu")}
+        client = redis_client(timeout_s=2)
+        return {queue: int(client.llen(queue)) for _, queue, _ in _jobs()}
     except redis.RedisError as error:
         logger.warning("sweeper: cannot read the broker's queues: %s", error)
         return None
@@ -53,15 +61,12 @@ def sweep(now=None, lengths: dict[str, int] | None = None) -> dict[str, list]:
     """Send again the jobs whose messages are missing (module docstring); {kind: [pk, ...]}
     of those sent. `lengths`: the broker's queue lengths (read from Redis when None); with
     none at all, nothing is sent (the broker is down: sending would fail anyway)."""
-    from explorer.runs import enqueue_compile, enqueue_measure
-
     now = now or timezone.now()
     lengths = queue_lengths() if lengths is None else lengths
     if lengths is None:
         return {}
     sent: dict[str, list] = {}
-    for model, queue, enqueue in ((Run, "compile", enqueue_compile),
-                                  (Measurement, "gpu", enqueue_measure)):
+    for model, queue, enqueue in _jobs():
         lost = Q(status=model.QUEUED, enqueued_at__isnull=True,
                  created__lt=now - timedelta(seconds=GRACE_S))
         if lengths.get(queue, 0) == 0:

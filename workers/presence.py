@@ -35,7 +35,9 @@ GPU_QUEUE = "gpu"
 READ_TIMEOUT_S = 0.5
 
 
-def _client(redis_url: str | None = None, timeout_s: float | None = None) -> redis.Redis:
+def redis_client(redis_url: str | None = None, timeout_s: float | None = None) -> redis.Redis:
+    """A client of the broker's Redis (REDIS_URL unless given) that gives up after
+    `timeout_s` seconds."""
     return redis.Redis.from_url(redis_url or settings.REDIS_URL, socket_timeout=timeout_s,
                                 socket_connect_timeout=timeout_s)
 
@@ -44,7 +46,7 @@ def _client(redis_url: str | None = None, timeout_s: float | None = None) -> red
 def _reader(redis_url: str) -> redis.Redis:
     """One client (and connection pool) per process and URL for the pages: a fresh connection
     per page view would cost more than the read itself."""
-    return _client(redis_url, READ_TIMEOUT_S)
+    return redis_client(redis_url, READ_TIMEOUT_S)
 
 
 def gpu_workers(redis_url: str | None = None) -> list[dict] | None:
@@ -103,7 +105,7 @@ class Heartbeat:
         self.value = json.dumps({"hostname": hostname, "gpu": what if available else None,
                                  "reason": None if available else what,
                                  "since": datetime.now(timezone.utc).isoformat()})
-        self.client = _client(redis_url, timeout_s=5)
+        self.client = redis_client(redis_url, timeout_s=5)
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._beat, name="gpu-heartbeat", daemon=True)
 

@@ -21,7 +21,7 @@ from typing import Hashable
 from compiler.cost.devices import get_device
 from compiler.cost.sol import SolModel
 from compiler.errors import InputError
-from compiler.fusion.plan import FusionPlan
+from compiler.fusion.plan import FusionPlan, StrategyUnavailable
 from compiler.fusion.pricing import (DEFAULT_MODEL, Price, Pricer, ProjectedPricer, make_pricer,
                                      price_plan)
 from compiler.gc_pause import cyclic_gc_paused
@@ -113,15 +113,13 @@ def explore(graph: Graph, device: str = "h100", strategies=OUR_STRATEGIES,
 def _run_strategy(name: str, graph: Graph, model: SolModel, projector: ProjectedPricer,
                   extra: dict) -> FusionPlan:
     """One strategy's plan, timed (explore_ms), its kernels priced by `projector`."""
-    from compiler.fusion.xla_gpu import XlaGpuUnavailable
-
     module, function = STRATEGIES[name]
     strategy = getattr(import_module(module), function)
     start = time.perf_counter()
     try:
         with cyclic_gc_paused():
             plan = strategy(graph, model, **extra)
-    except XlaGpuUnavailable as reason:
+    except StrategyUnavailable as reason:
         return FusionPlan(name, model.device.name, [], [], unavailable=str(reason),
                           explore_ms=(time.perf_counter() - start) * 1e3)
     plan.explore_ms = (time.perf_counter() - start) * 1e3

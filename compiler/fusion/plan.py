@@ -195,6 +195,11 @@ class PlanError(AssertionError):
     """A plan that breaks an invariant: a bug in the strategy that made it."""
 
 
+class StrategyUnavailable(RuntimeError):
+    """A strategy cannot make its plan on this machine (xla-gpu without XLA's CUDA plugin);
+    the message says why. `explore` gives a plan with no kernels and this `unavailable`."""
+
+
 # -- building -------------------------------------------------------------------------------------
 
 

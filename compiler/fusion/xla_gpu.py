@@ -54,7 +54,7 @@ from compiler.cost.devices import Device
 from compiler.cost.sol import SolModel
 from compiler.fusion.grouping import FUSIBLE, LIBRARY, is_duplicable, node_role
 from compiler.fusion.plan import (LIBRARY_OPERAND_VIEWS, Decision, FusionPlan, KernelSpec,
-                                  PlanError, build_plan)
+                                  PlanError, StrategyUnavailable, build_plan)
 from compiler.ir.graph import Graph
 from compiler.ir.printer import print_graph
 
@@ -63,9 +63,12 @@ COMPILE_TIMEOUT_S = 600
 # What XLA's deviceless compile needs: the CUDA plugin's two wheels (requirements.txt).
 PLUGIN_PACKAGES = ("jax-cuda12-plugin", "jax-cuda12-pjrt")
 _OP_NAME = re.compile(r'op_name="([^"]*)"')
+_REPO = Path(__file__).resolve().parents[2]
+_REFUSED = 3      # the child's exit code when XLA refuses the module
+_MISSING = 4      # ... when the plugin or JAX is missing
 
 
-class XlaGpuUnavailable(RuntimeError):
+class XlaGpuUnavailable(StrategyUnavailable):
     """XLA:GPU's plan cannot be made here; the message says why."""
 
 
@@ -121,11 +124,6 @@ def compile_optimised(graph: Graph, device: Device) -> str:
                             or f"the compiler process exited with {done.returncode}")
 
 
-_REPO = Path(__file__).resolve().parents[2]
-_REFUSED = 3      # the child's exit code when XLA refuses the module
-_MISSING = 4      # ... when the plugin or JAX is missing
-
-
 def _last_line(stderr: str) -> str:
     lines = [line for line in stderr.splitlines() if line.startswith("xla-gpu: ")]
     return lines[-1][len("xla-gpu: "):] if lines else ""
@@ -135,7 +133,7 @@ def _jaxlib_version() -> str:
     from importlib import metadata
 
     try:
-        return metadata.version("jaxlib") + "/" + metadata.version("jax-cuda12-pjrt")
+        return "/".join(metadata.version(name) for name in ("jaxlib", *PLUGIN_PACKAGES))
     except metadata.PackageNotFoundError:
         return "missing"
 

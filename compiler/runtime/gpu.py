@@ -628,13 +628,12 @@ def _scatter_step(torch, graph: Graph, kernel: Kernel, buffers: _Buffers) -> _St
                                     buffers.values[indices])
     kept = torch.as_tensor(np.flatnonzero(keep), device=_TORCH_DEVICE)
     where = torch.as_tensor(targets.astype(np.int64), device=_TORCH_DEVICE)
-    dtype = node.array_shape.dtype
+    arrays, dtype = _TorchArrays(torch), node.array_shape.dtype
     output = buffers.output(name)
-    out_flat = torch.as_tensor(output, device=_TORCH_DEVICE).view(_torch_dtype(torch, dtype))
+    out_flat = arrays.typed(output, dtype)
 
     def bind(memory: dict[str, object]) -> Callable[[], None]:
-        source = torch.as_tensor(memory[operand], device=_TORCH_DEVICE).view(out_flat.dtype)
-        values = torch.as_tensor(memory[updates], device=_TORCH_DEVICE).view(out_flat.dtype)
+        source, values = (arrays.typed(memory[value], dtype) for value in (operand, updates))
 
         def launch() -> None:
             out_flat.copy_(source)
