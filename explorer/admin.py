@@ -50,7 +50,7 @@ class RunAdmin(admin.ModelAdmin):
     search_fields = ["id", "name", "filename", "owner__username"]
     date_hierarchy = "created"
     # The artifact and the graph are large and written by workers only.
-    exclude = ["graph_bytes", "artifact"]
+    exclude = ["graph", "artifact"]
     readonly_fields = ["id", "devices", "strategies", "compiler_version", "status", "stage",
                        "progress_done", "progress_total", "error", "error_stage", "created",
                        "started", "finished", "claimed_by", "lease_expires", "attempts"]

@@ -33,7 +33,7 @@ from explorer.api_schema import schema
 from explorer.models import ApiToken, KernelSource, Measurement, Run, Team
 from explorer.presenters import apply_measurement, find_kernel
 from explorer.runs import (PlanUnavailable, existing_run, plan_choice, plan_graph,
-                           request_measurement, submit_run, viewable_runs)
+                           request_measurement, retry_run, submit_run, viewable_runs)
 from workers.presence import gpu_status
 
 DEFAULT_DEVICES = ["h100"]
@@ -60,6 +60,10 @@ class ApiError(Exception):
         return response
 
 
+# Requests that change nothing: all a read-only key may send, and no CSRF check needed.
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS", "TRACE")
+
+
 def _authenticate(request: HttpRequest) -> None:
     """Set request.user from a bearer token, or keep the session's user (checking CSRF for an
     unsafe method); ApiError 401 when neither names an active user."""
@@ -68,15 +72,18 @@ def _authenticate(request: HttpRequest) -> None:
         scheme, _, key = header.partition(" ")
         if scheme.lower() != "bearer" or not key.strip():
             raise ApiError(401, "the Authorization header must be 'Bearer <API key>'")
-        user = ApiToken.user_for_key(key.strip())
-        if user is None:
-            raise ApiError(401, "unknown or revoked API key")
-        request.user = user
+        token = ApiToken.for_key(key.strip())
+        if token is None:
+            raise ApiError(401, "unknown, revoked or expired API key")
+        if token.scope == ApiToken.READ and request.method not in SAFE_METHODS:
+            raise ApiError(403, "this API key is read-only (scope 'read'); make a key with "
+                                "scope 'submit' on the API keys page to change anything")
+        request.user = token.user
         return
     if not request.user.is_authenticated:
         raise ApiError(401, "authentication required: send 'Authorization: Bearer <API key>' "
                             "(see docs/api.md) or log in")
-    if request.method not in ("GET", "HEAD", "OPTIONS", "TRACE"):
+    if request.method not in SAFE_METHODS:
         rejected = CsrfViewMiddleware(lambda request: None).process_view(request, None, (), {})
         if rejected is not None:
             raise ApiError(403, "CSRF check failed: send the CSRF token with a session, or use "
@@ -163,7 +170,7 @@ def runs(request: HttpRequest) -> JsonResponse:
     if request.method == "POST":
         return _submit(request)
     found = viewable_runs(request.user).select_related("owner", "team") \
-        .defer("graph_bytes", "artifact")
+        .defer("artifact")
     query = request.GET.get("q", "").strip()
     if query:
         found = found.filter(Q(name__icontains=query) | Q(filename__icontains=query))
@@ -293,9 +300,34 @@ def _team(request: HttpRequest, value) -> Team | None:
 
 # --- One run -------------------------------------------------------------------------------------
 
-@api_view("GET")
-def run_detail(request: HttpRequest, run_id: str) -> JsonResponse:
-    return JsonResponse(_detail(request, _viewable_run(request, run_id)))
+@api_view("GET", "DELETE")
+def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
+    """The run's metadata; DELETE: its owner deletes it (204), with its kernels,
+    measurements and, unless another run shares it, its graph's bytes."""
+    run = _viewable_run(request, run_id)
+    if request.method == "DELETE":
+        _owner_only(request, run, "delete it")
+        run.delete_with_graph()
+        return HttpResponse(status=204)
+    return JsonResponse(_detail(request, run))
+
+
+@api_view("POST")
+def run_retry(request: HttpRequest, run_id: str) -> JsonResponse:
+    """Its owner queues a failed run's compile again (202 with the new status); 409 when the
+    run is not failed."""
+    run = _viewable_run(request, run_id)
+    _owner_only(request, run, "retry it")
+    if not retry_run(run):
+        raise ApiError(409, f"only a failed run can be retried; this one is {run.status}")
+    run.refresh_from_db()
+    return JsonResponse({"id": run.pk, **run.status_dict(), **_links(request, run)},
+                        status=202)
+
+
+def _owner_only(request: HttpRequest, run: Run, action: str) -> None:
+    if request.user.pk != run.owner_id:
+        raise ApiError(403, f"only the run's owner can {action}")
 
 
 @api_view("GET")

@@ -33,6 +33,7 @@ NOT_DONE = _json(_ref("NotDone"), "The run is not done: still queued or running,
                                   "(then `error` names the stage and the message).")
 UNAUTHORIZED = _error("No session and no valid `Authorization: Bearer <key>`.")
 NOT_FOUND = _error("No such run, or one the caller may not see (the two read alike).")
+NOT_OWNER = _error("A run the caller may see but does not own.")
 
 KERNEL = {
     "type": "object",
@@ -70,9 +71,12 @@ KERNEL = {
 STATUS = {
     "type": "object",
     "required": ["status", "stage", "progress_done", "progress_total", "error", "error_stage",
-                 "finished", "stage_detail", "stages"],
+                 "finished", "stage_detail", "interrupted", "stages"],
     "properties": {
         "status": {"type": "string", "enum": ["queued", "running", "done", "failed"]},
+        "interrupted": {"type": "boolean", "description": "The job was stopped before it "
+                        "ended (its worker killed or cut off, or a transient error such as a "
+                        "locked database) and will be taken up again by a worker."},
         "stage": {"type": "string", "description": "The stage running now (import, explore, "
                                                    "codegen, build, cost)."},
         "progress_done": {"type": "integer"}, "progress_total": {"type": "integer"},
@@ -80,7 +84,8 @@ STATUS = {
         "error_stage": {"type": "string"},
         "stage_detail": {"type": "string", "description": "What the running stage is doing "
                          "where its count alone would stand still (build: \"h100: compiling 412 "
-                         "distinct kernels to PTX ...\"); empty when the job is not running."},
+                         "distinct kernels to PTX ...\"), or why an interrupted job waits; "
+                         "empty when the job is neither running nor queued."},
         "stages": {"type": "array", "description": "Every stage of the job in order.",
                    "items": {"type": "object", "required": ["name", "state", "seconds"],
                              "properties": {
@@ -393,10 +398,23 @@ PATHS = {
         "the others are not used, and each one's held-out evaluation next to SOL and "
         "projected.",
         {"200": _json(_ref("CostModels"), "The models.")}, [], operationId="listCostModels")},
-    "/runs/{run_id}": {"get": _operation(
-        "A run's metadata and progress.",
-        {"200": _json(_ref("Run"), "The run."), "404": NOT_FOUND}, [RUN_ID],
-        operationId="getRun")},
+    "/runs/{run_id}": {
+        "get": _operation(
+            "A run's metadata and progress.",
+            {"200": _json(_ref("Run"), "The run."), "404": NOT_FOUND}, [RUN_ID],
+            operationId="getRun"),
+        "delete": _operation(
+            "Delete a run (its owner only), with its kernels and measurements; its permanent "
+            "link stops working for everyone.",
+            {"204": {"description": "Deleted."}, "403": NOT_OWNER, "404": NOT_FOUND},
+            [RUN_ID], operationId="deleteRun"),
+    },
+    "/runs/{run_id}/retry": {"post": _operation(
+        "Queue a failed run's compile again (its owner only), from the start.",
+        {"202": _json(_ref("Status"), "Queued again: the run's new status (with its links)."),
+         "403": NOT_OWNER, "404": NOT_FOUND,
+         "409": _error("The run is not failed (queued, running or done).")},
+        [RUN_ID], operationId="retryRun")},
     "/runs/{run_id}/status": {"get": _operation(
         "A run's status and progress; poll it until status is done or failed.",
         {"200": _json(_ref("Status"), "The status."), "404": NOT_FOUND}, [RUN_ID],
@@ -475,7 +493,9 @@ DOCUMENT = {
         "schemas": SCHEMAS,
         "securitySchemes": {
             "bearer": {"type": "http", "scheme": "bearer",
-                       "description": "An API key from `python manage.py create_api_token`."},
+                       "description": "An API key from the API keys page or `python manage.py "
+                                      "create_api_token`: scope `read` (GET only) or `submit`, "
+                                      "expiring or not."},
             "session": {"type": "apiKey", "in": "cookie", "name": "sessionid",
                         "description": "The browser's login session (POST needs the CSRF "
                                        "token too)."},

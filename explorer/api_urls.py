@@ -11,6 +11,7 @@ urlpatterns = [
     path("cost-models", api.cost_models, name="api-cost-models"),
     path(RUN, api.run_detail, name="api-run"),
     path(f"{RUN}/status", api.run_status, name="api-run-status"),
+    path(f"{RUN}/retry", api.run_retry, name="api-run-retry"),
     path(f"{RUN}/results", api.run_results, name="api-run-results"),
     path(f"{RUN}/kernels/<str:device>/<str:strategy>/<str:kernel>", api.run_kernel,
          name="api-run-kernel"),

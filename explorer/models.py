@@ -14,7 +14,7 @@ import time
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import models, transaction
+from django.db import IntegrityError, models, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -91,13 +91,24 @@ class Job(models.Model):
         abstract = True
 
     def status_dict(self) -> dict:
-        """What a status endpoint returns while a page waits for the job."""
+        """What a status endpoint returns while a page waits for the job. `interrupted`: the
+        job was running and its worker stopped renewing its lease (killed, or cut off), or a
+        transient error gave it back to the queue; either way it will be taken up again."""
+        interrupted = self.interrupted()
+        detail = self.stage_detail if self.status in (self.RUNNING, self.QUEUED) else ""
+        if interrupted and self.status == self.RUNNING:
+            detail = "interrupted: its worker stopped answering; it will be retried"
         return {"status": self.status, "stage": self.stage,
                 "progress_done": self.progress_done, "progress_total": self.progress_total,
                 "error": self.error, "error_stage": self.error_stage,
                 "finished": self.finished.isoformat() if self.finished else None,
-                "stage_detail": self.stage_detail if self.status == self.RUNNING else "",
+                "stage_detail": detail, "interrupted": interrupted,
                 "stages": self.stage_rows(time.time())}
+
+    def interrupted(self) -> bool:
+        if self.status == self.RUNNING:
+            return self.lease_expires is not None and self.lease_expires < timezone.now()
+        return self.status == self.QUEUED and self.attempts > 0
 
     def stage_rows(self, now: float) -> list[dict]:
         """Each stage with its state ("waiting", "running", "done", "failed") and the seconds
@@ -152,6 +163,33 @@ class Job(models.Model):
             raise ClaimLost(pk)
 
     @classmethod
+    def keep_lease(cls, pk, token: str, lease_s: int) -> bool:
+        """Extend the lease without touching the progress (the heartbeat of a job whose
+        stage is long and silent); False when the claim is no longer this token's."""
+        return cls.objects.filter(pk=pk, claim_token=token, status=cls.RUNNING).update(
+            lease_expires=timezone.now() + timedelta(seconds=lease_s)) == 1
+
+    @classmethod
+    def release(cls, pk, token: str, reason: str) -> bool:
+        """Give a claimed job back to the queue (a transient error stopped it: the database
+        locked, a connection reset), saying why on its row; its attempt still counts. False
+        when the claim is no longer this token's."""
+        return cls.objects.filter(pk=pk, claim_token=token, status=cls.RUNNING).update(
+            status=cls.QUEUED, claim_token="", lease_expires=None,
+            stage_detail=f"interrupted ({reason[:150]}); it will be retried") == 1
+
+    @classmethod
+    def retry(cls, pk) -> bool:
+        """Queue a failed job again with a fresh count of attempts (the owner's "retry");
+        False when the job is not failed (already retried, or never failed). The caller
+        sends its message once this commits."""
+        return cls.objects.filter(pk=pk, status=cls.FAILED).update(
+            status=cls.QUEUED, error="", error_stage="", stage="", progress_done=0,
+            progress_total=0, stages=[], stage_detail="", started=None, finished=None,
+            claim_token="", claimed_by="", lease_expires=None, attempts=0,
+            enqueued_at=None) == 1
+
+    @classmethod
     def _mark_done(cls, pk, token: str, **fields) -> None:
         """The DONE update of `finish` (call it inside the caller's transaction)."""
         updated = cls.objects.filter(pk=pk, claim_token=token, status=cls.RUNNING).update(
@@ -171,6 +209,40 @@ class Job(models.Model):
                               error_stage=error_stage or F("stage"), finished=timezone.now(),
                               lease_expires=None)
         return updated == 1
+
+
+class GraphBlob(models.Model):
+    """An uploaded graph's bytes, stored once per content, outside the runs' table.
+
+    Keyed by the SHA-256 of the bytes as uploaded (gzip and all). Runs point at it, so the
+    runs' table stays small whatever users upload (its lists and the run page's queries
+    never touch graph bytes), the same file uploaded for several runs (other devices, other
+    owners) is stored once, and a worker on another host reads it from the same database.
+    A blob goes when the last run that points at it is deleted (`Run.delete_with_graph`)."""
+    sha256 = models.CharField(primary_key=True, max_length=64, editable=False)
+    size = models.PositiveBigIntegerField()
+    data = models.BinaryField()
+    created = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.sha256[:12]} ({self.size} bytes)"
+
+    @classmethod
+    def store(cls, data: bytes) -> str:
+        """The key of a blob holding `data`, stored now unless an equal one is there already
+        (found by its key, without reading its bytes)."""
+        key = hashlib.sha256(data).hexdigest()
+        if not cls.objects.filter(pk=key).exists():
+            try:
+                with transaction.atomic():
+                    cls.objects.create(sha256=key, size=len(data), data=data)
+            except IntegrityError:  # the same bytes stored at the same moment by another run
+                pass
+        return key
+
+    @classmethod
+    def data_of(cls, key: str) -> bytes:
+        return bytes(cls.objects.filter(pk=key).values_list("data", flat=True).get())
 
 
 def uploaded(data: bytes, filename: str) -> bytes:
@@ -206,7 +278,8 @@ class Run(Job):
     tags = models.JSONField(default=list, blank=True)
 
     filename = models.CharField(max_length=255)
-    graph_bytes = models.BinaryField()
+    # The uploaded bytes, stored by content (read them through `graph_bytes`).
+    graph = models.ForeignKey(GraphBlob, on_delete=models.PROTECT, related_name="runs")
     # The SHA-256 of the graph, decompressed (`graph_sha256`), set when the run is first
     # saved: runs of the same graph are found by it (compare's candidates) without reading or
     # comparing the graphs' bytes.
@@ -222,10 +295,33 @@ class Run(Job):
     class Meta:
         ordering = ["-created"]
 
+    @property
+    def graph_bytes(self) -> bytes:
+        """The uploaded file's bytes (read from its GraphBlob: a query, so read them once)."""
+        pending = self.__dict__.get("_new_graph")
+        return pending if pending is not None else GraphBlob.data_of(self.graph_id)
+
+    @graph_bytes.setter
+    def graph_bytes(self, data: bytes) -> None:
+        """New bytes for the run, stored (as a GraphBlob) when the run is saved; so
+        `Run.objects.create(graph_bytes=...)` works."""
+        self.__dict__["_new_graph"] = bytes(data)
+
     def save(self, *args, **kwargs):
-        if not self.graph_sha256 and self.graph_bytes:
-            self.graph_sha256 = graph_sha256(bytes(self.graph_bytes), self.filename)
+        data = self.__dict__.pop("_new_graph", None)
+        if data is not None:
+            self.graph_id = GraphBlob.store(data)
+            self.graph_sha256 = graph_sha256(data, self.filename)
         super().save(*args, **kwargs)
+
+    def delete_with_graph(self) -> None:
+        """Delete the run with everything of it (sources, plans' views, measurements) and
+        its graph's bytes when no other run shares them, in one transaction."""
+        with transaction.atomic():
+            graph_id = self.graph_id
+            self.delete()
+            if not Run.objects.filter(graph_id=graph_id).exists():
+                GraphBlob.objects.filter(pk=graph_id).delete()
 
     def __str__(self) -> str:
         return f"{self.id} {self.name or self.filename}"
@@ -349,14 +445,23 @@ class ApiToken(models.Model):
 
     Only the key's SHA-256 is stored, so a leaked database does not leak working keys; the key
     itself is shown once, when it is made (`create_api_token`). Keys carry 256 random bits, so
-    looking a key up by its hash needs no salt and no constant-time comparison."""
+    looking a key up by its hash needs no salt and no constant-time comparison.
+
+    A key has a scope, READ (GET requests only: a dashboard, a CI job that fetches results)
+    or SUBMIT (everything its user may do through the API: submit, retry and delete runs,
+    ask for measurements), and may expire: an expired key is refused as an unknown one is."""
     KEY_PREFIX = "fe_"
+    READ, SUBMIT = "read", "submit"
+    SCOPES = [(READ, "read: look only (GET)"),
+              (SUBMIT, "submit: also submit, retry and delete runs, ask for measurements")]
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
                              related_name="api_tokens")
     name = models.CharField(max_length=100, blank=True)
     key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    scope = models.CharField(max_length=10, choices=SCOPES, default=SUBMIT)
     created = models.DateTimeField(auto_now_add=True)
+    expires = models.DateTimeField(null=True, blank=True)   # null: never
     last_used = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -369,21 +474,38 @@ class ApiToken(models.Model):
     def hash_key(key: str) -> str:
         return hashlib.sha256(key.encode()).hexdigest()
 
+    @property
+    def expired(self) -> bool:
+        return self.expires is not None and self.expires <= timezone.now()
+
     @classmethod
-    def create_for(cls, user, name: str = "") -> tuple[ApiToken, str]:
-        """A new token for the user, and its key (which is not stored anywhere)."""
+    def create_for(cls, user, name: str = "", scope: str = SUBMIT,
+                   days: int | None = None) -> tuple[ApiToken, str]:
+        """A new token for the user, valid for `days` (None: until revoked), and its key
+        (which is not stored anywhere)."""
+        if scope not in dict(cls.SCOPES):
+            raise ValueError(f"scope must be one of {', '.join(dict(cls.SCOPES))}")
         key = cls.KEY_PREFIX + secrets.token_urlsafe(32)
-        token = cls.objects.create(user=user, name=name, key_hash=cls.hash_key(key))
+        expires = timezone.now() + timedelta(days=days) if days else None
+        token = cls.objects.create(user=user, name=name, key_hash=cls.hash_key(key),
+                                   scope=scope, expires=expires)
         return token, key
 
     @classmethod
-    def user_for_key(cls, key: str):
-        """The active user the key belongs to (recording that the token was used), or None."""
+    def for_key(cls, key: str) -> ApiToken | None:
+        """The token of the key, if it is live (not expired, its user active), recording
+        that it was used; None otherwise."""
         token = cls.objects.select_related("user").filter(key_hash=cls.hash_key(key)).first()
-        if token is None or not token.user.is_active:
+        if token is None or token.expired or not token.user.is_active:
             return None
         cls.objects.filter(pk=token.pk).update(last_used=timezone.now())
-        return token.user
+        return token
+
+    @classmethod
+    def user_for_key(cls, key: str):
+        """The active user a live key belongs to, or None."""
+        token = cls.for_key(key)
+        return token.user if token else None
 
 
 class LoginFailure(models.Model):

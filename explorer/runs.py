@@ -21,6 +21,7 @@ import json
 import logging
 import string
 
+from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
@@ -30,6 +31,7 @@ from django.utils.crypto import salted_hmac
 from compiler.errors import InputError
 from compiler.fusion.graph_layout import plan_layout
 from compiler.fusion.graph_view import fusion_graph, kernel_entries
+from compiler.importers import sniff_upload
 from compiler.pipeline import canonical_options, import_graph
 from compiler.version import compiler_version
 from explorer import presenters
@@ -76,16 +78,28 @@ def viewable_runs(user) -> QuerySet[Run]:
                               | Q(visibility=Run.TEAM, team_id__in=teams))
 
 
+def check_upload(data: bytes, filename: str) -> None:
+    """What a web request checks of an upload before storing it, all of it cheap whatever the
+    file's size: the size limit, the format from the first bytes, and, for a file of at most
+    settings.UPLOAD_INLINE_IMPORT_BYTES (decompressed), the whole import, so a small file that
+    does not import is refused at once. A bigger file is imported by the compile worker,
+    whose import errors fail the run at its "import" stage with the same message (the run
+    page and the API's status show it). InputError (file:line:col) when a check fails."""
+    fmt, whole = sniff_upload(data, filename, head_bytes=settings.UPLOAD_INLINE_IMPORT_BYTES)
+    if whole is not None:
+        import_graph(data, filename)
+
+
 def submit_run(owner, data: bytes, filename: str, devices, strategies, name: str = "",
                tags=(), visibility: str = Run.PRIVATE, team=None) -> Run:
     """The run of this upload: an existing one with the same id, or a new queued one whose
     compile job is enqueued once the transaction commits. InputError (with file:line:col) when
-    the graph does not import or an option is unknown; nothing is stored then. ValueError for
-    visibility "team" without a team."""
+    an option is unknown or `check_upload` refuses the file; nothing is stored then.
+    ValueError for visibility "team" without a team."""
     if visibility == Run.TEAM and team is None:
         raise ValueError("a run shared with a team needs the team")
     devices, strategies = canonical_options(devices, strategies)
-    import_graph(data, filename)
+    check_upload(data, filename)
     version = compiler_version()
     identifier = run_id(data, devices, strategies, version, owner.pk)
     existing = Run.objects.filter(pk=identifier).first()
@@ -101,6 +115,17 @@ def submit_run(owner, data: bytes, filename: str, devices, strategies, name: str
     except IntegrityError:  # the same upload submitted twice at once: the first one won
         return Run.objects.get(pk=identifier)
     return run
+
+
+def retry_run(run: Run) -> bool:
+    """Queue a failed run's compile again (its owner's "retry": after a worker was lost too
+    often, a time limit, or a fix deployed since); False when the run is not failed. The job
+    is sent once the transaction commits."""
+    with transaction.atomic():
+        if not Run.retry(run.pk):
+            return False
+        transaction.on_commit(lambda: enqueue_compile(run.pk))
+    return True
 
 
 def enqueue_compile(identifier: str) -> bool:

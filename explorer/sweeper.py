@@ -4,16 +4,17 @@ A job's row is the truth; its broker message only wakes a worker. Messages go mi
 broker was down when the job was stored (`runs._enqueue` leaves it unsent), Redis restarted
 empty (`make run`'s Redis keeps nothing), or a worker was killed holding one (the broker gives
 it back only after its visibility timeout, an hour by default). `sweep` sends again:
-- a queued job never sent, stored more than GRACE_S ago;
-- queued jobs sent more than RESEND_S ago, when their queue in the broker is empty (their
+- a queued job never sent, stored more than JOB_SEND_GRACE_S ago (settings; on_commit sends
+  at once, so such a job's send failed);
+- queued jobs sent more than JOB_RESEND_S ago, when their queue in the broker is empty (their
   messages are gone: a queue that still holds messages is a backlog, and sending more would
   only grow it; a message a busy worker has reserved is not in the queue either, hence the
-  wait, which bounds such duplicates to one per job every RESEND_S);
+  wait, which bounds such duplicates to one per job every JOB_RESEND_S);
 - a running job whose lease expired (its worker died) and that was not sent since: the next
   worker claims it within about one lease (Job.claim takes an expired lease over).
 A job sent twice is claimed once (Job.claim is one conditional UPDATE); the other message
-finds nothing to do. Every worker sweeps every SWEEP_INTERVAL_S (workers/presence.py starts
-the thread), so sweeping needs no extra process.
+finds nothing to do. Every worker sweeps every JOB_SWEEP_INTERVAL_S (workers/presence.py
+starts the thread), so sweeping needs no extra process.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
+from django.conf import settings
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -28,10 +30,6 @@ from explorer.models import Measurement, Run
 
 logger = logging.getLogger(__name__)
 
-# A job stored this long ago and never sent: its enqueue failed (on_commit sends at once).
-GRACE_S = 30
-# A queued job sent this long ago whose queue is empty: its message was lost.
-RESEND_S = 300
 
 
 def _jobs() -> tuple:
@@ -68,9 +66,10 @@ def sweep(now=None, lengths: dict[str, int] | None = None) -> dict[str, list]:
     sent: dict[str, list] = {}
     for model, queue, enqueue in _jobs():
         lost = Q(status=model.QUEUED, enqueued_at__isnull=True,
-                 created__lt=now - timedelta(seconds=GRACE_S))
+                 created__lt=now - timedelta(seconds=settings.JOB_SEND_GRACE_S))
         if lengths.get(queue, 0) == 0:
-            lost |= Q(status=model.QUEUED, enqueued_at__lt=now - timedelta(seconds=RESEND_S))
+            lost |= Q(status=model.QUEUED,
+                      enqueued_at__lt=now - timedelta(seconds=settings.JOB_RESEND_S))
         lost |= Q(status=model.RUNNING, lease_expires__lt=now) & (
             Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=F("lease_expires")))
         pks = list(model.objects.filter(lost).order_by("created").values_list("pk", flat=True))

@@ -4,6 +4,7 @@ Access: a run is shown to whoever `Run.can_view` admits. Anyone else gets a 404,
 so that a run's id says nothing to a stranger; an anonymous visitor is sent to log in first.
 """
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
@@ -22,8 +23,8 @@ from explorer import presenters
 from explorer.forms import RunSettingsForm, UploadForm, samples
 from explorer.models import ApiToken, KernelSource, Measurement, Run
 from explorer.runs import (PlanUnavailable, graph_digest, plan_choice, plan_graph,
-                           request_measurement, results_stamp, submit_run, upload_text,
-                           viewable_runs)
+                           request_measurement, results_stamp, retry_run, submit_run,
+                           upload_text, viewable_runs)
 from workers.presence import gpu_status
 
 
@@ -32,7 +33,7 @@ class LoginNeeded(Exception):
 
 
 # The big columns a page that shows a run's results reads only when its cached HTML is stale.
-HEAVY_FIELDS = ("artifact", "graph_bytes")
+HEAVY_FIELDS = ("artifact",)
 
 
 def _viewable_run(request: HttpRequest, run_id: str, light: bool = False) -> Run:
@@ -301,13 +302,40 @@ def _same_graph_runs(user, run: Run, besides: Run | None = None) -> list[Run]:
 @_run_view
 def run_settings(request: HttpRequest, run: Run) -> HttpResponse:
     """The owner renames, tags or shares the run; anyone else who can see it is refused."""
-    if request.user.pk != run.owner_id:
-        raise PermissionDenied("Only the run's owner can change it.")
+    _owner_only(request, run, "change it")
     form = RunSettingsForm(request.POST, user=request.user)
     if not form.is_valid():
         return _render_run(request, run, form, status=400)
     form.apply(run)
     return redirect("explorer-run", run_id=run.pk)
+
+
+def _owner_only(request: HttpRequest, run: Run, action: str) -> None:
+    if request.user.pk != run.owner_id:
+        raise PermissionDenied(f"Only the run's owner can {action}.")
+
+
+@require_POST
+@_run_view(light=True)
+def run_retry(request: HttpRequest, run: Run) -> HttpResponse:
+    """The owner queues a failed run again; a run that is not failed is left as it is."""
+    _owner_only(request, run, "retry it")
+    retry_run(run)
+    return redirect("explorer-run", run_id=run.pk)
+
+
+@require_http_methods(["GET", "POST"])
+@_run_view(light=True)
+def run_delete(request: HttpRequest, run: Run) -> HttpResponse:
+    """The owner deletes the run: a page that asks, then the POST that deletes it with its
+    kernels, measurements and (unless another run shares it) its graph's bytes."""
+    _owner_only(request, run, "delete it")
+    if request.method == "GET":
+        return render(request, "explorer/run_delete.html", {"run": run})
+    name = run.name or run.filename
+    run.delete_with_graph()
+    messages.success(request, f"Deleted the run {name}.")
+    return redirect("explorer-history")
 
 
 @require_GET
@@ -531,7 +559,7 @@ def history(request: HttpRequest) -> HttpResponse:
     wanted = {field: query[key] for key, field in LIST_FILTERS.items() if query.get(key)}
     if wanted:
         runs = Run.objects.filter(pk__in=_ids_listing(runs, wanted))
-    page = Paginator(runs.select_related("owner").defer("graph_bytes"),
+    page = Paginator(runs.select_related("owner"),
                      HISTORY_PAGE_SIZE).get_page(query.get("page"))
     rows = [{"run": run, "best": presenters.best_totals(run.artifact)} for run in page]
     filters = query.copy()
@@ -569,12 +597,17 @@ def _filter_choices(lists) -> dict[str, list[str]]:
 TOKEN_NAME_LENGTH = 100
 
 
+# How long a new key may live, as the API keys page offers it (None: until revoked).
+TOKEN_LIFETIMES_DAYS = {"30": 30, "90": 90, "365": 365, "never": None}
+NEW_KEY_SESSION = "explorer-new-api-key"
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def api_tokens(request: HttpRequest) -> HttpResponse:
-    """The user's API keys: make one (its key is shown this once: only its hash is stored) or
-    revoke one."""
-    new_key = None
+    """The user's API keys: make one, with its scope and lifetime, or revoke one. A new key is
+    shown once: the POST keeps it in the session and redirects, and the next GET shows it and
+    forgets it (a refresh makes no second key), with the page marked not to be cached."""
     if request.method == "POST":
         if "revoke" in request.POST:
             revoke = request.POST["revoke"]
@@ -582,9 +615,20 @@ def api_tokens(request: HttpRequest) -> HttpResponse:
                 ApiToken.objects.filter(user=request.user, pk=int(revoke)).delete()
             return redirect("explorer-api-tokens")
         name = request.POST.get("name", "").strip()[:TOKEN_NAME_LENGTH]
-        _, new_key = ApiToken.create_for(request.user, name)
+        scope = request.POST.get("scope", ApiToken.READ)
+        lifetime = request.POST.get("expires", "90")
+        if scope not in dict(ApiToken.SCOPES) or lifetime not in TOKEN_LIFETIMES_DAYS:
+            return HttpResponseBadRequest("unknown scope or lifetime")
+        _, key = ApiToken.create_for(request.user, name, scope, TOKEN_LIFETIMES_DAYS[lifetime])
+        request.session[NEW_KEY_SESSION] = key
+        return redirect("explorer-api-tokens")
+    new_key = request.session.pop(NEW_KEY_SESSION, None)
     tokens = ApiToken.objects.filter(user=request.user)
-    return render(request, "explorer/api_tokens.html", {"tokens": tokens, "new_key": new_key})
+    response = render(request, "explorer/api_tokens.html", {
+        "tokens": tokens, "new_key": new_key, "scopes": ApiToken.SCOPES,
+        "lifetimes": list(TOKEN_LIFETIMES_DAYS)})
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 @require_GET

@@ -26,8 +26,9 @@ STARTUP_TIMEOUT_S = 30
 SHUTDOWN_TIMEOUT_S = 20
 # A killed worker's job is handed to another worker this long after it was delivered.
 VISIBILITY_TIMEOUT_S = 3
-# A running job that has not reported progress for this long counts as abandoned.
-LEASE_S = 2
+# A running job whose worker has not renewed its lease for this long counts as abandoned (a live
+# worker renews it every third of that, so a machine loaded by other tests leaves it room).
+LEASE_S = 4
 
 
 @dataclass(frozen=True)
@@ -61,21 +62,18 @@ def _stop(process: subprocess.Popen) -> None:
             process.wait()
 
 
-@pytest.fixture(scope="session")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def start_redis(data_dir: Path, port: int) -> subprocess.Popen:
+    """A redis-server on the loopback port, keeping nothing on disk (as `make run`'s), once
+    it answers; skips the test when Redis is not installed."""
     server = shutil.which("redis-server")
     if server is None:
         pytest.skip("redis-server is not installed; `make system-deps` installs it")
-
-    data_dir = tmp_path_factory.mktemp("redis")
     log_path = data_dir / "redis.log"
-    port = _free_loopback_port()
     process = subprocess.Popen(
         [server, "--bind", "127.0.0.1", "--port", str(port), "--dir", str(data_dir),
          "--logfile", str(log_path), "--save", "", "--appendonly", "no"],
     )
-    url = f"redis://127.0.0.1:{port}/0"
-    client = redis.Redis.from_url(url)
+    client = redis.Redis(host="127.0.0.1", port=port)
     try:
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while True:
@@ -84,14 +82,23 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                             f"{log_path.read_text(errors='replace')}")
             try:
                 client.ping()
-                break
+                return process
             except redis.ConnectionError:
                 if time.monotonic() > deadline:
+                    _stop(process)
                     pytest.fail(f"redis-server did not answer within {STARTUP_TIMEOUT_S}s")
                 time.sleep(0.05)
-        yield url
     finally:
         client.close()
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    port = _free_loopback_port()
+    process = start_redis(tmp_path_factory.mktemp("redis"), port)
+    try:
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
         _stop(process)
 
 

@@ -3,13 +3,18 @@
 Every task has an explicit, stable name (queued messages outlive code moves), acks_late so a job
 whose worker dies is delivered again, and soft and hard time limits so a stuck job ends.
 """
+from __future__ import annotations
+
 import logging
+import threading
 import time
 
 from celery import Task
 from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 from django.utils import timezone
+from redis.exceptions import RedisError
 
 from compiler.errors import InputError
 from compiler.measure import STAGES as MEASURE_STAGES
@@ -129,13 +134,14 @@ def compile_run(self, run_id: str) -> str:
     progress = _ProgressRecorder(Run, run_id, token, settings.COMPILE_LEASE_S, RUN_STAGES)
 
     def compile_it() -> tuple:
-        data = bytes(run.graph_bytes)
+        data = run.graph_bytes
         artifact = compile_graph(data, run.filename, run.devices, run.strategies,
                                  progress=progress, learned_models=learned_models(run.devices))
         # The fusion view's objects, laid out now so the first look at a big plan is quick.
         return artifact, plan_graphs(data, run.filename, artifact, progress)
 
-    return _work(Run, run_id, token, progress, settings.COMPILE_SOFT_TIME_LIMIT_S, compile_it)
+    return _work(Run, run_id, token, progress, settings.COMPILE_SOFT_TIME_LIMIT_S, compile_it,
+                 settings.COMPILE_LEASE_S, settings.COMPILE_MAX_ATTEMPTS)
 
 
 def learned_models(devices: list[str]) -> dict[str, str]:
@@ -174,21 +180,66 @@ def measure_run(self, measurement_id: int) -> str:
     try:
         return _work(Measurement, measurement_id, token, progress,
                      settings.MEASURE_SOFT_TIME_LIMIT_S,
-                     lambda: (measure_graph(bytes(run.graph_bytes), run.filename, run.devices,
-                                            run.strategies, progress=progress),))
+                     lambda: (measure_graph(run.graph_bytes, run.filename, run.devices,
+                                            run.strategies, progress=progress),),
+                     settings.MEASURE_LEASE_S, settings.MEASURE_MAX_ATTEMPTS)
     except GpuUnavailable as error:
         Measurement.fail(measurement_id, f"The GPU worker {hostname} cannot measure: {error}.",
                          "gpu", token)
         return Measurement.FAILED
 
 
+class _LeaseKeeper:
+    """Renews a claimed job's lease every third of the lease from a daemon thread while the
+    job computes, whether or not it reports progress: a live worker never loses its job to a
+    redelivery during a long, silent stage (one big kernel's compile, a huge import). Only a
+    worker that is gone (killed, frozen, cut off from the database) lets its lease run out."""
+
+    def __init__(self, model: type[Job], pk, token: str, lease_s: int):
+        self.model, self.pk, self.token, self.lease_s = model, pk, token, lease_s
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._beat, name=f"lease-{pk}", daemon=True)
+
+    def __enter__(self) -> _LeaseKeeper:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stopped.set()
+        self.thread.join()
+
+    def _beat(self) -> None:
+        from django.db import connection
+
+        try:
+            while not self.stopped.wait(max(1.0, self.lease_s / 3)):
+                try:
+                    if not self.model.keep_lease(self.pk, self.token, self.lease_s):
+                        return   # taken over, or ended: the job's own calls find out
+                except Exception:  # noqa: BLE001 - the database busy: try again next beat
+                    logger.warning("could not renew the lease of %s %s", self.model.__name__,
+                                   self.pk, exc_info=True)
+        finally:
+            connection.close()   # this thread's own connection
+
+
+# Errors that say nothing about the job, only about the moment: the database locked or gone
+# for a while, a connection reset. A job they stop is queued again, not failed as a bug.
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    OperationalError, InterfaceError, ConnectionError, TimeoutError, RedisError)
+# The wait before a job stopped by a transient error is taken up again, doubled per attempt.
+TRANSIENT_RETRY_S = 5
+
+
 def _work(model: type[Job], pk, token: str, progress: _ProgressRecorder, soft_limit_s: int,
-          compute) -> str:
-    """Run `compute()` for a claimed job and store what it returns (the arguments of the
-    model's `finish` after the token), or fail the job with a message for the user and the
-    stage that failed. The worker keeps going whatever happens."""
+          compute, lease_s: int, max_attempts: int) -> str:
+    """Run `compute()` for a claimed job, its lease kept alive meanwhile, and store what it
+    returns (the arguments of the model's `finish` after the token), or fail the job with a
+    message for the user and the stage that failed; a transient error queues it again
+    (`_requeue`). The worker keeps going whatever happens."""
     try:
-        model.finish(pk, token, *compute())
+        with _LeaseKeeper(model, pk, token, lease_s):
+            model.finish(pk, token, *compute())
     except ClaimLost:
         logger.warning("%s %s was claimed by another job; dropping this one's work",
                        model.__name__, pk)
@@ -202,12 +253,41 @@ def _work(model: type[Job], pk, token: str, progress: _ProgressRecorder, soft_li
         return model.FAILED
     except GpuUnavailable:
         raise
+    except TRANSIENT_ERRORS as error:
+        return _requeue(model, pk, token, progress, error, max_attempts)
     except Exception as error:  # a compiler bug: tell the user, keep the worker going
         logger.exception("%s %s failed in stage %s", model.__name__, pk, progress.stage)
         model.fail(pk, f"Internal compiler error ({type(error).__name__}: {error}). This is "
                        "a bug; please report it with the run's link.", progress.stage, token)
         return model.FAILED
     return model.DONE
+
+
+def _requeue(model: type[Job], pk, token: str, progress: _ProgressRecorder, error: Exception,
+             max_attempts: int) -> str:
+    """A transient error stopped the job: give it back to the queue and send it again after a
+    wait that doubles per attempt, or fail it, saying so, once its attempts are used up."""
+    from django.db import connection
+
+    if not connection.in_atomic_block:
+        connection.close_if_unusable_or_obsolete()   # a broken one reconnects for what follows
+    reason = f"{type(error).__name__}: {error}"
+    attempts = model.objects.filter(pk=pk).values_list("attempts", flat=True).first() or 0
+    if attempts >= max_attempts:
+        model.fail(pk, f"Every one of the {max_attempts} attempts to {model.VERB} was stopped "
+                       f"by a transient error; the last: {reason}. Retry it later.",
+                   progress.stage, token)
+        return model.FAILED
+    logger.warning("%s %s stopped by a transient error in stage %s (%s); queued again",
+                   model.__name__, pk, progress.stage, reason)
+    if model.release(pk, token, reason):
+        countdown = TRANSIENT_RETRY_S * 2 ** max(0, attempts - 1)
+        task = compile_run if model is Run else measure_run
+        try:
+            task.apply_async((pk,), countdown=countdown)
+        except Exception:  # noqa: BLE001 - the broker down too: the sweeper sends it later
+            logger.warning("could not send %s %s again; the sweeper will", model.__name__, pk)
+    return "retrying"
 
 
 def _not_claimed(task, model: type[Job], pk) -> str:

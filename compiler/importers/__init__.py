@@ -17,6 +17,8 @@ from compiler.ir.graph import Graph
 from compiler.limits import Limits, check_input_size, decode_utf8, read_limited
 
 FORMATS = ("hlo", "stablehlo", "onnx", "json")
+# How much of a file `detect_format` reads.
+SNIFF_BYTES = 1 << 16
 # What MLIR bytecode (`.mlirbc`) starts with.
 MLIR_BYTECODE = b"ML\xefR"
 
@@ -119,6 +121,37 @@ def detect_format(filename: str, data: bytes) -> str:
     except UnicodeDecodeError:
         return "onnx"  # binary protobuf
     return "unknown"
+
+
+def sniff_upload(data: bytes, filename: str, limits: Limits | None = None,
+                 head_bytes: int = 1 << 16) -> tuple[str, bytes | None]:
+    """An upload judged from its first bytes, without importing it: what the web app checks
+    before it stores and queues an upload, whose full import then runs in a worker. Returns
+    the format (`detect_format`, which reads no further than the first 64 KiB) and the whole
+    content, decompressed, when it is at most `head_bytes` long (None when it is longer): a
+    file that small is cheap to import at once. InputError for a file past the size limit,
+    corrupt gzip data, or one of no format we read (with `import_bytes`'s messages)."""
+    limits = limits or Limits.from_env()
+    check_input_size(len(data), filename, limits)
+    # Read as far as the larger of what detection looks at and what the caller would take.
+    name, reach = filename, max(head_bytes, SNIFF_BYTES)
+    if data[:2] == b"\x1f\x8b":
+        name = filename[:-3] if filename.endswith(".gz") else filename
+        decompressor = zlib.decompressobj(wbits=31)
+        try:
+            # Bounded both ways: at most `reach` + 1 MiB in and `reach` + 1 out, so a gzip
+            # bomb costs no more here than a small file.
+            head = decompressor.decompress(data[:reach + (1 << 20)], reach + 1)
+        except zlib.error as error:
+            raise InputError(f"corrupt gzip data: {error}", filename) from None
+        size = len(head) if decompressor.eof else None
+    else:
+        head, size = data[:reach + 1], len(data)
+    fmt = detect_format(name, head)
+    if fmt == "unknown":
+        what = "a zip archive" if head.startswith(ZIP_MAGIC) else "not a graph file"
+        raise InputError(f"{what}: upload {ACCEPTED}", filename)
+    return fmt, head if size is not None and size <= head_bytes else None
 
 
 def decompressed(data: bytes, filename: str, limits: Limits | None = None) -> bytes:

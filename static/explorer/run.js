@@ -68,8 +68,8 @@
         const status = await response.json();
         if (waitingFor === "run") {
           showStatus(status);
-          if (status.status === "done") return window.location.reload();
-          if (status.status === "failed") return;
+          // Reloaded when it ends: the results, or the error with the owner's retry button.
+          if (["done", "failed"].includes(status.status)) return window.location.reload();
         } else if (status.measurement) {
           showMeasurement(status.measurement);
           if (["done", "failed"].includes(status.measurement.status)) {

@@ -107,7 +107,8 @@ class SchemaDocumentTests(AccessTestCase):
 
     def test_the_validator_notices_a_missing_key_and_a_wrong_type(self):
         status = {"status": "done", "stage": "", "progress_done": 1, "progress_total": "1",
-                  "error": "", "error_stage": "", "stage_detail": "", "stages": []}
+                  "error": "", "error_stage": "", "stage_detail": "", "interrupted": False,
+                  "stages": []}
 
         self.assertEqual(problems(status, {"$ref": "#/components/schemas/Status"}),
                          ["$: no 'finished'", "$.progress_total: '1' is not ['integer']"])

@@ -1,10 +1,12 @@
 """API authentication: bearer tokens (ApiToken, create_api_token), sessions and CSRF."""
+from datetime import timedelta
 from io import StringIO
 from unittest import mock
 
 from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from explorer.models import ApiToken, Run
 from tests.explorer.access import SOFTMAX, AccessTestCase
@@ -49,7 +51,7 @@ class ApiTokenTests(AccessTestCase):
         response = self.client.get(RUNS, **self.bearer("fe_not-a-key"))
 
         self.assertEqual(response.status_code, 401)
-        self.assertEqual(response.json(), {"error": "unknown or revoked API key"})
+        self.assertEqual(response.json(), {"error": "unknown, revoked or expired API key"})
         self.assertIn("Bearer", response["WWW-Authenticate"])
 
     def test_another_authorization_scheme_gets_a_401(self, enqueue):
@@ -112,6 +114,42 @@ class ApiTokenTests(AccessTestCase):
         response = self.client.get(RUNS, **self.bearer(key))
         self.assertEqual(response.status_code, 200)
         self.assertEqual(response.json()["count"], 0)
+
+    def test_an_expired_key_is_refused_like_an_unknown_one(self, enqueue):
+        ApiToken.objects.filter(pk=self.token.pk).update(
+            expires=timezone.now() - timedelta(seconds=1))
+        response = self.client.get(RUNS, **self.bearer(self.key))
+
+        self.assertEqual(response.status_code, 401)
+        self.assertIn("expired", response.json()["error"])
+
+    def test_a_key_that_expires_later_works_until_then(self, enqueue):
+        _, key = ApiToken.create_for(self.owner, "week", days=7)
+        self.assertEqual(self.client.get(RUNS, **self.bearer(key)).status_code, 200)
+
+    def test_a_read_only_key_reads_but_changes_nothing(self, enqueue):
+        _, key = ApiToken.create_for(self.owner, "dash", scope=ApiToken.READ)
+        run = Run.objects.get(pk="p" * 22)
+
+        self.assertEqual(self.client.get(reverse("api-run", args=[run.pk]),
+                                         **self.bearer(key)).status_code, 200)
+        for response in (self.submit(self.client, **self.bearer(key)),
+                         self.client.delete(reverse("api-run", args=[run.pk]),
+                                            **self.bearer(key)),
+                         self.client.post(reverse("api-run-retry", args=[run.pk]),
+                                          **self.bearer(key))):
+            self.assertEqual(response.status_code, 403)
+            self.assertIn("read-only", response.json()["error"])
+        self.assertEqual(list(Run.objects.values_list("pk", flat=True)), [run.pk])
+
+    def test_the_command_makes_a_scoped_expiring_key(self, enqueue):
+        out = StringIO()
+        call_command("create_api_token", "teammate", "--scope", "read", "--days", "30",
+                     stdout=out, stderr=StringIO())
+        token = ApiToken.objects.get(key_hash=ApiToken.hash_key(out.getvalue().strip()))
+
+        self.assertEqual(token.scope, ApiToken.READ)
+        self.assertAlmostEqual((token.expires - timezone.now()).days, 30, delta=1)
 
     def test_the_command_names_an_unknown_user(self, enqueue):
         with self.assertRaisesMessage(CommandError, "no user 'nobody'"):

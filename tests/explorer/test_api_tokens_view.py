@@ -11,14 +11,17 @@ class ApiTokensViewTests(AccessTestCase):
 
     def test_a_key_made_here_is_shown_once_and_works_on_the_api(self):
         self.client.force_login(self.owner)
-        response = self.client.post(self.url, {"name": "ci"})
+        response = self.client.post(self.url, {"name": "ci", "scope": "submit",
+                                               "expires": "never"}, follow=True)
 
+        self.assertRedirects(response, self.url)   # a refresh does not post again
         key = response.context["new_key"]
         self.assertTrue(key.startswith(ApiToken.KEY_PREFIX))
         self.assertContains(response, key)
+        self.assertEqual(response["Cache-Control"], "no-store")
         self.assertNotContains(self.client.get(self.url), key)  # never shown again
         token = ApiToken.objects.get(user=self.owner)
-        self.assertEqual(token.name, "ci")
+        self.assertEqual((token.name, token.scope, token.expires), ("ci", "submit", None))
         self.assertNotEqual(token.key_hash, key)
 
         self.client.logout()
@@ -65,3 +68,27 @@ class ApiTokensViewTests(AccessTestCase):
         self.assertEqual(self.client.get(self.url).status_code, 302)
         self.assertEqual(self.client.post(self.url, {"name": "x"}).status_code, 302)
         self.assertFalse(ApiToken.objects.exists())
+
+    def test_a_new_key_is_read_only_and_expires_in_90_days_unless_asked(self):
+        self.client.force_login(self.owner)
+        key = self.client.post(self.url, {"name": "dash"}, follow=True).context["new_key"]
+
+        token = ApiToken.objects.get(user=self.owner)
+        self.assertEqual(token.scope, ApiToken.READ)
+        self.assertAlmostEqual((token.expires - token.created).days, 90, delta=1)
+        self.assertContains(self.client.get(self.url), "read")
+        self.client.logout()
+        auth = {"HTTP_AUTHORIZATION": f"Bearer {key}"}
+        self.assertEqual(self.client.get(reverse("api-runs"), **auth).status_code, 200)
+        refused = self.client.post(reverse("api-runs"), {"text": "x"},
+                                   content_type="application/json", **auth)
+        self.assertEqual(refused.status_code, 403)
+        self.assertIn("read-only", refused.json()["error"])
+        self.assertFalse(Run.objects.exists())
+
+    def test_an_unknown_scope_or_lifetime_makes_no_key(self):
+        self.client.force_login(self.owner)
+        for fields in ({"scope": "admin"}, {"expires": "1000"}):
+            self.assertEqual(self.client.post(self.url, fields).status_code, 400)
+        self.assertFalse(ApiToken.objects.exists())
+

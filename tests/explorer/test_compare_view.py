@@ -2,7 +2,7 @@
 from django.urls import reverse
 
 from explorer import presenters
-from explorer.models import KernelSource, Run
+from explorer.models import GraphBlob, KernelSource, Run
 from tests.explorer.access import DEVICES, STRATEGIES, AccessTestCase, softmax_artifact
 from tests.explorer.outliers import before_cost_models
 from tests.explorer.svg_bars import bars, chart
@@ -45,7 +45,7 @@ class CompareViewTests(AccessTestCase):
 
     def test_runs_of_different_graphs_are_said_to_be(self):
         other = self.make_done_run("w" * 22, Run.PRIVATE)
-        Run.objects.filter(pk=other.pk).update(graph_bytes=b"HloModule other\n",
+        Run.objects.filter(pk=other.pk).update(graph_id=GraphBlob.store(b"HloModule other\n"),
                                                graph_sha256="")
         response = self.get(self.owner, f"{self.team_run.pk}:h100:xla", f"{other.pk}:h100:xla")
 
@@ -177,7 +177,8 @@ class ComparePickerTests(AccessTestCase):
         cls.hidden = cls.make_done_run("h" * 22, Run.PRIVATE)
         Run.objects.filter(pk__in=[cls.theirs.pk, cls.hidden.pk]).update(owner=cls.stranger)
         cls.elsewhere = cls.make_done_run("e" * 22, Run.PUBLIC)
-        Run.objects.filter(pk=cls.elsewhere.pk).update(graph_bytes=b"HloModule other\n",
+        other_graph = GraphBlob.store(b"HloModule other\n")
+        Run.objects.filter(pk=cls.elsewhere.pk).update(graph_id=other_graph,
                                                        graph_sha256="0" * 64)
 
     def picked(self, a, b):

@@ -70,7 +70,8 @@ def test_status_dict_has_what_the_status_page_polls(people):
     run = make_run(people, "private")
     assert run.status_dict() == {"status": "queued", "stage": "", "progress_done": 0,
                                  "progress_total": 0, "error": "", "error_stage": "",
-                                 "finished": None, "stage_detail": "", "stages": []}
+                                 "finished": None, "stage_detail": "", "interrupted": False,
+                                 "stages": []}
 
 
 def test_a_run_knows_its_graphs_hash_and_a_gzipped_upload_is_the_same_graph(people):

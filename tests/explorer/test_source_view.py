@@ -5,7 +5,7 @@ import gzip
 from django.urls import reverse
 
 from compiler.importers import load_graph
-from explorer.models import Run
+from explorer.models import GraphBlob, Run
 from tests.explorer.access import DATA, SOFTMAX, AccessTestCase, softmax_artifact
 
 
@@ -66,8 +66,8 @@ class SourceTests(AccessTestCase):
 
     def test_a_gzipped_upload_is_shown_as_text(self):
         run = self.make_done_run("z" * 22)
-        Run.objects.filter(pk=run.pk).update(graph_bytes=gzip.compress(SOFTMAX.read_bytes()),
-                                             filename="softmax.hlo.gz")
+        packed = GraphBlob.store(gzip.compress(SOFTMAX.read_bytes()))
+        Run.objects.filter(pk=run.pk).update(graph_id=packed, filename="softmax.hlo.gz")
         self.client.force_login(self.owner)
         response = self.client.get(reverse("explorer-run-source", args=[run.pk]))
 
@@ -78,7 +78,8 @@ class SourceTests(AccessTestCase):
     def test_a_binary_upload_says_there_is_no_text(self):
         run = self.make_run("o" * 22)
         onnx = DATA / "onnx" / "mlp_layernorm.dynamo.onnx"
-        Run.objects.filter(pk=run.pk).update(graph_bytes=onnx.read_bytes(), filename=onnx.name)
+        Run.objects.filter(pk=run.pk).update(graph_id=GraphBlob.store(onnx.read_bytes()),
+                                             filename=onnx.name)
         self.client.force_login(self.owner)
         response = self.client.get(reverse("explorer-run-source", args=[run.pk]))
 

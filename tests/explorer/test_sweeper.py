@@ -5,6 +5,7 @@ from datetime import timedelta
 from unittest import mock
 
 import pytest
+from django.conf import settings
 from django.utils import timezone
 
 from explorer import sweeper
@@ -35,7 +36,7 @@ def test_an_upload_while_the_broker_is_down_is_stored_queued_and_sent_later(owne
     run.refresh_from_db()
     assert (run.status, run.enqueued_at) == (Run.QUEUED, None)
 
-    later = timezone.now() + timedelta(seconds=sweeper.GRACE_S + 1)
+    later = timezone.now() + timedelta(seconds=settings.JOB_SEND_GRACE_S + 1)
     with mock.patch("workers.tasks.compile_run.delay") as delay:
         sent = sweeper.sweep(now=later, lengths={"compile": 0, "gpu": 0})
     delay.assert_called_once_with(run.pk)
@@ -46,7 +47,7 @@ def test_an_upload_while_the_broker_is_down_is_stored_queued_and_sent_later(owne
 
 @pytest.mark.django_db
 def test_queued_jobs_are_sent_again_only_when_their_queue_is_empty(owner):
-    old = timezone.now() - timedelta(seconds=sweeper.RESEND_S + 5)
+    old = timezone.now() - timedelta(seconds=settings.JOB_RESEND_S + 5)
     run = _run(owner, enqueued_at=old)
     with mock.patch("explorer.runs.enqueue_compile") as enqueue:
         sweeper.sweep(lengths={"compile": 3, "gpu": 0})     # a backlog: the message waits

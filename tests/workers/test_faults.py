@@ -1,0 +1,136 @@
+"""Faults with real processes: a real Redis and real Celery workers, killed, starved or cut
+off, and no run is lost, stuck or computed twice.
+
+Each test has a broker of its own (another Redis database, or a Redis server of its own), so
+the session's worker never takes its jobs. The workers run with a short lease (tests/services.py)
+so that what takes minutes in production takes seconds here.
+"""
+import time
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.urls import reverse
+
+from explorer import runs
+from explorer.models import Run
+from tests.explorer.access import SOFTMAX
+from tests.services import _free_loopback_port, _stop, send_to, start_redis
+from workers.tasks import compile_run
+
+RUN_TIMEOUT_S = 60
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def _softmax() -> bytes:
+    return SOFTMAX.read_bytes()
+
+
+def wait_for(run_id: str, condition, what: str, logs) -> Run:
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while True:
+        run = Run.objects.get(pk=run_id)
+        if condition(run):
+            return run
+        if time.monotonic() > deadline:
+            pytest.fail(f"run {run_id} never became {what}; it is {run.status} at stage "
+                        f"{run.stage!r} ({run.stage_detail!r})\n"
+                        + "\n".join(log() for log in logs))
+        time.sleep(0.1)
+
+
+def finished(run: Run) -> bool:
+    return run.status in (Run.DONE, Run.FAILED)
+
+
+@pytest.fixture
+def owner(transactional_db):
+    return get_user_model().objects.create_user("ada", password="x")
+
+
+def other_broker(redis_url: str, database: int) -> str:
+    return f"{redis_url.rsplit('/', 1)[0]}/{database}"
+
+
+def test_a_live_worker_keeps_its_job_through_a_long_silent_stage_and_a_duplicate_delivery(
+        owner, celery_env, redis_url, worker_factory, monkeypatch):
+    # The first worker spends 10 s at the start of codegen without a word of progress: more
+    # than two leases of the tests' 4 s. Its heartbeat must keep the job; a second worker that gets a
+    # duplicate message meanwhile must not take it over.
+    first_broker, second_broker = other_broker(redis_url, 2), other_broker(redis_url, 3)
+    slow = worker_factory("slow", {**celery_env, "REDIS_URL": first_broker,
+                                   "COMPILE_TEST_CODEGEN_DELAY_S": "10"})
+    second = worker_factory("second", {**celery_env, "REDIS_URL": second_broker})
+    monkeypatch.setattr(runs, "enqueue_compile", send_to(first_broker))
+
+    run = runs.submit_run(owner, _softmax(), "softmax.hlo", ["h100"], ["xla"])
+    wait_for(run.id, lambda r: r.stage == "codegen", "at stage codegen", [slow.log])
+    send_to(second_broker)(run.id)             # the duplicate delivery
+    run = wait_for(run.id, finished, "done", [slow.log, second.log])
+
+    assert run.status == Run.DONE, run.error
+    assert run.attempts == 1
+    assert run.claimed_by.startswith("slow-")
+    assert "compile_run" in second.log()       # it did get the duplicate, and left it
+
+
+def test_a_killed_worker_s_run_is_resumed_within_about_a_lease_without_the_broker(
+        owner, celery_env, redis_url, worker_factory, monkeypatch):
+    # The broker would give the killed worker's message back only after an hour (its
+    # visibility timeout, as in production); the rescuer's sweeper sends the job again once
+    # the lease runs out.
+    broker = other_broker(redis_url, 4)
+    env = {**celery_env, "REDIS_URL": broker, "CELERY_VISIBILITY_TIMEOUT_S": "3600",
+           "JOB_SWEEP_INTERVAL_S": "1"}
+    doomed = worker_factory("doomed", {**env, "COMPILE_TEST_CODEGEN_DELAY_S": "60"})
+    monkeypatch.setattr(runs, "enqueue_compile", send_to(broker))
+
+    run = runs.submit_run(owner, _softmax(), "softmax.hlo", ["h100"], ["xla"])
+    wait_for(run.id, lambda r: r.stage == "codegen", "at stage codegen", [doomed.log])
+    doomed.kill()
+    status = wait_for(run.id, lambda r: r.status_dict()["interrupted"], "interrupted",
+                      [doomed.log]).status_dict()
+    assert "will be retried" in status["stage_detail"]
+    rescuer = worker_factory("rescuer", env)
+    run = wait_for(run.id, finished, "done", [doomed.log, rescuer.log])
+
+    assert run.status == Run.DONE, run.error
+    assert (run.attempts, run.claimed_by.split("-")[0]) == (2, "rescuer")
+    assert "sent 1 Run job(s) again" in rescuer.log()
+
+
+def test_a_run_submitted_while_redis_is_down_is_kept_and_compiled_once_it_is_back_empty(
+        owner, celery_env, worker_factory, tmp_path, monkeypatch):
+    port = _free_loopback_port()
+    broker = f"redis://127.0.0.1:{port}/0"
+    redis_server = start_redis(tmp_path, port)
+    try:
+        worker = worker_factory("patient", {**celery_env, "REDIS_URL": broker,
+                                            "JOB_SWEEP_INTERVAL_S": "1",
+                                            "JOB_SEND_GRACE_S": "1"})
+        _stop(redis_server)
+
+        class ToThisBroker:     # what runs._enqueue sends with: the task, on this broker
+            @staticmethod
+            def delay(pk):
+                from workers import app
+                with app.connection_for_write(broker) as connection:
+                    compile_run.apply_async((pk,), connection=connection,
+                                            retry_policy={"max_retries": 1})
+        monkeypatch.setattr(runs, "enqueue_compile",
+                            lambda pk: runs._enqueue(Run, pk, ToThisBroker))
+
+        run = runs.submit_run(owner, _softmax(), "softmax.hlo", ["h100"], ["xla"])
+        stored = Run.objects.get(pk=run.pk)
+        assert (stored.status, stored.enqueued_at) == (Run.QUEUED, None)
+        client = Client()
+        client.force_login(owner)
+        assert client.get(reverse("explorer-run", args=[run.pk])).status_code == 200
+
+        redis_server = start_redis(tmp_path, port)   # back, and empty
+        run = wait_for(run.id, finished, "done", [worker.log])
+        assert run.status == Run.DONE, run.error
+        assert run.attempts == 1
+    finally:
+        _stop(redis_server)
