@@ -16,6 +16,10 @@
     var start = document.getElementById("L" + first);
     if (start) start.scrollIntoView({block: "center"});
   }
+  // Each kernel's lines in its own hue, set here: the page's CSP allows no style attributes.
+  document.querySelectorAll(".upload li[data-hue]").forEach(function (li) {
+    li.style.setProperty("--hue", li.dataset.hue);
+  });
   window.addEventListener("hashchange", markRange);
   markRange();
 })();
