@@ -11,6 +11,7 @@ reuse_port below. WEB_WORKERS and WEB_THREADS override the defaults; BIND the ad
 """
 import multiprocessing
 import os
+import tempfile
 
 bind = os.environ.get("BIND", "127.0.0.1:8000")
 worker_class = "gthread"
@@ -25,3 +26,9 @@ accesslog = os.environ.get("WEB_ACCESS_LOG") or None
 # evenly across the processes, where a shared socket lets whichever process wakes first take
 # them, so that with keep-alive one process could end up serving most of the clients.
 reuse_port = True
+# Gunicorn's control socket (`gunicornc`) defaults to one path per user, so a second server of
+# the same user (a benchmark beside `make run`, two checkouts) would take it over from the
+# first. One per server instead, named after its master process (this file is read there);
+# WEB_CONTROL_SOCKET names another.
+control_socket = os.environ.get("WEB_CONTROL_SOCKET") or os.path.join(
+    tempfile.gettempdir(), f"fusion-explorer-gunicorn-{os.getpid()}.ctl")
