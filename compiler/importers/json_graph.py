@@ -473,7 +473,8 @@ class _Importer:
             self.guard(label, lambda: check_shape_limits(
                 ArrayShape(dtype, tuple(dims)), self.limits, where))
         if layout is not None:
-            if not isinstance(layout, list) or sorted(layout) != list(range(len(dims))):
+            if (not isinstance(layout, list) or not all(_is_json_int(d) for d in layout)
+                    or sorted(layout) != list(range(len(dims)))):
                 raise InputError(f"{label}: layout {layout!r} must list each of the "
                                  f"{len(dims)} dims once, minor to major", where)
             layout = tuple(layout)

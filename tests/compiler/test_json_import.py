@@ -262,6 +262,18 @@ def test_each_malformed_node_is_an_error_at_the_node_with_its_path(node, message
     assert error.message == message
 
 
+@pytest.mark.parametrize("layout", ['["1", 0]', "[0, null]", "[[0], 1]"])
+def test_a_layout_of_other_things_than_dims_is_an_error_at_the_parameter(layout):
+    """Found by the fuzz suite: a layout holding a string next to an integer crashed the
+    importer's check with a TypeError (it sorted the entries before looking at them)."""
+    error = import_error(document(
+        parameters=f'{{"name": "x", "dtype": "f32", "shape": [4, 16], "layout": {layout}}}',
+        outputs='["x"]'))
+    assert error.where == SourceLoc("graph.json", 2, 17)
+    assert error.message.startswith(f"parameters[0] 'x': layout {json.loads(layout)!r} must "
+                                    "list each of the 2 dims once")
+
+
 def test_an_undefined_output_is_reported_at_the_outputs_entry():
     error = import_error(document('{"name": "y", "op": "negate", "operands": ["x"]}',
                                   outputs='["y", "nope"]'))
