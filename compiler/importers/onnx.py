@@ -423,7 +423,12 @@ class _Importer:
             if array.size > _FOLD_LIMIT and not static_only:
                 return None
             if name in self.inferred and self.inferred[name][0] in _ONNX_DTYPES:
-                array = array.astype(_ir_type(self.inferred[name][0], where).numpy, copy=False)
+                target = _ir_type(self.inferred[name][0], where)
+                try:
+                    array = array.astype(target.numpy, copy=False)
+                except (ValueError, TypeError) as error:  # a Constant holding text, say
+                    raise InputError(f"output '{name}' is {array.dtype} values, which ONNX "
+                                     f"infers to be {target}: {error}", where) from None
             outputs.append(_const_value(array, where, name=name, loc=where,
                                         extra=_node_extra(node),
                                         whole=node.op_type == "Constant"))

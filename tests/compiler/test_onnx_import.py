@@ -564,6 +564,18 @@ def test_training_mode_dropout_is_rejected():
     assert "Dropout in training mode" in _raises(UnsupportedError, model.SerializeToString())
 
 
+def test_a_constant_whose_attribute_claims_to_be_text_is_an_error_at_the_node():
+    """Found by the fuzz suite: a Constant whose `value` attribute is typed STRING (one flipped
+    enum) evaluates to text, which the importer then failed to convert with a ValueError."""
+    constant = _node("Constant", [], ["c"], name="weights",
+                     value=numpy_helper.from_array(_randn(3), "c"))
+    constant.attribute[0].type = onnx.AttributeProto.STRING
+    model, _ = _case([constant, _node("Add", ["x", "c"])], {"x": _randn(3)})
+    message = _raises(InputError, model.SerializeToString())
+    assert message.startswith("model.onnx: node 'weights' (Constant): output 'c' is ")
+    assert "which ONNX infers to be f32" in message
+
+
 def test_a_range_over_run_time_values_names_the_value():
     model, _ = _case([_node("Range", ["zero", "n", "one"], name="positions")],
                      {"n": np.array(4)}, {"zero": np.array(0), "one": np.array(1)})
