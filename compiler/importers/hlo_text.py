@@ -23,6 +23,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
+import ml_dtypes
 import numpy as np
 
 from compiler.errors import InputError, LimitError, SourceLoc, UnsupportedError
@@ -32,7 +33,7 @@ from compiler.ir.ops import OPS
 from compiler.ir.shape_inference import ShapeError, infer_shape
 from compiler.ir.shapes import ArrayShape, Shape, TupleShape
 from compiler.ir.verify import recognise_reducer, topological_order, verify
-from compiler.limits import Limits
+from compiler.limits import Limits, env_name
 
 _NAME = re.compile(r"%?([A-Za-z_$][A-Za-z0-9_.\-$]*)")
 _OPCODE = re.compile(r"[a-z][a-z0-9\-]*")
@@ -108,6 +109,9 @@ class _Parser:
         self.limits = limits
         self.pos = 0
         self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        # Instructions of all computations so far: a module with more than the graph may have
+        # nodes is refused while it is read, not after it is all built.
+        self.instructions = 0
 
     # -- positions and errors
 
@@ -309,6 +313,10 @@ class _Parser:
                 raise self.error(f"computation '{name}' is not closed: missing '}}' (the file "
                                  "may be truncated)")
             comp.instructions.append(self.instruction())
+            self.instructions += 1
+            if self.instructions > self.limits.max_nodes:
+                raise LimitError(f"more than {self.limits.max_nodes} instructions "
+                                 f"({env_name('max_nodes')})", comp.instructions[-1].loc)
         while self.accept(","):  # e.g. execution_thread="main"
             self.match(_ATTR_KEY)
             self.expect("=", "after a computation attribute name")
@@ -421,7 +429,8 @@ class _Parser:
                         raise self.error(f"negative dimension size {size}", dim_pos)
                     if size > self.limits.max_tensor_elements:
                         raise LimitError(f"dimension size {size} exceeds the limit of "
-                                         f"{self.limits.max_tensor_elements} elements",
+                                         f"{self.limits.max_tensor_elements} elements "
+                                         f"({env_name('max_tensor_elements')})",
                                          self.loc(dim_pos))
                     dims.append(size)
                     dynamic.append(bounded)
@@ -429,11 +438,12 @@ class _Parser:
                     break
                 self.expect(",", "between dimension sizes")
         if len(dims) > self.limits.max_rank:
-            raise LimitError(f"rank {len(dims)} exceeds the limit of {self.limits.max_rank}",
-                             self.loc(start))
+            raise LimitError(f"rank {len(dims)} exceeds the limit of {self.limits.max_rank} "
+                             f"({env_name('max_rank')})", self.loc(start))
         if -1 not in dims and math.prod(dims) > self.limits.max_tensor_elements:
             raise LimitError(f"shape with {math.prod(dims)} elements exceeds the limit of "
-                             f"{self.limits.max_tensor_elements}", self.loc(start))
+                             f"{self.limits.max_tensor_elements} "
+                             f"({env_name('max_tensor_elements')})", self.loc(start))
         layout = None
         if self.text.startswith("{", self.pos):  # a layout follows the shape with no space
             layout = self.layout(len(dims))
@@ -863,6 +873,8 @@ def _parse_literal(text: str, shape: Shape, loc: SourceLoc):
     if shape.is_tuple:
         raise UnsupportedError("tuple-shaped constants are not supported", loc)
     dtype = shape.dtype
+    if not dtype.is_array_type:
+        raise InputError(f"a constant cannot hold {dtype} values", loc)
     if dtype.kind == "complex":
         pairs = re.findall(r"\(\s*([^,()]+)\s*,\s*([^,()]+)\s*\)", body)
         values = [complex(_number(a, loc), _number(b, loc)) for a, b in pairs]
@@ -870,15 +882,33 @@ def _parse_literal(text: str, shape: Shape, loc: SourceLoc):
         tokens = [t for t in re.split(r"[\s,{}]+", body) if t]
         values = [_number(t, loc) for t in tokens]
     if len(values) == 1 and shape.size != 1:
-        values = values * shape.size  # XLA prints a splat of a scalar only for size-1 shapes
+        # One value for a bigger shape (XLA prints a splat of a scalar only for size-1
+        # shapes): a broadcast view of it, whose memory does not grow with the shape.
+        return np.broadcast_to(_literal_array(values, dtype, loc), shape.dims)
     if len(values) != shape.size:
         raise InputError(f"constant has {len(values)} values but shape {shape} holds "
                          f"{shape.size}", loc)
+    return _literal_array(values, dtype, loc).reshape(shape.dims)
+
+
+def _literal_array(values: list, dtype, loc: SourceLoc) -> np.ndarray:
+    """A constant's values as a flat array of `dtype`; InputError for a value that an
+    integer type cannot hold (1.5, nan, 2^31 in s32) instead of NumPy's exception."""
     if dtype.is_integer or dtype.kind == "pred":
-        array = np.array([int(v) for v in values], dtype=object)
-        return array.astype(dtype.numpy).reshape(shape.dims)
+        for value in values:
+            if not isinstance(value, int) and not (math.isfinite(value)
+                                                   and value.is_integer()):
+                raise InputError(f"constant value {value} is not an integer, as {dtype} "
+                                 "needs", loc)
+        integers = [int(value) for value in values]
+        if dtype.is_integer:
+            info = ml_dtypes.iinfo(dtype.numpy)
+            for value in integers:
+                if not info.min <= value <= info.max:
+                    raise InputError(f"constant value {value} does not fit in {dtype}", loc)
+        return np.array(integers, dtype=object).astype(dtype.numpy)
     return np.array(values, dtype=np.complex128 if dtype.kind == "complex" else np.float64)\
-        .astype(dtype.numpy).reshape(shape.dims)
+        .astype(dtype.numpy)
 
 
 def _number(token: str, loc: SourceLoc):

@@ -387,6 +387,51 @@ def test_absurd_dimensions_hit_the_limit():
         }
     """)
     assert isinstance(error, LimitError) and "bad.hlo:3:12" in str(error)
+    assert "FUSION_EXPLORER_MAX_TENSOR_ELEMENTS" in str(error)
+
+
+def test_a_rank_above_the_limit_names_it():
+    error = error_of("""
+        ENTRY e {
+          ROOT a = f32[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1] parameter(0)
+        }
+    """)
+    assert isinstance(error, LimitError)
+    assert str(error) == "bad.hlo:3:12: rank 17 exceeds the limit of 16 (FUSION_EXPLORER_MAX_RANK)"
+
+
+@pytest.mark.parametrize("literal, message", [
+    ("s32[] constant(100000000000)", "constant value 100000000000 does not fit in s32"),
+    ("s4[2] constant({7, 8})", "constant value 8 does not fit in s4"),
+    ("u8[] constant(-1)", "constant value -1 does not fit in u8"),
+    ("s32[] constant(1.5)", "constant value 1.5 is not an integer, as s32 needs"),
+    ("s64[] constant(nan)", "constant value nan is not an integer, as s64 needs"),
+    ("pred[] constant(inf)", "constant value inf is not an integer, as pred needs"),
+    ("token[] constant(0)", "a constant cannot hold token values"),
+])
+def test_a_constant_its_type_cannot_hold_is_an_error_at_the_constant(literal, message):
+    """Found by the fuzz suite: these raised OverflowError, ValueError or TypeError from NumPy
+    instead of saying which constant is wrong."""
+    error = error_of(f"""
+        ENTRY e {{
+          ROOT c = {literal}
+        }}
+    """)
+    assert str(error) == f"bad.hlo:3:8: {message}"
+
+
+def test_a_constant_of_one_value_for_a_big_shape_is_not_written_out_element_by_element():
+    """One value for a shape of millions of elements is a broadcast view of that value: the
+    importer used to build a Python list of every element (a 10^11-element shape within the
+    element limit would have needed terabytes)."""
+    graph = hlo("""
+        ENTRY e {
+          ROOT c = f32[10000,1000] constant(1.5)
+        }
+    """)
+    value = graph.nodes["c"].attrs["value"]
+    assert value.shape == (10000, 1000) and value.dtype == np.float32
+    assert value.strides == (0, 0) and float(value[123, 456]) == 1.5
 
 
 def test_too_many_instructions_hit_the_node_limit():
@@ -395,6 +440,18 @@ def test_too_many_instructions_hit_the_node_limit():
     lines += ["  ROOT r = f32[] negate(a49)", "}"]
     with pytest.raises(LimitError, match="more than 20 instructions"):
         import_hlo("\n".join(lines), "big.hlo", limits=Limits(max_nodes=20))
+
+
+def test_a_module_past_the_node_limit_is_refused_while_it_is_read():
+    """The instruction past the limit is refused as the parser reaches it (a 10^6-node chain
+    no longer costs building the graph first), before anything later in the file is read."""
+    lines = ["ENTRY e {", "  a0 = f32[] parameter(0)"]
+    lines += [f"  a{i} = f32[] negate(a{i - 1})" for i in range(1, 50)]
+    lines += ["  ROOT r = f32[] negate(a49", "}"]   # a syntax error past the limit
+    with pytest.raises(LimitError) as caught:
+        import_hlo("\n".join(lines), "big.hlo", limits=Limits(max_nodes=20))
+    assert str(caught.value) == ("big.hlo:22:3: more than 20 instructions "
+                                 "(FUSION_EXPLORER_MAX_NODES)")
 
 
 def test_an_unknown_element_type_is_reported():
