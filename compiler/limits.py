@@ -32,7 +32,9 @@ class Limits:
     max_input_bytes: int = 256 * 2**20
     max_nodes: int = 1_000_000
     max_rank: int = 16
-    max_tensor_elements: int = 2**40
+    # 2^36 elements of bf16 are 128 GiB, about an H200's whole memory: no single tensor a GPU
+    # can hold is bigger, and one of 10^11 elements is refused at its shape.
+    max_tensor_elements: int = 2**36
     max_while_iterations: int = 1_000_000
     # Tuple shapes nested deeper than this, and chains of call/fusion deeper than this, are
     # refused: real modules nest a few levels, and every walk of a shape or a call chain is

@@ -14,7 +14,8 @@ What becomes what:
 - initializers whose data is embedded in the file become `constant` nodes (created when first
   used, so unused weights cost nothing), also when an old exporter lists them as graph inputs;
 - initializers without data (stored outside the file, which an upload never carries) become
-  parameters after the graph inputs, in initializer order, and the graph's notes say so;
+  parameters after the graph inputs, in initializer order, and the graph's notes say so; one
+  whose data is said to lie outside the model's folder ("../../etc/passwd") is refused;
 - values the importer can compute from constants alone (shape arithmetic: Shape, Gather,
   Concat, Unsqueeze, ... up to `_FOLD_LIMIT` elements) are folded with ONNX's reference
   evaluator and only appear in the graph if a computed value reads them.
@@ -40,6 +41,10 @@ model-local functions are inlined), training-mode Dropout and BatchNormalization
 lowering cannot produce (MaxPool's Indices) when something reads them, and static inputs
 (Reshape's shape, Slice's starts, ...) computed at run time.
 
+A model with more nodes than `Limits.max_nodes` once its local functions are inlined is
+refused before they are (a few kilobytes of functions that call each other twice can stand for
+billions of nodes).
+
 Shapes must be static. ONNX shape inference runs first; a symbolic graph-input dimension is an
 UnsupportedError naming the input and the dimension unless the caller fixes it (`dim_values`).
 The importer computes every node's shape itself and checks it against ONNX's inferred type,
@@ -52,6 +57,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath, PureWindowsPath
 from typing import Callable, Mapping
 
 import numpy as np
@@ -63,12 +69,12 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.external_data_helper import uses_external_data
 from onnx.reference import ReferenceEvaluator
 
-from compiler.errors import InputError, UnsupportedError
+from compiler.errors import InputError, LimitError, UnsupportedError
 from compiler.ir.builder import GraphBuilder
 from compiler.ir.dtypes import DType, dtype as ir_dtype, from_numpy
 from compiler.ir.graph import Graph
 from compiler.ir.shapes import ArrayShape
-from compiler.limits import Limits, check_input_size
+from compiler.limits import Limits, check_input_size, env_name
 
 MIN_OPSET = 13
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -114,6 +120,7 @@ def import_onnx(data: bytes, filename: str, limits: Limits | None = None, *,
     check_input_size(len(data), filename, limits)
     model = _parse(data, filename)
     opset = _default_opset(model, filename)
+    _check_node_count(model, filename, limits)
     if model.functions:
         model = _inline_functions(model, filename)
     if dim_values:
@@ -149,6 +156,64 @@ def _default_opset(model: onnx.ModelProto, filename: str) -> int:
     return version
 
 
+def _check_node_count(model: onnx.ModelProto, filename: str, limits: Limits) -> None:
+    """LimitError when the graph, its model-local functions inlined, has more nodes than the
+    limit; counted before anything else reads them. Inlining multiplies: a function that calls
+    the one before it twice, 30 deep, is a file of a few kilobytes and 2^30 nodes once inlined.
+    InputError for a function that calls itself, which no inlining ends."""
+    functions = {(f.domain, f.name): f for f in model.functions}
+    sizes: dict[tuple[str, str], int] = {}   # nodes of a function, its calls inlined
+    for key in functions:
+        # Depth-first without recursion (a chain of functions may be long): a function's size
+        # is known once the sizes of all the functions it calls are.
+        pending, entered = [key], set()
+        while pending:
+            current = pending[-1]
+            if current in sizes:
+                pending.pop()
+                continue
+            callees = [c for c in _called(functions[current].node, functions) if c not in sizes]
+            if current in entered:
+                if callees:
+                    raise InputError(f"local function '{current[1]}' calls "
+                                     f"'{callees[0][1]}', which calls it back: model-local "
+                                     "functions must not be recursive", filename)
+                sizes[current] = _inlined_size(functions[current].node, functions, sizes)
+                pending.pop()
+            else:
+                entered.add(current)
+                pending.extend(c for c in callees if c not in entered)
+    # Graph inputs become parameters, nodes of the graph as well.
+    total = _inlined_size(model.graph.node, functions, sizes) + len(model.graph.input)
+    if total > limits.max_nodes:
+        raise LimitError(f"the model has {total} nodes and inputs with its local functions "
+                         f"inlined; the limit is {limits.max_nodes} ({env_name('max_nodes')})",
+                         filename)
+
+
+def _subgraph_nodes(nodes) -> list:
+    """`nodes` and the nodes of every graph they hold as attributes (If's branches, Loop's
+    body), all levels down."""
+    found, pending = [], list(nodes)
+    while pending:
+        node = pending.pop()
+        found.append(node)
+        for attribute in node.attribute:
+            for graph in [attribute.g] if attribute.HasField("g") else attribute.graphs:
+                pending.extend(graph.node)
+    return found
+
+
+def _called(nodes, functions: dict) -> list[tuple[str, str]]:
+    return [(n.domain, n.op_type) for n in _subgraph_nodes(nodes)
+            if (n.domain, n.op_type) in functions]
+
+
+def _inlined_size(nodes, functions: dict, sizes: dict) -> int:
+    return sum(sizes.get((n.domain, n.op_type), 1) if (n.domain, n.op_type) in functions
+               else 1 for n in _subgraph_nodes(nodes))
+
+
 def _inline_functions(model: onnx.ModelProto, filename: str) -> onnx.ModelProto:
     """Model-local functions (the dynamo exporter's torch_lib ones) replaced by their bodies."""
     try:
@@ -179,6 +244,22 @@ def _ir_type(elem_type: int, where: str) -> DType:
             TensorProto.DataType.values() else str(elem_type)
         raise UnsupportedError(f"element type {type_name} is not supported", where)
     return ir_dtype(name)
+
+
+def _check_external_location(tensor: onnx.TensorProto, where: str) -> None:
+    """InputError for external data said to lie outside the model's folder. The importer never
+    reads external data (the initializer becomes a parameter), but a path such as
+    "../../etc/passwd" is what a hostile file names, and no exporter writes one."""
+    for entry in tensor.external_data:
+        if entry.key != "location":
+            continue
+        path = entry.value.replace("\\", "/")
+        parts = PurePosixPath(path).parts
+        if "\0" in path or path.startswith("/") or PureWindowsPath(entry.value).drive \
+                or ".." in parts:
+            raise InputError(f"external data location {entry.value!r} is outside the model's "
+                             "folder; ONNX keeps external data in files beside the model",
+                             where)
 
 
 def _inferred_types(graph: onnx.GraphProto) -> dict[str, tuple[int, tuple[int, ...] | None]]:
@@ -325,6 +406,7 @@ class _Importer:
             where = f"{self.filename}: initializer '{tensor.name}'"
             shape = ArrayShape(_ir_type(tensor.data_type, where), tuple(tensor.dims))
             if uses_external_data(tensor):
+                _check_external_location(tensor, where)
                 self._parameter(tensor.name, shape)
                 self.notes.append(f"initializer '{tensor.name}' keeps its data outside the "
                                   "model file; it is a parameter of the graph")

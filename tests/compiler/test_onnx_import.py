@@ -445,6 +445,59 @@ def test_an_initializer_with_absent_external_data_becomes_a_parameter():
     assert any("'weight'" in note for note in graph.notes)
 
 
+@pytest.mark.parametrize("location", ["../../etc/passwd", "/etc/passwd", "weights/../../up",
+                                      "..\\..\\windows\\win.ini", "C:\\weights.bin"])
+def test_external_data_said_to_lie_outside_the_models_folder_is_refused(location):
+    """Nothing is ever read from an external-data path, but one that leaves the model's folder
+    is what a hostile file names: refused, naming the initializer."""
+    model = onnx.load_model_from_string(_external_weight_model())
+    model.graph.initializer[-1].external_data[0].value = location
+    message = _raises(InputError, model.SerializeToString())
+    assert message.startswith(f"model.onnx: initializer 'weight': external data location "
+                              f"{location!r} is outside the model's folder")
+
+
+def _doubling_functions(depth: int) -> bytes:
+    """A model whose one node calls local function f{depth-1}, each f{i} calling f{i-1}
+    twice, f0 one Neg: 2^(depth-1) nodes once inlined, from a file of a few kilobytes."""
+    opsets = [helper.make_opsetid("", 18), helper.make_opsetid("local", 1)]
+    functions = [helper.make_function("local", "f0", ["x"], ["y"],
+                                      [_node("Neg", ["x"])], opsets)]
+    for i in range(1, depth):
+        calls = [helper.make_node(f"f{i - 1}", ["x"], ["t"], domain="local"),
+                 helper.make_node(f"f{i - 1}", ["t"], ["y"], domain="local")]
+        functions.append(helper.make_function("local", f"f{i}", ["x"], ["y"], calls, opsets))
+    graph = helper.make_graph([helper.make_node(f"f{depth - 1}", ["x"], ["y"], domain="local")],
+                              "g", [helper.make_tensor_value_info("x", FLOAT, [4])],
+                              [helper.make_tensor_value_info("y", FLOAT, [4])])
+    return helper.make_model(graph, opset_imports=opsets, functions=functions).SerializeToString()
+
+
+def test_local_functions_that_inline_to_more_nodes_than_the_limit_are_refused_first():
+    """A function bomb: 2^29 nodes once inlined, refused before inlining (which never ended)."""
+    data = _doubling_functions(30)
+    assert len(data) < 4096
+    assert _raises(InputError, data) == (
+        "model.onnx: the model has 536870913 nodes and inputs with its local functions "
+        "inlined; the limit is 1000000 (FUSION_EXPLORER_MAX_NODES)")
+    graph = import_onnx(_doubling_functions(6), "model.onnx")   # 32 negations inlined
+    assert sum(node.op == "negate" for node in graph) == 32
+
+
+def test_local_functions_that_call_each_other_in_a_cycle_are_refused():
+    opsets = [helper.make_opsetid("", 18), helper.make_opsetid("local", 1)]
+    ping = helper.make_function("local", "ping", ["x"], ["y"],
+                                [helper.make_node("pong", ["x"], ["y"], domain="local")], opsets)
+    pong = helper.make_function("local", "pong", ["x"], ["y"],
+                                [helper.make_node("ping", ["x"], ["y"], domain="local")], opsets)
+    graph = helper.make_graph([helper.make_node("ping", ["x"], ["y"], domain="local")], "g",
+                              [helper.make_tensor_value_info("x", FLOAT, [4])],
+                              [helper.make_tensor_value_info("y", FLOAT, [4])])
+    model = helper.make_model(graph, opset_imports=opsets, functions=[ping, pong])
+    message = _raises(InputError, model.SerializeToString())
+    assert "which calls it back: model-local functions must not be recursive" in message
+
+
 def test_graph_inputs_that_are_initializers_are_constants():
     model, _ = _case([_node("Add", ["x", "b"])], {"x": _randn(2)}, {"b": _randn(2)})
     model.graph.input.append(helper.make_tensor_value_info("b", FLOAT, [2]))
