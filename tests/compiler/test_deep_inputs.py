@@ -1,7 +1,15 @@
-"""Hostile nesting is refused with the limit's name, and what stays within the limits compiles:
-no walk of a graph, a shape or a call chain may hit Python's recursion limit (issue 18)."""
+"""Hostile inputs are refused with the limit's name, and what stays within the limits compiles:
+no walk of a graph, a shape or a call chain may hit Python's recursion limit, no shape or chain
+may make the importers build what no GPU could hold (issue 18).
+
+Zip and gzip bombs are in test_upload_formats.py and test_hlo_import.py, ONNX's escaping
+external-data paths and function bombs in test_onnx_import.py, MLIR bytecode that hangs MLIR's
+reader in test_stablehlo_import.py."""
+
+import json
 
 import pytest
+from onnx import TensorProto, helper
 
 from compiler.codegen.stage import generate
 from compiler.cost.devices import get_device
@@ -80,3 +88,113 @@ def test_a_chain_past_the_recursive_emitters_depth_still_computes_the_graph():
     (code,) = codes
     assert code.not_checked is None and not code.mismatches
     assert code.max_abs_error is not None
+
+
+# -- shapes and chains past the limits, in every format -------------------------------------------
+
+TEN_TO_THE_11 = (100_000, 1_000_000)   # 10^11 elements: 400 GB of f32
+
+
+def parameter_of_shape(fmt: str, dims: tuple[int, ...]) -> tuple[bytes, str]:
+    """A graph returning its one f32 parameter of `dims`, in format `fmt`."""
+    if fmt == "hlo":
+        shape = f"f32[{','.join(map(str, dims))}]"
+        return f"HloModule m\nENTRY e {{\n  ROOT p = {shape} parameter(0)\n}}\n".encode(), "m.hlo"
+    if fmt == "stablehlo":
+        tensor = f"tensor<{'x'.join(map(str, dims))}xf32>"
+        return (f"module {{\n  func.func @main(%a: {tensor}) -> {tensor} {{\n"
+                f"    return %a : {tensor}\n  }}\n}}\n").encode(), "m.mlir"
+    if fmt == "json":
+        return json.dumps({"format": "fusion-explorer-graph", "version": 1, "name": "m",
+                           "parameters": [{"name": "p", "dtype": "f32", "shape": list(dims)}],
+                           "nodes": [], "outputs": ["p"]}).encode(), "m.json"
+    graph = helper.make_graph([helper.make_node("Identity", ["p"], ["y"])], "m",
+                              [helper.make_tensor_value_info("p", TensorProto.FLOAT, dims)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    return model.SerializeToString(), "m.onnx"
+
+
+def negation_chain(fmt: str, length: int) -> tuple[bytes, str]:
+    """`length` negations one after another, in format `fmt`."""
+    if fmt == "hlo":
+        lines = ["HloModule chain", "ENTRY e {", "  n0 = f32[4] parameter(0)"]
+        lines += [f"  n{i} = f32[4] negate(n{i - 1})" for i in range(1, length + 1)]
+        lines[-1] = lines[-1].replace(f"n{length} =", f"ROOT n{length} =")
+        return "\n".join(lines + ["}"]).encode(), "chain.hlo"
+    if fmt == "stablehlo":
+        lines = ["module {", "  func.func @main(%n0: tensor<4xf32>) -> tensor<4xf32> {"]
+        lines += [f"    %n{i} = stablehlo.negate %n{i - 1} : tensor<4xf32>"
+                  for i in range(1, length + 1)]
+        lines += [f"    return %n{length} : tensor<4xf32>", "  }", "}"]
+        return "\n".join(lines).encode(), "chain.mlir"
+    if fmt == "json":
+        nodes = [{"name": f"n{i}", "op": "negate", "operands": [f"n{i - 1}"]}
+                 for i in range(1, length + 1)]
+        return json.dumps({"format": "fusion-explorer-graph", "version": 1, "name": "chain",
+                           "parameters": [{"name": "n0", "dtype": "f32", "shape": [4]}],
+                           "nodes": nodes, "outputs": [f"n{length}"]}).encode(), "chain.json"
+    nodes = [helper.make_node("Neg", [f"n{i - 1}"], [f"n{i}"]) for i in range(1, length + 1)]
+    graph = helper.make_graph(nodes, "chain",
+                              [helper.make_tensor_value_info("n0", TensorProto.FLOAT, [4])],
+                              [helper.make_tensor_value_info(f"n{length}", TensorProto.FLOAT,
+                                                             [4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    return model.SerializeToString(), "chain.onnx"
+
+
+FORMATS = ["hlo", "stablehlo", "json", "onnx"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_shape_of_ten_to_the_eleven_elements_is_refused_with_the_limits_name(fmt):
+    data, filename = parameter_of_shape(fmt, TEN_TO_THE_11)
+    with pytest.raises(LimitError) as caught:
+        import_bytes(data, filename)
+    assert str(caught.value).startswith(filename)
+    assert "FUSION_EXPLORER_MAX_TENSOR_ELEMENTS" in str(caught.value)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_chain_longer_than_the_node_limit_is_refused_with_the_limits_name(fmt):
+    """The mechanism a 10^6-node chain meets under the default limit, at a thousand nodes (a
+    million-node file takes a minute to parse; the ONNX one is below, at full size)."""
+    limits = Limits(max_nodes=1000)
+    within, filename = negation_chain(fmt, 990)
+    assert len(import_bytes(within, filename, limits)[0]) == 991
+    beyond, filename = negation_chain(fmt, 1000)
+    with pytest.raises(LimitError) as caught:
+        import_bytes(beyond, filename, limits)
+    assert str(caught.value).startswith(filename)
+    assert "FUSION_EXPLORER_MAX_NODES" in str(caught.value)
+
+
+def test_a_million_node_onnx_model_is_refused_before_shape_inference():
+    """At the default limit, in seconds: the nodes are counted as soon as the protobuf is read
+    (shape inference of a million nodes took 40 s and 4.8 GB before the builder refused).
+    The million nodes are one serialised node repeated: the count does not read them."""
+    model = helper.make_model(helper.make_graph([], "g", [], []))
+    node = helper.make_node("Neg", ["n0"], ["n1"]).SerializeToString()
+    graph_field = b"\x0a" + _varint(len(node)) + node    # GraphProto.node is field 1
+    nodes = graph_field * 1_000_000
+    graph = helper.make_graph([], "chain",
+                              [helper.make_tensor_value_info("n0", TensorProto.FLOAT, [4])],
+                              [helper.make_tensor_value_info("n1", TensorProto.FLOAT, [4])])
+    graph_bytes = nodes + graph.SerializeToString()
+    model.ClearField("graph")
+    model.opset_import[0].version = 18
+    data = model.SerializeToString() + b"\x3a" + _varint(len(graph_bytes)) + graph_bytes
+    with pytest.raises(LimitError) as caught:
+        import_bytes(data, "million.onnx")
+    assert str(caught.value) == (
+        "million.onnx: the model has 1000001 nodes and inputs with its local functions "
+        "inlined; the limit is 1000000 (FUSION_EXPLORER_MAX_NODES)")
+
+
+def _varint(number: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, number = number & 0x7F, number >> 7
+        out.append(byte | (0x80 if number else 0))
+        if not number:
+            return bytes(out)

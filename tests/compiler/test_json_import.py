@@ -190,7 +190,7 @@ def test_absurdly_large_integer_dims_hit_the_element_limit():
     assert isinstance(error, LimitError)
     assert str(error) == (
         "graph.json:2:17: parameters[0] 'x': f32[1000000000000000] has 1000000000000000 "
-        "elements; the limit is 1099511627776 (FUSION_EXPLORER_MAX_TENSOR_ELEMENTS)"
+        "elements; the limit is 68719476736 (FUSION_EXPLORER_MAX_TENSOR_ELEMENTS)"
     )
 
 

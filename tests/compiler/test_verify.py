@@ -288,7 +288,7 @@ def test_it_rejects_a_tensor_with_more_elements_than_the_limit():
     error = verify_error(graph)
     assert isinstance(error, LimitError)
     assert error.message == (
-        "f32[100000000,100000000] has 10000000000000000 elements; the limit is 1099511627776 "
+        "f32[100000000,100000000] has 10000000000000000 elements; the limit is 68719476736 "
         "(FUSION_EXPLORER_MAX_TENSOR_ELEMENTS)"
     )
 
