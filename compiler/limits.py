@@ -41,6 +41,9 @@ class Limits:
     # then bounded (a hostile file cannot exhaust the interpreter's stack).
     max_nesting: int = 64
     max_call_depth: int = 256
+    # MLIR bytecode is read by a child process (compiler/importers/stablehlo.py), stopped after
+    # this many seconds: a corrupt file can make MLIR's reader loop for ever.
+    max_bytecode_seconds: int = 30
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Limits:

@@ -31,18 +31,22 @@ An op outside the supported set is an UnsupportedError naming the op and its lin
 
 from __future__ import annotations
 
+import os
 import re
+import resource
+import subprocess
+import sys
 import threading
 from typing import Any
 
 import numpy as np
 
-from compiler.errors import InputError, SourceLoc, UnsupportedError
+from compiler.errors import InputError, LimitError, SourceLoc, UnsupportedError
 from compiler.ir.builder import GraphBuilder
 from compiler.ir.dtypes import DType, dtype as dtype_named
 from compiler.ir.graph import Graph
 from compiler.ir.shapes import ArrayShape, Shape, TupleShape
-from compiler.limits import Limits
+from compiler.limits import Limits, env_name
 
 # StableHLO ops whose operands and attributes carry over as they are (the result type says
 # the rest: a reshape's dims, a bitcast's dtype), to the IR op of the same name with hyphens
@@ -76,24 +80,43 @@ _COMPLEX = {"complex<f32>": "c64", "complex<f64>": "c128"}
 _LOCATION = re.compile(r'loc\("-":(?P<line>\d+):(?P<col>\d+)\)')
 # Nested calls JAX never makes this deep: a module that does is refused, not a RecursionError.
 MAX_CALL_DEPTH = 64
+# A use of result N of a value (`%7#N`): MLIR's parser allocates room for N results before it
+# checks that the op has them, gigabytes for a large N.
+_RESULT_USE = re.compile(r"%[^\s#,:()=<>\[\]{}]+#(\d+)")
 
 
 def import_stablehlo(text: str | bytes, filename: str, limits: Limits | None = None) -> Graph:
     """The Graph of the StableHLO module `text` (MLIR text, or bytecode as bytes; from
     `filename`, for messages)."""
+    limits = limits or Limits()
+    if isinstance(text, bytes):
+        text = _bytecode_as_text(text, filename, limits)
+    _check_result_numbers(text, filename, limits)
     ir, context = _context()
     with context, ir.Location.unknown():
         try:
             module = ir.Module.parse(text)
         except ir.MLIRError as error:
             raise _parse_error(error, filename) from None
-        functions = {str(ir.StringAttr(op.attributes["sym_name"]).value): op
+        functions = {_symbol(op.attributes["sym_name"]): op
                      for op in module.body.operations if op.operation.name == "func.func"}
         entry = _entry(functions, filename)
         # The graph is named after the module (`module @jit_f`), as an HLO module's is.
         named = module.operation.attributes
-        name = str(ir.StringAttr(named["sym_name"]).value) if "sym_name" in named else None
-        return _Importer(ir, functions, filename, limits or Limits()).run(entry, name)
+        name = _string(ir, named["sym_name"]) if "sym_name" in named else None
+        return _Importer(ir, functions, filename, limits).run(entry, name)
+
+
+def _check_result_numbers(text: str, filename: str, limits: Limits) -> None:
+    """LimitError, before MLIR reads the text, for a use of a result number so large (more
+    values than the graph may have nodes) that MLIR would allocate gigabytes for it."""
+    for found in _RESULT_USE.finditer(text):
+        if int(found[1]) >= limits.max_nodes:
+            line = text.count("\n", 0, found.start()) + 1
+            col = found.start() - (text.rfind("\n", 0, found.start()) + 1) + 1
+            raise LimitError(f"{found[0]} reads result {found[1]} of an op, more values than "
+                             f"the limit of {limits.max_nodes} nodes "
+                             f"({env_name('max_nodes')})", SourceLoc(filename, line, col))
 
 
 def _context():
@@ -123,6 +146,67 @@ def _context():
 _CONTEXTS = threading.local()
 
 
+# -- bytecode ---------------------------------------------------------------------------------
+#
+# MLIR's bytecode reader trusts its input far more than its text parser does: a few flipped
+# bits make it loop for ever (a location attribute that refers to itself) or abort the whole
+# process (an error message of invalid UTF-8, which the Python binding cannot convert), as the
+# fuzz suite found (tests/compiler/test_fuzz.py). So bytecode is read by a child process, a
+# fresh interpreter (no fork: a lock some thread of this one holds would stay held there),
+# within `limits.max_bytecode_seconds` and BYTECODE_MEMORY. It prints the module as MLIR text
+# with every op's own location; that text is then imported as an uploaded text is, and the
+# nodes keep the locations the bytecode gave them (never lines of the upload). Starting the
+# child costs about half a second, paid by bytecode uploads alone.
+
+# Address space the child may use: the interpreter, jaxlib, and a few times the file's size.
+BYTECODE_MEMORY = 8 << 30
+_PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _bytecode_as_text(data: bytes, filename: str, limits: Limits) -> str:
+    """MLIR bytecode printed as MLIR text by a child process (see above); InputError naming
+    the file when the bytecode is invalid, LimitError when reading it takes too long."""
+    environment = dict(os.environ)
+    environment["PYTHONPATH"] = os.pathsep.join(
+        [_PROJECT, *filter(None, [environment.get("PYTHONPATH")])])
+    command = [sys.executable, "-c", "from compiler.importers.stablehlo import "
+               "print_bytecode_as_text; print_bytecode_as_text()"]
+    try:
+        child = subprocess.run(command, input=data, capture_output=True, env=environment,
+                               timeout=limits.max_bytecode_seconds)
+    except subprocess.TimeoutExpired:
+        raise LimitError(f"MLIR's bytecode reader did not finish in {limits.max_bytecode_seconds}"
+                         f" s ({env_name('max_bytecode_seconds')}): the bytecode is corrupt or "
+                         "far bigger than JAX writes; upload the MLIR text instead",
+                         filename) from None
+    reply = child.stdout
+    if child.returncode == 0 and reply[:1] == b"T":
+        return reply[1:].decode("utf-8", errors="replace")
+    if child.returncode == 0 and reply[:1] == b"E":
+        message = reply[1:].decode("utf-8", errors="replace")
+        raise InputError(f"not a valid MLIR module: {message}", filename)
+    code = child.returncode
+    how = f"stopped by signal {-code}" if code < 0 else f"exited with status {code}"
+    raise InputError(f"not valid MLIR bytecode: MLIR's bytecode reader failed on it ({how}); "
+                     "upload the MLIR text (`lowered.as_text()`) instead", filename)
+
+
+def print_bytecode_as_text() -> None:
+    """The child process: bytecode on stdin; on stdout b"T" and the module's text, or b"E"
+    and MLIR's error."""
+    resource.setrlimit(resource.RLIMIT_AS, (BYTECODE_MEMORY, BYTECODE_MEMORY))
+    data = sys.stdin.buffer.read()
+    ir, context = _context()
+    with context, ir.Location.unknown():
+        try:
+            module = ir.Module.parse(data)
+        except ir.MLIRError as error:
+            reply = b"E" + "; ".join(d.message for d in error.error_diagnostics).encode()
+        else:
+            reply = b"T" + module.operation.get_asm(binary=True, enable_debug_info=True)
+    sys.stdout.buffer.write(reply)
+
+
 def _parse_error(error, filename: str) -> InputError:
     """MLIR's first diagnostic, at its place in the upload (MLIR calls the buffer "-"), with
     any further ones after it."""
@@ -148,6 +232,21 @@ def _source_loc(location, filename: str) -> SourceLoc:
     return SourceLoc(filename, int(found["line"]), int(found["col"]))
 
 
+def _string(ir, attribute) -> str:
+    """A string attribute's value. MLIR allows any bytes in a quoted string (`"\\FF"`), which
+    the Python binding's `.value` cannot convert (a RuntimeError); bytes that are not UTF-8
+    are replaced here instead."""
+    return ir.StringAttr(attribute).value_bytes.decode("utf-8", errors="replace")
+
+
+def _symbol(attribute) -> str:
+    """The name a symbol's `sym_name` or a reference to it (`callee`) spells, as MLIR prints it
+    (any byte that is not printable ASCII escaped, as `_string` explains), less `@` and quotes:
+    the same text for a function and every call of it."""
+    text = str(attribute).removeprefix("@")
+    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] == '"' else text
+
+
 def _entry(functions: dict, filename: str):
     if "main" in functions:
         return functions["main"]
@@ -167,8 +266,7 @@ class _Importer:
         self.counts: dict[str, int] = {}
 
     def run(self, entry, name: str | None) -> Graph:
-        self.builder.graph.name = name or str(self.ir.StringAttr(entry.attributes["sym_name"])
-                                              .value)
+        self.builder.graph.name = name or _string(self.ir, entry.attributes["sym_name"])
         block = entry.regions[0].blocks[0]
         values = {}
         where = self._where(entry)
@@ -247,13 +345,13 @@ class _Importer:
         attrs = op.attributes
         if "call_target_name" not in attrs:
             return ""
-        return str(self.ir.StringAttr(attrs["call_target_name"]).value)
+        return _string(self.ir, attrs["call_target_name"])
 
     def _call(self, op, operands: list[str], loc: SourceLoc, depth: int,
               attribute: str = "callee") -> list[str]:
         """A function of the module inlined: `func.call`'s callee, or a composite op's
         decomposition (`attribute`)."""
-        callee = str(self.ir.FlatSymbolRefAttr(op.attributes[attribute]).value)
+        callee = _symbol(op.attributes[attribute])
         function = self.functions.get(callee)
         if function is None:
             raise InputError(f"call of an unknown function @{callee}", loc)

@@ -15,13 +15,15 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from compiler.errors import InputError, UnsupportedError
+from compiler.errors import InputError, LimitError, UnsupportedError
 from compiler.importers import detect_format, import_bytes
 from compiler.ir.interpreter import evaluate
+from compiler.limits import Limits
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
@@ -384,6 +386,79 @@ def test_bytecode_imports_as_its_text_does():
                                   evaluate(from_text, arguments))
     # Its ops' locations are Python lines, not the upload's: the nodes name only the upload.
     assert all(node.loc is None or not node.loc.line for node in from_bytecode.nodes.values())
+
+
+# -- bytecode that breaks MLIR's reader (found by the fuzz suite) ---------------------------------
+
+BYTECODE = Path(__file__).parents[1] / "data" / "stablehlo" / "softmax_of_matmul.mlirbc"
+
+
+def _with_byte(offset: int, value: int) -> bytes:
+    data = bytearray(BYTECODE.read_bytes())
+    data[offset] = value
+    return bytes(data)
+
+
+def test_the_bytecode_file_imports():
+    assert len(import_bytes(BYTECODE.read_bytes(), "f.mlirbc")[0]) == 19
+
+
+@pytest.mark.parametrize("offset, value", [(18, 0x02), (877, 0xFF)])
+def test_bytecode_that_makes_mlirs_reader_abort_is_an_input_error(offset, value):
+    """One changed byte made MLIR's reader abort the whole process (a C++ exception from the
+    Python binding, which cannot convert an error message of invalid UTF-8); it reads
+    bytecode in a child process now, and this process lives on to say so."""
+    with pytest.raises(InputError) as caught:
+        import_bytes(_with_byte(offset, value), "f.mlirbc")
+    assert str(caught.value).startswith("f.mlirbc: not valid MLIR bytecode: MLIR's bytecode "
+                                        "reader failed on it")
+
+
+def test_bytecode_that_makes_mlirs_reader_loop_is_stopped_at_the_time_limit():
+    """One changed byte makes a location refer to itself, and MLIR's reader loops for ever."""
+    with pytest.raises(LimitError) as caught:
+        import_bytes(_with_byte(296, 0x55), "f.mlirbc", Limits(max_bytecode_seconds=3))
+    assert str(caught.value).startswith(
+        "f.mlirbc: MLIR's bytecode reader did not finish in 3 s "
+        "(FUSION_EXPLORER_MAX_BYTECODE_SECONDS)")
+
+
+def test_names_of_bytes_that_are_not_utf8_import():
+    """MLIR allows any bytes in a quoted name; reading one through the binding raised
+    RuntimeError (found by fuzzing the bytecode, which prints such names as these)."""
+    text = r"""module @"jit_\FF" {
+  func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = call @"inner\FF"(%a) : (tensor<4xf32>) -> tensor<4xf32>
+    %1 = stablehlo.custom_call @"target\FF"(%0) : (tensor<4xf32>) -> tensor<4xf32>
+    return %1 : tensor<4xf32>
+  }
+  func.func private @"inner\FF"(%a: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.negate %a : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+"""
+    graph = import_bytes(text.encode(), "names.mlir")[0]
+    assert graph.name == "jit_\ufffd"
+    (call,) = [node for node in graph.nodes.values() if node.op == "custom-call"]
+    assert call.attrs["custom_call_target"] == "target\ufffd"
+
+
+def test_a_use_of_a_huge_result_number_is_refused_before_mlir_allocates_for_it():
+    """`%0#2147483647` made MLIR's parser allocate room for 2^31 results (std::bad_alloc,
+    a MemoryError, under the fuzz suite's 8 GiB cap; the machine's memory without one)."""
+    text = """module @m {
+  func.func public @main(%a: tensor<f32>) -> tensor<f32> {
+    %0 = stablehlo.negate %a : tensor<f32>
+    return %0#2147483647 : tensor<f32>
+  }
+}
+"""
+    with pytest.raises(LimitError) as caught:
+        import_bytes(text.encode(), "results.mlir")
+    assert str(caught.value) == (
+        "results.mlir:4:12: %0#2147483647 reads result 2147483647 of an op, more values than "
+        "the limit of 1000000 nodes (FUSION_EXPLORER_MAX_NODES)")
 
 
 def test_debug_locations_do_not_pass_for_lines_of_the_upload():
