@@ -4,7 +4,7 @@ Run:  .venv/bin/python benchmarks/fusion_quality.py [--device h100] [--only PATT
                                                     [--write]
 
 Inputs (paths relative to the repository root): tests/data/hlo/*.hlo, tests/data/json/*.json,
-tests/data/onnx/*.onnx, ../shared/corpus/xla/*.hlo (XLA's own test files; those the importer
+tests/data/onnx/*.onnx, tests/data/xla/*.hlo (XLA's own test files; those the importer
 rejects are skipped, counted and listed with the reason), benchmarks/data/*.hlo.gz and the model
 zoo benchmarks/data/zoo/*.gz (benchmarks/models/gen_zoo.py). A file holding several modules
 (`// -----`) contributes each of them, named FILE#i.
@@ -48,7 +48,7 @@ INPUTS = [  # (folder relative to the repository root, file pattern)
     ("tests/data/hlo", "*.hlo"),
     ("tests/data/json", "*.json"),
     ("tests/data/onnx", "*.onnx"),
-    ("../shared/corpus/xla", "*.hlo"),
+    ("tests/data/xla", "*.hlo"),
     ("benchmarks/data", "*.hlo.gz"),
     ("benchmarks/data/zoo", "*.gz"),
 ]
@@ -66,8 +66,8 @@ def input_files(only: str | None) -> list[Path]:
 
 
 def label(path: Path) -> str:
-    """The path as the table shows it: relative to the repository, "../shared/" left out."""
-    return str(path.relative_to(ROOT)).removeprefix("../shared/")
+    """The path as the table shows it: relative to the repository."""
+    return str(path.relative_to(ROOT))
 
 
 # --------------------------------------------------------------------------------------------

@@ -3,8 +3,8 @@ models, on SYNTHETIC targets: no GPU has timed these kernels.
 
 Run:  .venv/bin/python benchmarks/learned_cost.py [--epochs 6] [--write]
 
-The data: every program that imports among tests/data/hlo/*.hlo, ../shared/corpus/xla/*.hlo
-(the shared corpus beside the repository) and benchmarks/data/transformer_12l.hlo.gz, each
+The data: every program that imports among tests/data/hlo/*.hlo, tests/data/xla/*.hlo
+(XLA's test inputs, vendored) and benchmarks/data/transformer_12l.hlo.gz, each
 cut into kernels by all four strategies, each kernel under every CodeGen plan the projected
 model ranks (dataset.program_samples with top_k=None), on the H100 model. Targets come from
 synthetic.label (seed 0): a known nonlinear function of the projected time, block size and
@@ -44,7 +44,7 @@ from compiler.errors import InputError  # noqa: E402
 from compiler.importers import load_graph  # noqa: E402
 
 DEVICE = "h100"
-SOURCES = (ROOT / "tests" / "data" / "hlo", ROOT.parent / "shared" / "corpus" / "xla")
+SOURCES = (ROOT / "tests" / "data" / "hlo", ROOT / "tests" / "data" / "xla")
 TRANSFORMER = HERE / "data" / "transformer_12l.hlo.gz"
 
 

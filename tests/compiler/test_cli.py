@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).parents[2]
 DATA = ROOT / "tests" / "data"
-CORPUS = ROOT.parent / "shared" / "corpus" / "xla"
+CORPUS = DATA / "xla"
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:

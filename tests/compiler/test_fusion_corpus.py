@@ -17,7 +17,7 @@ from compiler.fusion.pricing import ProjectedPricer, plan_price
 from compiler.importers import load_graphs
 from compiler.importers.hlo_text import split_modules
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "xla"
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "xla"
 REJECTED = {"print_indexing_test.hlo"}  # invalid HLO (test_hlo_import.py)
 CORPUS_FILES = sorted(p for p in CORPUS.glob("*")
                       if p.suffix in (".hlo", ".txt") and p.name not in REJECTED)

@@ -14,7 +14,7 @@ from compiler.importers.hlo_text import import_hlo, import_hlo_modules
 from compiler.ir.verify import verify
 from compiler.limits import Limits
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "xla"
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "xla"
 CORPUS_FILES = sorted(p for p in CORPUS.glob("*") if p.suffix in (".hlo", ".txt"))
 JAX_FILES = sorted((Path(__file__).parents[1] / "data" / "hlo").glob("*.hlo"))
 

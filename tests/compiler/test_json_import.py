@@ -27,7 +27,7 @@ from compiler.limits import (
 )
 
 EXAMPLES = Path(__file__).parent.parent / "data" / "json"
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "xla"
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "xla"
 # Invalid HLO that the HLO importer rejects (see test_hlo_import.py): nothing to round-trip.
 REJECTED_BY_HLO_IMPORTER = {"print_indexing_test.hlo"}
 

@@ -15,7 +15,7 @@ from compiler.ir.printer import print_graph
 ROOT = Path(__file__).parents[2]
 INVALID = {"print_indexing_test.hlo"}  # rejected by the verifier (see test_hlo_import.py)
 FILES = sorted((ROOT / "tests" / "data" / "hlo").glob("*.hlo")) + sorted(
-    p for p in (ROOT.parent / "shared" / "corpus" / "xla").glob("*")
+    p for p in (ROOT / "tests" / "data" / "xla").glob("*")
     if p.suffix in (".hlo", ".txt") and p.name not in INVALID)
 
 
