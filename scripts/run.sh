@@ -2,23 +2,28 @@
 # Starts the local stack for `make run`: Redis (unless REDIS_URL names one), migrations of the
 # database (SQLite in var/, or PostgreSQL when DATABASE_URL is set), the sample runs, a Celery
 # worker on the compile queue, one on the gpu queue when CuPy finds a GPU, and the web server
-# (gunicorn with explorer/gunicorn.conf.py). Ctrl-C stops everything this script started and
-# nothing else: a Redis that was already running is left alone.
+# (gunicorn with explorer/gunicorn.conf.py), on PORT and REDIS_PORT (below). Ctrl-C or a SIGTERM
+# stops everything this script started, its Redis included, and nothing else: a Redis that was
+# already running is left alone.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 readonly VENV_BIN=.venv/bin
 readonly VAR_DIR=var
 readonly HOST=127.0.0.1
-readonly PORT=8000
-readonly REDIS_PORT=6379
-readonly REDIS_PIDFILE="$VAR_DIR/redis.pid"
-readonly CELERY_LOG="$VAR_DIR/celery.log"
-readonly GPU_CELERY_LOG="$VAR_DIR/celery-gpu.log"
+# PORT and REDIS_PORT choose the ports (make run PORT=8080 REDIS_PORT=6380). Left unset, the web
+# server takes 8000 or, when that is taken, a free port, and says which.
+PORT_ASKED="${PORT:-}"
+PORT="${PORT:-8000}"
+REDIS_PORT="${REDIS_PORT:-6379}"
+# Where the logs and Redis's pid file go (LOG_DIR: another folder, e.g. for a second stack).
+readonly LOG_DIR="${LOG_DIR:-$VAR_DIR}"
+readonly CELERY_LOG="$LOG_DIR/celery.log"
+readonly GPU_CELERY_LOG="$LOG_DIR/celery-gpu.log"
 # A worker finishing a task gets this long to shut down before it is killed.
 readonly WORKER_STOP_SECONDS=15
 
-mkdir -p "$VAR_DIR/redis"
+mkdir -p "$VAR_DIR/redis" "$LOG_DIR"
 
 redis_started_here=false
 worker_pid=""
@@ -28,6 +33,35 @@ server_pid=""
 redis_answers() {
     redis-cli -h "$HOST" -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG
 }
+
+# Whether something listens on HOST:$1.
+port_taken() {
+    "$VENV_BIN/python" -c "
+import socket, sys
+with socket.socket() as s:
+    s.settimeout(0.5)
+    sys.exit(0 if s.connect_ex(('$HOST', $1)) == 0 else 1)"
+}
+
+free_port() {
+    "$VENV_BIN/python" -c "
+import socket
+with socket.socket() as s:
+    s.bind(('$HOST', 0))
+    print(s.getsockname()[1])"
+}
+
+if port_taken "$PORT"; then
+    if [ -n "$PORT_ASKED" ]; then
+        echo "Port $PORT on $HOST is taken; choose another with PORT=..." >&2
+        exit 1
+    fi
+    PORT="$(free_port)"
+    echo "Port 8000 on $HOST is taken; serving on port $PORT instead (PORT=... chooses)."
+fi
+readonly PORT REDIS_PORT
+readonly REDIS_PIDFILE="$LOG_DIR/redis-$REDIS_PORT.pid"
+readonly REDIS_LOG="$LOG_DIR/redis-$REDIS_PORT.log"
 
 # Stops the workers whose ids are given: SIGTERM (a warm shutdown: the job in hand finishes),
 # then SIGKILL for any still running after WORKER_STOP_SECONDS.
@@ -62,6 +96,7 @@ stop_server() {
 stop_redis() {
     if [ "$redis_started_here" = true ] && [ -f "$REDIS_PIDFILE" ]; then
         kill -TERM "$(cat "$REDIS_PIDFILE")" 2>/dev/null || true
+        echo "Stopped the Redis started on $HOST:$REDIS_PORT."
     fi
 }
 
@@ -84,15 +119,15 @@ if [ -z "${REDIS_URL:-}" ]; then
     else
         # The queue holds only job ids (results live in the database), so nothing is persisted.
         redis-server --bind "$HOST" --port "$REDIS_PORT" --daemonize yes \
-            --pidfile "$PWD/$REDIS_PIDFILE" --dir "$PWD/$VAR_DIR/redis" \
-            --logfile "$PWD/$VAR_DIR/redis.log" --save "" --appendonly no
+            --pidfile "$(realpath "$REDIS_PIDFILE")" --dir "$PWD/$VAR_DIR/redis" \
+            --logfile "$(realpath "$REDIS_LOG")" --save "" --appendonly no
         redis_started_here=true
         for _ in $(seq 50); do
             redis_answers && break
             sleep 0.1
         done
-        redis_answers || { echo "Redis did not start; see $VAR_DIR/redis.log" >&2; exit 1; }
-        echo "Started Redis on $HOST:$REDIS_PORT (log: $VAR_DIR/redis.log)."
+        redis_answers || { echo "Redis did not start; see $REDIS_LOG" >&2; exit 1; }
+        echo "Started Redis on $HOST:$REDIS_PORT (log: $REDIS_LOG)."
     fi
 else
     echo "Using the Redis at REDIS_URL=$REDIS_URL."
