@@ -11,8 +11,11 @@ from django.conf import settings
 from compiler.cost.devices import DEVICES
 from explorer.presenters import STRATEGY_ORDER
 
-# The real graphs the test suite runs (JAX-emitted HLO, PyTorch-exported ONNX, the JSON format).
+# The real graphs the test suite runs (JAX-emitted HLO, PyTorch-exported ONNX, the JSON format),
+# from these folders of tests/data (not XLA's own test inputs in tests/data/xla, which are
+# fragments of compiler tests rather than models).
 SAMPLES_DIR = Path(settings.BASE_DIR) / "tests" / "data"
+SAMPLE_FOLDERS = ("hlo", "json", "onnx")
 SAMPLE_SUFFIXES = {".hlo": "HLO", ".json": "JSON", ".onnx": "ONNX"}
 
 # What each strategy does, in the words the upload form shows next to its checkbox.
@@ -48,7 +51,7 @@ def samples() -> tuple[Sample, ...]:
     """Every graph file under tests/data, HLO first. The ONNX graphs come in two exports
     (dynamo and torchscript) of the same model; the gallery shows the dynamo one."""
     found = []
-    for path in sorted(SAMPLES_DIR.glob("*/*")):
+    for path in sorted(p for folder in SAMPLE_FOLDERS for p in (SAMPLES_DIR / folder).glob("*")):
         fmt = SAMPLE_SUFFIXES.get(path.suffix)
         if fmt is None or path.name.endswith(".torchscript.onnx"):
             continue
