@@ -1,8 +1,8 @@
 """Fuzz cases for the importers and the stages after them, shared by tests/compiler/test_fuzz.py
 (a few hundred cases drawn by hypothesis) and benchmarks/fuzz.py (tens of thousands, nightly).
 
-A case is a REAL input file (tests/data/ and the shared XLA corpus) put through one to three
-mutations, then sometimes gzip-compressed (`make_case`):
+A case is a REAL input file (tests/data/, XLA's test inputs among them) put through one to
+three mutations, then sometimes gzip-compressed (`make_case`):
 - byte-level ones that know nothing of the format: bit flips, byte runs inserted, deleted or
   overwritten, a chunk of another file of the same format spliced in, a chunk of the file
   duplicated elsewhere, the file cut short;
@@ -51,7 +51,7 @@ from compiler.runtime.inputs import random_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
-CORPUS = ROOT.parent / "shared" / "corpus" / "xla"
+CORPUS = DATA / "xla"   # XLA's own HLO test inputs, vendored
 
 FORMATS = ("hlo", "stablehlo", "onnx", "json")
 T = TypeVar("T")
