@@ -114,6 +114,10 @@ def strides(dims: Sequence[int]) -> list[int]:
 def delinearize(linear: Ix, dims: Sequence[int], new_local: NewLocal) -> Index:
     """The multi-index over `dims` of the element at row-major position `linear`."""
     total = math.prod(dims)
+    if total == 0:
+        # An empty shape has no element to find (and a zero stride to divide by): any index
+        # will do, as no thread computes one.
+        return tuple(Ix.const(0) for _ in dims)
     if linear.is_const:
         value, digits = linear.offset, []
         for stride, n in zip(strides(dims), dims):

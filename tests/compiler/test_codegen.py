@@ -130,6 +130,47 @@ def test_addresses_chain_the_digits_of_each_loop_variable():
     assert linear_expr(row + column, [4, 8, 64]) == "r * 64 + c"
 
 
+def test_an_empty_shape_delinearizes_without_dividing_by_its_zero_stride():
+    """Found by the fuzz suite: f32[170,0,3] has a row-major stride of 0 for its first dim, and
+    the index of its (non-existent) elements divided by it (ZeroDivisionError in codegen)."""
+    made, new_local = _locals()
+    assert [d.c() for d in delinearize(Ix.var("i", 1), [170, 0, 3], new_local)] == \
+        ["0", "0", "0"]
+    assert [d.c() for d in delinearize(Ix.const(0), [170, 0, 3], new_local)] == ["0", "0", "0"]
+
+
+EMPTY_ELEMENTWISE = """
+HloModule empty
+ENTRY e {
+  p = f32[0,170,3] parameter(0)
+  t = f32[170,0,3] transpose(p), dimensions={1,0,2}
+  ROOT n = f32[170,0,3] negate(t)
+}
+"""
+
+EMPTY_REDUCTION = """
+HloModule empty_sum
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  p = f32[170,0,3] parameter(0)
+  n = f32[170,0,3] negate(p)
+  z = f32[] constant(0)
+  ROOT r = f32[170,3] reduce(n, z), dimensions={1}, to_apply=add
+}
+"""
+
+
+def test_kernels_of_empty_tensors_match_the_interpreter():
+    """An elementwise kernel with no element to compute, and a reduction of none (its output
+    is all the initial value), each generated and emulated under every plan."""
+    check_all_plans(EMPTY_ELEMENTWISE, "loop", "n", {"elementwise"})
+    check_all_plans(EMPTY_REDUCTION, "input", "r", set())
+
+
 # -- elementwise ----------------------------------------------------------------------------
 
 ELEMENTWISE = """
