@@ -56,6 +56,8 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    # Swagger UI's built files, for the API docs page (explorer/api_docs.py).
+    "drf_spectacular_sidecar",
     "explorer.apps.ExplorerConfig",
 ]
 

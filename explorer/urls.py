@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth.views import LoginView
 from django.urls import include, path
 
-from explorer import views
+from explorer import api_docs, views
 from explorer.throttle import ThrottledLoginForm
 
 urlpatterns = [
@@ -25,6 +25,8 @@ urlpatterns = [
          name="explorer-kernel"),
     path("account/api-tokens", views.api_tokens, name="explorer-api-tokens"),
     path("cost-models", views.cost_models, name="explorer-cost-models"),
+    path("api/", api_docs.api_root, name="explorer-api-root"),
+    path("api/docs", api_docs.api_docs, name="explorer-api-docs"),
     path("api/v1/", include("explorer.api_urls")),
     # Django's log-in, locked after repeated failures (explorer/throttle.py).
     path("accounts/login/", LoginView.as_view(authentication_form=ThrottledLoginForm),

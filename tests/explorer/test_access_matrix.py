@@ -265,6 +265,8 @@ ROUTES: dict[str, tuple[Access, ...]] = {
     "explorer-cost-models": (Access(Rule.LOGIN),),
     # The API
     "api-openapi": (Access(Rule.PUBLIC),),
+    "explorer-api-root": (Access(Rule.PUBLIC, ok=302),),
+    "explorer-api-docs": (Access(Rule.PUBLIC),),
     "api-runs": (Access(Rule.API_LOGIN, lists_runs=True),
                  Access(Rule.API_LOGIN, "POST", 201, body=api_submission, json=True,
                         mutates=True)),
