@@ -443,14 +443,20 @@ class _Importer:
         self.guard(label, lambda: check_shape_limits(shape, self.limits, where))
         return shape
 
-    def tuple_shape(self, value: dict, label: str, where: SourceLoc) -> TupleShape:
+    def tuple_shape(self, value: dict, label: str, where: SourceLoc,
+                    depth: int = 1) -> TupleShape:
         elements = value.get("tuple")
         if set(value) != {"tuple"} or not isinstance(elements, list):
             raise InputError(f'{label}: a tuple shape is {{"tuple": [element shapes]}}', where)
+        if depth > self.limits.max_nesting:
+            # As in HLO text: every walk of a shape is then bounded, far below Python's
+            # recursion limit (300 levels made the interpreter's walk hit it).
+            raise LimitError(f"{label}: tuple shapes nested more than {self.limits.max_nesting}"
+                             f" levels deep ({env_name('max_nesting')})", where)
         shapes = []
         for element in elements:
             if isinstance(element, dict) and "tuple" in element:
-                shapes.append(self.tuple_shape(element, label, where))
+                shapes.append(self.tuple_shape(element, label, where, depth + 1))
             elif isinstance(element, dict) and {"dtype", "dims"} <= set(element):
                 shapes.append(self.array_shape(
                     self.dtype_of(element["dtype"], label, where), element["dims"],

@@ -261,7 +261,7 @@ def _entry(functions: dict, filename: str):
 
 class _Importer:
     def __init__(self, ir, functions: dict, filename: str, limits: Limits):
-        self.ir, self.functions, self.filename = ir, functions, filename
+        self.ir, self.functions, self.filename, self.limits = ir, functions, filename, limits
         self.builder = GraphBuilder("main", source=filename, limits=limits)
         self.counts: dict[str, int] = {}
 
@@ -716,11 +716,17 @@ class _Importer:
     def _ints(self, attr) -> tuple[int, ...]:
         return tuple(int(v) for v in self.ir.DenseI64ArrayAttr(attr))
 
-    def _shape(self, mlir_type, loc: SourceLoc | None) -> Shape:
+    def _shape(self, mlir_type, loc: SourceLoc | None, depth: int = 0) -> Shape:
         ir = self.ir
         if isinstance(mlir_type, ir.TupleType):
+            if depth >= self.limits.max_nesting:
+                # As in HLO text: every walk of a shape is then bounded, far below Python's
+                # recursion limit (900 levels hit it here, 300 in the interpreter).
+                raise LimitError(f"tuple types nested more than {self.limits.max_nesting} "
+                                 f"levels deep ({env_name('max_nesting')})",
+                                 loc or self.filename)
             tuple_type = ir.TupleType(mlir_type)
-            return TupleShape(tuple(self._shape(tuple_type.get_type(k), loc)
+            return TupleShape(tuple(self._shape(tuple_type.get_type(k), loc, depth + 1)
                                     for k in range(tuple_type.num_types)))
         if not isinstance(mlir_type, ir.RankedTensorType):
             raise UnsupportedError(f"values of type {mlir_type} are not supported (only ranked "

@@ -57,6 +57,33 @@ def test_tuples_nested_past_the_limit_are_refused_with_its_name():
         import_bytes(nested_tuple(3000), "deeper.hlo")
 
 
+def nested_tuple_in(fmt: str, depth: int) -> tuple[bytes, str]:
+    """A parameter of `depth` nested tuples around an f32[2], returned, in JSON or StableHLO."""
+    if fmt == "json":
+        shape = '{"tuple": [' * depth + '{"dtype": "f32", "dims": [2]}' + "]}" * depth
+        return (f'{{"format": "fusion-explorer-graph", "version": 1, "name": "deep", '
+                f'"parameters": [{{"name": "p", "shape": {shape}}}], "nodes": [], '
+                f'"outputs": ["p"]}}').encode(), "deep.json"
+    mlir_type = "tuple<" * depth + "tensor<2xf32>" + ">" * depth
+    return (f"module {{\n  func.func @main(%a: {mlir_type}) -> {mlir_type} {{\n"
+            f"    return %a : {mlir_type}\n  }}\n}}\n").encode(), "deep.mlir"
+
+
+@pytest.mark.parametrize("fmt, depth", [("json", 65), ("json", 450), ("stablehlo", 65),
+                                        ("stablehlo", 3000)])
+def test_tuples_nested_past_the_limit_are_refused_in_json_and_stablehlo_too(fmt, depth):
+    """Found by fuzzing: only HLO text had the limit; 300 levels in JSON or StableHLO made the
+    interpreter hit Python's recursion limit, 450 (JSON) or 900 (StableHLO) the importer."""
+    data, filename = nested_tuple_in(fmt, depth)
+    with pytest.raises(LimitError) as caught:
+        import_bytes(data, filename)
+    assert str(caught.value).startswith(filename)
+    assert "nested more than 64 levels deep (FUSION_EXPLORER_MAX_NESTING)" in str(caught.value)
+    within, filename = nested_tuple_in(fmt, LIMITS.max_nesting)
+    (graph,) = import_bytes(within, filename)
+    assert graph.nodes[graph.parameters[0]].shape.is_tuple
+
+
 def test_call_chains_past_the_limit_are_refused_with_its_name():
     with pytest.raises(LimitError, match="nested more than 256 deep.*MAX_CALL_DEPTH"):
         import_bytes(call_chain(LIMITS.max_call_depth + 5), "calls.hlo")
