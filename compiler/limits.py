@@ -36,9 +36,10 @@ class Limits:
     # can hold is bigger, and one of 10^11 elements is refused at its shape.
     max_tensor_elements: int = 2**36
     max_while_iterations: int = 1_000_000
-    # Tuple shapes nested deeper than this, and chains of call/fusion deeper than this, are
-    # refused: real modules nest a few levels, and every walk of a shape or a call chain is
-    # then bounded (a hostile file cannot exhaust the interpreter's stack).
+    # Tuple shapes and computations (a while's body holding a conditional ...) nested deeper
+    # than max_nesting, and chains of call/fusion deeper than max_call_depth, are refused:
+    # real modules nest a few levels, and every walk of a shape or a call chain is then
+    # bounded (a hostile file cannot exhaust the interpreter's stack).
     max_nesting: int = 64
     max_call_depth: int = 256
     # MLIR bytecode is read by a child process (compiler/importers/stablehlo.py), stopped after

@@ -37,7 +37,7 @@ _REDUCER_OPS = ("reduce", "reduce-window", "scatter")
 def verify(graph: Graph, limits: Limits | None = None) -> None:
     """Raise InputError for the first problem found in `graph` or a computation it calls."""
     limits = limits or Limits()
-    computations = _computations_callees_first(graph)
+    computations = _computations_callees_first(graph, limits)
     total = sum(len(g) for g in computations)
     if total > limits.max_nodes:
         raise LimitError(
@@ -176,31 +176,40 @@ def _called(node: Node) -> list[tuple[str, str]]:
     return calls
 
 
-def _computations_callees_first(graph: Graph) -> list[Graph]:
+def _computations_callees_first(graph: Graph, limits: Limits) -> list[Graph]:
     """The entry and every computation it reaches, each after the computations it calls.
 
     A computation that does not exist or that calls itself (directly or not) is an error at
-    the calling node.
+    the calling node, and so is a chain of computations nested in each other (a while's body
+    holding a conditional whose branch holds a while ...) deeper than `limits.max_nesting`:
+    every walk down such a chain, this one and the interpreter's (a few Python frames a
+    level: 250 levels reached Python's recursion limit), is then bounded.
     """
     done: dict[int, Graph] = {}
     on_path: list[Graph] = []
+    on_path_ids: set[int] = set()
 
     def visit(computation: Graph) -> None:
         on_path.append(computation)
+        on_path_ids.add(id(computation))
         for node in computation:
             for key, name in _called(node):
                 callee = graph.computations.get(name)
                 where = _node_where(computation, node, computation is graph)
                 if callee is None:
                     raise InputError(_missing_computation_message(key, name, graph), where)
-                if any(callee is c for c in on_path):
+                if id(callee) in on_path_ids:
                     chain = [c.name for c in on_path[on_path.index(callee):]] + [callee.name]
                     raise InputError(
                         f"{key} '{name}' calls itself: {' -> '.join(chain)}", where
                     )
+                if len(on_path) > limits.max_nesting:
+                    raise LimitError(
+                        f"computations nested in each other more than {limits.max_nesting} "
+                        f"levels deep ({env_name('max_nesting')})", where)
                 if id(callee) not in done:
                     visit(callee)
-        on_path.pop()
+        on_path_ids.discard(id(on_path.pop()))
         done[id(computation)] = computation
 
     visit(graph)

@@ -261,6 +261,33 @@ def test_it_rejects_a_computation_that_calls_itself():
     assert error.where == "computation 'loop', node 'r'"
 
 
+def nested_maps(depth: int) -> Graph:
+    """An entry whose map applies m{depth-1}, each m{i} mapping m{i-1}, m0 a negation."""
+    scalar = f32()
+    computations = {"m0": make_graph(param("a", 0, scalar), op("r", "negate", ["a"], scalar),
+                                     name="m0")}
+    for i in range(1, depth):
+        computations[f"m{i}"] = make_graph(
+            param("a", 0, scalar),
+            op("r", "map", ["a"], scalar, dimensions=(), to_apply=f"m{i - 1}"), name=f"m{i}")
+    return make_graph(param("x", 0, scalar),
+                      op("m", "map", ["x"], scalar, dimensions=(), to_apply=f"m{depth - 1}"),
+                      computations=computations)
+
+
+def test_computations_nested_past_the_limit_are_refused_with_its_name():
+    """Found by fuzzing: 250 computations nested in each other (conditionals in conditionals)
+    made the interpreter hit Python's recursion limit, 1000 made this check do so after a
+    minute; now refused at the limit, and checked in time linear in the depth."""
+    verify(nested_maps(64))
+    for depth in (65, 5000):
+        error = verify_error(nested_maps(depth))
+        assert isinstance(error, LimitError)
+        assert error.message == ("computations nested in each other more than 64 levels deep "
+                                 "(FUSION_EXPLORER_MAX_NESTING)")
+        assert error.where == f"computation 'm{depth - 64}', node 'r'"
+
+
 def test_it_rejects_a_graph_without_a_root():
     graph = make_graph(param("x", 0), loc=SourceLoc("model.hlo", 1, 1))
     graph.root = None
