@@ -14,8 +14,9 @@ Each case runs in a worker process (`--jobs` of them), so that a case that hangs
 `--memory-gib`) is recorded as a bug instead of stopping the run. A bug case's bytes are saved
 in --bugs-dir (default var/fuzz-bugs/seed-N/) with a .txt beside them saying what happened;
 the exit status is 1 when there is any. The report gives, per format, the cases imported,
-refused and buggy, how many reached each stage after import, each bug once with its count,
-and the wall time; --write stores it in benchmarks/results/fuzz.json.
+refused and buggy, what each stage after import did with the cases that imported (ok, or
+refused with an InputError), each bug once with its count, and the wall time; --write stores
+it in benchmarks/results/fuzz.json.
 """
 
 from __future__ import annotations
@@ -157,8 +158,7 @@ def summarize(results: list[tuple[int, Outcome, float]], seeds) -> dict:
         counts = per_format[FORMATS[index % len(FORMATS)]]
         counts["cases"] += 1
         counts[outcome.status] += 1
-        for stage in dict.fromkeys(outcome.stages):
-            counts[f"ran {stage}"] += 1
+        counts.update(outcome.stage_results())
         if outcome.status == "bug":
             entry = bugs.setdefault(outcome.signature, {"count": 0, "example_case": index,
                                                         "error": outcome.error[:300]})
@@ -172,14 +172,14 @@ def summarize(results: list[tuple[int, Outcome, float]], seeds) -> dict:
 
 
 def print_report(summary: dict, wall: float) -> None:
-    columns = ("cases", "imported", "refused", "bug", "ran interpret", "ran explore",
-               "ran codegen")
-    print(f"{'format':10s}" + "".join(f"{c:>14s}" for c in columns))
+    columns = ("cases", "imported", "refused", "bug", "interpret ok", "interpret refused",
+               "explore ok", "explore refused", "codegen ok")
+    print(f"{'format':10s}" + "".join(f"{c:>18s}" for c in columns))
     total = collections.Counter()
     for fmt, counts in summary["per_format"].items():
         total.update(counts)
-        print(f"{fmt:10s}" + "".join(f"{counts.get(c, 0):14d}" for c in columns))
-    print(f"{'all':10s}" + "".join(f"{total.get(c, 0):14d}" for c in columns))
+        print(f"{fmt:10s}" + "".join(f"{counts.get(c, 0):18d}" for c in columns))
+    print(f"{'all':10s}" + "".join(f"{total.get(c, 0):18d}" for c in columns))
     print(f"wall time {wall:.1f} s ({total['cases'] / wall:.1f} cases/s)")
     for signature, entry in summary["bugs"].items():
         print(f"BUG x{entry['count']}: {signature} (e.g. case {entry['example_case']}): "
@@ -195,7 +195,7 @@ def replay(seed: int, index: int) -> int:
     print(f"case {index} of seed {seed}: {case.seed} through {', '.join(case.steps)}, "
           f"uploaded as {case.filename} ({len(case.data)} bytes)")
     outcome = run_case(case)
-    print(f"{outcome.status} after {', '.join(['import', *outcome.stages])}")
+    print(f"{outcome.status}; after import: {', '.join(outcome.stage_results()) or 'nothing'}")
     if outcome.status == "bug":
         print(f"{outcome.signature}\n{outcome.error}\n{outcome.trace}")
     return 1 if outcome.status == "bug" else 0

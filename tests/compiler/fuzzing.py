@@ -8,7 +8,9 @@ three mutations, then sometimes gzip-compressed (`make_case`):
   duplicated elsewhere, the file cut short;
 - text-level ones for the three text formats: a token of the format's own syntax inserted, a
   number replaced by an interesting one (0, -1, 2^31, 10^11, 1e309, ...), a line deleted,
-  duplicated or swapped with another;
+  duplicated or swapped with another, and two that keep the file consistent, so that it often
+  imports and the later stages see new things: one element type replaced by another
+  everywhere (`retype`), one dimension size by another in every shape (`resize`);
 - structure-aware ones, so that cases get past the parser: an integer or name anywhere in an
   ONNX protobuf (dims, attributes, node inputs) changed through protobuf reflection, an
   initializer's data moved "outside the file" at an escaping path, a value anywhere in a JSON
@@ -289,6 +291,50 @@ def edit_lines(choices: Choices, data: bytes, fmt: str, donors) -> bytes:
     return b"\n".join(lines)
 
 
+# Element types as each text format spells them, for `retype`.
+DTYPE_WORDS = {
+    "hlo": ("f32", "f16", "bf16", "f64", "s32", "s64", "s8", "u8", "u32", "pred", "s4",
+            "f8e4m3fn", "c64"),
+    "stablehlo": ("f32", "f16", "bf16", "f64", "i32", "i64", "i8", "ui8", "i1"),
+    "json": ("f32", "f16", "bf16", "f64", "s32", "s64", "s8", "u8", "u32", "pred", "c64"),
+}
+# Where each text format writes a shape's dims, for `resize`: HLO's f32[4,8], StableHLO's
+# tensor<4x8xf32>, JSON's "shape": [4, 8].
+_SHAPES = {
+    "hlo": re.compile(rb"(?<=[a-z0-9]\[)[0-9,]+(?=\])"),
+    "stablehlo": re.compile(rb"(?<=tensor<)[0-9x]+(?=x[a-z])"),
+    "json": re.compile(rb'(?<="shape": \[)[0-9, \n]+(?=\])'),
+}
+
+
+def retype(choices: Choices, data: bytes, fmt: str, donors) -> bytes:
+    """Every use of one element type replaced by another, so that the file stays consistent
+    and often imports: the stages after import then meet types their seeds never had."""
+    words = DTYPE_WORDS[fmt]
+    present = [w for w in words if re.search(rb"\b" + w.encode() + rb"\b", data)]
+    if not present:
+        return insert_token(choices, data, fmt, donors)
+    old, new = choices.choice(present), choices.choice(words)
+    return re.sub(rb"\b" + old.encode() + rb"\b", new.encode(), data)
+
+
+def resize(choices: Choices, data: bytes, fmt: str, donors) -> bytes:
+    """One dimension size replaced by another in every shape of the file (all 8s become 7s,
+    or 0s, or 65537s): sizes the seeds never had, in a file that stays consistent where
+    only shapes carry the size."""
+    spans = list(_SHAPES[fmt].finditer(data))
+    sizes = sorted({int(d) for span in spans for d in re.findall(rb"\d+", span[0])})
+    if not sizes:
+        return replace_number(choices, data, fmt, donors)
+    old = str(choices.choice(sizes)).encode()
+    new = str(choices.choice((0, 1, 2, 3, 5, 7, 16, 33, 127, 1000, 65537))).encode()
+
+    def resized(span: re.Match) -> bytes:
+        return re.sub(rb"\b" + old + rb"\b", new, span[0])
+
+    return _SHAPES[fmt].sub(resized, data)
+
+
 def mutate_onnx_field(choices: Choices, data: bytes, fmt: str, donors) -> bytes:
     """An integer or a string anywhere in the ModelProto changed through protobuf reflection:
     a dim, an attribute's value, an opset version, an element type, a node's input name."""
@@ -412,7 +458,8 @@ def gzip_wrap(choices: Choices, data: bytes) -> bytes:
 
 BYTE_MUTATIONS = (flip_bits, insert_bytes, delete_bytes, overwrite_bytes, splice, duplicate,
                   truncate)
-TEXT_MUTATIONS = (insert_token, replace_number, replace_number, edit_lines)
+TEXT_MUTATIONS = (insert_token, replace_number, replace_number, edit_lines, retype, retype,
+                  resize, resize)
 MUTATIONS = {
     "hlo": BYTE_MUTATIONS + TEXT_MUTATIONS,
     "stablehlo": BYTE_MUTATIONS + TEXT_MUTATIONS,
@@ -462,21 +509,34 @@ def make_case(choices: Choices, seeds: Sequence[Seed]) -> Case:
 
 @dataclass
 class Outcome:
-    """What became of a case: "imported" (every stage it reached succeeded), "refused" (an
-    InputError naming the file), or "bug" (anything else: `stage`, `error` say what)."""
+    """What became of a case: "imported", "refused" (an InputError naming the file, from the
+    importer), or "bug" (anything else, at any stage: `stage`, `error` say what). After import,
+    each stage runs whether or not the one before it refused the graph (the interpreter
+    refuses a graph whose constants the dump elided; explore and codegen need none)."""
     status: str
     stage: str = ""
     error: str = ""
     signature: str = ""   # stage, exception type and innermost compiler frame: one per bug
     trace: str = ""       # a bug's traceback
     nodes: int = 0
-    stages: list[str] = field(default_factory=list)   # the stages that ran after import
+    stages: list[str] = field(default_factory=list)     # the stages that ran after import
+    refusals: list[str] = field(default_factory=list)   # those that refused with an InputError
+
+    def stage_results(self) -> list[str]:
+        """What each stage after import did, once per stage: "explore ok", "interpret
+        refused", ... (a stage that refused one of a file's modules counts as refused)."""
+        return [f"{stage} {'refused' if stage in self.refusals else 'ok'}"
+                for stage in dict.fromkeys(self.stages)]
 
 
 class _Bug(Exception):
     def __init__(self, stage: str, error: BaseException | str):
         super().__init__(stage)
         self.stage, self.error = stage, error
+
+
+class _Refused(Exception):
+    pass
 
 
 def run_case(case: Case, device: str = "h100", limits=None,
@@ -491,12 +551,10 @@ def run_case(case: Case, device: str = "h100", limits=None,
             if len(graph) > max_downstream_nodes:
                 continue
             if _small_enough_to_interpret(graph):
-                _stage("interpret", case, _interpret, graph)
-                outcome.stages.append("interpret")
-            plans = _stage("explore", case, _explore, graph, device)
-            outcome.stages.append("explore")
-            _stage("codegen", case, _codegen, graph, plans, device)
-            outcome.stages.append("codegen")
+                _after_import("interpret", case, outcome, _interpret, graph)
+            plans = _after_import("explore", case, outcome, _explore, graph, device)
+            if plans is not None:
+                _after_import("codegen", case, outcome, _codegen, graph, plans, device)
     except _Refused:
         outcome.status = "refused"
     except _Bug as bug:
@@ -511,8 +569,15 @@ def run_case(case: Case, device: str = "h100", limits=None,
     return outcome
 
 
-class _Refused(Exception):
-    pass
+def _after_import(stage: str, case: Case, outcome: Outcome, function, *args):
+    """`function(*args)` as the stage `stage` of a graph that imported: its result, or None
+    when it refused the graph with an InputError naming the file."""
+    outcome.stages.append(stage)
+    try:
+        return _stage(stage, case, function, *args)
+    except _Refused:
+        outcome.refusals.append(stage)
+        return None
 
 
 def _stage(stage: str, case: Case, function, *args):

@@ -28,9 +28,9 @@ from tests.compiler.fuzzing import FORMATS, load_seeds, make_case, run_case
 SEEDS = load_seeds(max_bytes=32 << 10)
 TEXT_STABLEHLO = [seed for seed in SEEDS["stablehlo"] if seed.filename.endswith(".mlir")]
 BYTECODE = [seed for seed in SEEDS["stablehlo"] if seed.filename.endswith(".mlirbc")]
-# Cases per test, and how many of them must import: about a minute in all on two cores.
-EXAMPLES = {"hlo": 250, "stablehlo": 120, "onnx": 150, "json": 200}
-MUST_IMPORT = {"hlo": 20, "stablehlo": 5, "onnx": 20, "json": 5}
+# Cases per test (586 in all: about 15 s of CPU), and how many of them must import.
+EXAMPLES = {"hlo": 200, "stablehlo": 100, "onnx": 120, "json": 160}
+MUST_IMPORT = {"hlo": 20, "stablehlo": 5, "onnx": 15, "json": 10}
 # A bytecode case starts a process (half a second); one that makes MLIR's reader loop costs
 # this many seconds instead of the default 30.
 LIMITS = Limits(max_bytecode_seconds=5)
@@ -60,7 +60,7 @@ def fuzz(seeds, examples: int) -> collections.Counter:
         case = make_case(DrawChoices(data), seeds)
         outcome = run_case(case, limits=LIMITS)
         counts[outcome.status] += 1
-        counts.update(f"ran {stage}" for stage in dict.fromkeys(outcome.stages))
+        counts.update(outcome.stage_results())
         assert outcome.status != "bug", (
             f"{case.seed} through {', '.join(case.steps)}, uploaded as {case.filename}: "
             f"{outcome.signature}\n{outcome.error}\n{outcome.trace}")
@@ -75,7 +75,7 @@ def test_mutated_files_import_or_are_refused_naming_the_file(fmt, run_report):
     counts = fuzz(seeds, EXAMPLES[fmt])
     run_report.append(f"fuzz {fmt}: {dict(sorted(counts.items()))}")
     assert counts["imported"] >= MUST_IMPORT[fmt], counts
-    assert counts["ran codegen"] >= min(counts["imported"], MUST_IMPORT[fmt]), counts
+    assert counts["codegen ok"] >= MUST_IMPORT[fmt], counts
 
 
 def test_mutated_mlir_bytecode_is_read_apart_and_refused_naming_the_file(run_report):
