@@ -66,6 +66,9 @@ def _import(data: bytes, filename: str, limits: Limits, fmt: str) -> list[Graph]
     if fmt == "stablehlo" and data.startswith(MLIR_BYTECODE):
         from compiler.importers.stablehlo import import_stablehlo
         return [import_stablehlo(data, filename, limits)]
+    if fmt == "unknown":   # before decoding: a zip archive is not text, and should not be
+        what = "a zip archive" if data.startswith(ZIP_MAGIC) else "not a graph file"
+        raise InputError(f"{what}: upload {ACCEPTED}", filename)
     text = decode_utf8(data, filename)
     if fmt == "json":
         from compiler.importers.json_graph import import_json
@@ -76,9 +79,6 @@ def _import(data: bytes, filename: str, limits: Limits, fmt: str) -> list[Graph]
     if fmt == "stablehlo":
         from compiler.importers.stablehlo import import_stablehlo
         return [import_stablehlo(text, filename, limits)]
-    if fmt == "unknown":
-        what = "a zip archive" if data.startswith(ZIP_MAGIC) else "not a graph file"
-        raise InputError(f"{what}: upload {ACCEPTED}", filename)
     raise InputError(f"unknown format '{fmt}' (known: {', '.join(FORMATS)})", filename)
 
 

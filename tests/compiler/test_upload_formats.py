@@ -1,5 +1,6 @@
 """Which importer an upload goes to, and the error for a file that is none of the formats."""
 
+import functools
 import gzip
 from pathlib import Path
 
@@ -35,3 +36,31 @@ def test_hlo_text_is_found_by_its_content_whatever_the_name():
 def test_a_dot_hlo_file_that_is_not_hlo_gets_the_parsers_position():
     with pytest.raises(InputError, match=r"broken\.hlo:1:"):
         import_bytes(b"hello world", "broken.hlo")
+
+
+@functools.cache
+def _zip_bomb() -> bytes:
+    """A zip archive of 64 MiB of zeros, about 64 KiB packed."""
+    import io
+    import zipfile
+
+    packed = io.BytesIO()
+    with zipfile.ZipFile(packed, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("model.onnx", bytes(64 << 20))
+    return packed.getvalue()
+
+
+@pytest.mark.parametrize("filename", ["model.zip", "model.onnx", "graph.json", "module.hlo",
+                                      "module.txt", "upload"])
+def test_a_zip_bomb_is_refused_unopened_whatever_it_is_called(filename):
+    """No importer unpacks zip archives: a bomb is refused as the bytes it is (a zip archive,
+    or a file of its claimed format that does not parse), naming the file."""
+    bomb = _zip_bomb()
+    assert len(bomb) < 1 << 20
+    with pytest.raises(InputError) as caught:
+        import_bytes(bomb, filename)
+    assert str(caught.value).startswith(filename)
+    if not filename.endswith((".onnx", ".json")):
+        # Found writing this test: a real archive was called invalid UTF-8, with advice to
+        # save it as UTF-8, where the 40 zero bytes of the test above were not.
+        assert str(caught.value).startswith(f"{filename}: a zip archive: upload ")
