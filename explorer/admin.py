@@ -1,8 +1,9 @@
-"""Django admin for staff: runs (with their kernels), measurements, teams and memberships, API
-tokens."""
+"""Django admin for staff: runs (with their kernels), measurements, teams and memberships,
+invites, API tokens."""
 from django.contrib import admin
+from django.urls import reverse
 
-from explorer.models import ApiToken, KernelSource, Measurement, Membership, Run, Team
+from explorer.models import ApiToken, Invite, KernelSource, Measurement, Membership, Run, Team
 from explorer.throttle import ThrottledAdminLoginForm
 
 # The admin's log-in is locked after repeated failures like the site's (explorer/throttle.py).
@@ -90,3 +91,27 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request) -> bool:
         return False
+
+
+@admin.register(Invite)
+class InviteAdmin(admin.ModelAdmin):
+    """Staff make site invites here (no team: a sign-up link for SIGNUP_INVITE_ONLY) or with
+    `manage.py create_invite`, and see or revoke (delete) any team's invites; the link is
+    shown once the invite is saved."""
+    list_display = ["pk", "team", "invitee", "created_by", "uses", "max_uses", "expires"]
+    list_filter = ["team"]
+    search_fields = ["team__name", "invitee__username", "created_by__username"]
+    raw_id_fields = ["invitee"]
+    fields = ["team", "invitee", "max_uses", "expires", "uses", "created_by", "used_by", "link"]
+    readonly_fields = ["uses", "created_by", "used_by", "link"]
+
+    @admin.display(description="link (path on this site)")
+    def link(self, invite: Invite) -> str:
+        if invite.pk is None or not invite.is_link:
+            return "–"
+        return reverse("explorer-invite", args=[invite.token])
+
+    def save_model(self, request, invite: Invite, form, change: bool) -> None:
+        if not change:
+            invite.created_by = request.user
+        super().save_model(request, invite, form, change)

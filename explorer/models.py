@@ -517,3 +517,8 @@ class LoginFailure(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["username", "ip", "at"])]
+
+
+# Invites and sign-up attempts (explorer/account_models.py), imported here so that Django finds
+# them with the app's other models.
+from explorer.account_models import Invite, SignupAttempt  # noqa: E402,F401

@@ -285,6 +285,33 @@ LOGIN_FAILURES_ALLOWED = env_int("LOGIN_FAILURES_ALLOWED", default=5, minimum=1)
 LOGIN_FAILURES_PER_ADDRESS = env_int("LOGIN_FAILURES_PER_ADDRESS", default=30, minimum=1)
 LOGIN_LOCKOUT_S = env_int("LOGIN_LOCKOUT_S", default=900, minimum=1)
 
+# Sign-up (explorer/accounts.py). SIGNUP_INVITE_ONLY: only with an invite link, a team's or one
+# staff made. The sign-up form may be sent SIGNUP_ATTEMPTS_ALLOWED times per address within
+# SIGNUP_WINDOW_S seconds.
+SIGNUP_INVITE_ONLY = env_bool("SIGNUP_INVITE_ONLY", default=False)
+SIGNUP_ATTEMPTS_ALLOWED = env_int("SIGNUP_ATTEMPTS_ALLOWED", default=10, minimum=1)
+SIGNUP_WINDOW_S = env_int("SIGNUP_WINDOW_S", default=3600, minimum=1)
+
+# E-mail (password-reset links): printed on the web server's console by default. EMAIL_BACKEND
+# takes "console", "smtp" (with EMAIL_HOST, EMAIL_PORT, EMAIL_HOST_USER, EMAIL_HOST_PASSWORD,
+# EMAIL_USE_TLS or EMAIL_USE_SSL) or the dotted path of any Django e-mail backend.
+EMAIL_BACKENDS = {"console": "django.core.mail.backends.console.EmailBackend",
+                  "smtp": "django.core.mail.backends.smtp.EmailBackend"}
+_email_backend = env_str("EMAIL_BACKEND", default="console")
+EMAIL_BACKEND = EMAIL_BACKENDS.get(_email_backend, _email_backend)
+if "." not in EMAIL_BACKEND:
+    raise ImproperlyConfigured(
+        f"EMAIL_BACKEND={EMAIL_BACKEND!r}: use console, smtp or a backend's dotted path.")
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", default="Fusion Explorer <noreply@localhost>")
+EMAIL_HOST = env_str("EMAIL_HOST", default="localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", default=25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", default="")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", default="")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", default=False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", default=False)
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    raise ImproperlyConfigured("EMAIL_USE_TLS and EMAIL_USE_SSL are both on; use one.")
+
 # A deployment served over HTTPS (HTTPS=true; behind a proxy that terminates TLS and sets
 # X-Forwarded-Proto): plain HTTP is redirected, cookies are sent over HTTPS only, and browsers
 # are told to use HTTPS for a year (HSTS). `manage.py check --deploy` is clean with it and a

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth.views import LoginView
 from django.urls import include, path
 
-from explorer import api_docs, views
+from explorer import accounts, api_docs, teams, views
 from explorer.throttle import ThrottledLoginForm
 
 urlpatterns = [
@@ -25,12 +25,23 @@ urlpatterns = [
          name="explorer-kernel"),
     path("account/api-tokens", views.api_tokens, name="explorer-api-tokens"),
     path("cost-models", views.cost_models, name="explorer-cost-models"),
+    path("teams", teams.teams, name="explorer-teams"),
+    path("teams/invitations/<int:invite_id>", teams.invitation, name="explorer-invitation"),
+    path("teams/<int:team_id>", teams.team_page, name="explorer-team"),
+    path("teams/<int:team_id>/invites", teams.team_invite, name="explorer-team-invite"),
+    path("teams/<int:team_id>/invites/<int:invite_id>/revoke", teams.team_invite_revoke,
+         name="explorer-team-invite-revoke"),
+    path("teams/<int:team_id>/members/<int:user_id>", teams.team_member,
+         name="explorer-team-member"),
+    path("teams/<int:team_id>/leave", teams.team_leave, name="explorer-team-leave"),
+    path("invite/<str:key>", accounts.invite_page, name="explorer-invite"),
     path("api/", api_docs.api_root, name="explorer-api-root"),
     path("api/docs", api_docs.api_docs, name="explorer-api-docs"),
     path("api/v1/", include("explorer.api_urls")),
     # Django's log-in, locked after repeated failures (explorer/throttle.py).
     path("accounts/login/", LoginView.as_view(authentication_form=ThrottledLoginForm),
          name="login"),
+    path("accounts/signup/", accounts.signup, name="explorer-signup"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
 ]

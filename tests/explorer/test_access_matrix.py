@@ -46,6 +46,11 @@ are Django's, the log-in POST is tested in test_login_throttle.py. `accounts/log
 twice in the URL conf (the project's throttled log-in, then django.contrib.auth.urls' own); a
 route shadowed by an earlier one with the same path is never reached and is not listed.
 
+Team routes have rules of their own (TEAM, TEAM_OWNER, INVITEE): in the matrix the owner is the
+team's owner and the teammate a member who is not (a third member, not an asker, is an owner
+too, so the owner may leave); the stranger holds an invitation by name to the team, and
+`invite/<key>` is a link to it. The teams' flows are tested in test_teams_view.py.
+
 Permalink ids are tested in test_models.py. Team spoofing (sharing a run with a team one is
 not in: the upload form, the API's submission, a run's settings) and revoking another user's
 API key are tested by hand-written cases at the end of AccessMatrixTests.
@@ -62,7 +67,8 @@ from django.contrib.auth.models import User
 from django.test import SimpleTestCase
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from explorer.models import ApiToken, KernelSource, Measurement, Membership, Run, Team
+from explorer.account_models import OWNER
+from explorer.models import ApiToken, Invite, KernelSource, Measurement, Membership, Run, Team
 from tests.explorer.access import SOFTMAX, AccessTestCase
 from tests.explorer.measurements import GPU, measurement_result
 
@@ -144,6 +150,10 @@ VIEWERS = {
     Run.TEAM: {"owner", "teammate", "staff"},
     Run.PUBLIC: {"owner", "teammate", "stranger", "staff", None},
 }
+# Who is in the team, who owns it, and who holds its invitation by name (written out too).
+TEAM_MEMBERS = {"owner", "teammate"}
+TEAM_OWNERS = {"owner"}
+INVITEES = {"stranger"}
 
 
 # --- Rules ----------------------------------------------------------------------------------------
@@ -168,6 +178,10 @@ class Rule(Enum):
     API_RUN_ANONYMOUS = "whoever may see the run, credentials or not; 404 for the others"
     API_RUN_OWNER = "the run's owner, authenticated; 403 for others who may see it, 404 for " \
                     "the rest, 401 for no credentials"
+    TEAM = "the team's members; 404 for the others, staff included (anonymous: sent to log in)"
+    TEAM_OWNER = "the team's owners; 403 for its other members, 404 for the rest (anonymous: " \
+                 "sent to log in)"
+    INVITEE = "the user the invitation names; 404 for the others (anonymous: sent to log in)"
 
     @property
     def run_scoped(self) -> bool:
@@ -187,6 +201,13 @@ class Rule(Enum):
             if self is Rule.API_RUN_ANONYMOUS:
                 return NOT_FOUND
             return UNAUTHORISED if self.api else LOG_IN
+        if self is Rule.TEAM:
+            return OK if asker.user in TEAM_MEMBERS else NOT_FOUND
+        if self is Rule.TEAM_OWNER:
+            return OK if asker.user in TEAM_OWNERS \
+                else FORBIDDEN if asker.user in TEAM_MEMBERS else NOT_FOUND
+        if self is Rule.INVITEE:
+            return OK if asker.user in INVITEES else NOT_FOUND
         if not sees:
             return NOT_FOUND
         if self in (Rule.RUN_OWNER, Rule.API_RUN_OWNER) and asker.user != "owner":
@@ -230,6 +251,11 @@ def run_settings_form(case, run) -> dict:
             "team": run.team_id or ""}
 
 
+def signup_form(case, run) -> dict:
+    return {"username": "newcomer", "email": "newcomer@example.org",
+            "password1": "matrix-plum-kernel-42", "password2": "matrix-plum-kernel-42"}
+
+
 def compare_query(case, run) -> str:
     return f"a={run.pk}:h100:unfused&b={run.pk}:h100:cost"
 
@@ -263,6 +289,25 @@ ROUTES: dict[str, tuple[Access, ...]] = {
                             Access(Rule.LOGIN, "POST", 302, body=lambda case, run: {"name": "ci"},
                                    mutates=True)),
     "explorer-cost-models": (Access(Rule.LOGIN),),
+    # Teams (see the module docstring for who is who)
+    "explorer-teams": (Access(Rule.LOGIN),
+                       Access(Rule.LOGIN, "POST", 302, body=lambda case, run: {"name": "new"},
+                              mutates=True)),
+    "explorer-team": (Access(Rule.TEAM),),
+    "explorer-team-invite": (Access(Rule.TEAM_OWNER, "POST", 302, mutates=True,
+                                    body=lambda case, run: {"kind": "link", "uses": "5",
+                                                            "days": "7"}),),
+    "explorer-team-invite-revoke": (Access(Rule.TEAM_OWNER, "POST", 302, mutates=True),),
+    "explorer-team-member": (Access(Rule.TEAM_OWNER, "POST", 302, mutates=True,
+                                    body=lambda case, run: {"role": "owner"}),),
+    "explorer-team-leave": (Access(Rule.TEAM, "POST", 302, mutates=True),),
+    "explorer-invitation": (Access(Rule.INVITEE, "POST", 302, mutates=True,
+                                   body=lambda case, run: {"answer": "accept"}),),
+    # An invite link: anyone may read it; joining needs a login (members already in the team
+    # join nothing, so an allowed POST need not change anything).
+    "explorer-invite": (Access(Rule.PUBLIC), Access(Rule.LOGIN, "POST", 302)),
+    "explorer-signup": (Access(Rule.PUBLIC),
+                        Access(Rule.PUBLIC, "POST", 302, body=signup_form, mutates=True)),
     # The API
     "api-openapi": (Access(Rule.PUBLIC),),
     "explorer-api-root": (Access(Rule.PUBLIC, ok=302),),
@@ -303,6 +348,10 @@ ARGUMENTS: dict[str, object] = {
     "measurement_id": lambda case, run: case.measurements[run.visibility],
     "uidb64": "MQ",
     "token": "not-a-reset-token",
+    "team_id": lambda case, run: case.team.pk,
+    "user_id": lambda case, run: case.teammate.pk,
+    "invite_id": lambda case, run: case.invitation.pk,
+    "key": lambda case, run: case.invite_link.token,
 }
 
 # A run id no run has: a denied request must read exactly like a request about it.
@@ -387,6 +436,11 @@ class AccessMatrixTests(AccessTestCase):
         cls.keys = {user: ApiToken.create_for(getattr(cls, user), "matrix")[1]
                     for user in ("owner", "teammate", "stranger", "staff")}
         cls.read_only_key = ApiToken.create_for(cls.owner, "dashboard", ApiToken.READ)[1]
+        Membership.objects.filter(team=cls.team, user=cls.owner).update(role=OWNER)
+        Membership.objects.create(team=cls.team, user=User.objects.create_user("co-owner"),
+                                  role=OWNER)
+        cls.invite_link = Invite.make(cls.owner, cls.team, max_uses=5)
+        cls.invitation = Invite.invite_user(cls.team, cls.owner, cls.stranger)
         letters = {Run.PRIVATE: "p", Run.TEAM: "t", Run.PUBLIC: "u"}
         cls.runs = {"done": {}, "failed": {}}
         cls.measurements = {}
@@ -579,6 +633,8 @@ def database_state() -> dict:
         "kernels": KernelSource.objects.count(),
         "tokens": sorted(ApiToken.objects.values_list("pk", "user", "name")),
         "teams": sorted(Membership.objects.values_list("team", "user", "role")),
+        "invites": sorted(Invite.objects.values_list("pk", "team", "invitee", "uses")),
+        "users": sorted(User.objects.values_list("username", flat=True)),
     }
 
 
