@@ -907,8 +907,16 @@ def _literal_array(values: list, dtype, loc: SourceLoc) -> np.ndarray:
                 if not info.min <= value <= info.max:
                     raise InputError(f"constant value {value} does not fit in {dtype}", loc)
         return np.array(integers, dtype=object).astype(dtype.numpy)
-    return np.array(values, dtype=np.complex128 if dtype.kind == "complex" else np.float64)\
-        .astype(dtype.numpy)
+    wide = np.array(values, dtype=np.complex128 if dtype.kind == "complex" else np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        narrow = wide.astype(dtype.numpy)
+        # XLA's parser refuses a finite value its type cannot hold (1e10 in f16), as NumPy
+        # would otherwise make it inf (or nan, in a float8 type without inf) with a warning.
+        overflowed = np.isfinite(wide) & ~np.isfinite(narrow.astype(wide.dtype))
+    if overflowed.any():
+        raise InputError(f"constant value {wide[overflowed][0]} is out of the range of "
+                         f"{dtype}", loc)
+    return narrow
 
 
 def _number(token: str, loc: SourceLoc):

@@ -408,10 +408,13 @@ def test_a_rank_above_the_limit_names_it():
     ("s64[] constant(nan)", "constant value nan is not an integer, as s64 needs"),
     ("pred[] constant(inf)", "constant value inf is not an integer, as pred needs"),
     ("token[] constant(0)", "a constant cannot hold token values"),
+    ("f16[2] constant({1, 1e10})", "constant value 10000000000.0 is out of the range of f16"),
+    ("f8e4m3fn[] constant(1000)", "constant value 1000.0 is out of the range of f8e4m3fn"),
 ])
 def test_a_constant_its_type_cannot_hold_is_an_error_at_the_constant(literal, message):
     """Found by the fuzz suite: these raised OverflowError, ValueError or TypeError from NumPy
-    instead of saying which constant is wrong."""
+    instead of saying which constant is wrong, or (the floats) became inf or nan with a
+    RuntimeWarning, where XLA's parser refuses them."""
     error = error_of(f"""
         ENTRY e {{
           ROOT c = {literal}
