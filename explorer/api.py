@@ -32,8 +32,8 @@ from compiler.limits import Limits
 from explorer.api_schema import schema
 from explorer.models import ApiToken, KernelSource, Measurement, Run, Team
 from explorer.presenters import apply_measurement, find_kernel
-from explorer.runs import (PlanUnavailable, existing_run, plan_choice, plan_graph,
-                           request_measurement, retry_run, submit_run, viewable_runs)
+from explorer.runs import (PlanUnavailable, plan_choice, plan_graph, request_measurement,
+                           retry_run, submit, viewable_runs)
 from workers.presence import gpu_status
 
 DEFAULT_DEVICES = ["h100"]
@@ -230,15 +230,15 @@ def _submit(request: HttpRequest) -> JsonResponse:
     if visibility == Run.TEAM and team is None:
         raise ApiError(400, "a run shared with a team needs the team")
     try:
-        existed = existing_run(request.user, data, devices, strategies) is not None
-        run = submit_run(request.user, data, filename, devices=devices, strategies=strategies,
-                         name=name, tags=tags, visibility=visibility, team=team)
+        run, created = submit(request.user, data, filename, devices=devices,
+                              strategies=strategies, name=name, tags=tags,
+                              visibility=visibility, team=team)
     except LimitError as error:      # the file is past a configured limit: too large
         raise ApiError(413, str(error))
     except InputError as error:
         raise ApiError(400, str(error))
     body = {"id": run.pk, "status": run.status, **_links(request, run)}
-    return JsonResponse(body, status=200 if existed else 201)
+    return JsonResponse(body, status=201 if created else 200)
 
 
 def _json_submission(request: HttpRequest) -> tuple[dict, bytes, str]:
@@ -435,7 +435,7 @@ def _attachment(response: HttpResponse, run: Run, suffix: str) -> HttpResponse:
     return response
 
 
-@api_view("GET")
+@api_view("GET", anonymous=True)
 def run_export_json(request: HttpRequest, run_id: str) -> HttpResponse:
     """The run's metadata and its whole artifact, kernel sources included (compile_graph's
     output as it was)."""
@@ -450,7 +450,7 @@ def run_export_json(request: HttpRequest, run_id: str) -> HttpResponse:
     return _attachment(response, run, "json")
 
 
-@api_view("GET")
+@api_view("GET", anonymous=True)
 def run_export_csv(request: HttpRequest, run_id: str) -> HttpResponse:
     """One row per device × strategy × kernel (CSV_COLUMNS); empty cells for null fields."""
     run = _done_run(request, run_id)

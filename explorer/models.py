@@ -228,10 +228,11 @@ class GraphBlob(models.Model):
         return f"{self.sha256[:12]} ({self.size} bytes)"
 
     @classmethod
-    def store(cls, data: bytes) -> str:
-        """The key of a blob holding `data`, stored now unless an equal one is there already
-        (found by its key, without reading its bytes)."""
-        key = hashlib.sha256(data).hexdigest()
+    def store(cls, data: bytes, sha256: str | None = None) -> str:
+        """The key of a blob holding `data` (`sha256`: its SHA-256 in hex, when the caller
+        has it), stored now unless an equal one is there already (found by its key, without
+        reading its bytes)."""
+        key = sha256 or hashlib.sha256(data).hexdigest()
         if not cls.objects.filter(pk=key).exists():
             try:
                 with transaction.atomic():
@@ -299,19 +300,25 @@ class Run(Job):
     def graph_bytes(self) -> bytes:
         """The uploaded file's bytes (read from its GraphBlob: a query, so read them once)."""
         pending = self.__dict__.get("_new_graph")
-        return pending if pending is not None else GraphBlob.data_of(self.graph_id)
+        return pending[0] if pending is not None else GraphBlob.data_of(self.graph_id)
 
     @graph_bytes.setter
     def graph_bytes(self, data: bytes) -> None:
         """New bytes for the run, stored (as a GraphBlob) when the run is saved; so
         `Run.objects.create(graph_bytes=...)` works."""
-        self.__dict__["_new_graph"] = bytes(data)
+        self.set_graph(data)
+
+    def set_graph(self, data: bytes, sha256: str | None = None) -> None:
+        """`graph_bytes = data`, from a caller that has the bytes' SHA-256 (hex) already."""
+        self.__dict__["_new_graph"] = (bytes(data), sha256)
 
     def save(self, *args, **kwargs):
-        data = self.__dict__.pop("_new_graph", None)
+        data, sha256 = self.__dict__.pop("_new_graph", (None, None))
         if data is not None:
-            self.graph_id = GraphBlob.store(data)
-            self.graph_sha256 = graph_sha256(data, self.filename)
+            self.graph_id = GraphBlob.store(data, sha256)
+            # Not compressed: the graph's digest is the bytes' own.
+            self.graph_sha256 = sha256 if sha256 and data[:2] != b"\x1f\x8b" \
+                else graph_sha256(data, self.filename)
         super().save(*args, **kwargs)
 
     def delete_with_graph(self) -> None:

@@ -45,9 +45,14 @@ RUN_ID_SALT = "fusion-explorer.run-id"
 
 
 def run_id(data: bytes, devices, strategies, version: str, owner_id: int) -> str:
-    """The permalink id of a run (see the module docstring)."""
+    """The permalink id of a run of these bytes (see the module docstring)."""
+    return run_id_of(hashlib.sha256(data).hexdigest(), devices, strategies, version, owner_id)
+
+
+def run_id_of(graph_sha256: str, devices, strategies, version: str, owner_id: int) -> str:
+    """`run_id` from the SHA-256 (hex) of the uploaded bytes, for a caller that has it."""
     devices, strategies = canonical_options(devices, strategies)
-    payload = json.dumps({"graph": hashlib.sha256(data).hexdigest(), "devices": devices,
+    payload = json.dumps({"graph": graph_sha256, "devices": devices,
                           "strategies": strategies, "compiler": version, "owner": owner_id},
                          sort_keys=True)
     digest = salted_hmac(RUN_ID_SALT, payload, algorithm="sha256").digest()
@@ -57,14 +62,6 @@ def run_id(data: bytes, devices, strategies, version: str, owner_id: int) -> str
         number, remainder = divmod(number, 62)
         chars.append(BASE62[remainder])
     return "".join(reversed(chars))
-
-
-def existing_run(owner, data: bytes, devices, strategies) -> Run | None:
-    """The run that submitting this graph with these options would return, if there is one
-    already (InputError for an unknown device or strategy)."""
-    devices, strategies = canonical_options(devices, strategies)
-    identifier = run_id(data, devices, strategies, compiler_version(), owner.pk)
-    return Run.objects.filter(pk=identifier).first()
 
 
 def viewable_runs(user) -> QuerySet[Run]:
@@ -96,25 +93,34 @@ def submit_run(owner, data: bytes, filename: str, devices, strategies, name: str
     compile job is enqueued once the transaction commits. InputError (with file:line:col) when
     an option is unknown or `check_upload` refuses the file; nothing is stored then.
     ValueError for visibility "team" without a team."""
+    return submit(owner, data, filename, devices, strategies, name, tags, visibility, team)[0]
+
+
+def submit(owner, data: bytes, filename: str, devices, strategies, name: str = "", tags=(),
+           visibility: str = Run.PRIVATE, team=None) -> tuple[Run, bool]:
+    """`submit_run`, and whether the run is new. The upload is hashed once (a big file's
+    SHA-256 takes a while): its id, its blob's key and, uncompressed, its graph's digest."""
     if visibility == Run.TEAM and team is None:
         raise ValueError("a run shared with a team needs the team")
     devices, strategies = canonical_options(devices, strategies)
     check_upload(data, filename)
     version = compiler_version()
-    identifier = run_id(data, devices, strategies, version, owner.pk)
-    existing = Run.objects.filter(pk=identifier).first()
+    digest = hashlib.sha256(data).hexdigest()
+    identifier = run_id_of(digest, devices, strategies, version, owner.pk)
+    existing = Run.objects.filter(pk=identifier).defer("artifact").first()
     if existing is not None:
-        return existing
+        return existing, False
     try:
         with transaction.atomic():
-            run = Run.objects.create(
-                id=identifier, owner=owner, team=team, visibility=visibility, name=name,
-                tags=list(tags), filename=filename, graph_bytes=data, devices=devices,
-                strategies=strategies, compiler_version=version)
+            run = Run(id=identifier, owner=owner, team=team, visibility=visibility, name=name,
+                      tags=list(tags), filename=filename, devices=devices,
+                      strategies=strategies, compiler_version=version)
+            run.set_graph(data, digest)
+            run.save(force_insert=True)
             transaction.on_commit(lambda: enqueue_compile(identifier))
     except IntegrityError:  # the same upload submitted twice at once: the first one won
-        return Run.objects.get(pk=identifier)
-    return run
+        return Run.objects.defer("artifact").get(pk=identifier), False
+    return run, True
 
 
 def retry_run(run: Run) -> bool:

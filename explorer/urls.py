@@ -2,13 +2,14 @@ from django.contrib import admin
 from django.contrib.auth.views import LoginView
 from django.urls import include, path
 
-from explorer import accounts, api_docs, teams, views
+from explorer import accounts, api_docs, gallery, teams, views
 from explorer.throttle import ThrottledLoginForm
 
 urlpatterns = [
     path("", views.index, name="explorer-index"),
     path("r/<str:run_id>", views.run_page, name="explorer-run"),
     path("runs", views.history, name="explorer-history"),
+    path("gallery", gallery.gallery, name="explorer-gallery"),
     path("compare", views.compare, name="explorer-compare"),
     path("compare/cuda", views.compare_cuda, name="explorer-compare-cuda"),
     path("r/<str:run_id>/settings", views.run_settings, name="explorer-run-settings"),

@@ -29,7 +29,8 @@ from workers.presence import gpu_status
 
 
 class LoginNeeded(Exception):
-    """Raised by `_viewable_run` for an anonymous visitor; the view redirects to the login."""
+    """Raised by `_viewable_run` and `_owner_only` for an anonymous visitor; the view redirects
+    to the login."""
 
 
 # The big columns a page that shows a run's results reads only when its cached HTML is stale.
@@ -54,10 +55,9 @@ def _run_view(view=None, *, light: bool = False):
 
     def wrapper(request: HttpRequest, run_id: str, *args, **kwargs) -> HttpResponse:
         try:
-            run = _viewable_run(request, run_id, light)
+            return view(request, _viewable_run(request, run_id, light), *args, **kwargs)
         except LoginNeeded:
             return redirect_to_login(request.get_full_path(), settings.LOGIN_URL)
-        return view(request, run, *args, **kwargs)
     wrapper.__name__ = view.__name__
     wrapper.__doc__ = view.__doc__
     return wrapper
@@ -311,6 +311,10 @@ def run_settings(request: HttpRequest, run: Run) -> HttpResponse:
 
 
 def _owner_only(request: HttpRequest, run: Run, action: str) -> None:
+    """PermissionDenied for anyone but the run's owner; an anonymous visitor (perhaps the
+    owner, logged out) is sent to log in instead, whatever the run's visibility."""
+    if not request.user.is_authenticated:
+        raise LoginNeeded
     if request.user.pk != run.owner_id:
         raise PermissionDenied(f"Only the run's owner can {action}.")
 

@@ -90,3 +90,16 @@ def file_name(path):
 def lookup(mapping, key):
     """mapping[key] in a template, where the key is a variable (a QueryDict's last value)."""
     return mapping.get(key)
+
+
+@register.simple_tag
+def public_sample_run(sample) -> str | None:
+    """The id of the finished public run `manage.py load_samples` made of this sample (a
+    forms.Sample), if there is one: what the landing page's card links to for a visitor who
+    cannot upload."""
+    from explorer.management.commands.load_samples import SAMPLES_USERNAME
+    from explorer.models import Run
+
+    return Run.objects.filter(owner__username=SAMPLES_USERNAME, filename=sample.path.name,
+                              visibility=Run.PUBLIC, status=Run.DONE) \
+        .values_list("pk", flat=True).first()

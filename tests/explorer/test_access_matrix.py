@@ -312,6 +312,7 @@ ROUTES: dict[str, tuple[Access, ...]] = {
     "api-openapi": (Access(Rule.PUBLIC),),
     "explorer-api-root": (Access(Rule.PUBLIC, ok=302),),
     "explorer-api-docs": (Access(Rule.PUBLIC),),
+    "explorer-gallery": (Access(Rule.PUBLIC),),
     "api-runs": (Access(Rule.API_LOGIN, lists_runs=True),
                  Access(Rule.API_LOGIN, "POST", 201, body=api_submission, json=True,
                         mutates=True)),
@@ -326,8 +327,8 @@ ROUTES: dict[str, tuple[Access, ...]] = {
     "api-run-measurements": (Access(Rule.API_RUN),
                              Access(Rule.API_RUN, "POST", 202, mutates=True)),
     "api-run-measurement": (Access(Rule.API_RUN),),
-    "api-run-export-json": (Access(Rule.API_RUN),),
-    "api-run-export-csv": (Access(Rule.API_RUN),),
+    "api-run-export-json": (Access(Rule.API_RUN_ANONYMOUS),),
+    "api-run-export-csv": (Access(Rule.API_RUN_ANONYMOUS),),
     # Django's auth views (see the module docstring)
     "login": (Access(Rule.PUBLIC),),
     "logout": (Access(Rule.PUBLIC, "POST", 302),),
