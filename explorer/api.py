@@ -34,6 +34,7 @@ from explorer.models import ApiToken, KernelSource, Measurement, Run, Team
 from explorer.presenters import apply_measurement, find_kernel
 from explorer.runs import (PlanUnavailable, plan_choice, plan_graph, request_measurement,
                            retry_run, submit, viewable_runs)
+from explorer.uploads import graph_of
 from workers.presence import gpu_status
 
 DEFAULT_DEVICES = ["h100"]
@@ -265,15 +266,23 @@ def _json_submission(request: HttpRequest) -> tuple[dict, bytes, str]:
 
 
 def _multipart_submission(request: HttpRequest) -> tuple[dict, bytes, str]:
-    upload = request.FILES.get("file")
-    if upload is None:
+    """The fields and the graph of a multipart submission: one 'file', or several (an ONNX
+    model with its external data files; or one .zip of them: explorer/uploads.py)."""
+    uploads = request.FILES.getlist("file")
+    if not uploads:
         raise ApiError(400, "give the graph as the multipart field 'file'")
+    try:
+        data, filename = graph_of(uploads)
+    except LimitError as error:
+        raise ApiError(413, str(error))
+    except InputError as error:
+        raise ApiError(400, str(error))
     fields = {key: request.POST.get(key) for key in ("name", "visibility", "team")}
     for key in ("devices", "strategies", "tags"):
         # Repeated fields or one comma-separated field: devices=a100&devices=h100, a100,h100.
         fields[key] = [item.strip() for value in request.POST.getlist(key)
                        for item in value.split(",") if item.strip()]
-    return fields, upload.read(), upload.name
+    return fields, data, filename
 
 
 def _string_list(value, name: str) -> list[str]:

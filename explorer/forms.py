@@ -9,7 +9,9 @@ from django import forms
 from django.conf import settings
 
 from compiler.cost.devices import DEVICES
+from compiler.errors import InputError
 from explorer.presenters import STRATEGY_ORDER
+from explorer.uploads import graph_of
 
 # The real graphs the test suite runs (JAX-emitted HLO, PyTorch-exported ONNX, the JSON format),
 # from these folders of tests/data (not XLA's own test inputs in tests/data/xla, which are
@@ -74,8 +76,30 @@ def _sample_choices():
     return [(sample.key, sample.title) for sample in samples()]
 
 
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    """One or more files (an ONNX model with its external data files): a list of uploads."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("widget", MultipleFileInput)
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data, initial=None):
+        single = super().clean
+        if isinstance(data, (list, tuple)):
+            return [single(item, initial) for item in data if item] or None
+        cleaned = single(data, initial)
+        return [cleaned] if cleaned else None
+
+
 class UploadForm(forms.Form):
-    graph_file = forms.FileField(required=False, label="Graph file")
+    graph_file = MultipleFileField(
+        required=False, label="Graph file",
+        help_text="An ONNX model may come with its external data files (several files, or one "
+                  ".zip of them).")
     graph_text = forms.CharField(required=False, label="or paste HLO text",
                                  widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false"}))
     sample = forms.ChoiceField(required=False, choices=(), widget=forms.HiddenInput)
@@ -103,14 +127,19 @@ class UploadForm(forms.Form):
                 "Give one graph: choose a file, paste HLO text or pick a sample.")
         if cleaned.get("visibility") == "team" and not cleaned.get("team"):
             self.add_error("team", "A run shared with a team needs the team.")
+        if cleaned.get("graph_file"):
+            try:
+                self._bundle = graph_of(cleaned["graph_file"])
+            except InputError as error:
+                self.add_error("graph_file", str(error))
         return cleaned
 
     def graph(self) -> tuple[bytes, str]:
-        """The uploaded graph's bytes and file name (valid forms only)."""
+        """The uploaded graph's bytes and file name (valid forms only): the file, or the ONNX
+        model among several (explorer/uploads.py)."""
         data = self.cleaned_data
         if data["graph_file"]:
-            upload = data["graph_file"]
-            return upload.read(), upload.name
+            return self._bundle
         if data["graph_text"]:
             text = data["graph_text"]
             suffix = ".json" if text.lstrip().startswith("{") else ".hlo"

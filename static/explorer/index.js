@@ -9,9 +9,10 @@
   const chosen = document.getElementById("chosen-file");
   const sampleInput = form.querySelector('input[name="sample"]');
 
+  // Several files are an ONNX model with its external data files (the server picks the model).
   function showChosen() {
-    const file = fileInput.files[0];
-    chosen.textContent = file ? `${file.name} (${file.size.toLocaleString()} bytes)` : "";
+    chosen.textContent = Array.from(fileInput.files)
+      .map((file) => `${file.name} (${file.size.toLocaleString()} bytes)`).join(", ");
   }
 
   fileInput.addEventListener("change", showChosen);
