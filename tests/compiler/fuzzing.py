@@ -24,7 +24,8 @@ and one that draws from hypothesis in the test, so that hypothesis can shrink a 
 for each graph small enough to be cheap, runs the reference interpreter on small random inputs,
 `explore` with every strategy (and the plan checker) and CUDA code generation of every kernel.
 Each stage must succeed or raise an `InputError` whose message names the file; anything else
-(an IndexError, a RecursionError, an InputError that does not say which file) is a bug.
+(an IndexError, a RecursionError, an InputError that does not say which file, a NumPy
+RuntimeWarning printed on the user's terminal) is a bug.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import json
 import random
 import re
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, Sequence, TypeVar
@@ -545,16 +547,11 @@ def run_case(case: Case, device: str = "h100", limits=None,
     on what it holds (module docstring)."""
     outcome = Outcome("imported")
     try:
-        graphs = _stage("import", case, _import, case, limits or Limits())
-        outcome.nodes = sum(len(graph) for graph in graphs)
-        for graph in graphs[:2]:
-            if len(graph) > max_downstream_nodes:
-                continue
-            if _small_enough_to_interpret(graph):
-                _after_import("interpret", case, outcome, _interpret, graph)
-            plans = _after_import("explore", case, outcome, _explore, graph, device)
-            if plans is not None:
-                _after_import("codegen", case, outcome, _codegen, graph, plans, device)
+        with warnings.catch_warnings():
+            # A RuntimeWarning (NumPy's overflow in a cast, say) is printed on the user's
+            # terminal, beside or instead of a message: a bug as well.
+            warnings.simplefilter("error", RuntimeWarning)
+            _run_stages(case, device, limits or Limits(), max_downstream_nodes, outcome)
     except _Refused:
         outcome.status = "refused"
     except _Bug as bug:
@@ -567,6 +564,20 @@ def run_case(case: Case, device: str = "h100", limits=None,
             outcome.error = bug.error
             outcome.signature = f"{bug.stage}: {bug.error.split(':')[0]}"
     return outcome
+
+
+def _run_stages(case: Case, device: str, limits, max_downstream_nodes: int,
+                outcome: Outcome) -> None:
+    graphs = _stage("import", case, _import, case, limits)
+    outcome.nodes = sum(len(graph) for graph in graphs)
+    for graph in graphs[:2]:
+        if len(graph) > max_downstream_nodes:
+            continue
+        if _small_enough_to_interpret(graph):
+            _after_import("interpret", case, outcome, _interpret, graph)
+        plans = _after_import("explore", case, outcome, _explore, graph, device)
+        if plans is not None:
+            _after_import("codegen", case, outcome, _codegen, graph, plans, device)
 
 
 def _after_import(stage: str, case: Case, outcome: Outcome, function, *args):
