@@ -36,8 +36,10 @@ GRAPHS = {"softmax": HERE.parent / "tests" / "data" / "hlo" / "softmax.hlo",
 WARMUP_S = 3
 
 
-def finished_run(stack: Stack, graph: Path) -> str:
-    client = stack.client(stack.new_api_user("bench"))
+def finished_run(stack: Stack, graph: Path, key: str | None = None) -> str:
+    """The id of a public run of the graph, submitted with the API key `key` (by default a new
+    user's), once it is done."""
+    client = stack.client(key or stack.new_api_user("bench"))
     try:
         run_id = client.upload(graph, visibility="public")["id"]
         deadline = time.monotonic() + 900
@@ -50,9 +52,11 @@ def finished_run(stack: Stack, graph: Path) -> str:
     return run_id
 
 
-def hammer(port: int, path: str, clients: int, seconds: float) -> tuple[list[float], int, float]:
+def hammer(port: int, path: str, clients: int, seconds: float,
+           headers: dict | None = None) -> tuple[list[float], int, float]:
     """Latencies (s) of the requests that started after the warm-up and ended before the stop,
-    the number of errors and the measured window's length."""
+    the number of errors and the measured window's length. `headers` go with every request
+    (credentials, Accept-Encoding)."""
     start = time.perf_counter()
     measure_from, stop_at = start + WARMUP_S, start + WARMUP_S + seconds
     latencies: list[list[float]] = [[] for _ in range(clients)]
@@ -66,7 +70,7 @@ def hammer(port: int, path: str, clients: int, seconds: float) -> tuple[list[flo
                 if began >= stop_at:
                     return
                 try:
-                    status, _ = client.request("GET", path)
+                    status, _ = client.request("GET", path, headers=headers)
                 except OSError:
                     errors[index] += 1
                     client.close()

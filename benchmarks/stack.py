@@ -104,6 +104,7 @@ class Stack:
         server = self._spawn("server", [
             sys.executable, "-m", "gunicorn", "-c", "explorer/gunicorn.conf.py",
             "--bind", f"127.0.0.1:{self.http_port}", "explorer.wsgi"])
+        self.server_pid = server.pid   # gunicorn's master: its workers are its children
         self._wait("worker", worker, lambda: "ready." in self.log("worker"))
         self._wait("server", server, self._answers)
 
@@ -142,6 +143,23 @@ class Stack:
         self.manage("shell", "-c", "from django.contrib.auth import get_user_model; "
                                    f"get_user_model().objects.create_user({username!r})")
         return self.manage("create_api_token", username).strip()
+
+    def new_session(self, username: str) -> str:
+        """The key of a logged-in session of the user (as the log-in form would make): a
+        browser sends it as the `sessionid` cookie."""
+        # The last line: Django's shell prints what it imported first.
+        return self.manage("shell", "-c", f"""
+from importlib import import_module
+from django.conf import settings
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+from django.contrib.auth import get_user_model
+user = get_user_model().objects.get(username={username!r})
+session = import_module(settings.SESSION_ENGINE).SessionStore()
+session[SESSION_KEY] = str(user.pk)
+session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
+session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+session.create()
+print(session.session_key)""").split()[-1]
 
     def client(self, key: str | None = None) -> Client:
         return Client(self.http_port, key)

@@ -1,7 +1,12 @@
 """Exporting a run: /api/v1/runs/<id>/export.json and export.csv."""
+import copy
 import csv
+import gzip
 import io
+import json
+from datetime import timedelta
 
+from django.core.cache import cache
 from django.urls import reverse
 
 from explorer.api import CSV_COLUMNS
@@ -103,3 +108,54 @@ class ExportTests(AccessTestCase):
 
         self.assertEqual(response.status_code, 409)
         self.assertEqual(response.json()["status"]["status"], "queued")
+
+
+class CachedExportTests(AccessTestCase):
+    """Each export is built once and kept gzipped, and built again when what it holds changes:
+    the run recompiled, renamed or shared differently."""
+
+    @classmethod
+    def setUpTestData(cls):
+        super().setUpTestData()
+        cls.done = cls.make_done_run("d" * 22, Run.TEAM)
+        cls.json_url = reverse("api-run-export-json", args=[cls.done.pk])
+        cls.csv_url = reverse("api-run-export-csv", args=[cls.done.pk])
+
+    def setUp(self):
+        cache.clear()
+        self.client.force_login(self.owner)
+
+    def test_a_client_that_accepts_gzip_gets_the_export_gzipped(self):
+        response = self.client.get(self.json_url, HTTP_ACCEPT_ENCODING="gzip")
+
+        self.assertEqual(response["Content-Encoding"], "gzip")
+        self.assertEqual(response["Content-Disposition"],
+                         f'attachment; filename="fusion-run-{self.done.pk}.json"')
+        body = json.loads(gzip.decompress(response.content))
+        self.assertEqual(body["artifact"], softmax_artifact())
+        self.assertEqual(gzip.decompress(response.content), self.client.get(self.json_url).content)
+
+    def test_a_renamed_run_exports_its_new_name(self):
+        self.client.get(self.json_url)
+        Run.objects.filter(pk=self.done.pk).update(name="renamed", tags=["nightly"])
+
+        run = self.client.get(self.json_url).json()["run"]
+        self.assertEqual((run["name"], run["tags"]), ("renamed", ["nightly"]))
+
+    def test_a_recompiled_run_exports_its_new_numbers(self):
+        self.client.get(self.json_url)
+        self.client.get(self.csv_url)
+        artifact = copy.deepcopy(softmax_artifact())
+        artifact.pop("sources")
+        for kernel in artifact["devices"]["h100"]["strategies"]["cost"]["kernels"]:
+            kernel["sol_us"] = 77.25
+        run = Run.objects.get(pk=self.done.pk)
+        Run.objects.filter(pk=run.pk).update(
+            artifact=artifact, finished=(run.finished or run.created) + timedelta(seconds=1))
+
+        exported = self.client.get(self.json_url).json()["artifact"]
+        self.assertEqual(exported["devices"]["h100"]["strategies"]["cost"]["kernels"][0]["sol_us"],
+                         77.25)
+        rows = csv.DictReader(io.StringIO(self.client.get(self.csv_url).content.decode()))
+        cost = [row for row in rows if (row["device"], row["strategy"]) == ("h100", "cost")]
+        self.assertEqual({row["sol_us"] for row in cost}, {"77.25"})

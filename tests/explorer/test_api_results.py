@@ -1,8 +1,18 @@
 """A run's results at /api/v1/runs/<id>/results and one kernel at .../kernels/<d>/<s>/<k>."""
+import copy
+import gzip
+from datetime import timedelta
+
+from django.core.cache import cache
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from explorer.api import results_document
+from explorer.documents import json_bytes
 from explorer.models import KernelSource, Run
-from tests.explorer.access import AccessTestCase
+from tests.explorer.access import AccessTestCase, softmax_artifact
+from tests.explorer.heavy import make_heavy_runs
 
 KERNEL = ("h100", "cost", "stitch-regional.0")   # softmax.hlo's one stitched kernel
 
@@ -66,6 +76,74 @@ class ResultsTests(AccessTestCase):
         self.assertEqual(response.json()["error"],
                          "the run failed at stage import: softmax.hlo:3:7: bad shape")
         self.assertEqual(response.json()["status"]["error_stage"], "import")
+
+
+class CachedResultsTests(AccessTestCase):
+    """The document is serialised and gzipped once per run (and measurement): what later
+    requests get is those bytes, until the run is compiled again."""
+
+    @classmethod
+    def setUpTestData(cls):
+        super().setUpTestData()
+        cls.done = cls.make_done_run("d" * 22, Run.PRIVATE)
+        cls.url = reverse("api-run-results", args=[cls.done.pk])
+
+    def setUp(self):
+        cache.clear()
+        self.client.force_login(self.owner)
+
+    def get(self, **headers):
+        response = self.client.get(self.url, **headers)
+        self.assertEqual(response.status_code, 200)
+        return response
+
+    def test_a_client_that_accepts_gzip_gets_the_stored_bytes_of_a_fresh_document(self):
+        response = self.get(HTTP_ACCEPT_ENCODING="gzip, deflate")
+
+        self.assertEqual(response["Content-Encoding"], "gzip")
+        self.assertIn("Accept-Encoding", response["Vary"])
+        run = Run.objects.get(pk=self.done.pk)
+        self.assertEqual(gzip.decompress(response.content),
+                         json_bytes(results_document(run, None, None)))
+
+    def test_a_client_that_does_not_accept_gzip_gets_the_same_document_plain(self):
+        packed = self.get(HTTP_ACCEPT_ENCODING="gzip").content
+        plain = self.get()
+
+        self.assertFalse(plain.has_header("Content-Encoding"))
+        self.assertEqual(plain.content, gzip.decompress(packed))
+        self.assertEqual(plain.json(), {"id": self.done.pk, **self.done.artifact,
+                                        "measurement": None})
+
+    def test_a_second_request_reads_no_artifact(self):
+        self.get()
+        with CaptureQueriesContext(connection) as queries:
+            self.get()
+
+        self.assertEqual([query["sql"] for query in queries if '"artifact"' in query["sql"]], [])
+
+    def test_a_recompiled_run_gets_its_new_results(self):
+        self.get()
+        artifact = copy.deepcopy(softmax_artifact())
+        artifact.pop("sources")
+        artifact["devices"]["h100"]["strategies"]["cost"]["total"]["proj_us"] = 123.5
+        run = Run.objects.get(pk=self.done.pk)
+        Run.objects.filter(pk=run.pk).update(
+            artifact=artifact, finished=(run.finished or run.created) + timedelta(seconds=1))
+
+        total = self.get().json()["devices"]["h100"]["strategies"]["cost"]["total"]
+        self.assertEqual(total["proj_us"], 123.5)
+
+    def test_the_queries_do_not_grow_with_the_owners_other_runs(self):
+        self.get()
+        with CaptureQueriesContext(connection) as alone:
+            self.get()
+        count = len(alone)   # now: the list it reads is cleared by the next request
+        make_heavy_runs(self.owner, 3)
+        self.get()
+
+        with self.assertNumQueries(count):
+            self.get()
 
 
 class KernelTests(AccessTestCase):

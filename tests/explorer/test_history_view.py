@@ -1,9 +1,16 @@
 """The run history at /runs (explorer-history): filters, search, paging, compare checkboxes."""
+import copy
+from datetime import timedelta
+
+from django.core.cache import cache
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from explorer import views
 from explorer.models import Run
-from tests.explorer.access import AccessTestCase
+from tests.explorer.access import AccessTestCase, softmax_artifact
+from tests.explorer.heavy import make_heavy_runs
 
 
 class HistoryViewTests(AccessTestCase):
@@ -91,3 +98,61 @@ class HistoryViewTests(AccessTestCase):
 
         self.assertRedirects(response, f"{reverse('login')}?next={self.url}",
                              fetch_redirect_response=False)
+
+
+class HistoryWorkTests(AccessTestCase):
+    """The list reads a run's artifact once, for its best totals, and never its graph: later
+    views read neither, however many runs it shows and however big they are."""
+
+    @classmethod
+    def setUpTestData(cls):
+        super().setUpTestData()
+        cls.done = cls.make_done_run("d" * 22, Run.PRIVATE)
+        cls.url = reverse("explorer-history")
+
+    def setUp(self):
+        cache.clear()
+        self.client.force_login(self.owner)
+
+    def queries(self) -> list[str]:
+        """The SQL of a view of the list, after a first view filled the caches."""
+        self.assertEqual(self.client.get(self.url).status_code, 200)
+        with CaptureQueriesContext(connection) as queries:
+            self.assertEqual(self.client.get(self.url).status_code, 200)
+        return [query["sql"] for query in queries]
+
+    def test_it_makes_as_many_queries_however_many_and_big_the_runs(self):
+        alone = self.queries()
+        make_heavy_runs(self.owner, 4)
+
+        self.assertEqual(len(self.queries()), len(alone))
+
+    def test_a_second_view_reads_no_artifact_or_graph(self):
+        make_heavy_runs(self.owner, 2)
+
+        for sql in self.queries():
+            self.assertNotIn('"artifact"', sql)
+            self.assertNotIn("graphblob", sql)
+
+    def test_the_best_totals_are_read_from_the_artifacts_in_one_query(self):
+        make_heavy_runs(self.owner, 3)
+        with CaptureQueriesContext(connection) as queries:
+            response = self.client.get(self.url)
+
+        reading = [query["sql"] for query in queries if '"artifact"' in query["sql"]]
+        self.assertEqual(len(reading), 1)
+        self.assertEqual(len([row for row in response.context["rows"] if row["best"]]), 4)
+
+    def test_a_recompiled_run_shows_its_new_best_total(self):
+        self.queries()
+        artifact = copy.deepcopy(softmax_artifact())
+        artifact.pop("sources")
+        for plan in artifact["devices"]["h100"]["strategies"].values():
+            plan["total"]["proj_us"] = 1000.0
+        artifact["devices"]["h100"]["strategies"]["xla"]["total"]["proj_us"] = 2.5
+        run = Run.objects.get(pk=self.done.pk)
+        Run.objects.filter(pk=run.pk).update(
+            artifact=artifact, finished=(run.finished or run.created) + timedelta(seconds=1))
+
+        rows = self.client.get(self.url).context["rows"]
+        self.assertIn({"device": "h100", "strategy": "xla", "proj_us": 2.5}, rows[0]["best"])

@@ -1,12 +1,16 @@
 """The run page at /r/<id> (explorer-run): progress while compiling, then the results."""
 import gzip
 
+from django.core.cache import cache
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils.html import escape
 
 from explorer.models import Run
 from explorer.presenters import comparison_rows
 from tests.explorer.access import AccessTestCase, softmax_artifact
+from tests.explorer.heavy import make_heavy_runs
 from tests.explorer.outliers import before_cost_models
 from tests.explorer.svg_bars import bars, chart
 
@@ -119,6 +123,15 @@ class RunViewTests(AccessTestCase):
         self.assertIn(b'id="fusion-graph"', html)
         self.assertLess(len(packed.content), len(html) / 3)
 
+    def test_the_gzipped_page_is_the_plain_page(self):
+        public = self.make_done_run("u" * 22, Run.PUBLIC)   # no CSRF token: the same bytes
+        url = reverse("explorer-run", args=[public.pk])
+        plain = self.client.get(url)
+        packed = self.client.get(url, headers={"accept-encoding": "gzip"})
+
+        self.assertEqual(gzip.decompress(packed.content), plain.content)
+        self.assertContains(plain, "Strategy comparison — NVIDIA H100")
+
     def test_the_run_and_kernel_pages_load_no_chart_library(self):
         response = self.get(self.owner)
         self.assertNotContains(response, "plotly")     # its one chart is inline SVG
@@ -202,6 +215,60 @@ class RunViewTests(AccessTestCase):
         self.client.force_login(self.owner)
 
         self.assertEqual(self.client.post(self.url).status_code, 405)
+
+
+class RunPageWorkTests(AccessTestCase):
+    """What a finished run's page reads does not depend on the other runs its owner has:
+    neither how many nor how big they are."""
+
+    @classmethod
+    def setUpTestData(cls):
+        super().setUpTestData()
+        cls.done = cls.make_done_run("d" * 22, Run.PUBLIC)
+        cls.url = reverse("explorer-run", args=[cls.done.pk])
+
+    def setUp(self):
+        cache.clear()
+
+    def queries(self) -> list[str]:
+        """The SQL of a view of the page, after a first view filled the caches."""
+        self.assertEqual(self.client.get(self.url).status_code, 200)
+        with CaptureQueriesContext(connection) as queries:
+            self.assertEqual(self.client.get(self.url).status_code, 200)
+        return [query["sql"] for query in queries]
+
+    def test_the_owners_page_makes_as_many_queries_whatever_else_the_owner_has(self):
+        self.client.force_login(self.owner)
+        alone = self.queries()
+        make_heavy_runs(self.owner, 3)
+
+        self.assertEqual(len(self.queries()), len(alone))
+
+    def test_an_anonymous_visitors_page_makes_as_many_queries_whatever_else_the_owner_has(self):
+        alone = self.queries()
+        make_heavy_runs(self.owner, 3)
+
+        self.assertEqual(len(self.queries()), len(alone))
+
+    def test_a_cached_page_reads_no_artifact_or_graph(self):
+        make_heavy_runs(self.owner, 2)
+        self.client.force_login(self.owner)
+
+        for sql in self.queries():
+            self.assertNotIn('"artifact"', sql)
+            self.assertNotIn("graphblob", sql)
+
+    def test_the_other_graphs_picker_shows_a_run_finished_or_renamed_after_it_was_cached(self):
+        first, = make_heavy_runs(self.owner, 1)
+        self.client.force_login(self.owner)
+        self.queries()
+        second, = make_heavy_runs(self.owner, 1, prefix="later")
+        Run.objects.filter(pk=first.pk).update(name="renamed")
+
+        response = self.client.get(self.url)
+        others = dict(response.context["other_runs"])["other graphs"]
+        self.assertEqual([(run.pk, run.name) for run in others],
+                         [(second.pk, "later 0"), (first.pk, "renamed")])
 
 
 class NotFoundPageTests(AccessTestCase):
