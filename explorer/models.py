@@ -447,6 +447,10 @@ class KernelSource(models.Model):
                    candidate_plans=source.get("candidate_plans") or [])
 
 
+# How fresh ApiToken.last_used is kept.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
 class ApiToken(models.Model):
     """A key a script sends as `Authorization: Bearer <key>` to use the API as its user.
 
@@ -505,7 +509,11 @@ class ApiToken(models.Model):
         token = cls.objects.select_related("user").filter(key_hash=cls.hash_key(key)).first()
         if token is None or token.expired or not token.user.is_active:
             return None
-        cls.objects.filter(pk=token.pk).update(last_used=timezone.now())
+        now = timezone.now()
+        # At most one write a minute per key: a script's every request would otherwise be a
+        # database write, and SQLite serialises them.
+        if token.last_used is None or now - token.last_used > LAST_USED_RESOLUTION:
+            cls.objects.filter(pk=token.pk).update(last_used=now)
         return token
 
     @classmethod

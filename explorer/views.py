@@ -15,16 +15,18 @@ from django.http import (Http404, HttpRequest, HttpResponse, HttpResponseBadRequ
 from django.core.cache import cache
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from compiler.cost.devices import get_device
 from compiler.errors import InputError
-from explorer import presenters
+from explorer import documents, presenters
 from explorer.forms import RunSettingsForm, UploadForm, samples
 from explorer.models import ApiToken, KernelSource, Measurement, Run
 from explorer.runs import (PlanUnavailable, graph_digest, plan_choice, plan_graph,
                            request_measurement, results_stamp, retry_run, submit_run,
                            upload_text, viewable_runs)
+from explorer.teams import best_totals
 from workers.presence import gpu_status
 
 
@@ -96,26 +98,46 @@ def _upload(request: HttpRequest) -> HttpResponse:
 @_run_view(light=True)
 def run_page(request: HttpRequest, run: Run) -> HttpResponse:
     """Progress while the run compiles; the comparison, plans and kernels once it is done."""
-    return _render_run(request, run, RunSettingsForm.for_run(run, request.user))
+    owner = request.user.pk == run.owner_id
+    return _render_run(request, run, RunSettingsForm.for_run(run, request.user) if owner else None)
 
 
-def _render_run(request: HttpRequest, run: Run, settings_form: RunSettingsForm,
+def _render_run(request: HttpRequest, run: Run, settings_form: RunSettingsForm | None,
                 status: int = 200) -> HttpResponse:
     context = {"run": run, "status": run.status_dict(),
                "is_owner": request.user.pk == run.owner_id, "settings_form": settings_form}
-    if run.status == Run.DONE:
-        latest = run.latest_measurement()
-        measured = _measured_by(run, latest)
-        results = _cached(run, measured, "page", lambda: render_to_string(
-            "explorer/run_results.html", _results_context(run, _devices(run, measured))))
-        context.update({
-            "results_html": results,
-            "measurement": presenters.measurement_state(latest, gpu_status(), run.compiler_version),
-            "can_measure": request.user.is_authenticated,
-            "plans": _plan_choices(run),
-            "other_runs": _other_runs(request.user, run),
-        })
-    return render(request, "explorer/run.html", context, status=status)
+    if run.status != Run.DONE:
+        return render(request, "explorer/run.html", context, status=status)
+    latest = run.latest_measurement()
+    measured = _measured_by(run, latest)
+    results = _cached(run, measured, "page-fragment", lambda: documents.Fragment.of(
+        render_to_string("explorer/run_results.html",
+                         _results_context(run, _devices(run, measured)))))
+    context.update({
+        "results_html": RESULTS_MARKER,
+        "measurement": presenters.measurement_state(latest, _gpu_status(), run.compiler_version),
+        "can_measure": request.user.is_authenticated,
+        "plans": _plan_choices(run),
+        "other_runs": _other_runs(request.user, run),
+    })
+    html = render_to_string("explorer/run.html", context, request)
+    return documents.page_response(request, html, RESULTS_MARKER, results, status)
+
+
+# Where the results go in a finished run's page: they are most of it (159 kB of its 166 for the
+# 917-node transformer step), rendered and compressed once per run and measurement, and put in
+# the page rendered for each request (an HTML comment, which no escaped text can spell).
+RESULTS_MARKER = mark_safe("<!-- the run's results -->")
+
+
+# How long a web process reuses what it read of the GPU workers' announcements (seconds). They
+# change when a worker starts or stops (and lapse after three heartbeats); reading them is a
+# SCAN of the broker's Redis, whose length grows with everything else Redis holds.
+GPU_STATUS_CACHE_S = 5
+
+
+def _gpu_status() -> dict:
+    return cache.get_or_set(f"gpu-status:{settings.REDIS_URL}", gpu_status, GPU_STATUS_CACHE_S)
 
 
 # Rendered results of finished runs are cached this long; their key names everything they
@@ -275,13 +297,34 @@ def _other_runs(user, run: Run) -> list[tuple[str, list[Run]]]:
     """Other finished runs to compare with: of the same graph, every run the user may see
     (the team's and public ones too), then the user's own runs of other graphs."""
     same = _same_graph_runs(user, run, besides=run)
-    others = []
-    if user.is_authenticated:
+    others = _other_graph_runs(user, run) if user.is_authenticated else []
+    groups = [("same graph", same), ("other graphs", others)]
+    return [(label, members) for label, members in groups if members]
+
+
+# The run pickers read other runs without touching the rows of runs they do not list. A SQLite
+# row keeps its columns in order, and the artifact (megabytes) comes before `created`,
+# `finished`, `graph_sha256` and the owner's and team's ids: reading one of those walks through
+# all of the artifact's overflow pages (9 ms for two runs with 19 MB artifacts). So the pickers
+# find their runs through an index (the graph's, the owner's) and read the leading columns of
+# those rows only (id, status, name, filename), and a picker sorted by `created` is cached.
+
+
+def _other_graph_runs(user, run: Run) -> list[Run]:
+    """The user's finished runs of graphs other than `run`'s, newest first, cached under a
+    digest of the ids and labels of all the user's finished runs: a run finished, renamed or
+    deleted makes a new key."""
+    labels = sorted((pk, name, filename) for pk, status, name, filename in
+                    Run.objects.filter(owner=user).order_by()
+                    .values_list("pk", "status", "name", "filename") if status == Run.DONE)
+    key = f"other-graph-runs:{user.pk}:{run.graph_sha256}:{documents.digest(labels)}"
+    others = cache.get(key)
+    if others is None:
         others = list(Run.objects.filter(owner=user, status=Run.DONE).exclude(pk=run.pk)
                       .exclude(graph_sha256=run.graph_sha256).order_by("-created")
                       .only(*RUN_CHOICE_FIELDS)[:COMPARE_CHOICES])
-    groups = [("same graph", same), ("other graphs", others)]
-    return [(label, members) for label, members in groups if members]
+        cache.set(key, others, RESULTS_CACHE_S)
+    return others
 
 
 # What a run picker needs of each run.
@@ -290,12 +333,16 @@ RUN_CHOICE_FIELDS = ("id", "name", "filename", "created", "devices", "strategies
 
 
 def _same_graph_runs(user, run: Run, besides: Run | None = None) -> list[Run]:
-    """The finished runs of `run`'s graph the user may see, newest first, but for `besides`."""
-    runs = viewable_runs(user).filter(graph_sha256=run.graph_sha256, status=Run.DONE)
-    if besides is not None:
-        runs = runs.exclude(pk=besides.pk)
-    return list(runs.select_related("owner").order_by("-created")
-                .only(*RUN_CHOICE_FIELDS)[:COMPARE_CHOICES])
+    """The finished runs of `run`'s graph the user may see, newest first, but for `besides`:
+    found through the graph's index first (see above the pickers), then those of them the
+    user may see."""
+    candidates = Run.objects.filter(graph_sha256=run.graph_sha256).order_by()
+    finished = [pk for pk, status in candidates.values_list("pk", "status")
+                if status == Run.DONE and (besides is None or pk != besides.pk)]
+    if not finished:
+        return []
+    return list(viewable_runs(user).filter(pk__in=finished).select_related("owner")
+                .order_by("-created").only(*RUN_CHOICE_FIELDS)[:COMPARE_CHOICES])
 
 
 @require_POST
@@ -563,12 +610,14 @@ def history(request: HttpRequest) -> HttpResponse:
     wanted = {field: query[key] for key, field in LIST_FILTERS.items() if query.get(key)}
     if wanted:
         runs = Run.objects.filter(pk__in=_ids_listing(runs, wanted))
-    page = Paginator(runs.select_related("owner"),
+    page = Paginator(runs.select_related("owner").defer("artifact"),
                      HISTORY_PAGE_SIZE).get_page(query.get("page"))
-    rows = [{"run": run, "best": presenters.best_totals(run.artifact)} for run in page]
+    best = best_totals(page)
+    rows = [{"run": run, "best": best.get(run.pk, [])} for run in page]
     filters = query.copy()
     filters.pop("page", None)
-    everything = viewable_runs(request.user).values_list("devices", "strategies", "tags")
+    everything = viewable_runs(request.user).order_by().values_list("devices", "strategies",
+                                                                    "tags")
     context = {"page": page, "rows": rows, "query": query, "filters": filters.urlencode(),
                "owners": OWNER_FILTERS, "statuses": [name for name, _ in Run.STATUSES],
                "choices": _filter_choices(everything)}
@@ -580,7 +629,7 @@ def _ids_listing(runs, wanted: dict[str, str]) -> list[str]:
     this reads the ids and the lists alone and filters here."""
     fields = list(LIST_FILTERS.values())
     ids = []
-    for pk, *lists in runs.values_list("pk", *fields):
+    for pk, *lists in runs.order_by().values_list("pk", *fields):
         by_field = dict(zip(fields, lists))
         if all(value in by_field[field] for field, value in wanted.items()):
             ids.append(pk)

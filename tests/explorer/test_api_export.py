@@ -99,8 +99,11 @@ class ExportTests(AccessTestCase):
         self.assertEqual(self.get(self.stranger, self.csv_url).status_code, 404)
         self.assertEqual(self.get(self.stranger, self.json_url).status_code, 404)
 
-    def test_an_anonymous_caller_gets_a_401(self):
-        self.assertEqual(self.client.get(self.csv_url).status_code, 401)
+    def test_an_anonymous_caller_may_not_export_a_run_that_is_not_public(self):
+        # A 404, as for a run that does not exist; a public run's exports are open to anyone
+        # (test_gallery.py).
+        self.assertEqual(self.client.get(self.csv_url).status_code, 404)
+        self.assertEqual(self.client.get(self.json_url).status_code, 404)
 
     def test_a_queued_run_cannot_be_exported_yet(self):
         run = self.make_run("q" * 22)

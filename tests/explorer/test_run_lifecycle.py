@@ -97,7 +97,7 @@ class DeferredImportTests(AccessTestCase):
 
     @override_settings(UPLOAD_INLINE_IMPORT_BYTES=16)
     def test_a_big_file_of_no_known_format_is_still_refused_in_the_request(self, enqueue):
-        response = self.upload(b"PK\x03\x04" + b"\0" * 4096, "model.zip")
+        response = self.upload(b"PK\x03\x04" + b"\0" * 4096, "model.bin")
 
         self.assertEqual(response.status_code, 400)
         self.assertIn("a zip archive", response.json()["error"])
