@@ -242,6 +242,15 @@ def _submit(request: HttpRequest) -> JsonResponse:
     except InputError as error:
         raise ApiError(400, str(error))
     body = {"id": run.pk, "status": run.status, **_links(request, run)}
+    if not created:
+        # The existing run keeps its own labels: name those asked for that it does not have
+        # (its owner changes them on the run page).
+        body["labels_not_applied"] = [
+            label for label, differs in (
+                ("name", bool(name) and name != run.name),
+                ("visibility", visibility != run.visibility),
+                ("team", visibility == Run.TEAM and (team.pk if team else None) != run.team_id),
+                ("tags", bool(tags) and list(tags) != list(run.tags))) if differs]
     return JsonResponse(body, status=201 if created else 200)
 
 

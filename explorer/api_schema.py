@@ -161,6 +161,12 @@ SCHEMAS = {
                                "results": {"type": "array", "items": _ref("RunSummary")}}},
     "Submitted": {"type": "object", "required": ["id", "status", *LINKS],
                   "properties": {"id": {"type": "string"}, "status": {"type": "string"},
+                                 "labels_not_applied": {
+                                     "type": "array", "items": {"type": "string", "enum": [
+                                         "name", "visibility", "team", "tags"]},
+                                     "description": "Only when the run existed already: the "
+                                                    "labels asked for that it does not have "
+                                                    "(it keeps its own)."},
                                  **LINKS}},
     "JsonSubmission": {"type": "object", "required": ["filename", "text"],
                        "properties": {"filename": {"type": "string", "description":
@@ -171,7 +177,10 @@ SCHEMAS = {
                                                     "contentMediaType":
                                                         "application/octet-stream",
                                                     "description": "The graph file (.hlo, "
-                                                                   ".mlir, .onnx, .json)."},
+                                                                   ".mlir, .onnx, .json); or "
+                                                                   "several: an ONNX model and "
+                                                                   "its external data files, or "
+                                                                   "one .zip of them."},
                                            **SUBMISSION_FIELDS}},
     "Kernel": KERNEL,
     "StrategyResult": {"type": "object", "required": ["total", "kernels", "decisions"],

@@ -24,7 +24,7 @@ from explorer import documents, presenters
 from explorer.forms import RunSettingsForm, UploadForm, samples
 from explorer.models import ApiToken, KernelSource, Measurement, Run
 from explorer.runs import (PlanUnavailable, graph_digest, plan_choice, plan_graph,
-                           request_measurement, results_stamp, retry_run, submit_run,
+                           request_measurement, results_stamp, retry_run, submit,
                            upload_text, viewable_runs)
 from explorer.teams import best_totals
 from workers.presence import gpu_status
@@ -79,19 +79,38 @@ def _upload(request: HttpRequest) -> HttpResponse:
     form = UploadForm(request.POST, request.FILES, user=request.user)
     if form.is_valid():
         data, filename = form.graph()
+        asked = {"name": form.cleaned_data["name"],
+                 "visibility": form.cleaned_data["visibility"],
+                 "team": form.cleaned_data["team"]}
         try:
-            run = submit_run(request.user, data, filename,
-                             devices=form.cleaned_data["devices"],
-                             strategies=form.cleaned_data["strategies"],
-                             name=form.cleaned_data["name"],
-                             visibility=form.cleaned_data["visibility"],
-                             team=form.cleaned_data["team"])
+            run, created = submit(request.user, data, filename,
+                                  devices=form.cleaned_data["devices"],
+                                  strategies=form.cleaned_data["strategies"], **asked)
         except InputError as error:
             form.add_error(None, str(error))
         else:
+            changed = [] if created else _labels_changed(run, asked)
+            if changed:
+                return render(request, "explorer/upload_exists.html", {
+                    "run": run, "asked": asked, "changed": changed})
             return redirect("explorer-run", run_id=run.pk)
     return render(request, "explorer/index.html", {"form": form, "samples": samples()},
                   status=400)
+
+
+def _labels_changed(run: Run, asked: dict) -> list[str]:
+    """The labels an upload asked for that its existing run (the same graph and options, so
+    the same id) does not have: the upload page then says so instead of opening the run with
+    its old labels as if they were the new ones."""
+    changed = []
+    if asked["name"] and asked["name"] != run.name:
+        changed.append("name")
+    if asked["visibility"] != run.visibility:
+        changed.append("visibility")
+    if (asked["team"].pk if asked["team"] else None) != run.team_id \
+            and asked["visibility"] == Run.TEAM:
+        changed.append("team")
+    return changed
 
 
 @require_GET

@@ -55,7 +55,7 @@ class SubmitRunTests(AccessTestCase):
         again = self.submit_json(self.owner, name="another label")
 
         self.assertEqual(again.status_code, 200)
-        self.assertEqual(again.json(), first.json())
+        self.assertEqual(again.json(), {**first.json(), "labels_not_applied": ["name"]})
         self.assertEqual(Run.objects.count(), 1)
         enqueue.assert_called_once()
 
@@ -246,3 +246,22 @@ class RunDetailTests(AccessTestCase):
     def test_an_anonymous_caller_gets_a_401(self):
         self.assertEqual(self.client.get(self.url).status_code, 401)
         self.assertEqual(self.client.get(self.status_url).status_code, 401)
+
+
+@mock.patch("explorer.runs.enqueue_compile")
+class ResubmissionLabelTests(AccessTestCase):
+    def test_an_existing_run_names_the_labels_it_did_not_take(self, enqueue):
+        self.client.force_login(self.owner)
+        body = {"filename": "softmax.hlo", "text": SOFTMAX.read_text(), "devices": ["h100"],
+                "strategies": ["xla"], "name": "first"}
+        first = self.client.post(RUNS, body, content_type="application/json")
+        same = self.client.post(RUNS, body, content_type="application/json")
+        other = self.client.post(RUNS, {**body, "name": "second", "visibility": "public",
+                                        "tags": ["x"]}, content_type="application/json")
+
+        self.assertEqual(first.status_code, 201)
+        self.assertNotIn("labels_not_applied", first.json())
+        self.assertEqual(same.json()["labels_not_applied"], [])
+        self.assertEqual(other.status_code, 200)
+        self.assertEqual(other.json()["labels_not_applied"], ["name", "visibility", "tags"])
+        self.assertEqual(Run.objects.get().name, "first")

@@ -119,3 +119,43 @@ class UploadViewTests(AccessTestCase):
         self.assertEqual(response.status_code, 404)
         self.assertNotContains(response, "Traceback", status_code=404)
         self.assertNotContains(response, "URLconf", status_code=404)
+
+
+@mock.patch("explorer.runs.enqueue_compile")
+class UploadedBeforeTests(AccessTestCase):
+    """Uploading a graph again with the same options finds the run it made; when the labels
+    asked for differ, the page says so and offers to apply them, instead of opening the run
+    with its old labels as if they were the new ones."""
+
+    def upload(self, **fields):
+        self.client.force_login(self.owner)
+        return self.client.post(URL, {"graph_file": SimpleUploadedFile("softmax.hlo",
+                                                                       SOFTMAX.read_bytes()),
+                                      "devices": ["h100"], "strategies": ["xla"], **fields})
+
+    def test_the_same_labels_open_the_run(self, enqueue):
+        first = self.upload(name="mine", visibility="private")
+        again = self.upload(name="mine", visibility="private")
+
+        self.assertEqual(first["Location"], again["Location"])
+        self.assertEqual(Run.objects.count(), 1)
+
+    def test_other_labels_are_named_and_can_be_applied(self, enqueue):
+        self.upload(name="mine", visibility="private")
+        run = Run.objects.get()
+        response = self.upload(name="for the team", visibility="team", team=self.team.pk)
+
+        self.assertEqual(response.status_code, 200)
+        self.assertEqual(response.context["changed"], ["name", "visibility", "team"])
+        self.assertContains(response, "You uploaded this graph before")
+        self.assertContains(response, f'href="{reverse("explorer-run", args=[run.pk])}"')
+        self.assertEqual(Run.objects.get().visibility, "private")     # nothing changed yet
+
+        form = response.context["asked"]
+        applied = self.client.post(reverse("explorer-run-settings", args=[run.pk]), {
+            "name": form["name"], "tags": "", "visibility": form["visibility"],
+            "team": form["team"].pk})
+        self.assertEqual(applied.status_code, 302)
+        run.refresh_from_db()
+        self.assertEqual((run.name, run.visibility, run.team), ("for the team", "team",
+                                                                 self.team))
