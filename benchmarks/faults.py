@@ -36,15 +36,13 @@ from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.stack import free_port  # noqa: E402
+
 HERE = Path(__file__).parent
 SOFTMAX = ROOT / "tests" / "data" / "hlo" / "softmax.hlo"
 TIMEOUT_S = 600
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class Services:
@@ -185,7 +183,6 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="faults-"))
     services = Services(folder, args.lease, args.sweep)
     os.environ.update(services.env)        # this process submits through the same stack
-    sys.path.insert(0, str(ROOT))
     subprocess.run([sys.executable, "manage.py", "migrate", "--no-input"], cwd=ROOT,
                    env=services.env, check=True, capture_output=True)
     import django

@@ -192,3 +192,25 @@ def worker_factory(tmp_path: Path) -> Iterator:
     yield start
     for worker in started:
         _stop(worker.process)
+
+
+def wait_for_run(run_id: str, condition, what: str, logs, timeout_s: float):
+    """The run once `condition(run)` holds, polling its row; the test fails naming where the
+    run stands (and the workers' logs, `logs`: callables) after `timeout_s`."""
+    from explorer.models import Run
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        run = Run.objects.get(pk=run_id)
+        if condition(run):
+            return run
+        if time.monotonic() > deadline:
+            pytest.fail(f"run {run_id} never became {what}; it is {run.status} at stage "
+                        f"{run.stage!r} ({run.stage_detail!r})\n"
+                        + "\n".join(log() for log in logs))
+        time.sleep(0.1)
+
+
+def finished(run) -> bool:
+    return run.status in ("done", "failed")
+

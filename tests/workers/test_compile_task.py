@@ -5,7 +5,6 @@ submit runs the way the web app does and watch the rows the workers write.
 """
 import gzip
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ from django.contrib.auth import get_user_model
 
 from explorer import runs
 from explorer.models import KernelSource, PlanGraph, Run
-from tests.services import send_to
+from tests.services import finished, send_to, wait_for_run
 from workers import app
 from workers.tasks import RUN_STAGES as STAGES
 from workers.tasks import compile_run
@@ -26,19 +25,7 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def wait_for(run_id: str, condition, what: str, logs) -> Run:
-    deadline = time.monotonic() + RUN_TIMEOUT_S
-    while True:
-        run = Run.objects.get(pk=run_id)
-        if condition(run):
-            return run
-        if time.monotonic() > deadline:
-            pytest.fail(f"run {run_id} never became {what}; it is {run.status} at stage "
-                        f"{run.stage!r}\n" + "\n".join(log() for log in logs))
-        time.sleep(0.1)
-
-
-def finished(run: Run) -> bool:
-    return run.status in (Run.DONE, Run.FAILED)
+    return wait_for_run(run_id, condition, what, logs, RUN_TIMEOUT_S)
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ Each test has a broker of its own (another Redis database, or a Redis server of 
 the session's worker never takes its jobs. The workers run with a short lease (tests/services.py)
 so that what takes minutes in production takes seconds here.
 """
-import time
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -15,7 +14,7 @@ from django.urls import reverse
 from explorer import runs
 from explorer.models import Run
 from tests.explorer.access import SOFTMAX
-from tests.services import _free_loopback_port, _stop, send_to, start_redis
+from tests.services import _free_loopback_port, _stop, finished, send_to, start_redis, wait_for_run
 from workers.tasks import compile_run
 
 RUN_TIMEOUT_S = 60
@@ -28,20 +27,7 @@ def _softmax() -> bytes:
 
 
 def wait_for(run_id: str, condition, what: str, logs) -> Run:
-    deadline = time.monotonic() + RUN_TIMEOUT_S
-    while True:
-        run = Run.objects.get(pk=run_id)
-        if condition(run):
-            return run
-        if time.monotonic() > deadline:
-            pytest.fail(f"run {run_id} never became {what}; it is {run.status} at stage "
-                        f"{run.stage!r} ({run.stage_detail!r})\n"
-                        + "\n".join(log() for log in logs))
-        time.sleep(0.1)
-
-
-def finished(run: Run) -> bool:
-    return run.status in (Run.DONE, Run.FAILED)
+    return wait_for_run(run_id, condition, what, logs, RUN_TIMEOUT_S)
 
 
 @pytest.fixture
