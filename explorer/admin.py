@@ -50,8 +50,8 @@ class RunAdmin(admin.ModelAdmin):
     list_filter = ["status", "visibility", "team", "compiler_version"]
     search_fields = ["id", "name", "filename", "owner__username"]
     date_hierarchy = "created"
-    # The artifact and the graph are large and written by workers only.
-    exclude = ["graph", "artifact"]
+    # The graph is large and written by workers only (the artifact has a table of its own).
+    exclude = ["graph"]
     readonly_fields = ["id", "devices", "strategies", "compiler_version", "status", "stage",
                        "progress_done", "progress_total", "error", "error_stage", "created",
                        "started", "finished", "claimed_by", "lease_expires", "attempts"]

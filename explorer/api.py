@@ -119,7 +119,7 @@ def api_view(*methods: str, public: bool = False, anonymous: bool = False):
 
 def _viewable_run(request: HttpRequest, run_id: str) -> Run:
     """The run (its artifact unread until used: most answers never need it)."""
-    run = Run.objects.select_related("owner", "team").defer("artifact").filter(pk=run_id).first()
+    run = Run.objects.select_related("owner", "team").filter(pk=run_id).first()
     if run is None or not run.can_view(request.user):
         raise ApiError(404, "no such run")
     return run
@@ -173,8 +173,7 @@ def runs(request: HttpRequest) -> JsonResponse:
     POST: submit a graph (multipart or JSON)."""
     if request.method == "POST":
         return _submit(request)
-    found = viewable_runs(request.user).select_related("owner", "team") \
-        .defer("artifact")
+    found = viewable_runs(request.user).select_related("owner", "team")
     query = request.GET.get("q", "").strip()
     if query:
         found = found.filter(Q(name__icontains=query) | Q(filename__icontains=query))

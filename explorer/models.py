@@ -289,12 +289,30 @@ class Run(Job):
     strategies = models.JSONField(default=list)
     compiler_version = models.CharField(max_length=64)
 
-    # The ARTIFACT of compiler.pipeline.compile_graph without "sources" (those are KernelSource
-    # rows); null until the run is done.
-    artifact = models.JSONField(null=True, blank=True)
-
     class Meta:
         ordering = ["-created"]
+
+    @property
+    def artifact(self) -> dict | None:
+        """The ARTIFACT of compiler.pipeline.compile_graph without "sources" (those are
+        KernelSource rows); None until the run is done. It lives in its own table
+        (`RunArtifact`), read here on first use and kept on the instance."""
+        if "_artifact" not in self.__dict__:
+            self.__dict__["_artifact"] = None if self._state.adding else \
+                RunArtifact.objects.filter(run_id=self.pk).values_list("data", flat=True).first()
+        return self.__dict__["_artifact"]
+
+    @artifact.setter
+    def artifact(self, value: dict | None) -> None:
+        """A new artifact for the run, written when the run is saved (so
+        `Run.objects.create(artifact=...)` works)."""
+        self.__dict__["_artifact"] = value
+        self.__dict__["_artifact_changed"] = True
+
+    def refresh_from_db(self, *args, **kwargs):
+        self.__dict__.pop("_artifact", None)
+        self.__dict__.pop("_artifact_changed", None)
+        super().refresh_from_db(*args, **kwargs)
 
     @property
     def graph_bytes(self) -> bytes:
@@ -319,7 +337,12 @@ class Run(Job):
             # Not compressed: the graph's digest is the bytes' own.
             self.graph_sha256 = sha256 if sha256 and data[:2] != b"\x1f\x8b" \
                 else graph_sha256(data, self.filename)
-        super().save(*args, **kwargs)
+        if not self.__dict__.pop("_artifact_changed", False):
+            super().save(*args, **kwargs)
+            return
+        with transaction.atomic():
+            super().save(*args, **kwargs)
+            RunArtifact.put(self.pk, self.__dict__["_artifact"])
 
     def delete_with_graph(self) -> None:
         """Delete the run with everything of it (sources, plans' views, measurements) and
@@ -352,7 +375,8 @@ class Run(Job):
         all in one transaction: a run is never seen half-written."""
         sources = artifact.pop("sources", {})
         with transaction.atomic():
-            cls._mark_done(run_id, token, artifact=artifact)
+            cls._mark_done(run_id, token)
+            RunArtifact.put(run_id, artifact)
             KernelSource.objects.filter(run_id=run_id).delete()
             KernelSource.objects.bulk_create(
                 (KernelSource.from_artifact(run_id, key, source)
@@ -370,6 +394,24 @@ class Run(Job):
     def shown_measurement(self) -> Measurement | None:
         """The measurement whose timings the run's pages show: the newest finished one."""
         return self.measurements.filter(status=Measurement.DONE).defer("result").first()
+
+
+class RunArtifact(models.Model):
+    """A done run's artifact (`Run.artifact`), in a table of its own rather than a column of
+    the runs' table: artifacts weigh megabytes for big graphs, and a database that keeps a row's
+    columns together (SQLite walks a big value's overflow pages to reach the columns stored
+    after it) would make every list of runs pay for every listed run's artifact."""
+    run = models.OneToOneField(Run, primary_key=True, on_delete=models.CASCADE,
+                               related_name="+")
+    data = models.JSONField()
+
+    @classmethod
+    def put(cls, run_id: str, data: dict | None) -> None:
+        """Store `data` as the run's artifact (None: the run has none)."""
+        if data is None:
+            cls.objects.filter(run_id=run_id).delete()
+        else:
+            cls.objects.update_or_create(run_id=run_id, defaults={"data": data})
 
 
 class Measurement(Job):

@@ -107,7 +107,7 @@ def submit(owner, data: bytes, filename: str, devices, strategies, name: str = "
     version = compiler_version()
     digest = hashlib.sha256(data).hexdigest()
     identifier = run_id_of(digest, devices, strategies, version, owner.pk)
-    existing = Run.objects.filter(pk=identifier).defer("artifact").first()
+    existing = Run.objects.filter(pk=identifier).first()
     if existing is not None:
         return existing, False
     try:
@@ -119,7 +119,7 @@ def submit(owner, data: bytes, filename: str, devices, strategies, name: str = "
             run.save(force_insert=True)
             transaction.on_commit(lambda: enqueue_compile(identifier))
     except IntegrityError:  # the same upload submitted twice at once: the first one won
-        return Run.objects.defer("artifact").get(pk=identifier), False
+        return Run.objects.get(pk=identifier), False
     return run, True
 
 

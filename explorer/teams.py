@@ -33,7 +33,7 @@ from explorer import presenters
 from explorer.account_forms import LinkInviteForm, RoleForm, TeamForm, UserInviteForm
 from explorer.account_models import (OWNER, ROLE_NAMES, Invite, LastOwner, create_team,
                                      remove_member, set_role)
-from explorer.models import Membership, Run, Team
+from explorer.models import Membership, Run, RunArtifact, Team
 from explorer.runs import results_stamp
 
 TEAM_RUNS_PAGE_SIZE = 50
@@ -166,7 +166,7 @@ def team_review(team: Team, query) -> dict:
               if wanted.get("graph", digest) == digest and wanted.get("member", owner) == owner
               and ("tag" not in wanted or wanted["tag"] in run_tags)]
     runs = list(Run.objects.filter(pk__in=chosen).select_related("owner")
-                .defer("artifact").order_by("-created"))
+                .order_by("-created"))
     best = best_totals(runs)
     page = Paginator(runs, TEAM_RUNS_PAGE_SIZE).get_page(query.get("page"))
     filters = query.copy()
@@ -190,8 +190,8 @@ def best_totals(runs: list[Run]) -> dict[str, list[dict]]:
     found = cache.get_many(keys.values())
     totals = {pk: found[key] for pk, key in keys.items() if key in found}
     missing = [pk for pk in keys if pk not in totals]
-    for pk, artifact in Run.objects.filter(pk__in=missing).values_list("pk", "artifact") \
-            .iterator(chunk_size=1):
+    for pk, artifact in RunArtifact.objects.filter(run_id__in=missing) \
+            .values_list("run_id", "data").iterator(chunk_size=1):
         totals[pk] = presenters.best_totals(artifact)
         cache.set(keys[pk], totals[pk], BEST_TOTALS_CACHE_S)
     return totals

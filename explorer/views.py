@@ -35,13 +35,10 @@ class LoginNeeded(Exception):
     to the login."""
 
 
-# The big columns a page that shows a run's results reads only when its cached HTML is stale.
-HEAVY_FIELDS = ("artifact",)
-
-
-def _viewable_run(request: HttpRequest, run_id: str, light: bool = False) -> Run:
-    runs = Run.objects.select_related("owner")
-    run = (runs.defer(*HEAVY_FIELDS) if light else runs).filter(pk=run_id).first()
+def _viewable_run(request: HttpRequest, run_id: str) -> Run:
+    """The run, its artifact unread until used (a page whose cached HTML is fresh never reads
+    it)."""
+    run = Run.objects.select_related("owner").filter(pk=run_id).first()
     if run is not None and run.can_view(request.user):
         return run
     if not request.user.is_authenticated:
@@ -49,15 +46,11 @@ def _viewable_run(request: HttpRequest, run_id: str, light: bool = False) -> Run
     raise Http404("No such run.")
 
 
-def _run_view(view=None, *, light: bool = False):
-    """Look the run up and check access before `view(request, run, ...)` runs; `light` leaves
-    the artifact and the graph unloaded (`_artifact(run)` reads the artifact)."""
-    if view is None:
-        return lambda view: _run_view(view, light=light)
-
+def _run_view(view):
+    """Look the run up and check access before `view(request, run, ...)` runs."""
     def wrapper(request: HttpRequest, run_id: str, *args, **kwargs) -> HttpResponse:
         try:
-            return view(request, _viewable_run(request, run_id, light), *args, **kwargs)
+            return view(request, _viewable_run(request, run_id), *args, **kwargs)
         except LoginNeeded:
             return redirect_to_login(request.get_full_path(), settings.LOGIN_URL)
     wrapper.__name__ = view.__name__
@@ -114,7 +107,7 @@ def _labels_changed(run: Run, asked: dict) -> list[str]:
 
 
 @require_GET
-@_run_view(light=True)
+@_run_view
 def run_page(request: HttpRequest, run: Run) -> HttpResponse:
     """Progress while the run compiles; the comparison, plans and kernels once it is done."""
     owner = request.user.pk == run.owner_id
@@ -183,8 +176,7 @@ def _cached(run: Run, measured: Measurement | None, part: str, render_part):
 
 def _devices(run: Run, measured: Measurement | None) -> dict:
     """The artifact's devices, with the measured timings merged in."""
-    artifact = run.artifact if "artifact" in run.__dict__ else \
-        Run.objects.values_list("artifact", flat=True).get(pk=run.pk)
+    artifact = run.artifact
     result = None
     if measured is not None:
         result = Measurement.objects.values_list("result", flat=True).get(pk=measured.pk)
@@ -253,7 +245,7 @@ def _plan_result(run: Run, device: str, strategy: str, measured: Measurement | N
 
 
 @require_GET
-@_run_view(light=True)
+@_run_view
 def plan_panel(request: HttpRequest, run: Run, device: str, strategy: str) -> HttpResponse:
     """The HTML of one strategy's panel, which the run page loads when its tab is opened
     (?rows=all: with every row of its kernel table, for "show all")."""
@@ -270,7 +262,7 @@ def plan_panel(request: HttpRequest, run: Run, device: str, strategy: str) -> Ht
 
 
 @require_GET
-@_run_view(light=True)
+@_run_view
 def plan_decisions(request: HttpRequest, run: Run, device: str, strategy: str) -> JsonResponse:
     """Every decision of one plan, [action, subject, reason, gain_us] each, for the filter."""
     def rows() -> list:
@@ -282,7 +274,7 @@ def plan_decisions(request: HttpRequest, run: Run, device: str, strategy: str) -
 
 
 @require_POST
-@_run_view(light=True)
+@_run_view
 def measure(request: HttpRequest, run: Run) -> HttpResponse:
     """Ask a GPU worker to measure the run (anyone logged in who can see it)."""
     if not request.user.is_authenticated:
@@ -386,7 +378,7 @@ def _owner_only(request: HttpRequest, run: Run, action: str) -> None:
 
 
 @require_POST
-@_run_view(light=True)
+@_run_view
 def run_retry(request: HttpRequest, run: Run) -> HttpResponse:
     """The owner queues a failed run again; a run that is not failed is left as it is."""
     _owner_only(request, run, "retry it")
@@ -395,7 +387,7 @@ def run_retry(request: HttpRequest, run: Run) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
-@_run_view(light=True)
+@_run_view
 def run_delete(request: HttpRequest, run: Run) -> HttpResponse:
     """The owner deletes the run: a page that asks, then the POST that deletes it with its
     kernels, measurements and (unless another run shares it) its graph's bytes."""
@@ -409,7 +401,7 @@ def run_delete(request: HttpRequest, run: Run) -> HttpResponse:
 
 
 @require_GET
-@_run_view(light=True)
+@_run_view
 def run_status(request: HttpRequest, run: Run) -> JsonResponse:
     """The run's job status, and its latest measurement's (null when there is none)."""
     latest = run.latest_measurement()
@@ -629,7 +621,7 @@ def history(request: HttpRequest) -> HttpResponse:
     wanted = {field: query[key] for key, field in LIST_FILTERS.items() if query.get(key)}
     if wanted:
         runs = Run.objects.filter(pk__in=_ids_listing(runs, wanted))
-    page = Paginator(runs.select_related("owner").defer("artifact"),
+    page = Paginator(runs.select_related("owner"),
                      HISTORY_PAGE_SIZE).get_page(query.get("page"))
     best = best_totals(page)
     rows = [{"run": run, "best": best.get(run.pk, [])} for run in page]

@@ -153,8 +153,8 @@ class CachedExportTests(AccessTestCase):
         for kernel in artifact["devices"]["h100"]["strategies"]["cost"]["kernels"]:
             kernel["sol_us"] = 77.25
         run = Run.objects.get(pk=self.done.pk)
-        Run.objects.filter(pk=run.pk).update(
-            artifact=artifact, finished=(run.finished or run.created) + timedelta(seconds=1))
+        run.artifact, run.finished = artifact, (run.finished or run.created) + timedelta(seconds=1)
+        run.save()
 
         exported = self.client.get(self.json_url).json()["artifact"]
         self.assertEqual(exported["devices"]["h100"]["strategies"]["cost"]["kernels"][0]["sol_us"],

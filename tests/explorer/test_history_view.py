@@ -131,7 +131,7 @@ class HistoryWorkTests(AccessTestCase):
         make_heavy_runs(self.owner, 2)
 
         for sql in self.queries():
-            self.assertNotIn('"artifact"', sql)
+            self.assertNotIn('"explorer_runartifact"', sql)
             self.assertNotIn("graphblob", sql)
 
     def test_the_best_totals_are_read_from_the_artifacts_in_one_query(self):
@@ -139,7 +139,8 @@ class HistoryWorkTests(AccessTestCase):
         with CaptureQueriesContext(connection) as queries:
             response = self.client.get(self.url)
 
-        reading = [query["sql"] for query in queries if '"artifact"' in query["sql"]]
+        reading = [query["sql"] for query in queries
+                   if '"explorer_runartifact"' in query["sql"]]
         self.assertEqual(len(reading), 1)
         self.assertEqual(len([row for row in response.context["rows"] if row["best"]]), 4)
 
@@ -151,8 +152,8 @@ class HistoryWorkTests(AccessTestCase):
             plan["total"]["proj_us"] = 1000.0
         artifact["devices"]["h100"]["strategies"]["xla"]["total"]["proj_us"] = 2.5
         run = Run.objects.get(pk=self.done.pk)
-        Run.objects.filter(pk=run.pk).update(
-            artifact=artifact, finished=(run.finished or run.created) + timedelta(seconds=1))
+        run.artifact, run.finished = artifact, (run.finished or run.created) + timedelta(seconds=1)
+        run.save()
 
         rows = self.client.get(self.url).context["rows"]
         self.assertIn({"device": "h100", "strategy": "xla", "proj_us": 2.5}, rows[0]["best"])

@@ -10,7 +10,7 @@ from django.test import override_settings
 from compiler.errors import InputError
 from compiler.version import compiler_version
 from explorer import runs
-from explorer.models import ClaimLost, Membership, Run, Team
+from explorer.models import ClaimLost, Membership, Run, RunArtifact, Team
 from explorer.runs import run_id, submit_run
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -208,3 +208,44 @@ def test_a_done_run_is_not_claimed_again(people):
     assert run.status == Run.DONE and run.artifact == {"graph": {}, "devices": {}}
     source = run.kernel_sources.get()
     assert (source.device, source.strategy, source.kernel) == ("h100", "xla", "fusion.1")
+
+
+def test_an_artifact_lives_outside_the_runs_table_and_goes_with_its_run(people):
+    run = make_run(people, "private")
+    assert Run.objects.get(pk=run.pk).artifact is None
+    run.artifact = {"graph": {"nodes": 3}, "devices": {}}
+    run.save()
+
+    columns = {field.column for field in Run._meta.concrete_fields}
+    assert "artifact" not in columns
+    assert Run.objects.get(pk=run.pk).artifact == {"graph": {"nodes": 3}, "devices": {}}
+    assert RunArtifact.objects.filter(run_id=run.pk).count() == 1
+    run.delete_with_graph()
+    assert not RunArtifact.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_moves_every_artifact_into_its_own_table():
+    """Migration 0012 on a database of 0011: each done run's artifact becomes a RunArtifact
+    row, a run without one gets none."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    before, after = [("explorer", "0011_invites_and_signup_attempts")], \
+        [("explorer", "0012_run_artifact_table")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps
+    owner = old.get_model("auth", "User").objects.create(username="owner")
+    blob = old.get_model("explorer", "GraphBlob").objects.create(sha256="0" * 64, size=1,
+                                                                  data=b"x")
+    OldRun = old.get_model("explorer", "Run")
+    for pk, artifact in (("d" * 22, {"devices": {"h100": {}}}), ("q" * 22, None)):
+        OldRun.objects.create(id=pk, owner=owner, graph=blob, filename="a.hlo",
+                              compiler_version="test", artifact=artifact)
+
+    executor = MigrationExecutor(connection)
+    executor.migrate(after)
+    new = executor.loader.project_state(after).apps
+    moved = new.get_model("explorer", "RunArtifact").objects.values_list("run_id", "data")
+    assert list(moved) == [("d" * 22, {"devices": {"h100": {}}})]

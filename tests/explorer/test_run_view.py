@@ -255,7 +255,7 @@ class RunPageWorkTests(AccessTestCase):
         self.client.force_login(self.owner)
 
         for sql in self.queries():
-            self.assertNotIn('"artifact"', sql)
+            self.assertNotIn('"explorer_runartifact"', sql)
             self.assertNotIn("graphblob", sql)
 
     def test_the_other_graphs_picker_shows_a_run_finished_or_renamed_after_it_was_cached(self):

@@ -131,7 +131,7 @@ class TeamReviewTests(AccessTestCase):
             self.review()
 
         self.assertFalse([query for query in queries.captured_queries
-                          if '"artifact"' in query["sql"]])
+                          if '"explorer_runartifact"' in query["sql"]])
 
     def test_a_team_with_no_shared_run_says_how_to_share_one(self):
         Run.objects.filter(team=self.team).update(team=None)

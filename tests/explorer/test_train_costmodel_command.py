@@ -18,7 +18,7 @@ from compiler.cost.learned.dataset import dataset_header, write_dataset
 from compiler.cost.learned.registry import model_files
 from compiler.cost.learned.train import read_header
 from explorer.management.commands.train_costmodel import MEASUREMENTS
-from explorer.models import Measurement, Run
+from explorer.models import Measurement, RunArtifact
 from tests.explorer.access import AccessTestCase
 from tests.explorer.learned import PROGRAMS, synthetic_samples
 from tests.explorer.measurements import GPU, measurement_result
@@ -117,7 +117,7 @@ class TrainCostModelCommandTests(AccessTestCase):
         for run in runs:
             self.measure(run)
         stale = dict(runs[2].artifact, compiler_version="0123456789abcdef")
-        Run.objects.filter(pk=runs[2].pk).update(artifact=stale)
+        RunArtifact.objects.filter(run_id=runs[2].pk).update(data=stale)
 
         self.train()
 
