@@ -14,7 +14,7 @@ HLO = (Path(__file__).resolve().parents[1] / "data" / "hlo" / "softmax.hlo").rea
 
 @pytest.mark.parametrize("filename, data, why", [
     ("model.zip", b"PK\x03\x04" + b"\0" * 40, "a zip archive"),
-    ("graph.zip.gz", gzip.compress(b"PK\x03\x04" + b"\0" * 40), "a zip archive"),
+    ("graph.zip.gz", gzip.compress(b"PK\x03\x04" + b"\0" * 40, mtime=0), "a zip archive"),
     ("notes.txt", b"just some notes\nnothing else\n", "not a graph file"),
     ("upload", b"hello world", "not a graph file"),
 ])
