@@ -3,6 +3,9 @@
 Access: a run is shown to whoever `Run.can_view` admits. Anyone else gets a 404, never a 403,
 so that a run's id says nothing to a stranger; an anonymous visitor is sent to log in first.
 """
+import hashlib
+import json
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -110,8 +113,34 @@ def _labels_changed(run: Run, asked: dict) -> list[str]:
 @_run_view
 def run_page(request: HttpRequest, run: Run) -> HttpResponse:
     """Progress while the run compiles; the comparison, plans and kernels once it is done."""
+    if not request.user.is_authenticated and run.status == Run.DONE \
+            and not len(messages.get_messages(request)):
+        return _anonymous_run_page(request, run)
     owner = request.user.pk == run.owner_id
     return _render_run(request, run, RunSettingsForm.for_run(run, request.user) if owner else None)
+
+
+# How long a finished run's page, as anonymous visitors see it, is served as it was rendered
+# (seconds): a public run's link shared with many people costs one rendering per web process
+# every few seconds rather than one per visit. The key names the run's row as read for this
+# request (results stamp, labels), so a rename or a recompile shows at once; what the page
+# reads beyond that row (the newest measurement's state, the GPU workers', the other public
+# runs of the graph) may lag by this long. Pages of logged-in people are never kept: they
+# carry CSRF tokens and forms of their own.
+ANONYMOUS_PAGE_CACHE_S = 5
+
+
+def _anonymous_run_page(request: HttpRequest, run: Run) -> HttpResponse:
+    labels = hashlib.sha256(json.dumps(
+        [run.name, run.tags, run.filename, run.visibility, run.owner.get_username()]
+    ).encode()).hexdigest()[:16]
+    encoded = documents.accepts_gzip(request)
+    key = f"anonymous-run-page:{run.pk}:{results_stamp(run)}:{labels}:{encoded}"
+    response = cache.get(key)
+    if response is None:
+        response = _render_run(request, run, None)
+        cache.set(key, response, ANONYMOUS_PAGE_CACHE_S)
+    return response
 
 
 def _render_run(request: HttpRequest, run: Run, settings_form: RunSettingsForm | None,

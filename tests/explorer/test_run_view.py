@@ -271,6 +271,33 @@ class RunPageWorkTests(AccessTestCase):
                          [(second.pk, "later 0"), (first.pk, "renamed")])
 
 
+    def test_an_anonymous_visitor_gets_the_page_as_rendered_for_the_last_one(self):
+        first = self.client.get(self.url)
+        with CaptureQueriesContext(connection) as queries:
+            again = self.client.get(self.url)
+
+        self.assertEqual(again.content, first.content)
+        # The run's row only (visibility, labels, results stamp): nothing else is read.
+        self.assertEqual(len(queries), 1)
+        self.assertIn('FROM "explorer_run"', queries[0]["sql"])
+
+    def test_an_anonymous_visitor_sees_a_rename_at_once_and_a_private_run_never(self):
+        self.client.get(self.url)
+        Run.objects.filter(pk=self.done.pk).update(name="renamed <b>")
+        self.assertContains(self.client.get(self.url), "renamed &lt;b&gt;")
+
+        Run.objects.filter(pk=self.done.pk).update(visibility=Run.PRIVATE)
+        self.assertEqual(self.client.get(self.url).status_code, 302)
+
+    def test_a_logged_in_visitors_page_is_rendered_for_them(self):
+        self.client.get(self.url)
+        self.client.force_login(self.stranger)
+        response = self.client.get(self.url)
+
+        self.assertContains(response, self.stranger.get_username())
+        self.assertContains(response, "csrfmiddlewaretoken")
+
+
 class NotFoundPageTests(AccessTestCase):
     def test_a_missing_page_is_the_site_styled_404_that_says_what_was_not_found(self):
         self.client.force_login(self.owner)
