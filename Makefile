@@ -12,7 +12,8 @@ VENV_PYTHON := $(VENV)/bin/python
 VENV_STAMP := $(VENV)/.requirements-installed
 
 # Debian packages the app and its tests run against. Add a package by adding its name here.
-SYSTEM_PACKAGES := redis-server chromium
+# postgresql: the tests start a server of their own from its binaries (tests/postgresql.py).
+SYSTEM_PACKAGES := redis-server chromium postgresql
 
 # CI and the development machines run as root; elsewhere apt-get needs sudo.
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)

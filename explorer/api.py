@@ -218,6 +218,10 @@ def _submit(request: HttpRequest) -> JsonResponse:
     else:
         raise ApiError(415, "send the graph as multipart/form-data (a 'file' field) or as "
                             "application/json ({\"filename\": ..., \"text\": ...})")
+    holding_nul = sorted(key for key, value in {**fields, "filename": filename}.items()
+                         if key != "text" and _holds_nul(value))
+    if holding_nul:    # PostgreSQL would refuse to store or even look one up
+        raise ApiError(400, f"a NUL character in {', '.join(holding_nul)}")
     devices = _string_list(fields.get("devices"), "devices") or DEFAULT_DEVICES
     strategies = _string_list(fields.get("strategies"), "strategies") or list(STRATEGIES)
     tags = _string_list(fields.get("tags"), "tags")
@@ -294,6 +298,12 @@ def _multipart_submission(request: HttpRequest) -> tuple[dict, bytes, str]:
         fields[key] = [item.strip() for value in request.POST.getlist(key)
                        for item in value.split(",") if item.strip()]
     return fields, data, filename
+
+
+def _holds_nul(value) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    return isinstance(value, list) and any(_holds_nul(item) for item in value)
 
 
 def _string_list(value, name: str) -> list[str]:

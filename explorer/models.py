@@ -205,7 +205,9 @@ class Job(models.Model):
         jobs = cls.objects.filter(pk=pk, status=cls.RUNNING)
         if token is not None:
             jobs = jobs.filter(claim_token=token)
-        updated = jobs.update(status=cls.FAILED, error=error,
+        # A message may quote the input, NUL characters included ("found '\x00'"), which
+        # PostgreSQL refuses to store in text: they are written as the escape instead.
+        updated = jobs.update(status=cls.FAILED, error=error.replace("\x00", "\\x00"),
                               error_stage=error_stage or F("stage"), finished=timezone.now(),
                               lease_expires=None)
         return updated == 1
@@ -298,8 +300,8 @@ class Run(Job):
         KernelSource rows); None until the run is done. It lives in its own table
         (`RunArtifact`), read here on first use and kept on the instance."""
         if "_artifact" not in self.__dict__:
-            self.__dict__["_artifact"] = None if self._state.adding else \
-                RunArtifact.objects.filter(run_id=self.pk).values_list("data", flat=True).first()
+            self.__dict__["_artifact"] = None if self._state.adding else in_compiled_order(
+                RunArtifact.objects.filter(run_id=self.pk).values_list("data", flat=True).first())
         return self.__dict__["_artifact"]
 
     @artifact.setter
@@ -412,6 +414,27 @@ class RunArtifact(models.Model):
             cls.objects.filter(run_id=run_id).delete()
         else:
             cls.objects.update_or_create(run_id=run_id, defaults={"data": data})
+
+
+def in_compiled_order(artifact: dict | None) -> dict | None:
+    """`artifact` with its devices and each device's plans in the order compile_graph wrote
+    them: devices by name, strategies in exploration order. PostgreSQL keeps a JSON object's
+    keys in an order of its own (jsonb: shortest first, so "xla" before "unfused"), and the
+    pages, the exports and the API list devices and plans in the artifact's order."""
+    if not artifact or not isinstance(artifact.get("devices"), dict):
+        return artifact
+    # Here, not at the top: the compiler's fusion package takes most of a second to import,
+    # which a manage.py command that never reads an artifact need not pay.
+    from compiler.fusion.explore import STRATEGIES
+
+    order = {name: index for index, name in enumerate(STRATEGIES)}
+    devices = {}
+    for device in sorted(artifact["devices"]):
+        result = artifact["devices"][device]
+        plans = result.get("strategies") or {}
+        names = sorted(plans, key=lambda name: (order.get(name, len(order)), name))
+        devices[device] = {**result, "strategies": {name: plans[name] for name in names}}
+    return {**artifact, "devices": devices}
 
 
 class Measurement(Job):

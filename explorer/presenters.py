@@ -7,6 +7,7 @@ roofline ask compiler.cost for the same formulas the projected model used.
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import hashlib
 import math
@@ -18,6 +19,8 @@ from django.utils.safestring import SafeString
 from compiler.cost.devices import Device
 from compiler.cost.occupancy import LaunchLimitError, occupancy
 from compiler.cost.outliers import OUTLIER_MIN_US, OUTLIER_RATIO
+from compiler.cost.projected import Breakdown
+from compiler.toolchain.nvcc import BuildResult
 from explorer import charts
 
 # Strategies in the order the comparison lists them; others follow alphabetically.
@@ -530,6 +533,17 @@ def candidate_rows(kernel: dict, candidates: list[dict]) -> list[dict]:
 
 # Units of the projected breakdown's fields, by the suffix of their names.
 BREAKDOWN_UNITS = (("_us", "µs"), ("_gbs", "GB/s"), ("_bytes", "bytes"))
+# The order the kernel page lists a stored object's fields in: the compiler's, which a database
+# need not keep (PostgreSQL's jsonb sorts an object's keys shortest first). Fields it does not
+# know follow, alphabetically.
+BREAKDOWN_ORDER = tuple(field.name for field in dataclasses.fields(Breakdown))
+RESOURCE_ORDER = tuple(BuildResult("", "", "", ok=True).to_dict())
+
+
+def in_order(mapping: dict, order: tuple[str, ...]) -> list[tuple[str, object]]:
+    """`mapping`'s items, those named in `order` first and in that order."""
+    rank = {key: index for index, key in enumerate(order)}
+    return sorted(mapping.items(), key=lambda item: (rank.get(item[0], len(rank)), item[0]))
 
 
 def breakdown_rows(kernel: dict) -> list[tuple[str, object, str]]:
@@ -539,7 +553,7 @@ def breakdown_rows(kernel: dict) -> list[tuple[str, object, str]]:
     tail as percentages, arithmetic intensity in flop/byte, waves to two decimals."""
     breakdown = kernel.get("projected") or {}
     rows = []
-    for key, value in breakdown.items():
+    for key, value in in_order(breakdown, BREAKDOWN_ORDER):
         if isinstance(value, (dict, list)):
             continue
         unit = ""
@@ -562,8 +576,8 @@ def breakdown_rows(kernel: dict) -> list[tuple[str, object, str]]:
 
 def resource_rows(resources: dict | None) -> list[tuple[str, object]]:
     """ptxas' figures as (label, value) pairs; its log is shown on its own."""
-    return [(key.replace("_", " "), value) for key, value in (resources or {}).items()
-            if key != "ptxas_log"]
+    return [(key.replace("_", " "), value)
+            for key, value in in_order(resources or {}, RESOURCE_ORDER) if key != "ptxas_log"]
 
 
 # -- comparing two plans ----------------------------------------------------------------------

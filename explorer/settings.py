@@ -80,6 +80,8 @@ MIDDLEWARE = [
     "explorer.middleware.ContentSecurityPolicy",
     # API answers in JSON for every status, unhandled errors logged (explorer/middleware.py).
     "explorer.middleware.ApiJsonErrors",
+    # A NUL character in the path or the query string refused (PostgreSQL would not take it).
+    "explorer.middleware.RefuseNulCharacters",
 ]
 
 ROOT_URLCONF = "explorer.urls"

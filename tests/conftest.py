@@ -28,7 +28,9 @@ def test_database_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, test_database_path):
     from django.conf import settings
 
-    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = str(test_database_path)
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] == "django.db.backends.sqlite3":  # not with DATABASE_URL (PostgreSQL)
+        database.setdefault("TEST", {})["NAME"] = str(test_database_path)
 
 
 @pytest.fixture(scope="session", autouse=True)
