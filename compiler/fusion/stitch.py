@@ -321,9 +321,12 @@ class _Stitcher:
     def _reads(self, name: str) -> frozenset[str]:
         """The values a kernel computing `name` loads for it: its operands, through the free
         nodes it recomputes, without scalar constants (immediates)."""
-        found, stack = set(), list(self.graph.nodes[name].operands)
+        found, stack, seen = set(), list(self.graph.nodes[name].operands), set()
         while stack:
             operand = stack.pop()
+            if operand in seen:
+                continue  # free nodes reading one value twice (x * x) would double the walk
+            seen.add(operand)
             if operand in self.free:
                 stack.extend(self.graph.nodes[operand].operands)
             elif not (self.graph.nodes[operand].op == "constant" and

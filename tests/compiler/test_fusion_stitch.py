@@ -349,6 +349,21 @@ def test_no_kernel_reads_more_operands_than_xlas_fusion_budget(plan_checker):
                for reason in reasons(plan, "refuse"))
 
 
+def test_a_chain_of_squarings_of_a_parameter_is_planned(plan_checker):
+    # Each x * x reads its operand twice and is cheap enough to recompute from the parameter,
+    # so every kernel reading the chain recomputes it: finding what such a kernel loads once
+    # walked each of the 2^60 paths through the chain.
+    lines = ["ENTRY e {", "  p = f32[64] parameter(0)"]
+    previous = "p"
+    for k in range(60):
+        lines.append(f"  s{k} = f32[64] multiply({previous}, {previous})")
+        previous = f"s{k}"
+    graph = hlo("\n".join(lines + [f"  ROOT r = f32[64] negate({previous})", "}"]))
+    plan, _ = plan_of(graph)
+    plan_checker(graph, plan)
+    assert len(plan.kernels) == 1
+
+
 def test_the_decision_log_is_bounded_by_the_graph(plan_checker):
     graph, inputs = jax_module("transformer_step_bf16")
     plan, _ = plan_of(graph)
