@@ -179,17 +179,11 @@ def _wait_until_ready(server: PostgreSQL) -> None:
 # --- The child session: `pytest -p tests.postgresql` with DATABASE_URL set ----------------------
 
 @pytest.fixture(scope="session", autouse=True)
-def on_postgresql_with_quick_password_hashes():
+def on_postgresql():
     """Fails the session at once unless it really runs on PostgreSQL (a child started without
-    DATABASE_URL would test SQLite again and pass), and hashes passwords with Django's fast
-    test hasher: the default's million PBKDF2 rounds take about a second per user made, on
-    this machine most of the time of a view test's set-up, and prove nothing about the
-    database."""
+    DATABASE_URL would test SQLite again and pass)."""
     from django.db import connection
-    from django.test import override_settings
 
     if connection.vendor != "postgresql":
         pytest.exit(f"tests.postgresql is for a session on PostgreSQL; this one is on "
                     f"{connection.vendor} (is DATABASE_URL set?)", returncode=3)
-    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
-        yield

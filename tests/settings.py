@@ -11,3 +11,9 @@ import secrets
 os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
 
 from explorer.settings import *  # noqa: E402,F401,F403
+
+# Passwords hashed with Django's fast test hasher, as its testing docs advise: the default's
+# million PBKDF2 rounds cost about a second per user a test makes (most of a view test class's
+# set-up) and prove nothing the tests check. The app's own hashers are what explorer/settings.py
+# says; tests/explorer/test_password_views.py and the sign-up tests work with either.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

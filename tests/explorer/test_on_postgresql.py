@@ -14,8 +14,9 @@ every route's access rules, which read runs, teams, invites and keys in every wa
 (bytes stored by content, bundles); the API's answers and exports; the run page; the team flows
 (row locks on memberships, names unique whatever their case) and sign-up; and what PostgreSQL
 found (test_json_key_order.py, test_nul_characters.py). The child hashes passwords with
-Django's fast test hasher (tests/postgresql.py). It adds about 80 s to `make test` on the
-shared 2-core machine; the history, compare and gallery pages' tests are left to SQLite.
+Django's fast test hasher, as every test session does (tests/settings.py). It adds about 80 s
+to `make test` on the shared 2-core machine; the history, compare and gallery pages' tests are
+left to SQLite.
 """
 import os
 import subprocess
