@@ -72,8 +72,9 @@ which CodeGen plans the code generator enumerates (compiler/codegen/schedules/):
 Several components make a `horizontal` kernel (each part on blocks of its own, under the plan
 it would get alone) or a multi-output `loop` / `input` kernel when they share one iteration
 space; a part that needs a grid barrier makes the kernel `stitch-global`. A kernel takes at
-most MAX_KERNEL_PARAMETERS operands and outputs (XLA's fusion budget). Whether a legal kernel
-is worth building is the price's to say.
+most MAX_KERNEL_PARAMETERS operands and outputs (XLA's fusion budget) and computes at most
+MAX_KERNEL_NODES nodes (nvcc's time grows faster than a kernel's size; plan.py). Whether a
+legal kernel is worth building is the price's to say.
 
 What a kernel costs
 -------------------
@@ -117,7 +118,7 @@ from compiler.cost.sol import SolEstimate, SolModel
 from compiler.fusion.grouping import (FUSIBLE, LIBRARY, GroupGraph, WindowTooWide,
                                       graph_output_sources, node_role, value_readers)
 from compiler.fusion.plan import (MAX_KERNEL_PARAMETERS, Decision, FusionPlan, Kernel, KernelSpec,
-                                  build_plan, make_kernel)
+                                  build_plan, make_kernel, too_many_nodes)
 from compiler.fusion.pricing import Price, Pricer, ProjectedPricer, plan_price
 from compiler.fusion.locality import (GRID, INV, RowSpace, full_label, map_rows, reduce_space,
                                       row_label)
@@ -685,6 +686,9 @@ class _Search:
         over and over): the kernel the pieces would make is outlined without analysing it
         (`_outline`), and only a new structure is analysed (`_Analysis.union`)."""
         computed, recomputed, outputs = self._outline(pieces)
+        too_large = too_many_nodes(len(computed))
+        if too_large:
+            return _Kernel(False, math.inf, None, f"not a legal kernel: {too_large}", None)
         shape = self.pricer.signature.shape(computed, recomputed, outputs)
         known = self._shapes.get(shape)
         if known is not None:

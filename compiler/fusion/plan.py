@@ -10,6 +10,7 @@ belong to no kernel.
 - each kernel-forming node is owned by at most one kernel; a node owned by none is cheap, not a
   graph output, and recomputed by every kernel that reads it;
 - only cheap (duplicable) nodes are recomputed, library nodes sit alone in a library kernel;
+- a generated kernel computes at most MAX_KERNEL_NODES nodes (XLA:GPU's own plan aside);
 - the kernel graph is acyclic and `plan.kernels` is in a topological order of it;
 - a kernel's outputs are exactly its owned values read outside it or returned by the graph,
   and its inputs exactly the values its nodes read from outside it.
@@ -37,6 +38,24 @@ KINDS = ("loop", "input", "stitch-regional", "stitch-global", "horizontal", "lib
 # constant bank on older GPUs, and a fusion reading hundreds of buffers (a whole optimizer
 # update) compiles slowly and schedules badly.
 MAX_KERNEL_PARAMETERS = 96
+
+# The most nodes one generated kernel computes, owned and recomputed together: a bound on the
+# size of its CUDA source (about a statement per node, more in a phased kernel), which nvcc's
+# time grows with faster than linearly. One kernel of N chained elementwise ops cost nvcc's
+# front end, beyond the 1.4-1.6 s every nvcc run spends on the headers, about 0.1-0.2 s at
+# N = 500, 1.1-1.3 s at 1,000, 6-8 s at 2,000 and 20-25 s at 4,000 (CPU time, 2-core
+# development machine; ptxas 0.25, 0.75, 2.2 and 3.5 s for a chain of math functions:
+# benchmarks/kernel_size.py, benchmarks/README.md), so one fused kernel of a 100,000-op chain
+# never finished compiling. XLA bounds its fusions likewise, by the LLVM IR they would emit
+# (GpuHloCostAnalysis::ProducerConsumerMergedTooLarge: at most kMaxIRSize = 10000 emitted
+# instructions). 500 keeps a kernel's own compile under half a second; of the corpus's models
+# only two stitch plans had a bigger kernel (672 and 533 nodes). Library kernels (a cuBLAS
+# call) generate no code and are not bounded.
+MAX_KERNEL_NODES = 500
+
+# Plans made by someone else and shown as they are: XLA:GPU's own fusions (xla_gpu.py), which
+# XLA bounds by its own measure (kMaxIRSize), not by MAX_KERNEL_NODES.
+UNBOUNDED_STRATEGIES = ("xla-gpu",)
 
 # A library call (cuBLAS, cuDNN) can read a reshaped operand as it is (a different leading
 # dimension), so its kernel may "recompute" these views; anything else must be in memory.
@@ -191,6 +210,14 @@ class FusionPlan:
         }
 
 
+def too_many_nodes(count: int) -> str | None:
+    """Why a generated kernel computing `count` nodes is not a legal kernel, or None."""
+    if count <= MAX_KERNEL_NODES:
+        return None
+    return (f"{count} ops > {MAX_KERNEL_NODES} in one kernel (nvcc's time grows faster than "
+            "the kernel's size)")
+
+
 class PlanError(AssertionError):
     """A plan that breaks an invariant: a bug in the strategy that made it."""
 
@@ -323,6 +350,10 @@ def check_plan(graph: Graph, plan: FusionPlan) -> None:
                                             for n in kernel.recomputed):
             raise PlanError(f"{where}: library kernel {kernel.name} recomputes more than "
                             f"reshapes: {kernel.recomputed}")
+        if kernel.kind != "library" and plan.strategy not in UNBOUNDED_STRATEGIES:
+            too_large = too_many_nodes(len(kernel.computed))
+            if too_large:
+                raise PlanError(f"{where}: kernel {kernel.name} computes {too_large}")
         for name in kernel.recomputed:
             if not is_duplicable(graph.nodes[name]):
                 raise PlanError(f"{where}: '{name}' ({graph.nodes[name].op}) is recomputed in "

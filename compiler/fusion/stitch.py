@@ -116,8 +116,8 @@ from compiler.fusion.grouping import (FUSIBLE, LEAF, LIBRARY, PLUMBING, GroupGra
                                       node_role, plumbing_sources)
 from compiler.fusion.locality import (GRID, INV, RowSpace, full_label, map_rows, reduce_space,
                                       row_label)
-from compiler.fusion.plan import (LIBRARY_OPERAND_VIEWS, MAX_KERNEL_PARAMETERS, Decision,
-                                  FusionPlan, KernelSpec, build_plan)
+from compiler.fusion.plan import (LIBRARY_OPERAND_VIEWS, MAX_KERNEL_NODES, MAX_KERNEL_PARAMETERS,
+                                  Decision, FusionPlan, KernelSpec, build_plan, too_many_nodes)
 from compiler.ir.dtypes import accumulation_dtype
 from compiler.ir.graph import Graph, Node
 from compiler.ir.ops import OPS
@@ -161,6 +161,7 @@ class _Group:
     work: int = 0           # the largest iteration space of its nodes, in elements
     misfit: str | None = None  # a reduction whose rows do not fit a block
     inputs: frozenset[str] = frozenset()  # values it reads from memory
+    free: frozenset[str] = frozenset()    # free nodes it recomputes (`_Stitcher._free_nodes`)
 
 
 @dataclass
@@ -194,7 +195,10 @@ class _Stitcher:
         self.row_cap = self.device.max_threads_per_block * ELEMENTS_PER_THREAD
         # Unowned reshapes and bitcasts of memory a library kernel may read in place.
         self.view_chains: set[str] = set()
+        # Free node -> the free nodes a kernel recomputes to have it (itself among them).
+        self.closure: dict[str, frozenset[str]] = {}
         self.free = self._free_nodes()
+        self._bound_free_reads()
         self.decisions: list[Decision] = []
         self.state: dict[str, _NodeState] = {}
 
@@ -226,14 +230,49 @@ class _Stitcher:
             loads = sum(self._load_bytes(o, free) for o in dict.fromkeys(node.operands))
             if loads > node.shape.nbytes:
                 continue  # reading its operands costs more than reading it
+            closure = self._free_closure(node.operands).union((name,))
+            if len(closure) >= MAX_KERNEL_NODES:
+                continue  # its readers' kernels would compute too many nodes
             is_view = node.op in LIBRARY_OPERAND_VIEWS and all(
                 o in self.view_chains or self.role[o] == LEAF for o in node.operands)
             if not is_view and any(self.role[u] == LIBRARY for u in users):
                 continue  # a library call takes no computed operand but a view
             free[name] = loads
+            self.closure[name] = closure
             if is_view:
                 self.view_chains.add(name)
         return free
+
+    def _free_closure(self, operands) -> frozenset[str]:
+        """The free nodes a kernel recomputes to have these operands."""
+        closures = [self.closure[o] for o in dict.fromkeys(operands) if o in self.closure]
+        if len(closures) == 1:
+            return closures[0]
+        return frozenset().union(*closures)
+
+    def _bound_free_reads(self) -> None:
+        """A node that reads many free nodes (a concatenate of a thousand broadcast constants)
+        would make a kernel of over MAX_KERNEL_NODES nodes on its own: the largest of them,
+        and the free nodes computed from those, are no longer free, but owned by kernels of
+        their own (a free node is computed from leaves and free nodes alone)."""
+        for node in self.graph:
+            if self.role[node.name] != FUSIBLE or node.name in self.free:
+                continue
+            while True:
+                read = [o for o in dict.fromkeys(node.operands) if o in self.free]
+                if too_many_nodes(1 + len(self._free_closure(read))) is None:
+                    break
+                self._unfree(max(read, key=lambda o: (len(self.closure[o]), self.position[o])))
+
+    def _unfree(self, name: str) -> None:
+        """Make free node `name`, and the free nodes computed from it, owned ones."""
+        stack = [name]
+        while stack:
+            node = stack.pop()
+            if node in self.free:
+                del self.free[node], self.closure[node]
+                self.view_chains.discard(node)
+                stack.extend(self.users[node])
 
     def _fits(self, reduction: str) -> bool:
         space = self.space[reduction]
@@ -297,8 +336,9 @@ class _Stitcher:
             if self.role[name] == LIBRARY:
                 continue
             self.state[name] = self._evaluate(name, lambda operand: None)
-            self.groups[name] = self._tally(_Group(inputs=self._reads(name)), name,
-                                            self.state[name])
+            group = _Group(inputs=self._reads(name),
+                           free=self._free_closure(self.graph.nodes[name].operands))
+            self.groups[name] = self._tally(group, name, self.state[name])
         self._merge_producers_into_consumers()
         self._merge_independent()
         return self._build()
@@ -391,6 +431,11 @@ class _Stitcher:
                                          "tuple")
             return False
         merged = self._combine(a, b, changed)
+        members = groups_graph.members
+        too_large = too_many_nodes(len(members[a]) + len(members[b]) + len(merged.free))
+        if too_large:
+            self._log("refuse", subject, f"not a legal kernel: {too_large}")
+            return False
         if len(merged.inputs) > MAX_KERNEL_PARAMETERS:
             self._log("refuse", subject, f"not a legal kernel: {len(merged.inputs)} operands > "
                                          f"{MAX_KERNEL_PARAMETERS} (XLA's fusion budget)")
@@ -484,7 +529,8 @@ class _Stitcher:
                         work=max(first.work, second.work),
                         misfit=first.misfit or second.misfit,
                         inputs=frozenset(v for v in first.inputs | second.inputs
-                                         if self._group_of(v) not in pair))
+                                         if self._group_of(v) not in pair),
+                        free=first.free | second.free)
         for name, new in changed.items():
             old = self.state[name]
             merged.barrier += new.barrier - old.barrier
@@ -611,11 +657,15 @@ class _Stitcher:
                           kernels: dict[str, list[str]]) -> dict[str, set[str]]:
         """Let the kernels reading a cheap node recompute it instead of loading it, when that
         loads no more bytes (a broadcast or reshape of a reduction's result): the node leaves
-        its owner. Returns the kernels that compute each node (owned, free or sunk)."""
+        its owner, unless a reader's kernel would then compute more than MAX_KERNEL_NODES
+        nodes. Returns the kernels that compute each node (owned, free or sunk)."""
         graph = self.graph
         library_kernels = {group for group in kernels if self.role[group] == LIBRARY}
         loads = dict(self.free)          # unowned node -> bytes recomputing it loads
         computed_by: dict[str, set[str]] = {}
+        # What each generated kernel computes so far (library kernels generate no code).
+        computed = {group: set(kernels[group]) | self.groups[group].free
+                    for group in kernels if group in self.groups}
         for name in reversed(graph.nodes):
             readers = set().union(*(computed_by.get(u, ()) for u in self.users[name]))
             group = owner.get(name)
@@ -624,10 +674,13 @@ class _Stitcher:
             elif group is None:
                 continue
             elif readers <= {group} or not self._sinkable(name, readers, owner,
-                                                         readers & library_kernels, loads):
+                                                         readers & library_kernels, loads) \
+                    or self._sinking_too_large(name, readers - {group}, computed):
                 computed_by[name] = {group}
             else:
                 node = graph.nodes[name]
+                for reader in (readers - {group}) & computed.keys():
+                    computed[reader] |= self._recomputing(name)
                 loads[name] = self._operand_loads(node, loads)
                 self._log("fuse", f"{name} -> its readers",
                           f"recomputed by {len(readers - {group})} other kernel(s) instead of "
@@ -638,6 +691,24 @@ class _Stitcher:
                 kernels[group].remove(name)
                 computed_by[name] = readers
         return computed_by
+
+    def _sinking_too_large(self, name: str, readers: set[str],
+                           computed: dict[str, set[str]]) -> bool:
+        """Whether recomputing `name` (and the free nodes it reads) would make a reader's
+        kernel compute too many nodes (logged)."""
+        extra = self._recomputing(name)
+        for reader in readers & computed.keys():  # library kernels generate no code
+            kernel = computed[reader]
+            if too_many_nodes(len(kernel) + len(extra)) and too_many_nodes(len(kernel | extra)):
+                self._log("refuse", f"{name} -> its readers",
+                          f"not recomputed by its readers: {reader}'s kernel would compute "
+                          f"over {MAX_KERNEL_NODES} ops")
+                return True
+        return False
+
+    def _recomputing(self, name: str) -> frozenset[str]:
+        """What a kernel computes to recompute `name`: it and the free nodes it reads."""
+        return self._free_closure(self.graph.nodes[name].operands).union((name,))
 
     def _sinkable(self, name: str, readers: set[str], owner: dict[str, str],
                   library_readers: set[str], loads: dict[str, int]) -> bool:

@@ -28,7 +28,12 @@ passes and files modelled (openxla/xla, xla/service/...):
    - an expensive-to-repeat producer (big-window reduce-window) into a consumer that reads
      elements several times (CreatesHeavyComputation);
    - a fusion over kMaxOperandsAndOutputsPerFusion = 96 operands and outputs
-     (FusionFitsInBudget).
+     (FusionFitsInBudget);
+   - a fusion that would compute more than plan.MAX_KERNEL_NODES nodes: XLA refuses fusions
+     whose LLVM IR would grow too large to compile quickly (priority fusion's CanFuse, "the
+     fusion would result in an overly large code duplication": GpuHloCostAnalysis::
+     ProducerConsumerMergedTooLarge, at most kMaxIRSize = 10000 emitted instructions); here
+     the bound is the one every strategy keeps, on nodes computed (owned and recomputed).
    Producer-consumer fusion never forms a cycle (everything that reads an absorbed producer is
    inside the fusion); the later merges check GroupGraph.can_merge and log "would form cycle".
 2. Multi-output fusion (`gpu/transforms/multi_output_fusion.cc`), walking values from uses to
@@ -36,7 +41,8 @@ passes and files modelled (openxla/xla, xla/service/...):
    when they are independent, their shapes are compatible (ShapesCompatibleForMultiOutputFusion:
    equal reduction input shapes and dimensions for reductions, equal loop shapes otherwise) and
    the result fits the budget (FusionFitsInBudget, at most kMaxUnnestedReductionOutputsPerFusion
-   = 8 reductions and the device's shared memory per block); then producer-consumer
+   = 8 reductions and the device's shared memory per block; and the code size, as above:
+   multi_output_fusion.cc refuses "will generate too large IR"); then producer-consumer
    multi-output fusion: a loop fusion whose output is used elsewhere too joins a consumer fusion
    (reductions first) and still writes that output (IsProducerMultiOutputFusible: no in-place or
    physically transposing producer).
@@ -47,8 +53,9 @@ passes and files modelled (openxla/xla, xla/service/...):
    fusion) those of equal element type; within the caps of kMaxFusionBatchSize (64 outputs for
    lone ops, 32 for fusions and in sliced mode), kMaxCudaParamSize (4000 bytes of 8-byte
    parameters) and IsProfitableFusionCandidate (8192*8192 elements and 128 ops, 128*2048 and 30
-   in sliced mode). Reductions feeding one consumer are merged into one multi-output input
-   fusion when their shapes are compatible (horizontal input fusion).
+   in sliced mode), and the code size above. Reductions feeding one consumer are merged into
+   one multi-output input fusion when their shapes are compatible and fit the budget
+   (horizontal input fusion).
 
 Not modelled: layout assignment and the layout normalisation passes, Triton and custom fusions
 (XLA:GPU now emits norms and softmax as Triton fusions, so its counts there are lower), the
@@ -72,7 +79,7 @@ from compiler.fusion.grouping import (FUSIBLE, LEAF, LIBRARY, PLUMBING, GroupGra
                                       graph_output_sources, is_duplicable, node_role,
                                       plumbing_sources, value_readers)
 from compiler.fusion.plan import (LIBRARY_OPERAND_VIEWS, Decision, FusionPlan, KernelSpec,
-                                  build_plan)
+                                  build_plan, too_many_nodes)
 from compiler.fusion.unfused import VIEWS
 from compiler.gc_pause import cyclic_gc_paused
 from compiler.ir.graph import Graph, Node
@@ -451,6 +458,9 @@ class _XlaFusion:
         if is_expensive_to_repeat(node) and self._rereads(producer, head):
             return "xla: the fusion would create a heavy computation (CreatesHeavyComputation)"
         inputs, inside = self.inputs[head], self.inside[head]
+        too_large = too_many_nodes(len(inside) + 1)
+        if too_large:
+            return f"xla: fusion too large: {too_large} (ProducerConsumerMergedTooLarge)"
         before = self._operand_count(inputs) + 1
         added = {o for o in node.operands if o not in inside and o not in inputs}
         after = before - 1 + self._operand_count(added)
@@ -658,8 +668,20 @@ class _XlaFusion:
             return self.nodes[hero.operands[0]].shape.dims
         return hero.shape.dims
 
+    def too_large(self, a: str, b: str) -> str | None:
+        """Two fusions becoming one would compute too many nodes (module docstring)."""
+        inside_a, inside_b = self.inside[a], self.inside[b]
+        if too_many_nodes(len(inside_a) + len(inside_b)) is None:
+            return None  # their union is no larger
+        too_large = too_many_nodes(len(inside_a | inside_b))
+        return too_large and f"xla: fusion too large: {too_large} (will generate too large IR)"
+
     def over_budget(self, a: str, b: str) -> str | None:
-        """gpu_fusible.cc FusionFitsInBudget for two fusions becoming one."""
+        """gpu_fusible.cc FusionFitsInBudget for two fusions becoming one, and their code
+        size."""
+        too_large = self.too_large(a, b)
+        if too_large:
+            return too_large
         reductions = self.reductions(a) + self.reductions(b)
         if len(reductions) > MAX_REDUCTIONS_PER_FUSION:
             return (f"xla: over {MAX_REDUCTIONS_PER_FUSION} unnested reductions in fusion "
@@ -841,6 +863,7 @@ class _XlaFusion:
             for group in span[1:]:
                 subject = f"{self.hero(anchor)} + {self.hero(group)}"
                 refusal = (self.cycle_or_dependence(anchor, group, independent=True)
+                           or self.too_large(anchor, group)
                            or self.leaves_value_unwritten(anchor, group)
                            or self.merge_or_cycle(anchor, group))
                 if refusal:
