@@ -43,11 +43,14 @@ One round:
 Finally the plan is compared with the other strategies' (xla, stitch; `explore` hands them
 over): when one is priced lower, the search runs again from its grouping (seeding) and keeps
 its kernels as they are if even that does not beat them, so the result is never priced above
-any other plan. The decision log says which cost model decided and what happened ("seed from
-the stitch plan"); besides, it holds one "fuse" per accepted pattern ("projected:
-stitch-regional, gain 3.02 us as row-reduce-warp, 256 threads x 64 blocks, dram-bound (...)":
-the model, the kind, the gain and the CodeGen plan that won) and one "refuse" per considered
-pair of producer and consumer (or of siblings) that stayed apart, with the last reason found:
+any other plan. Last, where chains of loop kernels hit the size cap (MAX_KERNEL_NODES), they
+are cut anew where the fewest bytes cross and searched again from there (recut.py); that plan
+is kept when it is priced lower, or the same with less DRAM traffic ("re-cut chains"). The
+decision log says which cost model decided and what happened ("seed from the stitch plan");
+besides, it holds one "fuse" per accepted pattern ("projected: stitch-regional, gain 3.02 us
+as row-reduce-warp, 256 threads x 64 blocks, dram-bound (...)": the model, the kind, the gain
+and the CodeGen plan that won) and one "refuse" per considered pair of producer and consumer
+(or of siblings) that stayed apart, with the last reason found:
 "would form cycle", "projected: gain -0.30 us as elementwise, ... alu-bound" (a loss, with the
 plan that would have been emitted), "projected: gain at most -0.1 us (the merged kernel's
 speed of light)", "not a legal kernel: ...".
@@ -120,6 +123,7 @@ from compiler.fusion.grouping import (FUSIBLE, LIBRARY, GroupGraph, WindowTooWid
 from compiler.fusion.plan import (MAX_KERNEL_PARAMETERS, Decision, FusionPlan, Kernel, KernelSpec,
                                   build_plan, make_kernel, too_many_nodes)
 from compiler.fusion.pricing import Price, Pricer, ProjectedPricer, plan_price
+from compiler.fusion.recut import recut_chains
 from compiler.fusion.locality import (GRID, INV, RowSpace, full_label, map_rows, reduce_space,
                                       row_label)
 from compiler.fusion.stitch import ELEMENTS_PER_THREAD, regional_rows_per_block
@@ -188,8 +192,37 @@ def cost_fusion(graph: Graph, model: SolModel, top_k: int = TOP_K,
                 seeded = build_plan(graph, _specs(other), STRATEGY, model, [seeding, kept])
                 seeded_us = theirs
             plan, own, start = seeded, seeded_us, f"the search from {name}'s kernels"
+        plan = _recut(graph, model, plan, own, pricer, top_k)
         plan.cost_model = pricer.name
         return plan
+
+
+def _recut(graph: Graph, model: SolModel, plan: FusionPlan, own: float, pricer: Pricer,
+           top_k: int) -> FusionPlan:
+    """The plan with its chains of loop kernels cut where a cut costs least (recut.py) and
+    searched again from there, when that is priced lower, or priced the same and moves fewer
+    bytes (a chain of hundreds of ops per element is compute-bound: where it is cut changes
+    its DRAM traffic, not its time); else the plan. Only chains that hit the kernel size cap
+    have a cut to move."""
+    specs = recut_chains(graph, plan)
+    if specs is None:
+        return plan
+    # The plan's own search decisions describe its kernels; how it was seeded still holds.
+    seeding = [d for d in plan.decisions if d.subject.startswith(("seed from", "greedy from"))]
+    recut = refine(graph, model, build_plan(graph, specs, STRATEGY, model), pricer, top_k,
+                   seeding)
+    recut_us = plan_price(recut, pricer)
+    figures = (f"chains of kernels at the size cap cut where the fewest bytes cross: "
+               f"{recut_us:.2f} us and {recut.dram_bytes:,} B of DRAM traffic, against "
+               f"{own:.2f} us and {plan.dram_bytes:,} B")
+    if recut_us < own - MIN_GAIN_US or (recut_us <= own + MIN_GAIN_US
+                                        and recut.dram_bytes < plan.dram_bytes):
+        recut.decisions.append(Decision("fuse", "re-cut chains", f"{pricer.name}: {figures}",
+                                        gain_us=own - recut_us))
+        return recut
+    plan.decisions.append(Decision("refuse", "re-cut chains", f"{pricer.name}: {figures}",
+                                   gain_us=own - recut_us))
+    return plan
 
 
 def refine(graph: Graph, model: SolModel, start: FusionPlan, pricer: Pricer,

@@ -110,6 +110,35 @@ def test_a_chain_past_the_cap_is_cut_into_as_few_kernels_as_the_cap_allows():
         assert refusals, f"{name} does not say why it cut the chain"
 
 
+def narrowing_chain(before: int, after: int) -> str:
+    """A chain through one value of half the bytes (an f16 between two converts): the
+    cheapest place to cut it."""
+    lines, previous = ["  p0 = f32[4096] parameter(0)"], "p0"
+    for i in range(before):
+        lines.append(f"  a{i} = f32[4096] add({previous}, p0)")
+        previous = f"a{i}"
+    lines += [f"  narrow = f16[4096] convert({previous})", "  wide = f32[4096] convert(narrow)"]
+    previous = "wide"
+    for i in range(after):
+        lines.append(f"  b{i} = f32[4096] multiply({previous}, p0)")
+        previous = f"b{i}"
+    return module(lines, previous, "f32[4096]")
+
+
+def test_the_cost_strategy_cuts_a_chain_where_the_fewest_bytes_cross(plan_checker):
+    # 783 ops: two kernels either way, but a cut through `narrow` writes and reads 2 bytes an
+    # element instead of 4. xla and stitch fill one kernel from one end and cut wherever it
+    # is full.
+    graph = graph_of(narrowing_chain(MAX_KERNEL_NODES * 3 // 4, MAX_KERNEL_NODES * 4 // 5))
+    plans = explore(graph, "h100", ["xla", "stitch", "cost"])
+    cost = plans["cost"]
+    plan_checker(graph, cost)
+    assert len(cost.kernels) == 2
+    assert cost.kernels[0].outputs == ("narrow",)
+    assert cost.dram_bytes < min(plans["xla"].dram_bytes, plans["stitch"].dram_bytes)
+    assert any(d.subject == "re-cut chains" and d.action == "fuse" for d in cost.decisions)
+
+
 def test_a_kernel_over_the_cap_breaks_the_plans_invariants():
     graph = graph_of(add_chain(MAX_KERNEL_NODES))
     nodes = [node.name for node in graph if node_role(node) == FUSIBLE]
