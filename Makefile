@@ -29,8 +29,12 @@ STATIC_MANIFEST := $(or $(STATIC_ROOT),var/static)/staticfiles.json
 run: venv system-deps static
 	scripts/run.sh
 
+# The suite runs in one pytest-xdist process per core, up to four (tests/conftest.py says how it
+# shares them out); `make test XDIST=` runs it in this process alone.
+XDIST ?= --numprocesses=auto --maxprocesses=4 --dist=loadfile
+
 test: venv system-deps
-	$(VENV_PYTHON) -m pytest $(PYTEST_ARGS)
+	$(VENV_PYTHON) -m pytest $(XDIST) $(PYTEST_ARGS)
 
 venv: $(VENV_STAMP)
 

@@ -19,6 +19,24 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 pytest_plugins = ["tests.services"]
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """How `make test` shares the tests among its pytest-xdist processes: a file's tests stay
+    together, so its module fixtures (compiled graphs, interpreter values) are built once, as
+    with `--dist loadfile`; and the browser tests all go to one process, since they share one
+    compiled 12-layer step, one live server, one set of Celery workers and one Chromium per
+    process. (xdist's own `loadgroup` marks would say the same, but pytest 9 no longer shows
+    the group it writes into a test's id to xdist's scheduler.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByFileBrowserTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "tests/browser" if path.startswith("tests/browser/") else path
+
+    return ByFileBrowserTogether(config, log)
+
+
 @pytest.fixture(scope="session")
 def test_database_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("database") / "test.sqlite3"
