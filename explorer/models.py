@@ -14,7 +14,7 @@ import time
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, models, transaction
+from django.db import IntegrityError, OperationalError, models, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -578,7 +578,14 @@ class ApiToken(models.Model):
         # At most one write a minute per key: a script's every request would otherwise be a
         # database write, and SQLite serialises them.
         if token.last_used is None or now - token.last_used > LAST_USED_RESOLUTION:
-            cls.objects.filter(pk=token.pk).update(last_used=now)
+            try:
+                with transaction.atomic():
+                    cls.objects.filter(pk=token.pk).update(last_used=now)
+            except OperationalError:
+                # The database held its write lock past the timeout (SQLite storing a big
+                # upload on a loaded machine: seen in benchmarks/load.py). The record can
+                # wait for the key's next request; the answer to this one does not.
+                pass
         return token
 
     @classmethod
