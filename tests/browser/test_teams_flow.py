@@ -1,7 +1,10 @@
 """Issue 19's accounts and teams, end to end in Chromium: a new person signs up, makes a team
 and an invite link; a second new person signs up through the link and so joins; the first shares
-a run with the team from its page, and both find it, with its best plans, on the team's page."""
+a run with the team from its page, and both find it, with its best plans, on the team's page.
+Made public, the run is in the gallery, where an anonymous visitor opens and exports it."""
+import json
 import re
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
@@ -113,3 +116,27 @@ def test_two_new_people_sign_up_share_a_team_and_review_its_run(transactional_db
     assert hopper.url == f"{base_url}/r/{run.pk}"
     expect(hopper.locator(".comparison__table").first).to_be_visible()
     assert_no_js_errors(hopper)
+
+    # Grace makes the run public; an anonymous visitor finds it in the gallery, opens it and
+    # downloads its JSON export, which holds the run's plans.
+    grace.goto(f"{base_url}/r/{run.pk}")
+    grace.locator(".run__settings summary").click()
+    grace.select_option("#settings-form select[name=visibility]", "public")
+    with grace.expect_navigation():
+        grace.click("#settings-form button[type=submit]")
+    visitor = new_page()
+    visitor.goto(f"{base_url}/gallery")
+    expect(visitor.locator(".site-header__user")).to_have_count(0)
+    card = visitor.locator("#gallery a", has_text="softmax by grace")
+    expect(card).to_contain_text("by grace")
+    with visitor.expect_navigation():
+        card.click()
+    assert visitor.url == f"{base_url}/r/{run.pk}"
+    expect(visitor.locator(".comparison__table").first).to_be_visible()
+    with visitor.expect_download() as download:
+        visitor.get_by_role("link", name="JSON", exact=True).click()
+    exported = json.loads(Path(download.value.path()).read_text())
+    assert exported["run"]["id"] == run.pk
+    assert set(exported["artifact"]["devices"]) == set(artifact["devices"])
+    assert_no_js_errors(visitor)
+    screenshots(visitor, "gallery-visitor-run")
