@@ -126,8 +126,8 @@ def narrowing_chain(before: int, after: int) -> str:
 
 
 def test_the_cost_strategy_cuts_a_chain_where_the_fewest_bytes_cross(plan_checker):
-    # 783 ops: two kernels either way, but a cut through `narrow` writes and reads 2 bytes an
-    # element instead of 4. xla and stitch fill one kernel from one end and cut wherever it
+    # Two kernels either way, but a cut through `narrow` writes and reads 2 bytes an element
+    # instead of 4. xla and stitch fill one kernel from one end and cut wherever it
     # is full.
     graph = graph_of(narrowing_chain(MAX_KERNEL_NODES * 3 // 4, MAX_KERNEL_NODES * 4 // 5))
     plans = explore(graph, "h100", ["xla", "stitch", "cost"])
