@@ -75,9 +75,9 @@ def _views_kept_in_memory(graph: Graph, views: set[str]) -> set[str]:
     chain: dict[str, int] = {}
     kept: set[str] = set()
     for node in graph:
-        if node_role(node) != FUSIBLE:
-            continue  # library calls generate no code
         operands = [o for o in dict.fromkeys(node.operands) if o in chain]
+        if node.name not in views and (not operands or node_role(node) != FUSIBLE):
+            continue  # reads no view, or generates no code (a library call)
         size = 1 + sum(chain[o] for o in operands)
         for operand in sorted(operands, key=chain.__getitem__, reverse=True):
             if size <= MAX_KERNEL_NODES:
