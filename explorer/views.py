@@ -3,9 +3,6 @@
 Access: a run is shown to whoever `Run.can_view` admits. Anyone else gets a 404, never a 403,
 so that a run's id says nothing to a stranger; an anonymous visitor is sent to log in first.
 """
-import hashlib
-import json
-
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -131,9 +128,8 @@ ANONYMOUS_PAGE_CACHE_S = 5
 
 
 def _anonymous_run_page(request: HttpRequest, run: Run) -> HttpResponse:
-    labels = hashlib.sha256(json.dumps(
-        [run.name, run.tags, run.filename, run.visibility, run.owner.get_username()]
-    ).encode()).hexdigest()[:16]
+    labels = documents.digest([run.name, run.tags, run.filename, run.visibility,
+                               run.owner.get_username()])
     encoded = documents.accepts_gzip(request)
     key = f"anonymous-run-page:{run.pk}:{results_stamp(run)}:{labels}:{encoded}"
     response = cache.get(key)
@@ -342,29 +338,11 @@ def _other_runs(user, run: Run) -> list[tuple[str, list[Run]]]:
     return [(label, members) for label, members in groups if members]
 
 
-# The run pickers read other runs without touching the rows of runs they do not list. A SQLite
-# row keeps its columns in order, and the artifact (megabytes) comes before `created`,
-# `finished`, `graph_sha256` and the owner's and team's ids: reading one of those walks through
-# all of the artifact's overflow pages (9 ms for two runs with 19 MB artifacts). So the pickers
-# find their runs through an index (the graph's, the owner's) and read the leading columns of
-# those rows only (id, status, name, filename), and a picker sorted by `created` is cached.
-
-
 def _other_graph_runs(user, run: Run) -> list[Run]:
-    """The user's finished runs of graphs other than `run`'s, newest first, cached under a
-    digest of the ids and labels of all the user's finished runs: a run finished, renamed or
-    deleted makes a new key."""
-    labels = sorted((pk, name, filename) for pk, status, name, filename in
-                    Run.objects.filter(owner=user).order_by()
-                    .values_list("pk", "status", "name", "filename") if status == Run.DONE)
-    key = f"other-graph-runs:{user.pk}:{run.graph_sha256}:{documents.digest(labels)}"
-    others = cache.get(key)
-    if others is None:
-        others = list(Run.objects.filter(owner=user, status=Run.DONE).exclude(pk=run.pk)
-                      .exclude(graph_sha256=run.graph_sha256).order_by("-created")
-                      .only(*RUN_CHOICE_FIELDS)[:COMPARE_CHOICES])
-        cache.set(key, others, RESULTS_CACHE_S)
-    return others
+    """The user's finished runs of graphs other than `run`'s, newest first."""
+    return list(Run.objects.filter(owner=user, status=Run.DONE).exclude(pk=run.pk)
+                .exclude(graph_sha256=run.graph_sha256).order_by("-created")
+                .only(*RUN_CHOICE_FIELDS)[:COMPARE_CHOICES])
 
 
 # What a run picker needs of each run.
@@ -373,16 +351,12 @@ RUN_CHOICE_FIELDS = ("id", "name", "filename", "created", "devices", "strategies
 
 
 def _same_graph_runs(user, run: Run, besides: Run | None = None) -> list[Run]:
-    """The finished runs of `run`'s graph the user may see, newest first, but for `besides`:
-    found through the graph's index first (see above the pickers), then those of them the
-    user may see."""
-    candidates = Run.objects.filter(graph_sha256=run.graph_sha256).order_by()
-    finished = [pk for pk, status in candidates.values_list("pk", "status")
-                if status == Run.DONE and (besides is None or pk != besides.pk)]
-    if not finished:
-        return []
-    return list(viewable_runs(user).filter(pk__in=finished).select_related("owner")
-                .order_by("-created").only(*RUN_CHOICE_FIELDS)[:COMPARE_CHOICES])
+    """The finished runs of `run`'s graph the user may see, newest first, but for `besides`."""
+    runs = viewable_runs(user).filter(graph_sha256=run.graph_sha256, status=Run.DONE)
+    if besides is not None:
+        runs = runs.exclude(pk=besides.pk)
+    return list(runs.select_related("owner").order_by("-created")
+                .only(*RUN_CHOICE_FIELDS)[:COMPARE_CHOICES])
 
 
 @require_POST
