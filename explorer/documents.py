@@ -34,7 +34,8 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpRequest, HttpResponse
 from django.utils.cache import patch_vary_headers
 
-from explorer.models import Run
+from explorer import presenters
+from explorer.models import Run, RunArtifact
 from explorer.runs import results_stamp
 
 DOCUMENT_CACHE_S = 24 * 3600
@@ -160,3 +161,19 @@ def page_response(request: HttpRequest, html: str, marker: str, middle: Fragment
         response = HttpResponse(head + middle.text + tail, status=status)
     patch_vary_headers(response, ("Accept-Encoding",))
     return response
+
+
+def best_totals(runs: list[Run]) -> dict[str, list[dict]]:
+    """Per run id, `presenters.best_totals` of its artifact ([] for a run not done), for the
+    lists that show each run's best plan per device (history, gallery, team page): from the
+    cache, else from the artifacts of the runs missing there, read one at a time (the runs
+    themselves come without their artifacts)."""
+    keys = {run.pk: run_key(run, "best-totals") for run in runs if run.status == Run.DONE}
+    found = cache.get_many(keys.values())
+    totals = {pk: found[key] for pk, key in keys.items() if key in found}
+    missing = [pk for pk in keys if pk not in totals]
+    for pk, artifact in RunArtifact.objects.filter(run_id__in=missing) \
+            .values_list("run_id", "data").iterator(chunk_size=1):
+        totals[pk] = presenters.best_totals(artifact)
+        cache.set(keys[pk], totals[pk], DOCUMENT_CACHE_S)
+    return totals

@@ -3,7 +3,7 @@ runs (`manage.py load_samples`, owned by the "samples" user) come first, then th
 newest first; each card links to its run page, whose exports are open to anyone too (the API's
 export routes take no credentials for a public run).
 
-Cards show each device's best plan from a cache kept per run (explorer/teams.py best_totals),
+Cards show each device's best plan from a cache kept per run (explorer/documents.py best_totals),
 so the page never reads artifacts it has read before, whatever the runs weigh."""
 from django.core.paginator import Paginator
 from django.db.models import Case, IntegerField, Value, When
@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET
 
 from explorer.management.commands.load_samples import SAMPLES_USERNAME
 from explorer.models import Run
-from explorer.teams import best_totals
+from explorer.documents import best_totals
 
 GALLERY_PAGE_SIZE = 24
 # What a card shows of a run; the artifact and the graph stay in the database.

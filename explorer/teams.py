@@ -20,7 +20,6 @@ import math
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Count, QuerySet
@@ -29,17 +28,13 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from explorer import presenters
 from explorer.account_forms import LinkInviteForm, RoleForm, TeamForm, UserInviteForm
 from explorer.account_models import (OWNER, ROLE_NAMES, Invite, LastOwner, create_team,
                                      remove_member, set_role)
-from explorer.models import Membership, Run, RunArtifact, Team
-from explorer.runs import results_stamp
+from explorer.documents import best_totals
+from explorer.models import Membership, Run, Team
 
 TEAM_RUNS_PAGE_SIZE = 50
-# A finished run's best totals are cached this long (keyed by its results stamp: a recompiled
-# run gets a new key, so they never go stale).
-BEST_TOTALS_CACHE_S = 24 * 3600
 
 
 def _membership(request: HttpRequest, team_id: int) -> Membership:
@@ -179,22 +174,6 @@ def team_review(team: Team, query) -> dict:
         "page": page, "rows": [{"run": run, "best": best.get(run.pk, [])} for run in page],
         "run_count": len(everything),
     }
-
-
-def best_totals(runs: list[Run]) -> dict[str, list[dict]]:
-    """Per run id, `presenters.best_totals` of its artifact ([] for a run not done): from the
-    cache, else from the artifacts of the runs missing there, read one at a time (the runs
-    themselves come without their artifacts)."""
-    keys = {run.pk: f"team-best-totals:{run.pk}:{results_stamp(run)}:{run.compiler_version}"
-            for run in runs if run.status == Run.DONE}
-    found = cache.get_many(keys.values())
-    totals = {pk: found[key] for pk, key in keys.items() if key in found}
-    missing = [pk for pk in keys if pk not in totals]
-    for pk, artifact in RunArtifact.objects.filter(run_id__in=missing) \
-            .values_list("run_id", "data").iterator(chunk_size=1):
-        totals[pk] = presenters.best_totals(artifact)
-        cache.set(keys[pk], totals[pk], BEST_TOTALS_CACHE_S)
-    return totals
 
 
 def best_per_graph(runs: list[Run], best: dict[str, list[dict]],

@@ -26,7 +26,6 @@ from explorer.models import ApiToken, KernelSource, Measurement, Run
 from explorer.runs import (PlanUnavailable, graph_digest, plan_choice, plan_graph,
                            request_measurement, results_stamp, retry_run, submit,
                            upload_text, viewable_runs)
-from explorer.teams import best_totals
 from workers.presence import gpu_status
 
 
@@ -626,7 +625,7 @@ def history(request: HttpRequest) -> HttpResponse:
         runs = Run.objects.filter(pk__in=_ids_listing(runs, wanted))
     page = Paginator(runs.select_related("owner"),
                      HISTORY_PAGE_SIZE).get_page(query.get("page"))
-    best = best_totals(page)
+    best = documents.best_totals(page)
     rows = [{"run": run, "best": best.get(run.pk, [])} for run in page]
     filters = query.copy()
     filters.pop("page", None)
