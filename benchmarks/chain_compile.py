@@ -39,19 +39,24 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 REPO = HERE.parent
+sys.path.insert(0, str(REPO))
+
+from benchmarks import kernel_size  # noqa: E402
+
 STRATEGIES = "unfused,xla,stitch,cost"
 
 
 def chain_module(ops: int, variant: str) -> str:
+    """The chain of `ops` ops: "uniform" adds p0 at each (kernel_size.py's chain), "distinct"
+    multiplies by a constant of its own at each."""
+    if variant == "uniform":
+        return kernel_size.chain_module(ops, "add")
     lines = ["HloModule chain", "ENTRY main {", "  p0 = f32[256] parameter(0)"]
     previous = "p0"
     for i in range(ops):
-        if variant == "uniform":
-            lines.append(f"  n{i} = f32[256] add({previous}, p0)")
-        else:
-            lines += [f"  c{i} = f32[] constant({1 + (i + 1) * 1e-6:.7f})",
-                      f"  b{i} = f32[256] broadcast(c{i}), dimensions={{}}",
-                      f"  n{i} = f32[256] multiply({previous}, b{i})"]
+        lines += [f"  c{i} = f32[] constant({1 + (i + 1) * 1e-6:.7f})",
+                  f"  b{i} = f32[256] broadcast(c{i}), dimensions={{}}",
+                  f"  n{i} = f32[256] multiply({previous}, b{i})"]
         previous = f"n{i}"
     lines += [f"  ROOT out = f32[256] negate({previous})", "}", ""]
     return "\n".join(lines)

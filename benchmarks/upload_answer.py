@@ -30,20 +30,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.kernel_size import chain_module  # noqa: E402
 from benchmarks.stack import Stack  # noqa: E402
 
 HERE = Path(__file__).parent
 STEP = HERE / "data" / "transformer_12l.hlo.gz"
-
-
-def chain_module(ops: int) -> str:
-    lines = ["HloModule chain", "ENTRY main {", "  p0 = f32[256] parameter(0)"]
-    previous = "p0"
-    for i in range(ops):
-        lines.append(f"  n{i} = f32[256] add({previous}, p0)")
-        previous = f"n{i}"
-    lines += [f"  ROOT out = f32[256] negate({previous})", "}", ""]
-    return "\n".join(lines)
 
 
 def server_peak_rss_mb(stack: Stack) -> float:
@@ -75,7 +66,7 @@ def main() -> None:
     files = []
     for ops in sorted(int(n) for n in args.ops.split(",")):
         path = folder / f"chain_{ops}.hlo"
-        path.write_text(chain_module(ops))
+        path.write_text(chain_module(ops, "add"))
         files.append((f"chain of {ops:,} ops", path))
     files.append(("transformer_12l.hlo.gz", STEP))
     rows = []
