@@ -22,7 +22,6 @@ import pwd
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -30,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.services import _free_loopback_port
 
 STARTUP_TIMEOUT_S = 30
 SHUTDOWN_TIMEOUT_S = 20
@@ -108,12 +109,6 @@ def _server_user() -> pwd.struct_passwd:
             continue
     raise RuntimeError("running as root and neither a `postgres` nor a `nobody` user exists "
                        "for PostgreSQL to run as (it refuses root)")
-
-
-def _free_loopback_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def start() -> PostgreSQL:
