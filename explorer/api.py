@@ -371,11 +371,16 @@ def run_results(request: HttpRequest, run_id: str) -> HttpResponse:
     newest finished measurement's timings in the measured fields. Serialised and gzipped once
     per run and measurement (explorer/documents.py), not for every request."""
     run = _done_run(request, run_id)
-    measurement = run.shown_measurement()
-    shown = _measurement(request, measurement) if measurement else None
-    key = run_key(run, "results", measurement.pk if measurement else 0, digest(shown))
-    data = cached_gzip(key, lambda: json_bytes(results_document(run, measurement, shown)))
-    return gzipped_response(request, data, "application/json")
+    # A finished measurement does not change: its id and the links' origin name the document.
+    measured = run.shown_measurement_id()
+    key = run_key(run, "results", measured or 0, request.scheme, request.get_host())
+
+    def build() -> bytes:
+        measurement = run.measurements.get(pk=measured) if measured else None
+        shown = _measurement(request, measurement) if measurement else None
+        return json_bytes(results_document(run, measurement, shown))
+
+    return gzipped_response(request, cached_gzip(key, build), "application/json")
 
 
 def results_document(run: Run, measurement: Measurement | None, shown: dict | None) -> dict:

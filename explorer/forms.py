@@ -179,4 +179,6 @@ class RunSettingsForm(forms.Form):
         data = self.cleaned_data
         run.name, run.tags, run.visibility = data["name"], data["tags"], data["visibility"]
         run.team = data["team"]
-        run.save(update_fields=["name", "tags", "visibility", "team"])
+        # `saved` too (update_fields leaves out auto_now fields not named): the run pages'
+        # compare pickers are kept by it.
+        run.save(update_fields=["name", "tags", "visibility", "team", "saved"])

@@ -14,7 +14,7 @@ import time
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, OperationalError, models, transaction
+from django.db import IntegrityError, OperationalError, connections, models, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -290,6 +290,11 @@ class Run(Job):
     devices = models.JSONField(default=list)
     strategies = models.JSONField(default=list)
     compiler_version = models.CharField(max_length=64)
+    # When the row was last saved through the model: at creation, and whenever its labels
+    # (name, tags, sharing) change. The job's own writes (claim, progress, finish) are
+    # `update()`s and leave it alone. The run pages' compare pickers are kept by it
+    # (`page_stamp`).
+    saved = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-created"]
@@ -396,6 +401,39 @@ class Run(Job):
     def shown_measurement(self) -> Measurement | None:
         """The measurement whose timings the run's pages show: the newest finished one."""
         return self.measurements.filter(status=Measurement.DONE).defer("result").first()
+
+    def shown_measurement_id(self) -> int | None:
+        """The id of `shown_measurement()`, read in plain SQL for a cache key (as `page_stamp`
+        is, and why)."""
+        with connections[self._state.db or "default"].cursor() as cursor:
+            cursor.execute(f"SELECT id FROM {Measurement._meta.db_table} WHERE run_id = %s "
+                           f"AND status = %s ORDER BY created DESC, id DESC LIMIT 1",
+                           [self.pk, Measurement.DONE])
+            row = cursor.fetchone()
+        return row[0] if row else None
+
+    def page_stamp(self, user) -> tuple:
+        """What a logged-in visitor's page of this run shows that can change while the run's
+        own row does not, as values that change with it (for a cache key; explorer/views.py
+        `_kept_run_page`): the newest measurement's id, status, stage and progress, and, of
+        the finished runs the compare pickers choose from (the user's own and those of this
+        run's graph), how many, the newest finish and the newest change of labels.
+
+        One statement of plain SQL: the ORM would build the two queries' SQL on every visit,
+        about 1.5 ms of CPU, where running the statement takes about 0.1 ms; its values only
+        make a key, so they need no conversion into Python types."""
+        runs, measurements = Run._meta.db_table, Measurement._meta.db_table
+        with connections[self._state.db or "default"].cursor() as cursor:
+            cursor.execute(
+                f"SELECT m.id, m.status, m.stage, m.progress_done, m.progress_total, "
+                f"p.count, p.finished, p.saved "
+                f"FROM (SELECT COUNT(*) AS count, MAX(finished) AS finished, MAX(saved) AS saved "
+                f"FROM {runs} WHERE status = %s AND (owner_id = %s OR graph_sha256 = %s)) AS p "
+                f"LEFT JOIN (SELECT id, status, stage, progress_done, progress_total "
+                f"FROM {measurements} WHERE run_id = %s ORDER BY created DESC, id DESC LIMIT 1) "
+                f"AS m ON 1 = 1",
+                [Run.DONE, user.pk, self.graph_sha256, self.pk])
+            return tuple(str(value) for value in cursor.fetchone())
 
 
 class RunArtifact(models.Model):

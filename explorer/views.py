@@ -12,6 +12,7 @@ from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import (Http404, HttpRequest, HttpResponse, HttpResponseBadRequest,
                          JsonResponse)
+from django.middleware.csrf import get_token
 from django.core.cache import cache
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -109,33 +110,51 @@ def _labels_changed(run: Run, asked: dict) -> list[str]:
 @_run_view
 def run_page(request: HttpRequest, run: Run) -> HttpResponse:
     """Progress while the run compiles; the comparison, plans and kernels once it is done."""
-    if not request.user.is_authenticated and run.status == Run.DONE \
-            and not len(messages.get_messages(request)):
-        return _anonymous_run_page(request, run)
+    if run.status == Run.DONE and not len(messages.get_messages(request)):
+        return _kept_run_page(request, run)
     owner = request.user.pk == run.owner_id
     return _render_run(request, run, RunSettingsForm.for_run(run, request.user) if owner else None)
 
 
-# How long a finished run's page, as anonymous visitors see it, is served as it was rendered
-# (seconds): a public run's link shared with many people costs one rendering per web process
-# every few seconds rather than one per visit. The key names the run's row as read for this
-# request (results stamp, labels), so a rename or a recompile shows at once; what the page
-# reads beyond that row (the newest measurement's state, the GPU workers', the other public
-# runs of the graph) may lag by this long. Pages of logged-in people are never kept: they
-# carry CSRF tokens and forms of their own.
-ANONYMOUS_PAGE_CACHE_S = 5
+# How long a finished run's page is served as it was rendered for the same visitor (seconds).
+# A page costs one rendering per visitor (anonymous visitors are one) and web process every few
+# seconds rather than one per visit: under load, a page rendered for each request (its forms,
+# pickers and measurement line) cost the owner's visits 10-12 ms of CPU each, a kept one about a
+# third of that (benchmarks/load.py). The key names what the page shows that a visitor expects
+# to see change at once: the run's row as read for this request (results stamp, labels, owner);
+# for someone logged in also who they are, the run's newest measurement (asked for, running,
+# done) and the compare pickers' runs (`Run.page_stamp`). What else the page reads (the
+# GPU workers' presence, a team joined, an anonymous visitor's measurement line and same-graph
+# picker) may lag by this long. A page with a message to show (after a form) is never kept.
+RUN_PAGE_CACHE_S = 5
+
+# Where the request's CSRF token goes in a kept page: rendered in place of the token, so that
+# one rendering serves the same user's browsers (each has a token of its own) and each request
+# puts its own in. An HTML comment: no escaped text can spell it.
+CSRF_MARKER = mark_safe("<!-- the request's CSRF token -->")
 
 
-def _anonymous_run_page(request: HttpRequest, run: Run) -> HttpResponse:
-    labels = documents.digest([run.name, run.tags, run.filename, run.visibility,
+def _kept_run_page(request: HttpRequest, run: Run) -> HttpResponse:
+    labels = documents.digest([run.name, run.tags, run.filename, run.visibility, run.team_id,
                                run.owner.get_username()])
-    encoded = documents.accepts_gzip(request)
-    key = f"anonymous-run-page:{run.pk}:{results_stamp(run)}:{labels}:{encoded}"
-    response = cache.get(key)
-    if response is None:
-        response = _render_run(request, run, None)
-        cache.set(key, response, ANONYMOUS_PAGE_CACHE_S)
-    return response
+    key = f"run-page:{run.pk}:{results_stamp(run)}:{labels}:{documents.accepts_gzip(request)}"
+    user = request.user
+    if not user.is_authenticated:
+        response = cache.get(key)
+        if response is None:
+            response = _render_run(request, run, None)
+            cache.set(key, response, RUN_PAGE_CACHE_S)
+        return response
+    key += ":" + documents.digest([user.pk, user.get_username(), run.page_stamp(user)])
+    kept = cache.get(key)
+    if kept is None:
+        form = RunSettingsForm.for_run(run, user) if user.pk == run.owner_id else None
+        kept = _run_page_parts(request, run, form, run.latest_measurement(),
+                               csrf_token=CSRF_MARKER)
+        cache.set(key, kept, RUN_PAGE_CACHE_S)
+    html, results = kept
+    return documents.page_response(request, html.replace(CSRF_MARKER, get_token(request)),
+                                   RESULTS_MARKER, results)
 
 
 def _render_run(request: HttpRequest, run: Run, settings_form: RunSettingsForm | None,
@@ -144,20 +163,29 @@ def _render_run(request: HttpRequest, run: Run, settings_form: RunSettingsForm |
                "is_owner": request.user.pk == run.owner_id, "settings_form": settings_form}
     if run.status != Run.DONE:
         return render(request, "explorer/run.html", context, status=status)
-    latest = run.latest_measurement()
+    html, results = _run_page_parts(request, run, settings_form, run.latest_measurement())
+    return documents.page_response(request, html, RESULTS_MARKER, results, status)
+
+
+def _run_page_parts(request: HttpRequest, run: Run, settings_form: RunSettingsForm | None,
+                    latest: Measurement | None, **extra) -> tuple[str, documents.Fragment]:
+    """A finished run's page with RESULTS_MARKER where its results go, and those results
+    (rendered once per run and measurement); `extra`: more of the template's context."""
     measured = _measured_by(run, latest)
     results = _cached(run, measured, "page-fragment", lambda: documents.Fragment.of(
         render_to_string("explorer/run_results.html",
                          _results_context(run, _devices(run, measured)))))
-    context.update({
+    context = {
+        "run": run, "status": run.status_dict(), "is_owner": request.user.pk == run.owner_id,
+        "settings_form": settings_form,
         "results_html": RESULTS_MARKER,
         "measurement": presenters.measurement_state(latest, _gpu_status(), run.compiler_version),
         "can_measure": request.user.is_authenticated,
         "plans": _plan_choices(run),
         "other_runs": _other_runs(request.user, run),
-    })
-    html = render_to_string("explorer/run.html", context, request)
-    return documents.page_response(request, html, RESULTS_MARKER, results, status)
+        **extra,
+    }
+    return render_to_string("explorer/run.html", context, request), results
 
 
 # Where the results go in a finished run's page: they are most of it (159 kB of its 166 for the

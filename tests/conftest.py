@@ -64,3 +64,14 @@ def plain_static_file_names():
     plain = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}
     with override_settings(STORAGES={**settings.STORAGES, "staticfiles": plain}):
         yield
+
+
+@pytest.fixture(autouse=True)
+def empty_cache():
+    """Each test starts with an empty cache. Pages and documents are kept in Django's cache
+    under keys made of what they show, and the rows a class's setUpTestData makes are the same
+    in each of its tests: a page kept by one test would otherwise answer another's request,
+    rendered before that test changed what it checks."""
+    from django.core.cache import cache
+
+    cache.clear()

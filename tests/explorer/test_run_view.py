@@ -1,18 +1,24 @@
 """The run page at /r/<id> (explorer-run): progress while compiling, then the results."""
 import gzip
+import re
 
 from django.core.cache import cache
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils.html import escape
 
-from explorer.models import Run
+from explorer.models import Measurement, Run
 from explorer.presenters import comparison_rows
 from tests.explorer.access import AccessTestCase, softmax_artifact
 from tests.explorer.heavy import make_heavy_runs
 from tests.explorer.outliers import before_cost_models
 from tests.explorer.svg_bars import bars, chart
+
+
+# A form's CSRF token as Django's {% csrf_token %} writes it.
+CSRF_INPUT = re.compile(r'<input type="hidden" name="csrfmiddlewaretoken" value="([^"]+)">')
 
 
 class RunViewTests(AccessTestCase):
@@ -258,18 +264,57 @@ class RunPageWorkTests(AccessTestCase):
             self.assertNotIn('"explorer_runartifact"', sql)
             self.assertNotIn("graphblob", sql)
 
-    def test_the_other_graphs_picker_shows_a_run_finished_or_renamed_after_it_was_cached(self):
+    def test_the_other_graphs_picker_shows_a_run_finished_after_the_page_was_kept(self):
         first, = make_heavy_runs(self.owner, 1)
         self.client.force_login(self.owner)
         self.queries()
         second, = make_heavy_runs(self.owner, 1, prefix="later")
-        Run.objects.filter(pk=first.pk).update(name="renamed")
 
         response = self.client.get(self.url)
         others = dict(response.context["other_runs"])["other graphs"]
-        self.assertEqual([(run.pk, run.name) for run in others],
-                         [(second.pk, "later 0"), (first.pk, "renamed")])
+        self.assertEqual([run.pk for run in others], [second.pk, first.pk])
 
+    def test_the_pickers_show_a_rename_made_in_the_settings_form_at_once(self):
+        first, = make_heavy_runs(self.owner, 1)
+        self.client.force_login(self.owner)
+        self.queries()
+        renamed = self.client.post(reverse("explorer-run-settings", args=[first.pk]),
+                                   {"name": "renamed <i>", "tags": "", "visibility": "private"})
+        self.assertEqual(renamed.status_code, 302)
+
+        self.assertContains(self.client.get(self.url), "renamed &lt;i&gt;")
+
+    def test_the_owners_page_is_kept_with_each_requests_own_csrf_token(self):
+        settings_url = reverse("explorer-run-settings", args=[self.done.pk])
+        browsers = [Client(enforce_csrf_checks=True) for _ in range(2)]
+        pages = []
+        for browser in browsers:
+            browser.force_login(self.owner)
+            pages.append(browser.get(self.url))
+        # The second browser's page was not rendered for it, yet holds its own token.
+        self.assertIsNotNone(pages[0].context)
+        self.assertIsNone(pages[1].context)
+        tokens = [CSRF_INPUT.findall(page.content.decode()) for page in pages]
+        for found in tokens:
+            self.assertGreaterEqual(len(found), 2)      # log-out and settings forms at least
+            self.assertEqual(len(set(found)), 1)
+        self.assertNotEqual(tokens[0][0], tokens[1][0])
+        self.assertEqual(CSRF_INPUT.sub("", pages[0].content.decode()),
+                         CSRF_INPUT.sub("", pages[1].content.decode()))
+
+        form = {"name": "kept", "tags": "", "visibility": "public"}
+        refused = browsers[1].post(settings_url, {**form, "csrfmiddlewaretoken": tokens[0][0]})
+        self.assertEqual(refused.status_code, 403)
+        saved = browsers[1].post(settings_url, {**form, "csrfmiddlewaretoken": tokens[1][0]})
+        self.assertEqual(saved.status_code, 302)
+        self.assertContains(browsers[0].get(self.url), "<h1>kept</h1>", html=True)
+
+    def test_a_logged_in_visitor_sees_a_measurement_asked_for_at_once(self):
+        self.client.force_login(self.owner)
+        self.assertContains(self.client.get(self.url), 'data-state="none"')
+        Measurement.objects.create(run=self.done, requested_by=self.owner)
+
+        self.assertContains(self.client.get(self.url), 'data-state="queued"')
 
     def test_an_anonymous_visitor_gets_the_page_as_rendered_for_the_last_one(self):
         first = self.client.get(self.url)
