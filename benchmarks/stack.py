@@ -38,6 +38,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _exit_on_sigterm(signum, frame) -> None:
+    raise SystemExit(128 + signum)
+
+
 class Stack:
     def __init__(self, worker_concurrency: int = 1, build_cache: Path | None = None):
         self.folder = Path(tempfile.mkdtemp(prefix="fusion-bench-"))
@@ -60,6 +64,9 @@ class Stack:
     # --- Starting and stopping ---------------------------------------------------------------
 
     def __enter__(self) -> Stack:
+        # A benchmark stopped with SIGTERM (kill, timeout) stops its stack too, as Ctrl-C does:
+        # the processes run in sessions of their own and would outlive it.
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
         try:
             self._start()
         except BaseException:
@@ -97,7 +104,9 @@ class Stack:
         self._wait("redis", redis, lambda: "Ready to accept connections" in self.log("redis"))
         self.manage("migrate", "--no-input")
         self.manage("collectstatic", "--no-input")
+        # At the priority `make run` gives the compile worker (scripts/run.sh).
         worker = self._spawn("worker", [
+            "nice", "-n", os.environ.get("COMPILE_WORKER_NICE", "10"),
             sys.executable, "-m", "celery", "-A", "workers", "worker", "-Q", "compile",
             "-l", "info", "--concurrency", str(self.worker_concurrency),
             "-n", f"bench-{os.getpid()}@%h", "--without-gossip", "--without-mingle"])

@@ -151,7 +151,11 @@ fi
 echo "Loading the sample runs:"
 "$VENV_BIN/python" manage.py load_samples
 
-"$VENV_BIN/celery" -A workers worker -Q compile -n "compile@%h" -l info >"$CELERY_LOG" 2>&1 &
+# Compiles run at a lower CPU priority than the web server (nice 10, COMPILE_WORKER_NICE): on a
+# machine that serves pages too, a compile takes whatever CPU the pages leave and never the
+# other way round (benchmarks/load.py: run page p95 with a compile running).
+nice -n "${COMPILE_WORKER_NICE:-10}" \
+    "$VENV_BIN/celery" -A workers worker -Q compile -n "compile@%h" -l info >"$CELERY_LOG" 2>&1 &
 worker_pid=$!
 echo "Started a Celery worker on the compile queue (log: $CELERY_LOG)."
 
