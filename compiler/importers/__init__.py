@@ -124,15 +124,19 @@ def detect_format(filename: str, data: bytes) -> str:
 
 
 def sniff_upload(data: bytes, filename: str, limits: Limits | None = None,
-                 head_bytes: int = 1 << 16) -> tuple[str, bytes | None]:
+                 head_bytes: int = 1 << 16, size: int | None = None) -> tuple[str, bytes | None]:
     """An upload judged from its first bytes, without importing it: what the web app checks
     before it stores and queues an upload, whose full import then runs in a worker. Returns
     the format (`detect_format`, which reads no further than the first 64 KiB) and the whole
     content, decompressed, when it is at most `head_bytes` long (None when it is longer): a
     file that small is cheap to import at once. InputError for a file past the size limit,
-    corrupt gzip data, or one of no format we read (with `import_bytes`'s messages)."""
+    corrupt gzip data, or one of no format we read (with `import_bytes`'s messages).
+
+    `size`: the whole file's size when `data` is only its beginning (the web app streams an
+    upload to disk and reads back no more than `sniff_reach(head_bytes)` bytes of it)."""
     limits = limits or Limits.from_env()
-    check_input_size(len(data), filename, limits)
+    size = len(data) if size is None else size
+    check_input_size(size, filename, limits)
     # Read as far as the larger of what detection looks at and what the caller would take.
     name, reach = filename, max(head_bytes, SNIFF_BYTES)
     if data[:2] == b"\x1f\x8b":
@@ -141,17 +145,22 @@ def sniff_upload(data: bytes, filename: str, limits: Limits | None = None,
         try:
             # Bounded both ways: at most `reach` + 1 MiB in and `reach` + 1 out, so a gzip
             # bomb costs no more here than a small file.
-            head = decompressor.decompress(data[:reach + (1 << 20)], reach + 1)
+            head = decompressor.decompress(data[:sniff_reach(head_bytes)], reach + 1)
         except zlib.error as error:
             raise InputError(f"corrupt gzip data: {error}", filename) from None
         size = len(head) if decompressor.eof else None
     else:
-        head, size = data[:reach + 1], len(data)
+        head = data[:reach + 1]
     fmt = detect_format(name, head)
     if fmt == "unknown":
         what = "a zip archive" if head.startswith(ZIP_MAGIC) else "not a graph file"
         raise InputError(f"{what}: upload {ACCEPTED}", filename)
     return fmt, head if size is not None and size <= head_bytes else None
+
+
+def sniff_reach(head_bytes: int) -> int:
+    """How many of an upload's first bytes `sniff_upload(..., head_bytes)` reads at most."""
+    return max(head_bytes, SNIFF_BYTES) + (1 << 20)
 
 
 def decompressed(data: bytes, filename: str, limits: Limits | None = None) -> bytes:
@@ -168,6 +177,11 @@ def _gunzip(data: bytes, filename: str, limits: Limits) -> bytes:
     except zlib.error as error:
         raise InputError(f"corrupt gzip data: {error}", filename) from None
     if len(out) > limits.max_input_bytes or decompressor.unconsumed_tail:
-        raise LimitError(f"decompressed size exceeds the limit of {limits.max_input_bytes} "
-                         "bytes (FUSION_EXPLORER_MAX_INPUT_BYTES)", filename)
+        raise inflated_past_limit(filename, limits)
     return out
+
+
+def inflated_past_limit(filename: str, limits: Limits) -> LimitError:
+    """The error of a gzip upload that decompresses past the input size limit (a gzip bomb)."""
+    return LimitError(f"decompressed size exceeds the limit of {limits.max_input_bytes} "
+                      "bytes (FUSION_EXPLORER_MAX_INPUT_BYTES)", filename)
