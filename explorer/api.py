@@ -31,6 +31,7 @@ from compiler.fusion.explore import STRATEGIES
 from compiler.limits import Limits
 from explorer.api_schema import schema
 from explorer.documents import cached_gzip, digest, gzipped_response, json_bytes, run_key
+from explorer.graph_store import StagedFile
 from explorer.models import ApiToken, KernelSource, Measurement, Run, Team
 from explorer.presenters import apply_measurement, find_kernel
 from explorer.runs import (PlanUnavailable, plan_choice, plan_graph, request_measurement,
@@ -280,9 +281,10 @@ def _json_submission(request: HttpRequest) -> tuple[dict, bytes, str]:
     return fields, text.encode(), filename
 
 
-def _multipart_submission(request: HttpRequest) -> tuple[dict, bytes, str]:
+def _multipart_submission(request: HttpRequest) -> tuple[dict, StagedFile, str]:
     """The fields and the graph of a multipart submission: one 'file', or several (an ONNX
-    model with its external data files; or one .zip of them: explorer/uploads.py)."""
+    model with its external data files; or one .zip of them: explorer/uploads.py), each
+    streamed to disk by the upload handler (explorer/graph_store.py), never held whole."""
     uploads = request.FILES.getlist("file")
     if not uploads:
         raise ApiError(400, "give the graph as the multipart field 'file'")

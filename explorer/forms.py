@@ -10,6 +10,7 @@ from django.conf import settings
 
 from compiler.cost.devices import DEVICES
 from compiler.errors import InputError
+from explorer.graph_store import StagedFile
 from explorer.presenters import STRATEGY_ORDER
 from explorer.uploads import graph_of
 
@@ -134,9 +135,10 @@ class UploadForm(forms.Form):
                 self.add_error("graph_file", str(error))
         return cleaned
 
-    def graph(self) -> tuple[bytes, str]:
-        """The uploaded graph's bytes and file name (valid forms only): the file, or the ONNX
-        model among several (explorer/uploads.py)."""
+    def graph(self) -> tuple[StagedFile | bytes, str]:
+        """The graph and its file name (valid forms only): the uploaded file, or the ONNX
+        model among several (explorer/uploads.py), as the upload handler staged it on disk
+        (explorer/graph_store.py); the bytes of pasted text or a sample."""
         data = self.cleaned_data
         if data["graph_file"]:
             return self._bundle

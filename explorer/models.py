@@ -18,6 +18,9 @@ from django.db import IntegrityError, OperationalError, connections, models, tra
 from django.db.models import F, Q
 from django.utils import timezone
 
+from explorer import graph_store
+from explorer.graph_store import StagedFile
+
 
 class Team(models.Model):
     name = models.CharField(max_length=100, unique=True)
@@ -214,38 +217,53 @@ class Job(models.Model):
 
 
 class GraphBlob(models.Model):
-    """An uploaded graph's bytes, stored once per content, outside the runs' table.
+    """The index entry of an uploaded graph's file, stored once per content.
 
-    Keyed by the SHA-256 of the bytes as uploaded (gzip and all). Runs point at it, so the
-    runs' table stays small whatever users upload (its lists and the run page's queries
-    never touch graph bytes), the same file uploaded for several runs (other devices, other
-    owners) is stored once, and a worker on another host reads it from the same database.
-    A blob goes when the last run that points at it is deleted (`Run.delete_with_graph`)."""
+    Keyed by the SHA-256 of the bytes as uploaded (gzip and all), which also names the file in
+    the graph store (explorer/graph_store.py: the storage alias "graphs", GRAPH_STORE_DIR by
+    default). The bytes are a file, not a column: a database row of hundreds of MB costs its
+    write (half a second for 38 MB in SQLite) and the memory to hold it in the web process.
+    Runs point at the row, so the same file uploaded for several runs (other devices, other
+    owners) is stored once, and the file goes when the last run that points at it is deleted
+    (`Run.delete_with_graph`)."""
     sha256 = models.CharField(primary_key=True, max_length=64, editable=False)
     size = models.PositiveBigIntegerField()
-    data = models.BinaryField()
     created = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
         return f"{self.sha256[:12]} ({self.size} bytes)"
 
     @classmethod
-    def store(cls, data: bytes, sha256: str | None = None) -> str:
-        """The key of a blob holding `data` (`sha256`: its SHA-256 in hex, when the caller
-        has it), stored now unless an equal one is there already (found by its key, without
-        reading its bytes)."""
-        key = sha256 or hashlib.sha256(data).hexdigest()
-        if not cls.objects.filter(pk=key).exists():
+    def store(cls, graph: StagedFile | bytes) -> str:
+        """The key of the row of these bytes (a staged upload's, or bytes in memory), stored
+        now (row and file) unless they are there already. Call it inside a transaction with
+        the run that points at it: the row is written before the file, so a concurrent
+        delete of the same bytes (`Run.delete_with_graph`, which deletes the file inside its
+        own transaction) is either over or waits."""
+        if not isinstance(graph, StagedFile):
+            staged = StagedFile.from_bytes(bytes(graph), "graph")
             try:
-                with transaction.atomic():
-                    cls.objects.create(sha256=key, size=len(data), data=data)
-            except IntegrityError:  # the same bytes stored at the same moment by another run
-                pass
+                return cls.store(staged)
+            finally:
+                staged.close()
+        key = graph.sha256
+        if cls.objects.filter(pk=key).exists():
+            if not graph_store.exists(key):   # lost (a store restored without it): put back
+                graph_store.put(graph)
+            return key
+        try:
+            with transaction.atomic():
+                cls.objects.create(sha256=key, size=graph.size)
+                graph_store.put(graph)
+        except IntegrityError:  # the same bytes stored at the same moment by another run
+            pass
         return key
 
     @classmethod
     def data_of(cls, key: str) -> bytes:
-        return bytes(cls.objects.filter(pk=key).values_list("data", flat=True).get())
+        """The stored bytes (checked against their SHA-256); GraphUnavailable, an
+        InputError saying what to do, when the file is missing or damaged."""
+        return graph_store.read(key)
 
 
 def uploaded(data: bytes, filename: str) -> bytes:
@@ -261,7 +279,7 @@ def uploaded(data: bytes, filename: str) -> bytes:
 
 def graph_sha256(data: bytes, filename: str) -> str:
     """The SHA-256 of an uploaded graph, decompressed: a gzipped upload of the same text is
-    the same graph."""
+    the same graph. (An upload's is worked out as it streams in: graph_store.GraphDigest.)"""
     return hashlib.sha256(uploaded(data, filename)).hexdigest()
 
 
@@ -323,27 +341,35 @@ class Run(Job):
 
     @property
     def graph_bytes(self) -> bytes:
-        """The uploaded file's bytes (read from its GraphBlob: a query, so read them once)."""
+        """The uploaded file's bytes (read from the graph store: read them once).
+        GraphUnavailable when its file is missing or damaged."""
         pending = self.__dict__.get("_new_graph")
-        return pending[0] if pending is not None else GraphBlob.data_of(self.graph_id)
+        if isinstance(pending, StagedFile):
+            return pending.head(pending.size)
+        return pending if pending is not None else GraphBlob.data_of(self.graph_id)
 
     @graph_bytes.setter
     def graph_bytes(self, data: bytes) -> None:
-        """New bytes for the run, stored (as a GraphBlob) when the run is saved; so
+        """New bytes for the run, stored (GraphBlob and its file) when the run is saved; so
         `Run.objects.create(graph_bytes=...)` works."""
-        self.set_graph(data)
+        self.set_graph(bytes(data))
 
-    def set_graph(self, data: bytes, sha256: str | None = None) -> None:
-        """`graph_bytes = data`, from a caller that has the bytes' SHA-256 (hex) already."""
-        self.__dict__["_new_graph"] = (bytes(data), sha256)
+    def set_graph(self, graph: bytes | StagedFile) -> None:
+        """`graph_bytes = ...`, or an upload's file as the web request staged it (not read
+        into memory: its SHA-256s were worked out as it streamed in)."""
+        self.__dict__["_new_graph"] = graph
 
     def save(self, *args, **kwargs):
-        data, sha256 = self.__dict__.pop("_new_graph", (None, None))
-        if data is not None:
-            self.graph_id = GraphBlob.store(data, sha256)
-            # Not compressed: the graph's digest is the bytes' own.
-            self.graph_sha256 = sha256 if sha256 and data[:2] != b"\x1f\x8b" \
-                else graph_sha256(data, self.filename)
+        graph = self.__dict__.pop("_new_graph", None)
+        if graph is not None:
+            staged = graph if isinstance(graph, StagedFile) \
+                else StagedFile.from_bytes(graph, self.filename or "graph")
+            try:
+                self.graph_id = GraphBlob.store(staged)
+                self.graph_sha256 = staged.graph_sha256
+            finally:
+                if staged is not graph:
+                    staged.close()
         if not self.__dict__.pop("_artifact_changed", False):
             super().save(*args, **kwargs)
             return
@@ -353,12 +379,16 @@ class Run(Job):
 
     def delete_with_graph(self) -> None:
         """Delete the run with everything of it (sources, plans' views, measurements) and
-        its graph's bytes when no other run shares them, in one transaction."""
+        its graph's row and file when no other run shares them, in one transaction. The file
+        goes last, inside it: a failure before keeps rows and file together, and an upload of
+        the same bytes meanwhile (GraphBlob.store) waits for the transaction or finds no row
+        and stores the file anew."""
         with transaction.atomic():
             graph_id = self.graph_id
             self.delete()
             if not Run.objects.filter(graph_id=graph_id).exists():
                 GraphBlob.objects.filter(pk=graph_id).delete()
+                graph_store.delete(graph_id)
 
     def __str__(self) -> str:
         return f"{self.id} {self.name or self.filename}"

@@ -31,10 +31,11 @@ from django.utils.crypto import salted_hmac
 from compiler.errors import InputError
 from compiler.fusion.graph_layout import plan_layout
 from compiler.fusion.graph_view import fusion_graph, kernel_entries
-from compiler.importers import sniff_upload
+from compiler.importers import sniff_reach, sniff_upload
 from compiler.pipeline import canonical_options, import_graph
 from compiler.version import compiler_version
 from explorer import presenters
+from explorer.graph_store import GraphUnavailable, StagedFile
 from explorer.models import Measurement, Membership, PlanGraph, Run, graph_sha256, uploaded
 
 logger = logging.getLogger(__name__)
@@ -75,20 +76,24 @@ def viewable_runs(user) -> QuerySet[Run]:
                               | Q(visibility=Run.TEAM, team_id__in=teams))
 
 
-def check_upload(data: bytes, filename: str) -> None:
+def check_upload(graph: StagedFile, filename: str) -> None:
     """What a web request checks of an upload before storing it, all of it cheap whatever the
-    file's size: the size limit, the format from the first bytes, and, for a file of at most
+    file's size: the size limit (the staged file's own check, made as it streamed in, with
+    the gzip stream's), the format from the first bytes, and, for a file of at most
     settings.UPLOAD_INLINE_IMPORT_BYTES (decompressed), the whole import, so a small file that
     does not import is refused at once. A bigger file is imported by the compile worker,
     whose import errors fail the run at its "import" stage with the same message (the run
     page and the API's status show it). InputError (file:line:col) when a check fails."""
-    fmt, whole = sniff_upload(data, filename, head_bytes=settings.UPLOAD_INLINE_IMPORT_BYTES)
-    if whole is not None:
-        import_graph(data, filename)
+    graph.check()
+    head = graph.head(sniff_reach(settings.UPLOAD_INLINE_IMPORT_BYTES))
+    fmt, whole = sniff_upload(head, filename, head_bytes=settings.UPLOAD_INLINE_IMPORT_BYTES,
+                              size=graph.size)
+    if whole is not None:   # then `head` holds the whole file (its gzip stream, if gzipped)
+        import_graph(head, filename)
 
 
-def submit_run(owner, data: bytes, filename: str, devices, strategies, name: str = "",
-               tags=(), visibility: str = Run.PRIVATE, team=None) -> Run:
+def submit_run(owner, data: bytes | StagedFile, filename: str, devices, strategies,
+               name: str = "", tags=(), visibility: str = Run.PRIVATE, team=None) -> Run:
     """The run of this upload: an existing one with the same id, or a new queued one whose
     compile job is enqueued once the transaction commits. InputError (with file:line:col) when
     an option is unknown or `check_upload` refuses the file; nothing is stored then.
@@ -96,17 +101,29 @@ def submit_run(owner, data: bytes, filename: str, devices, strategies, name: str
     return submit(owner, data, filename, devices, strategies, name, tags, visibility, team)[0]
 
 
-def submit(owner, data: bytes, filename: str, devices, strategies, name: str = "", tags=(),
-           visibility: str = Run.PRIVATE, team=None) -> tuple[Run, bool]:
-    """`submit_run`, and whether the run is new. The upload is hashed once (a big file's
-    SHA-256 takes a while): its id, its blob's key and, uncompressed, its graph's digest."""
+def submit(owner, data: bytes | StagedFile, filename: str, devices, strategies, name: str = "",
+           tags=(), visibility: str = Run.PRIVATE, team=None) -> tuple[Run, bool]:
+    """`submit_run`, and whether the run is new. `data`: the upload as the request's upload
+    handler staged it (explorer/graph_store.py: on disk, its SHA-256s known), or bytes the
+    request holds (pasted text, a sample, the JSON API's body), staged here the same way.
+    Either way it is closed when this returns: stored (renamed into the graph store) or
+    dropped."""
+    graph = data if isinstance(data, StagedFile) else StagedFile.from_bytes(data, filename)
+    try:
+        return _submit(owner, graph, filename, devices, strategies, name, tags, visibility,
+                       team)
+    finally:
+        graph.close()
+
+
+def _submit(owner, graph: StagedFile, filename: str, devices, strategies, name: str, tags,
+            visibility: str, team) -> tuple[Run, bool]:
     if visibility == Run.TEAM and team is None:
         raise ValueError("a run shared with a team needs the team")
     devices, strategies = canonical_options(devices, strategies)
-    check_upload(data, filename)
+    check_upload(graph, filename)
     version = compiler_version()
-    digest = hashlib.sha256(data).hexdigest()
-    identifier = run_id_of(digest, devices, strategies, version, owner.pk)
+    identifier = run_id_of(graph.sha256, devices, strategies, version, owner.pk)
     existing = Run.objects.filter(pk=identifier).first()
     if existing is not None:
         return existing, False
@@ -115,7 +132,7 @@ def submit(owner, data: bytes, filename: str, devices, strategies, name: str = "
             run = Run(id=identifier, owner=owner, team=team, visibility=visibility, name=name,
                       tags=list(tags), filename=filename, devices=devices,
                       strategies=strategies, compiler_version=version)
-            run.set_graph(data, digest)
+            run.set_graph(graph)
             run.save(force_insert=True)
             transaction.on_commit(lambda: enqueue_compile(identifier))
     except IntegrityError:  # the same upload submitted twice at once: the first one won
@@ -282,14 +299,22 @@ def upload_bytes(run: Run) -> bytes:
 
 
 def upload_text(run: Run) -> str | None:
-    """The uploaded file as text, or None for a binary format (ONNX)."""
+    """The uploaded file as text, or None for a binary format (ONNX) or a file the graph store
+    no longer has (GraphUnavailable: the run's page and status say so once a worker reads
+    it)."""
     try:
         return upload_bytes(run).decode("utf-8")
-    except UnicodeDecodeError:
+    except (UnicodeDecodeError, GraphUnavailable):
         return None
 
 
 def graph_digest(run: Run) -> str:
     """The SHA-256 of the uploaded graph, decompressed: a gzipped upload of the same text is
-    the same graph (stored with the run: Run.graph_sha256)."""
-    return run.graph_sha256 or graph_sha256(bytes(run.graph_bytes), run.filename)
+    the same graph (stored with the run: Run.graph_sha256; worked out here only for runs
+    older than that field, and their uploaded bytes' own when the file is gone)."""
+    if run.graph_sha256:
+        return run.graph_sha256
+    try:
+        return graph_sha256(bytes(run.graph_bytes), run.filename)
+    except GraphUnavailable:
+        return run.graph_id

@@ -173,10 +173,23 @@ STATICFILES_FINDERS = [
 # serves them straight from the finders, re-read on every request, so edits show at once.
 STATIC_ROOT = BASE_DIR / env_str("STATIC_ROOT", default="var/static")
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns about a missing folder
+# Uploaded graphs' files (explorer/graph_store.py): one per content, named by its SHA-256, in
+# GRAPH_STORE_DIR (default var/graphs beside the SQLite database; relative to the project's
+# root). The web server writes them and every compile and GPU worker reads them, so with workers
+# on other machines it is a folder they all mount (README, "Several machines"), or the "graphs"
+# alias names another storage backend in a settings module of the deployment's own. Back it up
+# with the database: a run whose file is gone fails with a message asking for the upload again.
+GRAPH_STORE_DIR = BASE_DIR / env_str("GRAPH_STORE_DIR", default="var/graphs")
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    "graphs": {"BACKEND": "explorer.graph_store.GraphFileStorage",
+               "OPTIONS": {"location": GRAPH_STORE_DIR}},
 }
+# Every uploaded file is streamed to a temporary file in the graph store's folder, hashed on the
+# way and refused past the input size limit, instead of Django's default handlers (memory up to
+# 2.5 MB, then the system's temporary folder): a web process never holds a whole upload.
+FILE_UPLOAD_HANDLERS = ["explorer.graph_store.GraphUploadHandler"]
 WHITENOISE_KEEP_ONLY_HASHED_FILES = True
 
 # Each web process keeps the rendered results of the finished runs it served (explorer.views

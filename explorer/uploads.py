@@ -6,10 +6,12 @@ or zip the folder. The explorer compiles the model file: fusion needs shapes and
 weight values, so an initializer kept outside becomes a parameter (the importer says so in the
 run's notes) and the data files are neither read nor stored.
 
-`graph_of(files)` takes the uploaded files (Django UploadedFile objects, read only as far as
-needed) and returns the graph's bytes and name, or InputError saying what is wrong with the
-bundle: no model file, or several; a zip with no model, a member past the size limit, or more
-members than any export writes. A single file goes through unchanged.
+`graph_of(files)` takes the uploaded files (StagedFiles, explorer/graph_store.py: each already
+on disk, hashed as it came) and returns the graph's file and name, or InputError saying what is
+wrong with the bundle: no model file, or several; a zip with no model, a member past the size
+limit, or more members than any export writes; a graph file past the size limit (LimitError).
+A single file goes through unchanged. Nothing is read whole into memory: a zip's model is
+streamed out of the archive into a StagedFile of its own.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import zipfile
 
 from compiler.errors import InputError, LimitError
 from compiler.limits import Limits
+from explorer.graph_store import CHUNK_BYTES, StagedFile
 
 # Model files a bundle's graph may be; everything else in it is taken for external data.
 MODEL_SUFFIXES = (".onnx", ".onnx.gz")
@@ -24,29 +27,31 @@ MODEL_SUFFIXES = (".onnx", ".onnx.gz")
 MAX_ZIP_MEMBERS = 10_000
 
 
-def graph_of(files: list) -> tuple[bytes, str]:
-    """The graph's bytes and file name among `files` (module docstring)."""
+def graph_of(files: list[StagedFile]) -> tuple[StagedFile, str]:
+    """The graph's file and file name among `files` (module docstring)."""
     if not files:
         raise InputError("no file was sent", "upload")
     if len(files) == 1:
         upload = files[0]
         if upload.name.lower().endswith(".zip"):
             return _from_zip(upload)
-        return upload.read(), upload.name
+        upload.check()
+        return upload, upload.name
     models = [upload for upload in files if upload.name.lower().endswith(MODEL_SUFFIXES)]
     names = ", ".join(upload.name for upload in files)
     if len(models) != 1:
         raise InputError(f"{len(files)} files were sent ({names}): send one graph file, or one "
                          f"ONNX model (.onnx) with its external data files, which must then "
                          f"hold exactly one .onnx file (it holds {len(models)})", "upload")
-    return models[0].read(), models[0].name
+    models[0].check()
+    return models[0], models[0].name
 
 
-def _from_zip(upload) -> tuple[bytes, str]:
-    """The one ONNX model in a zip archive, read within the input size limit."""
+def _from_zip(upload: StagedFile) -> tuple[StagedFile, str]:
+    """The one ONNX model in a zip archive, copied out of it within the input size limit."""
     limits = Limits.from_env()
     try:
-        archive = zipfile.ZipFile(upload)
+        archive = zipfile.ZipFile(upload.temporary_file_path())
     except (zipfile.BadZipFile, OSError) as error:
         raise InputError(f"not a readable zip archive: {error}", upload.name) from None
     with archive:
@@ -66,15 +71,24 @@ def _from_zip(upload) -> tuple[bytes, str]:
             raise LimitError(f"{member.filename} is {member.file_size:,} bytes, past the limit "
                              f"of {limits.max_input_bytes:,} (FUSION_EXPLORER_MAX_INPUT_BYTES)",
                              upload.name)
+        name = member.filename.rsplit("/", 1)[-1]
+        model = StagedFile(name, limits=limits)
         try:
             with archive.open(member) as stream:
-                # The size in the directory can lie (a zip bomb): read one byte past the limit.
-                data = stream.read(limits.max_input_bytes + 1)
+                # The size in the directory can lie (a zip bomb): the staged file stops
+                # taking bytes past the limit, and so does this loop.
+                chunk = stream.read(CHUNK_BYTES)
+                while chunk and not model.over_limit:
+                    model.write(chunk)
+                    chunk = stream.read(CHUNK_BYTES)
         except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError) as error:
+            model.close()
             raise InputError(f"cannot read {member.filename} from the archive: {error}",
                              upload.name) from None
-        if len(data) > limits.max_input_bytes:
+        if model.over_limit:
+            model.close()
             raise LimitError(f"{member.filename} inflates past the limit of "
                              f"{limits.max_input_bytes:,} bytes "
                              "(FUSION_EXPLORER_MAX_INPUT_BYTES)", upload.name)
-        return data, member.filename.rsplit("/", 1)[-1]
+        model.finish().check()
+        return model, name

@@ -5,10 +5,20 @@ deployment does, and with a key of their own, random per session. It is put in t
 environment before the settings are read, so the Celery workers and servers the tests start
 (tests/services.py) inherit it and compute the same run ids.
 """
+import atexit
 import os
 import secrets
+import shutil
+import tempfile
 
 os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
+# The uploaded graphs' files go to a folder of this process's own, never var/graphs, removed
+# when it exits. Set in the environment, so the Celery workers and servers a test starts
+# (tests/services.py) read and write the same folder. Set anew in each process (not inherited
+# from pytest-xdist's controller): a test that checks a file is gone is not disturbed by
+# another process storing the same bytes.
+os.environ["GRAPH_STORE_DIR"] = tempfile.mkdtemp(prefix="fusion-graphs-")
+atexit.register(shutil.rmtree, os.environ["GRAPH_STORE_DIR"], ignore_errors=True)
 
 from explorer.settings import *  # noqa: E402,F401,F403
 

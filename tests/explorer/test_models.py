@@ -261,3 +261,47 @@ def test_the_migration_moves_every_artifact_into_its_own_table(latest_schema_aft
     new = executor.loader.project_state(after).apps
     moved = new.get_model("explorer", "RunArtifact").objects.values_list("run_id", "data")
     assert list(moved) == [("d" * 22, {"devices": {"h100": {}}})]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_moves_every_graph_blob_into_a_file_named_by_its_sha256(
+        latest_schema_after):
+    """Migration 0014 on a database of 0013: each GraphBlob row's bytes become the graph
+    store's file of their SHA-256 (ab/cd/abcd...), and the rows keep no bytes; reversed, the
+    bytes come back into the rows."""
+    import hashlib
+
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    from explorer.graph_store import graph_storage
+
+    before, after = [("explorer", "0013_run_saved")], [("explorer", "0014_graph_files")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps
+    owner = old.get_model("auth", "User").objects.create(username="owner")
+    contents = [SOFTMAX, b"HloModule other\n" + bytes(range(256)) * 4]
+    keys = [hashlib.sha256(data).hexdigest() for data in contents]
+    for key, data in zip(keys, contents):
+        blob = old.get_model("explorer", "GraphBlob").objects.create(sha256=key,
+                                                                      size=len(data), data=data)
+        old.get_model("explorer", "Run").objects.create(
+            id=key[:22], owner=owner, graph=blob, filename="a.hlo", compiler_version="test")
+
+    executor = MigrationExecutor(connection)
+    executor.migrate(after)
+    storage = graph_storage()
+    for key, data in zip(keys, contents):
+        with storage.open(f"{key[:2]}/{key[2:4]}/{key}", "rb") as file:
+            assert file.read() == data
+    new = executor.loader.project_state(after).apps
+    assert "data" not in {field.name for field in new.get_model("explorer", "GraphBlob")
+                          ._meta.get_fields()}
+    assert not storage.listdir("tmp")[1], "a temporary file was left behind"
+
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    restored = executor.loader.project_state(before).apps.get_model("explorer", "GraphBlob")
+    assert {key: bytes(data) for key, data in restored.objects.values_list("pk", "data")} \
+        == dict(zip(keys, contents))

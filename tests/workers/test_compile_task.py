@@ -4,6 +4,7 @@ The workers share the test database file with this process (tests/conftest.py), 
 submit runs the way the web app does and watch the rows the workers write.
 """
 import gzip
+import hashlib
 import json
 from pathlib import Path
 
@@ -96,6 +97,30 @@ def test_a_bad_graph_fails_with_the_importers_message_at_stage_import(
         [("import", "failed")] + [(name, "waiting") for name in STAGES[1:]]
     assert not KernelSource.objects.filter(run=run).exists()
     assert run.artifact is None
+
+
+def test_the_worker_reads_a_gzip_upload_from_the_graph_store_and_fails_one_whose_file_is_gone(
+        owner, compile_worker, redis_url, monkeypatch):
+    """The web process stores the upload's file (explorer/graph_store.py) and the worker, a
+    process of its own, reads it from the same store: a gzip upload compiles; a run whose file
+    was lost fails at import, saying to upload the graph again."""
+    from django.conf import settings
+
+    monkeypatch.setattr(runs, "enqueue_compile", send_to(redis_url))
+    packed = gzip.compress(SOFTMAX)
+    kept = runs.submit_run(owner, packed, "softmax.hlo.gz", ["h100"], ["xla"])
+    lost = runs.submit_run(owner, SOFTMAX + b"\n// another file\n", "lost.hlo", ["h100"],
+                           ["xla"])
+    path = Path(settings.GRAPH_STORE_DIR) / lost.graph_id[:2] / lost.graph_id[2:4] / lost.graph_id
+    path.unlink()
+
+    kept = wait_for(kept.id, finished, "done", [compile_worker.log])
+    lost = wait_for(lost.id, finished, "failed", [compile_worker.log])
+
+    assert kept.status == Run.DONE, kept.error
+    assert kept.graph_sha256 == hashlib.sha256(SOFTMAX).hexdigest()
+    assert (lost.status, lost.error_stage) == (Run.FAILED, "import")
+    assert "missing from the graph store" in lost.error and "upload the graph again" in lost.error
 
 
 def test_a_job_whose_worker_is_killed_mid_job_is_redelivered_and_completes(
