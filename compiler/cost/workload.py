@@ -95,6 +95,13 @@ INDEX_PER_DIM = {"alu": 1, "fma": 2}
 # The unroll factor NVVM (LLVM's loop unroller) applies to a loop with a run-time trip count and
 # a small body when the source has no #pragma unroll: 4.
 UNROLL = 4
+# The most evaluations per position a walk counts for one value. A thread that computes its
+# own reductions recomputes, for a reduction of a reduction's result, the inner one for each
+# element it reduces: a chain of k such steps over n elements is n^k evaluations (150 chained
+# steps x - broadcast(sum of x's rows) over 128 columns: 128^150, past what a float holds, and
+# an OverflowError). Counting stops here, which still prices such a schedule at about 10^18
+# evaluations, far past any other plan.
+MAX_EVALUATIONS = 2 ** 60
 PLUMBING = frozenset({"broadcast", "reshape", "bitcast", "transpose", "copy", "slice",
                       "reverse", "constant", "parameter", "tuple", "get-tuple-element"})
 
@@ -421,7 +428,7 @@ class _Counter:
                             if multiplier > before:
                                 evals[name] = multiplier
                             operands, reducing, factor, own, transposes = steps[name]
-                            inner = multiplier * factor
+                            inner = min(multiplier * factor, MAX_EVALUATIONS)
                             if reducing:
                                 combines[name] = max(combines.get(name, 0), inner)
                             frames.append([name, multiplier, axis, transposed or transposes,

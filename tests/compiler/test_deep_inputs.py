@@ -117,6 +117,36 @@ def test_a_chain_past_the_recursive_emitters_depth_still_computes_the_graph():
     assert code.max_abs_error is not None
 
 
+def centring_chain(steps: int) -> bytes:
+    """`steps` times x = x - broadcast(sum of x's rows): each step reduces the one before."""
+    lines = ["HloModule centring", "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+             "  ROOT s = f32[] add(a, b)\n}", "ENTRY main {", "  x0 = f32[64,128] parameter(0)",
+             "  zero = f32[] constant(0)"]
+    for i in range(steps):
+        lines += [f"  r{i} = f32[64] reduce(x{i}, zero), dimensions={{1}}, to_apply=add",
+                  f"  b{i} = f32[64,128] broadcast(r{i}), dimensions={{0}}",
+                  f"  x{i + 1} = f32[64,128] subtract(x{i}, b{i})"]
+    lines += [f"  ROOT out = f32[64,128] negate(x{steps})", "}"]
+    return "\n".join(lines).encode()
+
+
+def test_reductions_of_reductions_fused_deep_are_priced_and_planned():
+    """150 chained reduce-broadcast-subtract steps fuse into one kernel (450 ops, within the
+    kernel cap). A schedule whose threads compute their own reductions would recompute each
+    inner one for every element reduced: 128^150 evaluations, which the workload count once
+    overflowed a float with (OverflowError). It is priced as past any other plan, and the
+    plans take another schedule with a finite time."""
+    import math
+
+    (graph,) = import_bytes(centring_chain(150), "centring.hlo")
+    plans = explore(graph, "h100", ["stitch", "cost"])
+    for plan in plans.values():
+        assert len(plan.kernels) == 1
+        assert all(math.isfinite(kernel.projected.projected_us)
+                   and kernel.projected.projected_us < 1e3
+                   for kernel in plan.kernels)
+
+
 # -- shapes and chains past the limits, in every format -------------------------------------------
 
 TEN_TO_THE_11 = (100_000, 1_000_000)   # 10^11 elements: 400 GB of f32
