@@ -172,6 +172,8 @@ def best_totals(runs: list[Run]) -> dict[str, list[dict]]:
     found = cache.get_many(keys.values())
     totals = {pk: found[key] for pk, key in keys.items() if key in found}
     missing = [pk for pk in keys if pk not in totals]
+    if not missing:   # the usual case: building the query would cost 0.3 ms of CPU for nothing
+        return totals
     for pk, artifact in RunArtifact.objects.filter(run_id__in=missing) \
             .values_list("run_id", "data").iterator(chunk_size=1):
         totals[pk] = presenters.best_totals(artifact)
