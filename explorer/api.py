@@ -34,8 +34,8 @@ from explorer.documents import cached_gzip, digest, gzipped_response, json_bytes
 from explorer.graph_store import StagedFile
 from explorer.models import ApiToken, KernelSource, Measurement, Run, Team
 from explorer.presenters import apply_measurement, find_kernel
-from explorer.runs import (PlanUnavailable, plan_choice, plan_graph, request_measurement,
-                           retry_run, submit, viewable_runs)
+from explorer.runs import (PlanUnavailable, holding, plan_choice, plan_graph,
+                           request_measurement, retry_run, submit, viewable_runs)
 from explorer.uploads import graph_of
 from workers.presence import gpu_status
 
@@ -174,17 +174,20 @@ def runs(request: HttpRequest) -> JsonResponse:
     POST: submit a graph (multipart or JSON)."""
     if request.method == "POST":
         return _submit(request)
-    found = viewable_runs(request.user).select_related("owner", "team")
+    found = viewable_runs(request.user)
     query = request.GET.get("q", "").strip()
     if query:
         found = found.filter(Q(name__icontains=query) | Q(filename__icontains=query))
-    device, tag = request.GET.get("device"), request.GET.get("tag")
-    matching = [run for run in found
-                if (not device or device in run.devices) and (not tag or tag in run.tags)]
+    wanted = {field: request.GET[key] for key, field in (("device", "devices"), ("tag", "tags"))
+              if request.GET.get(key)}
+    if wanted:
+        found = holding(found, wanted)
     per_page = _positive_int(request, "per_page", PER_PAGE)
     if per_page > MAX_PER_PAGE:
         raise ApiError(400, f"per_page is at most {MAX_PER_PAGE}")
-    paginator = Paginator(matching, per_page)
+    # The page's runs alone are read whole (with their owners and teams): one query for the
+    # count, one for the page.
+    paginator = Paginator(found.select_related("owner", "team"), per_page)
     try:
         page = paginator.page(_positive_int(request, "page", 1))
     except EmptyPage:

@@ -76,6 +76,17 @@ def viewable_runs(user) -> QuerySet[Run]:
                               | Q(visibility=Run.TEAM, team_id__in=teams))
 
 
+def holding(runs: QuerySet[Run], wanted: dict[str, str]) -> QuerySet[Run]:
+    """The runs among `runs` whose list fields hold every wanted value (`wanted`: {field:
+    value}, fields among devices, strategies and tags), as a query of their ids that pages,
+    orders and joins like any. SQLite cannot look inside a JSON list, so the ids and the lists
+    alone are read and filtered here: never whole runs, however many there are."""
+    fields = list(wanted)
+    ids = [pk for pk, *lists in runs.order_by().values_list("pk", *fields)
+           if all(value in found for value, found in zip(wanted.values(), lists))]
+    return Run.objects.filter(pk__in=ids)
+
+
 def check_upload(graph: StagedFile, filename: str) -> None:
     """What a web request checks of an upload before storing it, all of it cheap whatever the
     file's size: the size limit (the staged file's own check, made as it streamed in, with

@@ -24,7 +24,7 @@ from compiler.errors import InputError
 from explorer import documents, presenters
 from explorer.forms import RunSettingsForm, UploadForm, samples
 from explorer.models import ApiToken, KernelSource, Measurement, Run
-from explorer.runs import (PlanUnavailable, graph_digest, plan_choice, plan_graph,
+from explorer.runs import (PlanUnavailable, graph_digest, holding, plan_choice, plan_graph,
                            request_measurement, results_stamp, retry_run, submit,
                            upload_text, viewable_runs)
 from workers.presence import gpu_status
@@ -650,7 +650,7 @@ def history(request: HttpRequest) -> HttpResponse:
         runs = runs.filter(visibility=Run.PUBLIC)
     wanted = {field: query[key] for key, field in LIST_FILTERS.items() if query.get(key)}
     if wanted:
-        runs = Run.objects.filter(pk__in=_ids_listing(runs, wanted))
+        runs = holding(runs, wanted)
     page = Paginator(runs.select_related("owner"),
                      HISTORY_PAGE_SIZE).get_page(query.get("page"))
     best = documents.best_totals(page)
@@ -663,18 +663,6 @@ def history(request: HttpRequest) -> HttpResponse:
                "owners": OWNER_FILTERS, "statuses": [name for name, _ in Run.STATUSES],
                "choices": _filter_choices(everything)}
     return render(request, "explorer/history.html", context)
-
-
-def _ids_listing(runs, wanted: dict[str, str]) -> list[str]:
-    """The runs whose lists hold every wanted value. SQLite cannot look inside a JSON list, so
-    this reads the ids and the lists alone and filters here."""
-    fields = list(LIST_FILTERS.values())
-    ids = []
-    for pk, *lists in runs.order_by().values_list("pk", *fields):
-        by_field = dict(zip(fields, lists))
-        if all(value in by_field[field] for field, value in wanted.items()):
-            ids.append(pk)
-    return ids
 
 
 def _filter_choices(lists) -> dict[str, list[str]]:

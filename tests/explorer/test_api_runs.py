@@ -3,10 +3,13 @@ from datetime import timedelta
 from unittest import mock
 
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from explorer.models import Run
 from tests.explorer.access import SOFTMAX, AccessTestCase
+from tests.explorer.heavy import make_heavy_runs
 
 RUNS = reverse("api-runs")
 BAD_HLO = (b"HloModule m\n\nENTRY e {\n  p = f32[4] parameter(0)\n"
@@ -187,6 +190,20 @@ class ListRunsTests(AccessTestCase):
         self.assertEqual([run["id"] for run in second["results"]], ["a" * 22])
         self.assertIsNone(second["next"])
         self.assertIn("per_page=2", second["previous"])
+
+    def test_only_the_runs_of_the_page_are_read_whole(self):
+        """The list reads the count and the page's runs, not every run the caller may see
+        (with a filter on a list field, their ids and lists only)."""
+        make_heavy_runs(self.owner, 3)
+        self.client.force_login(self.owner)
+        for params in ({"per_page": 2}, {"per_page": 2, "device": "h100"}):
+            with CaptureQueriesContext(connection) as queries:
+                response = self.client.get(RUNS, params)
+            self.assertEqual(len(response.json()["results"]), 2)
+            whole = [query["sql"] for query in queries
+                     if '"explorer_run"."name"' in query["sql"]]
+            self.assertEqual(len(whole), 1)
+            self.assertIn("LIMIT 2", whole[0])
 
     def test_it_rejects_a_bad_page(self):
         self.client.force_login(self.owner)
