@@ -475,7 +475,7 @@ def kernel_page(request: HttpRequest, run: Run, device: str, strategy: str,
         "resources": presenters.resource_rows(resources),
         "ptxas_log": (resources or {}).get("ptxas_log", ""),
         "measured": presenters.measured_rows(entry),
-        "measurement": presenters.measurement_state(latest, gpu_status(), run.compiler_version),
+        "measurement": presenters.measurement_state(latest, _gpu_status(), run.compiler_version),
         "measured_on": (devices[device].get("measured_on") if measured_by else None),
         "candidates": presenters.candidate_rows(entry, source.candidate_plans if source else []),
         "learned_model": presenters.learned_model(
