@@ -195,10 +195,22 @@ WHITENOISE_KEEP_ONLY_HASHED_FILES = True
 # Each web process keeps the rendered results of the finished runs it served (explorer.views
 # _cached: immutable once a run is done, keyed by what they show) in its own memory. At most
 # this many entries: a big run's first plan is about 0.5 MB of HTML and its unfused plan a few.
-CACHES = {"default": {
-    "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
-    "OPTIONS": {"MAX_ENTRIES": env_int("RESULTS_CACHE_ENTRIES", default=200, minimum=1)},
-}}
+# "pages" holds finished runs' pages as each visitor saw them, for a few seconds (explorer.views
+# RUN_PAGE_CACHE_S): a cache of their own, so that many visitors' short-lived pages never push
+# the results out of "default" (a full cache drops its least recently used entries). An entry
+# is the page around its results (about 15 kB; the results stay in "default").
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": "results",
+        "OPTIONS": {"MAX_ENTRIES": env_int("RESULTS_CACHE_ENTRIES", default=200, minimum=1)},
+    },
+    "pages": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": "pages",
+        "OPTIONS": {"MAX_ENTRIES": env_int("PAGE_CACHE_ENTRIES", default=1000, minimum=1)},
+    },
+}
 
 # Celery reads every CELERY_* setting here (workers/celery.py uses namespace="CELERY").
 REDIS_URL = env_str("REDIS_URL", default="redis://127.0.0.1:6379/0")

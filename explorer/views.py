@@ -13,7 +13,7 @@ from django.db.models import Q
 from django.http import (Http404, HttpRequest, HttpResponse, HttpResponseBadRequest,
                          JsonResponse)
 from django.middleware.csrf import get_token
-from django.core.cache import cache
+from django.core.cache import cache, caches
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
@@ -135,24 +135,26 @@ CSRF_MARKER = mark_safe("<!-- the request's CSRF token -->")
 
 
 def _kept_run_page(request: HttpRequest, run: Run) -> HttpResponse:
+    pages = caches["pages"]
     labels = documents.digest([run.name, run.tags, run.filename, run.visibility, run.team_id,
                                run.owner.get_username()])
     key = f"run-page:{run.pk}:{results_stamp(run)}:{labels}:{documents.accepts_gzip(request)}"
     user = request.user
     if not user.is_authenticated:
-        response = cache.get(key)
+        response = pages.get(key)
         if response is None:
             response = _render_run(request, run, None)
-            cache.set(key, response, RUN_PAGE_CACHE_S)
+            pages.set(key, response, RUN_PAGE_CACHE_S)
         return response
     key += ":" + documents.digest([user.pk, user.get_username(), run.page_stamp(user)])
-    kept = cache.get(key)
-    if kept is None:
+    # The page around its results, and the results' key in the results' cache.
+    html, results_key = pages.get(key, (None, None))
+    results = cache.get(results_key) if results_key else None
+    if results is None:
         form = RunSettingsForm.for_run(run, user) if user.pk == run.owner_id else None
-        kept = _run_page_parts(request, run, form, run.latest_measurement(),
-                               csrf_token=CSRF_MARKER)
-        cache.set(key, kept, RUN_PAGE_CACHE_S)
-    html, results = kept
+        html, results_key, results = _run_page_parts(request, run, form, run.latest_measurement(),
+                                                     csrf_token=CSRF_MARKER)
+        pages.set(key, (html, results_key), RUN_PAGE_CACHE_S)
     return documents.page_response(request, html.replace(CSRF_MARKER, get_token(request)),
                                    RESULTS_MARKER, results)
 
@@ -163,15 +165,18 @@ def _render_run(request: HttpRequest, run: Run, settings_form: RunSettingsForm |
                "is_owner": request.user.pk == run.owner_id, "settings_form": settings_form}
     if run.status != Run.DONE:
         return render(request, "explorer/run.html", context, status=status)
-    html, results = _run_page_parts(request, run, settings_form, run.latest_measurement())
+    html, _, results = _run_page_parts(request, run, settings_form, run.latest_measurement())
     return documents.page_response(request, html, RESULTS_MARKER, results, status)
 
 
 def _run_page_parts(request: HttpRequest, run: Run, settings_form: RunSettingsForm | None,
-                    latest: Measurement | None, **extra) -> tuple[str, documents.Fragment]:
+                    latest: Measurement | None,
+                    **extra) -> tuple[str, str, documents.Fragment]:
     """A finished run's page with RESULTS_MARKER where its results go, and those results
-    (rendered once per run and measurement); `extra`: more of the template's context."""
+    (rendered once per run and measurement) with their key in the cache; `extra`: more of the
+    template's context."""
     measured = _measured_by(run, latest)
+    results_key = _results_key(run, measured, "page-fragment")
     results = _cached(run, measured, "page-fragment", lambda: documents.Fragment.of(
         render_to_string("explorer/run_results.html",
                          _results_context(run, _devices(run, measured)))))
@@ -185,7 +190,7 @@ def _run_page_parts(request: HttpRequest, run: Run, settings_form: RunSettingsFo
         "other_runs": _other_runs(request.user, run),
         **extra,
     }
-    return render_to_string("explorer/run.html", context, request), results
+    return render_to_string("explorer/run.html", context, request), results_key, results
 
 
 # Where the results go in a finished run's page: they are most of it (159 kB of its 166 for the
@@ -217,8 +222,12 @@ def _measured_by(run: Run, latest: Measurement | None) -> Measurement | None:
     return run.shown_measurement()
 
 
+def _results_key(run: Run, measured: Measurement | None, part: str) -> str:
+    return f"run-results:{run.pk}:{results_stamp(run)}:{measured.pk if measured else 0}:{part}"
+
+
 def _cached(run: Run, measured: Measurement | None, part: str, render_part):
-    key = f"run-results:{run.pk}:{results_stamp(run)}:{measured.pk if measured else 0}:{part}"
+    key = _results_key(run, measured, part)
     value = cache.get(key)
     if value is None:
         value = render_part()

@@ -72,6 +72,8 @@ def empty_cache():
     under keys made of what they show, and the rows a class's setUpTestData makes are the same
     in each of its tests: a page kept by one test would otherwise answer another's request,
     rendered before that test changed what it checks."""
-    from django.core.cache import cache
+    from django.conf import settings
+    from django.core.cache import caches
 
-    cache.clear()
+    for alias in settings.CACHES:
+        caches[alias].clear()
