@@ -51,15 +51,19 @@ ARCH = "sm_90"
 
 def chain_module(ops: int, mix: str) -> str:
     """An HLO module: a chain of `ops` elementwise ops from parameter p0, then a negate."""
-    lines = ["HloModule chain", "ENTRY main {", f"  p0 = {SHAPE} parameter(0)"]
+    return "\n".join(chain_lines(ops, mix))
+
+
+def chain_lines(ops: int, mix: str):
+    """`chain_module`'s lines one by one (for a file too big to build in memory at once)."""
+    yield from ("HloModule chain", "ENTRY main {", f"  p0 = {SHAPE} parameter(0)")
     previous = "p0"
     for i in range(ops):
         op = MIXES[mix][i % len(MIXES[mix])]
         operands = previous if op in UNARY else f"{previous}, p0"
-        lines.append(f"  n{i} = {SHAPE} {op}({operands})")
+        yield f"  n{i} = {SHAPE} {op}({operands})"
         previous = f"n{i}"
-    lines += [f"  ROOT out = {SHAPE} negate({previous})", "}", ""]
-    return "\n".join(lines)
+    yield from (f"  ROOT out = {SHAPE} negate({previous})", "}", "")
 
 
 def one_kernel_source(ops: int, mix: str) -> tuple[str, int, str]:

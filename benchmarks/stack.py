@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -57,6 +58,7 @@ class Stack:
             "STATIC_ROOT": str(self.folder / "static"),
             "REDIS_URL": f"redis://127.0.0.1:{self.redis_port}/0",
             "FUSION_EXPLORER_CACHE_DIR": str(build_cache or self.folder / "cache"),
+            "GRAPH_STORE_DIR": str(self.folder / "graphs"),
         }
         self.env.pop("DATABASE_URL", None)
         self.processes: list[subprocess.Popen] = []
@@ -181,7 +183,7 @@ class Client:
         self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         self.headers = {"Authorization": f"Bearer {key}"} if key else {}
 
-    def request(self, method: str, path: str, body: bytes | None = None,
+    def request(self, method: str, path: str, body: bytes | Iterable[bytes] | None = None,
                 headers: dict | None = None) -> tuple[int, bytes]:
         self.connection.request(method, path, body=body, headers={**self.headers,
                                                                   **(headers or {})})
@@ -195,17 +197,28 @@ class Client:
         return json.loads(body)
 
     def upload(self, path: Path, **fields: str) -> dict:
-        """POST /api/v1/runs with the file as multipart/form-data."""
+        """POST /api/v1/runs with the file as multipart/form-data, streamed from disk (a file
+        of hundreds of MB is never in this process's memory either)."""
         boundary = uuid.uuid4().hex
-        parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'
-                 f'{value}\r\n'.encode() for name, value in fields.items()]
-        parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="file"; '
-                     f'filename="{path.name}"\r\nContent-Type: application/octet-stream\r\n\r\n'
-                     .encode() + path.read_bytes() + b"\r\n")
-        body = b"".join(parts) + f"--{boundary}--\r\n".encode()
+        head = b"".join(
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'
+            f'{value}\r\n'.encode() for name, value in fields.items())
+        head += (f'--{boundary}\r\nContent-Disposition: form-data; name="file"; '
+                 f'filename="{path.name}"\r\nContent-Type: application/octet-stream\r\n\r\n'
+                 .encode())
+        tail = f"\r\n--{boundary}--\r\n".encode()
+
+        def body():
+            yield head
+            with path.open("rb") as file:
+                while chunk := file.read(1 << 20):
+                    yield chunk
+            yield tail
+
         status, answer = self.request(
-            "POST", "/api/v1/runs", body,
-            {"Content-Type": f"multipart/form-data; boundary={boundary}"})
+            "POST", "/api/v1/runs", body(),
+            {"Content-Type": f"multipart/form-data; boundary={boundary}",
+             "Content-Length": str(len(head) + path.stat().st_size + len(tail))})
         if status not in (200, 201):
             raise RuntimeError(f"POST /api/v1/runs: {status} {answer[:500]!r}")
         return json.loads(answer)
