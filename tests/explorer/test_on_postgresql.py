@@ -8,15 +8,15 @@ deployment, and the test database is made by the migrations. The test fails with
 report when any of those tests fails there, and is skipped, saying why, only when PostgreSQL is
 not installed.
 
-ON_POSTGRESQL is chosen for what it covers per second (the whole suite has a time budget):
-every route's access rules, which read runs, teams, invites and keys in every way the views do
+ON_POSTGRESQL is chosen for what it covers per second (the whole suite has a time budget): every
+route's access rules, which read runs, teams, invites and keys in every way the views do
 (test_access_matrix.py, most of the time); the models' claims and conditional updates; uploads
-(bytes stored by content, bundles); the API's answers and exports; the run page; the team flows
-(row locks on memberships, names unique whatever their case) and sign-up; and what PostgreSQL
-found (test_json_key_order.py, test_nul_characters.py). The child hashes passwords with
-Django's fast test hasher, as every test session does (tests/settings.py). It adds about 80 s
-to `make test` on the shared 2-core machine; the history, compare and gallery pages' tests are
-left to SQLite.
+(streamed into the graph store, stored by content, bundles; test_graph_store.py); the API's
+answers and exports; the run page; the team flows (row locks on memberships, names unique
+whatever their case) and sign-up; and what PostgreSQL found (test_json_key_order.py,
+test_nul_characters.py). The child hashes passwords with Django's fast test hasher, as every
+test session does (tests/settings.py). It adds about 80 s to `make test` on the shared 2-core
+machine; the history, compare and gallery pages' tests are left to SQLite.
 """
 import os
 import subprocess
@@ -38,6 +38,7 @@ ON_POSTGRESQL = [
     "tests/explorer/test_api_graph.py",
     "tests/explorer/test_run_view.py",
     "tests/explorer/test_run_lifecycle.py",
+    "tests/explorer/test_graph_store.py",
     "tests/explorer/test_sweeper.py",
     "tests/explorer/test_teams_view.py",
     "tests/explorer/test_team_review.py",
