@@ -32,6 +32,7 @@ from compiler.limits import Limits
 from explorer.api_schema import schema
 from explorer.documents import cached_gzip, digest, gzipped_response, json_bytes, run_key
 from explorer.graph_store import StagedFile
+from explorer.lookups import by_pk
 from explorer.models import ApiToken, KernelSource, Measurement, Run, Team
 from explorer.presenters import apply_measurement, find_kernel
 from explorer.runs import (PlanUnavailable, holding, plan_choice, plan_graph,
@@ -120,7 +121,7 @@ def api_view(*methods: str, public: bool = False, anonymous: bool = False):
 
 def _viewable_run(request: HttpRequest, run_id: str) -> Run:
     """The run (its artifact unread until used: most answers never need it)."""
-    run = Run.objects.select_related("owner", "team").filter(pk=run_id).first()
+    run = by_pk(Run, run_id)
     if run is None or not run.can_view(request.user):
         raise ApiError(404, "no such run")
     return run

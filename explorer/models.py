@@ -639,8 +639,13 @@ class ApiToken(models.Model):
     def for_key(cls, key: str) -> ApiToken | None:
         """The token of the key, if it is live (not expired, its user active), recording
         that it was used; None otherwise."""
-        token = cls.objects.select_related("user").filter(key_hash=cls.hash_key(key)).first()
-        if token is None or token.expired or not token.user.is_active:
+        from explorer.lookups import by_pk, row   # read by every API request: plain SQL
+
+        token = row(cls, "key_hash", cls.hash_key(key))
+        if token is None or token.expired:
+            return None
+        token.user = by_pk(cls._meta.get_field("user").related_model, token.user_id)
+        if token.user is None or not token.user.is_active:
             return None
         now = timezone.now()
         # At most one write a minute per key: a script's every request would otherwise be a

@@ -61,6 +61,11 @@ INSTALLED_APPS = [
     "explorer.apps.ExplorerConfig",
 ]
 
+# Sessions in the database, and users by Django's model backend: each read in plain SQL, the
+# two reads every logged-in request makes first (explorer/sessions.py, explorer/lookups.py).
+SESSION_ENGINE = "explorer.sessions"
+AUTHENTICATION_BACKENDS = ["explorer.lookups.ModelBackend"]
+
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Static files (our CSS and JS; STATIC_ROOT below says how), before

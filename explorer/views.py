@@ -23,6 +23,7 @@ from compiler.cost.devices import get_device
 from compiler.errors import InputError
 from explorer import documents, presenters
 from explorer.forms import RunSettingsForm, UploadForm, samples
+from explorer.lookups import by_pk
 from explorer.models import ApiToken, KernelSource, Measurement, Run
 from explorer.runs import (PlanUnavailable, graph_digest, holding, plan_choice, plan_graph,
                            request_measurement, results_stamp, retry_run, submit,
@@ -38,7 +39,7 @@ class LoginNeeded(Exception):
 def _viewable_run(request: HttpRequest, run_id: str) -> Run:
     """The run, its artifact unread until used (a page whose cached HTML is fresh never reads
     it)."""
-    run = Run.objects.select_related("owner").filter(pk=run_id).first()
+    run = by_pk(Run, run_id)
     if run is not None and run.can_view(request.user):
         return run
     if not request.user.is_authenticated:
@@ -136,8 +137,10 @@ CSRF_MARKER = mark_safe("<!-- the request's CSRF token -->")
 
 def _kept_run_page(request: HttpRequest, run: Run) -> HttpResponse:
     pages = caches["pages"]
+    # The owner's id, not name: the owner's row is read only to render (a renamed user shows
+    # once the kept page lapses).
     labels = documents.digest([run.name, run.tags, run.filename, run.visibility, run.team_id,
-                               run.owner.get_username()])
+                               run.owner_id])
     key = f"run-page:{run.pk}:{results_stamp(run)}:{labels}:{documents.accepts_gzip(request)}"
     user = request.user
     if not user.is_authenticated:
