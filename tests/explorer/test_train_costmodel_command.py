@@ -17,8 +17,9 @@ from compiler.cost.learned import synthetic
 from compiler.cost.learned.dataset import dataset_header, write_dataset
 from compiler.cost.learned.registry import model_files
 from compiler.cost.learned.train import read_header
+from explorer.graph_store import file_name, graph_storage
 from explorer.management.commands.train_costmodel import MEASUREMENTS
-from explorer.models import Measurement, RunArtifact
+from explorer.models import GraphBlob, Measurement, Run, RunArtifact
 from tests.explorer.access import AccessTestCase
 from tests.explorer.learned import PROGRAMS, synthetic_samples
 from tests.explorer.measurements import GPU, measurement_result
@@ -125,6 +126,25 @@ class TrainCostModelCommandTests(AccessTestCase):
         programs = saved.header["programs"]
         self.assertEqual(sorted(programs["train"] + programs["test"]),
                          [runs[0].pk, runs[1].pk])
+
+    def test_a_run_whose_graph_file_is_gone_is_left_out_saying_so(self):
+        runs = [self.make_done_run(run_id) for run_id in ("a" * 22, "b" * 22, "c" * 22)]
+        for run in runs:
+            self.measure(run)
+        lost = GraphBlob.store(b"HloModule lost\n")
+        Run.objects.filter(pk=runs[2].pk).update(graph_id=lost)
+        graph_storage().delete(file_name(lost))
+
+        report = StringIO()
+        call_command("train_costmodel", "--device", "h100", "--epochs", "2", stdout=StringIO(),
+                     stderr=report)
+
+        [saved] = model_files(self.model_dir, "h100")
+        programs = saved.header["programs"]
+        self.assertEqual(sorted(programs["train"] + programs["test"]),
+                         [runs[0].pk, runs[1].pk])
+        self.assertIn("left out runs whose uploaded graph's file is missing or damaged: 1",
+                      report.getvalue())
 
     def test_no_measurements_leaves_the_web_apps_timings_out(self):
         for run_id in ("a" * 22, "b" * 22):

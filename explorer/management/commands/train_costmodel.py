@@ -30,10 +30,12 @@ from compiler.cost.learned.registry import reading_dirs
 from compiler.cost.learned.train import TrainConfig
 from compiler.errors import InputError
 from compiler.version import compiler_version
+from explorer.graph_store import GraphUnavailable
 from explorer.models import Measurement, Run
 
 MEASUREMENTS = "explorer measurements"
 RUN_OTHER_COMPILER = "runs compiled by another compiler version"
+RUN_GRAPH_UNAVAILABLE = "runs whose uploaded graph's file is missing or damaged"
 DATASET_PATTERN = "*.jsonl.gz"
 
 
@@ -50,10 +52,15 @@ def measured_samples(device: str) -> tuple[list, dict | None, dict]:
             # Its registers and shared memory are another compiler's build of the kernels.
             skipped[RUN_OTHER_COMPILER] = skipped.get(RUN_OTHER_COMPILER, 0) + 1
             continue
+        try:
+            graph = bytes(run.graph_bytes)
+        except GraphUnavailable:   # the graph store lost it: the other runs still train
+            skipped[RUN_GRAPH_UNAVAILABLE] = skipped.get(RUN_GRAPH_UNAVAILABLE, 0) + 1
+            continue
         results = run.artifact["devices"][device]
         for measurement in run.measurements.filter(status=Measurement.DONE):
             found, reasons = records.measurement_samples(
-                bytes(run.graph_bytes), run.filename, device, measurement.result, results,
+                graph, run.filename, device, measurement.result, results,
                 program=run.pk, family=dataset.family_of(run.filename))
             for reason, count in reasons.items():
                 skipped[reason] = skipped.get(reason, 0) + count
@@ -150,5 +157,6 @@ class Command(BaseCommand):
             self.stderr.write(f"{entry['path']}: {entry['samples']} samples "
                               f"({entry['origin']}, {entry.get('gpu') or 'no GPU'})")
         for reason, count in sorted(skipped.items()):
-            what = "left out" if reason == RUN_OTHER_COMPILER else "measured kernels left out,"
+            runs = reason in (RUN_OTHER_COMPILER, RUN_GRAPH_UNAVAILABLE)
+            what = "left out" if runs else "measured kernels left out,"
             self.stderr.write(f"{what} {reason}: {count}")
