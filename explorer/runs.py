@@ -146,8 +146,16 @@ def _submit(owner, graph: StagedFile, filename: str, devices, strategies, name: 
             run.set_graph(graph)
             run.save(force_insert=True)
             transaction.on_commit(lambda: enqueue_compile(identifier))
-    except IntegrityError:  # the same upload submitted twice at once: the first one won
-        return Run.objects.get(pk=identifier), False
+    except IntegrityError:
+        # The same upload submitted twice at once: the first one won. Or (PostgreSQL checks
+        # the graph's row as the run is written) the last run of the same bytes was deleted at
+        # that very moment, its graph with it: nothing is stored, and the user is asked to send
+        # the file again rather than shown an error page.
+        existing = Run.objects.filter(pk=identifier).first()
+        if existing is None:
+            raise InputError("the same graph was being deleted as it was uploaded; nothing "
+                             "was stored: upload it again", filename) from None
+        return existing, False
     return run, True
 
 

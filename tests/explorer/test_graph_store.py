@@ -145,6 +145,19 @@ class StreamedUploadTests(AccessTestCase):
         self.assertEqual(list(stored_path(data).parent.glob("*")), [stored_path(data)])
         self.assertEqual(temporary_files(), [])
 
+    def test_a_graph_deleted_as_it_is_uploaded_again_is_a_message_not_an_error_page(self,
+                                                                                    enqueue):
+        """PostgreSQL refuses the run's row when its graph's row went with another run deleted
+        at that moment (an IntegrityError, and no run of that id to answer with)."""
+        from django.db import IntegrityError
+
+        with mock.patch.object(Run, "save", side_effect=IntegrityError("graph row gone")):
+            response = self.api(("big.hlo", big_hlo(1 << 20, "race")))
+
+        self.assertEqual(response.status_code, 400)
+        self.assertIn("upload it again", response.json()["error"])
+        self.assertEqual(Run.objects.count(), 0)
+
     def test_deleting_runs_removes_the_file_with_the_last_one(self, enqueue):
         data = big_hlo(1 << 20, "delete")
         first = Run.objects.get(pk=self.api(("big.hlo", data)).json()["id"])
