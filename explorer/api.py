@@ -120,7 +120,8 @@ def api_view(*methods: str, public: bool = False, anonymous: bool = False):
 
 
 def _viewable_run(request: HttpRequest, run_id: str) -> Run:
-    """The run (its artifact unread until used: most answers never need it)."""
+    """The run, read in plain SQL (explorer/lookups.py); its artifact, owner and team are
+    read when used, and most answers need none of them."""
     run = by_pk(Run, run_id)
     if run is None or not run.can_view(request.user):
         raise ApiError(404, "no such run")

@@ -37,8 +37,8 @@ class LoginNeeded(Exception):
 
 
 def _viewable_run(request: HttpRequest, run_id: str) -> Run:
-    """The run, its artifact unread until used (a page whose cached HTML is fresh never reads
-    it)."""
+    """The run, read in plain SQL (explorer/lookups.py); its artifact and owner are read when
+    used (a page kept fresh reads neither)."""
     run = by_pk(Run, run_id)
     if run is not None and run.can_view(request.user):
         return run
