@@ -14,7 +14,8 @@ route's access rules, which read runs, teams, invites and keys in every way the 
 (streamed into the graph store, stored by content, bundles; test_graph_store.py); the API's
 answers and exports; the run page; the team flows (row locks on memberships, names unique
 whatever their case) and sign-up; and what PostgreSQL found (test_json_key_order.py,
-test_nul_characters.py). The child hashes passwords with Django's fast test hasher, as every
+test_nul_characters.py); and the plain-SQL reads of sessions, users, runs and keys
+(test_lookups.py). The child hashes passwords with Django's fast test hasher, as every
 test session does (tests/settings.py). It adds about 80 s to `make test` on the shared 2-core
 machine; the history, compare and gallery pages' tests are left to SQLite.
 """
@@ -47,6 +48,7 @@ ON_POSTGRESQL = [
     "tests/explorer/test_api_tokens.py",
     "tests/explorer/test_json_key_order.py",
     "tests/explorer/test_nul_characters.py",
+    "tests/explorer/test_lookups.py",
 ]
 # The child's own limit; this test's (pytest-timeout) leaves it time to report.
 CHILD_TIMEOUT_S = 540
