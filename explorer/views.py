@@ -162,12 +162,18 @@ def _kept_run_page(request: HttpRequest, run: Run) -> HttpResponse:
                                    RESULTS_MARKER, results)
 
 
+def _run_context(request: HttpRequest, run: Run,
+                 settings_form: RunSettingsForm | None) -> dict:
+    """What the run page shows of a run in any state."""
+    return {"run": run, "status": run.status_dict(),
+            "is_owner": request.user.pk == run.owner_id, "settings_form": settings_form}
+
+
 def _render_run(request: HttpRequest, run: Run, settings_form: RunSettingsForm | None,
                 status: int = 200) -> HttpResponse:
-    context = {"run": run, "status": run.status_dict(),
-               "is_owner": request.user.pk == run.owner_id, "settings_form": settings_form}
     if run.status != Run.DONE:
-        return render(request, "explorer/run.html", context, status=status)
+        return render(request, "explorer/run.html", _run_context(request, run, settings_form),
+                      status=status)
     html, _, results = _run_page_parts(request, run, settings_form, run.latest_measurement())
     return documents.page_response(request, html, RESULTS_MARKER, results, status)
 
@@ -184,8 +190,7 @@ def _run_page_parts(request: HttpRequest, run: Run, settings_form: RunSettingsFo
         render_to_string("explorer/run_results.html",
                          _results_context(run, _devices(run, measured)))))
     context = {
-        "run": run, "status": run.status_dict(), "is_owner": request.user.pk == run.owner_id,
-        "settings_form": settings_form,
+        **_run_context(request, run, settings_form),
         "results_html": RESULTS_MARKER,
         "measurement": presenters.measurement_state(latest, _gpu_status(), run.compiler_version),
         "can_measure": request.user.is_authenticated,
