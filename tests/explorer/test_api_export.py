@@ -6,7 +6,6 @@ import io
 import json
 from datetime import timedelta
 
-from django.core.cache import cache
 from django.urls import reverse
 
 from explorer.api import CSV_COLUMNS
@@ -125,7 +124,6 @@ class CachedExportTests(AccessTestCase):
         cls.csv_url = reverse("api-run-export-csv", args=[cls.done.pk])
 
     def setUp(self):
-        cache.clear()
         self.client.force_login(self.owner)
 
     def test_a_client_that_accepts_gzip_gets_the_export_gzipped(self):

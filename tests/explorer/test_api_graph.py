@@ -17,9 +17,6 @@ class GraphTests(AccessTestCase):
         cls.done = cls.make_done_run("g" * 22, Run.TEAM)
         cls.url = reverse("api-run-graph", args=[cls.done.pk])
 
-    def setUp(self):
-        cache.clear()
-
     def get(self, user, query="", url=None):
         self.client.force_login(user)
         return self.client.get((url or self.url) + query)

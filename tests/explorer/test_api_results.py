@@ -3,7 +3,6 @@ import copy
 import gzip
 from datetime import timedelta
 
-from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -89,7 +88,6 @@ class CachedResultsTests(AccessTestCase):
         cls.url = reverse("api-run-results", args=[cls.done.pk])
 
     def setUp(self):
-        cache.clear()
         self.client.force_login(self.owner)
 
     def get(self, **headers):

@@ -4,7 +4,6 @@ import gzip
 import threading
 import time
 
-from django.core.cache import cache
 from django.test import SimpleTestCase
 
 from explorer.documents import Fragment, cached_gzip, gzip_around
@@ -33,9 +32,6 @@ class GzipAroundTests(SimpleTestCase):
 
 
 class CachedGzipTests(SimpleTestCase):
-    def setUp(self):
-        cache.clear()
-
     def test_it_builds_once_and_then_answers_from_the_cache(self):
         builds = []
 

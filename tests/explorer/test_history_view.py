@@ -2,7 +2,6 @@
 import copy
 from datetime import timedelta
 
-from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -111,7 +110,6 @@ class HistoryWorkTests(AccessTestCase):
         cls.url = reverse("explorer-history")
 
     def setUp(self):
-        cache.clear()
         self.client.force_login(self.owner)
 
     def queries(self) -> list[str]:

@@ -2,7 +2,6 @@
 import gzip
 import re
 
-from django.core.cache import cache
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -232,9 +231,6 @@ class RunPageWorkTests(AccessTestCase):
         super().setUpTestData()
         cls.done = cls.make_done_run("d" * 22, Run.PUBLIC)
         cls.url = reverse("explorer-run", args=[cls.done.pk])
-
-    def setUp(self):
-        cache.clear()
 
     def queries(self) -> list[str]:
         """The SQL of a view of the page, after a first view filled the caches."""
