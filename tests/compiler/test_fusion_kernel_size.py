@@ -23,23 +23,25 @@ def module(lines: list[str], root: str, shape: str = "f32[256]") -> str:
                       f"  ROOT out = {shape} negate({root})", "}"])
 
 
-def add_chain(length: int = PAST_THE_CAP) -> str:
-    """Issue 18's chain: each op adds the parameter to the previous value."""
+def chain(operands: str, length: int) -> str:
+    """`length` elementwise ops in a chain from parameter p0; `operands` writes one op of it
+    from the value before it."""
     lines, previous = ["  p0 = f32[256] parameter(0)"], "p0"
     for i in range(length):
-        lines.append(f"  n{i} = f32[256] add({previous}, p0)")
+        lines.append(f"  n{i} = f32[256] {operands.format(previous)}")
         previous = f"n{i}"
     return module(lines, previous)
+
+
+def add_chain(length: int = PAST_THE_CAP) -> str:
+    """Issue 18's chain: each op adds the parameter to the previous value."""
+    return chain("add({}, p0)", length)
 
 
 def negation_chain(length: int = PAST_THE_CAP) -> str:
     """Cheap ops computed from a parameter alone: the stitch strategy recomputes such nodes in
     every kernel that reads them instead of owning them."""
-    lines, previous = ["  p0 = f32[256] parameter(0)"], "p0"
-    for i in range(length):
-        lines.append(f"  n{i} = f32[256] negate({previous})")
-        previous = f"n{i}"
-    return module(lines, previous)
+    return chain("negate({})", length)
 
 
 def reshape_chain(length: int = PAST_THE_CAP) -> str:
