@@ -69,9 +69,12 @@ REDUCER_OPS = {"stablehlo.add": "add", "stablehlo.multiply": "multiply",
                "stablehlo.maximum": "maximum", "stablehlo.minimum": "minimum",
                "stablehlo.and": "and", "stablehlo.or": "or"}
 # MLIR element types -> the IR's dtype names.
-_INTEGER = {1: "pred", 8: "s8", 16: "s16", 32: "s32", 64: "s64"}
-_UNSIGNED = {8: "u8", 16: "u16", 32: "u32", 64: "u64"}
-_FLOAT = {"f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64"}
+_INTEGER = {1: "pred", 4: "s4", 8: "s8", 16: "s16", 32: "s32", 64: "s64"}
+_UNSIGNED = {4: "u4", 8: "u8", 16: "u16", 32: "u32", 64: "u64"}
+_FLOAT = {"f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64",
+          **{name: name.lower() for name in ("f8E3M4", "f8E4M3", "f8E4M3FN", "f8E4M3FNUZ",
+                                              "f8E4M3B11FNUZ", "f8E5M2", "f8E5M2FNUZ",
+                                              "f8E8M0FNU", "f4E2M1FN")}}
 _COMPLEX = {"complex<f32>": "c64", "complex<f64>": "c128"}
 # A location in the parsed text, as MLIR prints it ("-" is its name for the buffer). An op
 # written with a location of its own (JAX's `as_text(debug_info=True)`: the Python line that
@@ -104,7 +107,7 @@ def import_stablehlo(text: str | bytes, filename: str, limits: Limits | None = N
         # The graph is named after the module (`module @jit_f`), as an HLO module's is.
         named = module.operation.attributes
         name = _string(ir, named["sym_name"]) if "sym_name" in named else None
-        return _Importer(ir, functions, filename, limits).run(entry, name)
+        return _Importer(ir, module, functions, filename, limits).run(entry, name)
 
 
 def _check_result_numbers(text: str, filename: str, limits: Limits) -> None:
@@ -260,8 +263,11 @@ def _entry(functions: dict, filename: str):
 
 
 class _Importer:
-    def __init__(self, ir, functions: dict, filename: str, limits: Limits):
+    def __init__(self, ir, module, functions: dict, filename: str, limits: Limits):
         self.ir, self.functions, self.filename, self.limits = ir, functions, filename, limits
+        self.module = module
+        # The module's dense_resource blobs by name, read on the first constant that has one.
+        self.blobs: dict[str, bytes] | None = None
         self.builder = GraphBuilder("main", source=filename, limits=limits)
         self.counts: dict[str, int] = {}
 
@@ -579,7 +585,7 @@ class _Importer:
         if kind in SAME_OPS:
             return add(kind.replace("_", "-"), operands)
         if kind == "constant":
-            return self.builder.constant(self._dense(attrs["value"], shape, loc),
+            return self.builder.constant(self._constant(op, shape, loc),
                                          self._name("constant"), loc)
         if kind == "compare":
             direction = str(attrs["comparison_direction"]).split()[-1].rstrip(">")
@@ -751,21 +757,84 @@ class _Importer:
                 return dtype_named(table[integer.width])
         raise UnsupportedError(f"element type {text} is not supported", loc or self.filename)
 
-    def _dense(self, attr, shape: ArrayShape, loc: SourceLoc) -> np.ndarray:
-        """A constant's value as a NumPy array of its dtype."""
+    # -- constants ----------------------------------------------------------------------------
+    #
+    # MLIR prints a constant's value in one of these forms (`dense<...>` as the attribute holds
+    # it in memory; `dense_resource` as a blob of the module's `dialect_resources` section):
+    #   dense<[[1.5, 0x7FC0], ...]>  the elements one by one: decimals that read back exactly,
+    #                                the bits of NaNs and infinities in hex (of 100 elements
+    #                                or fewer);
+    #   dense<"0x0000C03F...">       the raw buffer in hex, little-endian (of more than 100);
+    #   dense<1.5>, dense<(1.0,2.0)> one element, all the elements' value (a splat);
+    #   dense_resource<name>         a blob (torch-mlir's importer writes them; JAX does not).
+    # i1 is a byte per element in all of them. The bindings hand a dense attribute over as a
+    # buffer only for integers of 1, 8, 16, 32 and 64 bits and f16, f32, f64; of the other
+    # types (bf16, the f8 and f4 types, i4) they read a splat's value, and of complex ones
+    # nothing at all. What they cannot read is read from its print.
+
+    def _constant(self, op, shape: ArrayShape, loc: SourceLoc) -> np.ndarray:
+        """A constant op's value as a NumPy array of its dtype."""
         ir = self.ir
-        numpy_dtype = shape.dtype.numpy
+        try:
+            attr = op.attributes["value"]
+        except TypeError:
+            # Complex elements: the bindings have no class for them and refuse to hand the
+            # attribute over ("Can't cast unknown element type"; taken as
+            # `op.attributes[0].attr`, the same refusal aborts the process). The op's print
+            # holds the value.
+            return _printed_elements(op.operation.get_asm(), shape)
         if isinstance(attr, ir.DenseElementsAttr):
-            dense = ir.DenseElementsAttr(attr)
-            if dense.is_splat:
-                return np.full(shape.dims, _scalar(ir, dense.get_splat_value()),
-                               dtype=numpy_dtype)
-            try:
-                return np.asarray(dense, dtype=numpy_dtype).reshape(shape.dims)
-            except (TypeError, ValueError, RuntimeError):
-                pass
+            return self._dense(ir.DenseElementsAttr(attr), shape)
+        try:
+            resource = ir.DenseResourceElementsAttr(attr)
+        except ValueError:
+            resource = None
+        if resource is not None:
+            return self._resource(str(resource), shape, loc)
         raise UnsupportedError(f"a constant {str(attr)[:60]} the importer cannot read "
                                "(export it with its values inline)", loc)
+
+    def _dense(self, dense, shape: ArrayShape) -> np.ndarray:
+        try:
+            values = np.asarray(memoryview(dense))
+        except BufferError:
+            pass
+        else:
+            if values.dtype == np.bool_:
+                # MLIR keeps the bytes of an i1 hex blob as written (0x02 is true too).
+                values = values.view(np.uint8) != 0
+            return values.astype(shape.dtype.numpy)   # a copy, out of MLIR's memory
+        if dense.is_splat:
+            return np.full(shape.dims, _scalar(self.ir, dense.get_splat_value()),
+                           dtype=shape.dtype.numpy)
+        return _printed_elements(str(dense), shape)
+
+    def _resource(self, printed: str, shape: ArrayShape, loc: SourceLoc) -> np.ndarray:
+        """A `dense_resource` constant's value, from its blob in the module's print (the
+        bindings cannot read a blob). Messages do not name the blob: MLIR renames a blob
+        whose name an earlier upload's had (`w` is `w_1`), and the user knows it by theirs."""
+        name, _, type_text = printed.removeprefix("dense_resource<").rpartition("> : ")
+        if name == "__elided__":
+            raise InputError("the constant's values were left out when the module was printed "
+                             "(dense_resource<__elided__>, MLIR's large_elements_limit): print "
+                             "it with them (JAX's `lowered.as_text()` does)", loc)
+        if self.blobs is None:
+            self.blobs = _resource_blobs(self.module.operation.get_asm())
+        blob = self.blobs.get(name)
+        if blob is None:
+            raise InputError("the constant's dense_resource names no blob of the module's "
+                             "dialect_resources", loc)
+        # A blob is its alignment (4 bytes, little-endian) and then the raw buffer.
+        data = blob[4:]
+        needed = shape.size * shape.dtype.numpy.itemsize
+        if len(data) != needed:
+            raise InputError(f"the constant's dense_resource blob holds {len(data)} bytes, "
+                             f"and a {type_text} {needed}", loc)
+        if shape.dtype.kind == "pred":
+            values = np.frombuffer(data, np.uint8) != 0
+        else:
+            values = np.frombuffer(data, shape.dtype.numpy)
+        return values.reshape(shape.dims).copy()
 
     # -- names and places ---------------------------------------------------------------------
 
@@ -786,6 +855,56 @@ def _scalar(ir, attr) -> Any:
     if isinstance(attr, ir.IntegerAttr):
         return ir.IntegerAttr(attr).value
     raise UnsupportedError(f"a constant of {attr} is not supported")
+
+
+# A dense attribute's elements as MLIR prints them (see `_Importer._constant`): the text between
+# `dense<` and `>`, which holds no `>` of its own.
+_DENSE = re.compile(r"dense<([^>]*)>")
+# One printed element, or one part of a complex one: a decimal, or hex bits.
+_ELEMENT = re.compile(r"0x[0-9A-Fa-f]+|[-+]?[0-9.]+(?:[eE][-+]?[0-9]+)?")
+
+
+def _printed_elements(printed: str, shape: ArrayShape) -> np.ndarray:
+    """The value of the dense attribute in `printed` (an attribute's or a constant op's print),
+    as a NumPy array of the shape's dtype."""
+    numpy_dtype = shape.dtype.numpy
+    body = _DENSE.search(printed)[1]
+    if body.startswith('"0x'):
+        # jaxlib is built for little-endian machines alone, where NumPy reads MLIR's
+        # little-endian hex as it is.
+        values = np.frombuffer(bytes.fromhex(body[3:-1]), numpy_dtype)
+    else:
+        values = _listed_elements(_ELEMENT.findall(body), numpy_dtype)
+    if values.size == 1:   # a splat
+        return np.full(shape.dims, values[0], dtype=numpy_dtype)
+    return values.reshape(shape.dims).copy()
+
+
+def _listed_elements(tokens: list[str], numpy_dtype: np.dtype) -> np.ndarray:
+    """Elements printed one by one (a complex one as its two parts), as an array of
+    `numpy_dtype`: a decimal is the value nearest it (MLIR prints one that reads back
+    exactly), a hex token the bits of one."""
+    part = np.finfo(numpy_dtype).dtype if numpy_dtype.kind == "c" else numpy_dtype
+    is_hex = np.array([token.startswith("0x") for token in tokens], dtype=bool)
+    decimals = np.array([0.0 if bits else float(token) for token, bits in zip(tokens, is_hex)])
+    values = decimals.astype(part).view(f"u{part.itemsize}")
+    values[is_hex] = [int(token, 16) for token, bits in zip(tokens, is_hex) if bits]
+    return values.view(numpy_dtype)
+
+
+# The blobs of a module's print (`{-# dialect_resources: { builtin: { NAME: "0x...", ... } } #-}`
+# at its end), one a line, by name.
+_BUILTIN_BLOBS = re.compile(r"^    builtin: \{\n(.*?)^    \}", re.M | re.S)
+_BLOB = re.compile(r'^\s*(.+): "0x([0-9A-Fa-f]*)",?$', re.M)
+
+
+def _resource_blobs(printed: str) -> dict[str, bytes]:
+    """The builtin dialect's blobs in the print of a module, by name."""
+    trailer = printed[printed.rfind("\n{-#"):] if "\n{-#" in printed else ""
+    section = _BUILTIN_BLOBS.search(trailer)
+    if section is None:
+        return {}
+    return {name: bytes.fromhex(data) for name, data in _BLOB.findall(section[1])}
 
 
 def _free_values(op) -> list:
