@@ -787,14 +787,14 @@ class _Importer:
             return self._dense(ir.DenseElementsAttr(attr), shape)
         try:
             resource = ir.DenseResourceElementsAttr(attr)
-        except ValueError:
-            resource = None
-        if resource is not None:
-            return self._resource(str(resource), shape, loc)
-        raise UnsupportedError(f"a constant {str(attr)[:60]} the importer cannot read "
-                               "(export it with its values inline)", loc)
+        except ValueError:   # a sparse<...> one, or another dialect's
+            raise UnsupportedError(f"a constant {str(attr)[:60]} the importer cannot read "
+                                   "(export it with its values inline)", loc) from None
+        return self._resource(str(resource), shape, loc)
 
     def _dense(self, dense, shape: ArrayShape) -> np.ndarray:
+        """A dense attribute's value: its buffer, its splat value or its print, whichever the
+        bindings give."""
         try:
             values = np.asarray(memoryview(dense))
         except BufferError:

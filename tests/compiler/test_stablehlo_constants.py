@@ -329,3 +329,11 @@ def test_a_constant_of_an_element_type_the_ir_lacks_is_refused_at_its_line():
     with pytest.raises(UnsupportedError) as error:
         import_bytes(_constant_module("dense<[1, -1]>", "tensor<2xi2>").encode(), "i2.mlir")
     assert str(error.value) == "i2.mlir:3:10: element type i2 is not supported"
+
+
+def test_a_sparse_constant_is_refused_at_its_line():
+    """MLIR's other elements attribute: nothing JAX writes, and not read."""
+    with pytest.raises(UnsupportedError) as error:
+        import_bytes(_constant_module("sparse<[[0]], [1.5]>", "tensor<3xf32>").encode(),
+                     "sparse.mlir")
+    assert str(error.value).startswith("sparse.mlir:3:10: a constant sparse<")
