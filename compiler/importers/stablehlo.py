@@ -21,6 +21,8 @@ every result against the type MLIR states for it:
   inlined (JAX emits a call per nested `jax.jit` and for some library functions);
 - a `custom_call` (a LAPACK call, a hand-written kernel) is the IR's `custom-call`, as the HLO
   import makes it; sharding annotations (Shardy's constraints, `@Sharding`) pass their value;
+- a constant's value is read in whichever form MLIR printed it (lists, hex buffers, splats,
+  `dense_resource` blobs: the "constants" part of `_Importer` says how);
 - every node keeps the line and column of its op in the upload, so errors and the source view
   point at the text the user uploaded (not so for bytecode, nor for text whose ops carry
   locations of their own, JAX's `as_text(debug_info=True)`: those name the Python lines that
