@@ -42,6 +42,9 @@ Steps, in order (the results of each go to OUT/<step>.json; `--steps` picks some
   modules       each module's HLO (lowered with JAX at --size, or the frozen copy in
                 benchmarks/data/campaign/ without JAX) and its inputs
   copy          device-to-device copy bandwidth: the ceiling of a bandwidth-bound kernel
+  launch        benchmarks/launch_probe.cu built with the toolchain and run: empty and spinning
+                kernels alone, back to back in a stream and replayed as a CUDA graph (the launch
+                terms of compiler/cost/launch.py; benchmarks/launch_calibration.py fits them)
   dataset       `collect-costmodel-data` on the modules (measured; synthetic in a dry run)
   train         `train-costmodel` on it; the held-out table
   plans:<m>     every strategy's plan: each kernel checked against the interpreter and timed
@@ -245,7 +248,8 @@ class Campaign:
 
     def steps(self) -> list[tuple[str, callable]]:
         steps = [("environment", self.environment), ("modules", self.lower_modules),
-                 ("copy", self.copy_bandwidth), ("dataset", self.dataset),
+                 ("copy", self.copy_bandwidth), ("launch", self.launch_probe),
+                 ("dataset", self.dataset),
                  ("train", self.train)]
         steps += [(f"plans:{m}", lambda m=m: self.plans(m)) for m in self.modules]
         steps += [(f"anchors:{m}", lambda m=m: self.anchors(m)) for m in self.modules]
@@ -355,6 +359,36 @@ class Campaign:
                 "timing": timing.to_dict(), "origin": "measured",
                 "how": "cudaMemcpy device to device of 1 GiB, bytes read + written"}
 
+    # launch costs
+
+    def launch_probe(self) -> dict:
+        """benchmarks/launch_probe.cu, built with the campaign's toolchain for the device and
+        run: what launching costs alone, in a stream and in a CUDA graph (its header says
+        how). A dry run builds it (nvcc needs no GPU) and runs nothing: no figure is made up."""
+        import tempfile
+
+        from compiler.toolchain.locate import find_toolchain
+
+        toolchain = find_toolchain()
+        with tempfile.TemporaryDirectory() as scratch:
+            binary = Path(scratch) / "launch_probe"
+            build = subprocess.run(
+                [str(toolchain.nvcc), "-O2", "-std=c++17", f"-arch={self.device.arch}", "-o",
+                 str(binary), str(REPO / "benchmarks" / "launch_probe.cu")],
+                capture_output=True, text=True, timeout=300)
+            if build.returncode:
+                raise InputError(f"benchmarks/launch_probe.cu does not build with "
+                                 f"{toolchain.nvcc}: {build.stderr.strip()[-2000:]}")
+            built = {"toolchain": str(toolchain.root), "nvcc": toolchain.version}
+            if self.dry:
+                return {**built, "origin": "not run (dry run: no GPU)", "probe": None}
+            run = subprocess.run([str(binary)], capture_output=True, text=True, timeout=300)
+        probe = json.loads(run.stdout) if run.stdout.strip().startswith("{") else None
+        if run.returncode or probe is None or "error" in probe:
+            raise InputError(f"launch_probe failed (status {run.returncode}): "
+                             f"{(probe or {}).get('error') or run.stderr.strip()[-2000:]}")
+        return {**built, "origin": "measured", "probe": probe}
+
     # the learned model's data and training
 
     def dataset(self) -> dict:
@@ -416,6 +450,7 @@ class Campaign:
     def plans(self, name: str) -> dict:
         from compiler.codegen.stage import built_resources, emulate, generate
         from compiler.cost.calibrate import make_record
+        from compiler.cost.launch import terms_for
         from compiler.cost.learned.predict import attach_learned
         from compiler.fusion.explore import exploration_to_dict, explore
         from compiler.ir.summary import summarize
@@ -424,6 +459,7 @@ class Campaign:
         from compiler.toolchain import arch_for_device
 
         graph, inputs = self.module(name)
+        alone_us = terms_for(self.device).alone_us
         plans = explore(graph, self.device.name, list(STRATEGIES))
         explored = exploration_to_dict(summarize(graph), self.device.name, plans)
         predictor = self.predictor()
@@ -438,7 +474,7 @@ class Campaign:
                 run = synthetic_plan_run(name, plan, codes, entry["kernels"])
             else:
                 run = run_plan(graph, plan, codes, inputs, self.gpu())
-            result["strategies"][strategy] = plan_result(entry, run)
+            result["strategies"][strategy] = plan_result(entry, run, alone_us)
             for code, kernel in zip(codes, run.kernels):
                 if kernel.timing and not kernel.mismatches and code.chosen \
                         and not code.emitted.library and code.build and code.build.ok:
@@ -769,13 +805,17 @@ def torch_event_timing(torch, call, runs: int = 20, warmup: int = 3):
 
 def synthetic_plan_run(module: str, plan, codes, kernels: list[dict]):
     """A dry run's PlanRun: each kernel's CPU-emulator check, SYNTHETIC timings."""
+    from compiler.cost.launch import terms_for
     from compiler.runtime.gpu import KernelRun, PlanRun
 
     runs = []
     for code, row in zip(codes, kernels):
         run = KernelRun(code.kernel.name, code.kernel.kind, code.function,
                         max_abs_error=code.max_abs_error, mismatches=list(code.mismatches))
-        base = row.get("proj_us") or row.get("sol_us")
+        # The prediction of the kernel timed alone: its device work and a lone launch.
+        device_us = row.get("device_us") if row.get("device_us") is not None \
+            else row.get("sol_us")
+        base = None if device_us is None else device_us + terms_for(plan.device).alone_us
         if code.error or code.emitted is None or not base:
             run.not_measured = f"not measured: {code.error or 'no code'}"
         else:
@@ -791,15 +831,27 @@ def synthetic_plan_run(module: str, plan, codes, kernels: list[dict]):
     return result
 
 
-def plan_result(entry: dict, run) -> dict:
-    """One strategy: per kernel the predictions beside the measurement, and the totals."""
+def plan_result(entry: dict, run, alone_us: float) -> dict:
+    """One strategy: per kernel the predictions beside the measurement, and the totals.
+
+    A kernel is measured alone, so its predictions here are of a kernel timed alone: each
+    model's device work and `alone_us`, what a lone launch adds on the device
+    (compiler/cost/launch.py); "device_us" is the projected device work. (Results of the
+    campaigns before 2026-11-29 have no "device_us": their predictions carried a constant
+    3.0 µs launch instead.) The plan's "proj_us" adds its kernels' alone predictions, to
+    compare with the sum of their times alone; "proj_stream_us" is its projected total as
+    stream launches, to compare with the plan run back to back."""
+    def alone(device_us):
+        return None if device_us is None else device_us + alone_us
+
     rows = []
     for kernel, measured in zip(entry["kernels"], run.kernels):
         timing = measured.timing
         rows.append({
             "name": kernel["name"], "kind": kernel["kind"], "function": kernel.get("function"),
-            "schedule": kernel.get("schedule"), "sol_us": kernel["sol_us"],
-            "proj_us": kernel.get("proj_us"), "learned_us": kernel.get("learned_us"),
+            "schedule": kernel.get("schedule"), "sol_us": alone(kernel["sol_us"]),
+            "device_us": kernel.get("device_us"), "proj_us": alone(kernel.get("device_us")),
+            "learned_us": alone(kernel.get("learned_device_us")),
             "measured_us": timing.median_us if timing else None,
             "cv": timing.cv if timing else None, "runs": timing.runs if timing else None,
             "max_abs_error": measured.max_abs_error, "mismatches": len(measured.mismatches),
@@ -809,9 +861,19 @@ def plan_result(entry: dict, run) -> dict:
             and kernel["sol"].get("bound") == "memory"})
     measured = [r["measured_us"] for r in rows if r["measured_us"] is not None]
     end_to_end = run.end_to_end
+
+    def total(key: str, fallback: str | None = None):
+        values = [row[key] if row[key] is not None or fallback is None else row[fallback]
+                  for row in rows]
+        return None if None in values else sum(values)
+
+    stream = (entry["total"].get("runtimes") or {}).get("stream") or {}
+    # The learned total as the plan's: learned where the model predicted, projected elsewhere.
+    learned = entry["total"].get("learned_us") is not None
     return {"kernels": rows, "kernel_count": len(rows),
-            "sol_us": entry["total"]["sol_us"], "proj_us": entry["total"].get("proj_us"),
-            "learned_us": entry["total"].get("learned_us"),
+            "sol_us": total("sol_us"), "proj_us": total("proj_us"),
+            "learned_us": total("learned_us", "proj_us") if learned else None,
+            "proj_stream_us": stream.get("proj_us"),
             "measured_sum_us": sum(measured) if len(measured) == len(rows) else None,
             "measured_kernels": len(measured),
             "end_to_end_us": end_to_end.median_us if end_to_end else None,
@@ -1111,7 +1173,7 @@ def _parser() -> argparse.ArgumentParser:
                         help=f"comma-separated subset of: {', '.join(MODULES)} (default all)")
     parser.add_argument("--steps", default="all",
                         help="comma-separated steps or step prefixes to run (environment, "
-                             "modules, copy, dataset, train, plans, plans:<m>, anchors, "
+                             "modules, copy, launch, dataset, train, plans, plans:<m>, anchors, "
                              "anchors:<m>, calibrate, ncu, report; default all)")
     parser.add_argument("--budget", type=float, metavar="SECONDS",
                         help="start no step after this many seconds; rerun to resume (exit "

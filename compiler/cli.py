@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from compiler.cost.launch import DEFAULT_RUNTIME, RUNTIMES
 from compiler.errors import InputError
 from compiler.fusion.explore import exploration_to_dict, explore, parse_strategies
 from compiler.fusion.pricing import DEFAULT_MODEL, PRICERS
@@ -125,6 +126,13 @@ def _plan_arguments(command: argparse.ArgumentParser, default_strategy: str,
     command.add_argument("--learned-model", metavar="FILE",
                          help="a model file train-costmodel wrote for the device: adds each "
                               "kernel's learned time (learned_us) and the plan's learned total")
+    command.add_argument("--runtime", default=DEFAULT_RUNTIME, choices=RUNTIMES,
+                         help="how the plans' kernels are launched, which every kernel's launch "
+                              "term and the cost strategy's decisions follow: graph (default; "
+                              "one CUDA graph replay, as XLA's command buffers and "
+                              "torch.compile's reduce-overhead mode run a step) or stream (each "
+                              "kernel launched by the host, as PyTorch eager does); the JSON "
+                              "gives every plan's total under both")
     command.add_argument("--cost-model", default=DEFAULT_MODEL, choices=PRICERS,
                          help="the model that prices the cost strategy's fusion decisions: "
                               "projected (default; each candidate kernel at the projected time "
@@ -278,7 +286,8 @@ def _explore(args) -> int:
     strategies = parse_strategies(args.strategy)
     graph, _ = _load(args)
     predictor = _predictor(args)
-    plans = explore(graph, args.device, strategies, args.cost_model, predictor)
+    plans = explore(graph, args.device, strategies, args.cost_model, predictor,
+                    runtime=args.runtime)
     result = exploration_to_dict(summarize(graph), args.device, plans)
     if predictor is not None:
         _attach_learned(result, graph, plans, predictor)
@@ -295,7 +304,8 @@ def _codegen(args) -> int:
     graph, _ = _load(args)
     device = get_device(args.device)
     predictor = _predictor(args)
-    plans = explore(graph, args.device, strategies, args.cost_model, predictor)
+    plans = explore(graph, args.device, strategies, args.cost_model, predictor,
+                    runtime=args.runtime)
     result = exploration_to_dict(summarize(graph), args.device, plans)
     for name, plan in plans.items():
         codes = generate(graph, plan, device)

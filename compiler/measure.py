@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from compiler.codegen.stage import generate
 from compiler.cost.devices import get_device
+from compiler.cost.launch import DEFAULT_RUNTIME
 from compiler.fusion.explore import explore
 from compiler.pipeline import (Progress, StageCounter, canonical_options, import_graph,
                                no_progress)
@@ -51,9 +52,11 @@ def gpu_matches_device(gpu_name: str, device: str) -> bool:
 
 
 def measure_graph(data: bytes, filename: str, devices: list[str], strategies: list[str],
-                  progress: Progress | None = None, runner: GpuRunner | None = None) -> dict:
+                  progress: Progress | None = None, runner: GpuRunner | None = None,
+                  runtime: str = DEFAULT_RUNTIME) -> dict:
     """MEASUREMENTS of the graph's plans for `devices` x `strategies` (see the module
-    docstring). GpuUnavailable without a GPU; InputError for a graph that does not import."""
+    docstring), made under `runtime` as the run's were (the cost plan depends on it).
+    GpuUnavailable without a GPU; InputError for a graph that does not import."""
     progress = progress or no_progress
     runner = runner or GpuRunner()
     devices, strategies = canonical_options(devices, strategies)
@@ -64,7 +67,7 @@ def measure_graph(data: bytes, filename: str, devices: list[str], strategies: li
     targets = []
     for device in devices:
         spec = get_device(device)
-        for strategy, plan in explore(graph, device, strategies).items():
+        for strategy, plan in explore(graph, device, strategies, runtime=runtime).items():
             targets.append((device, strategy, plan,
                             generate(graph, plan, spec, arch_for_device(device))))
             counter.advance()

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from compiler.codegen.stage import KernelCode, build_codes, emit_code, project_code
 from compiler.codegen.stage import emulate as emulate_codes
 from compiler.cost.devices import DEVICES, get_device
+from compiler.cost.launch import DEFAULT_RUNTIME
 from compiler.errors import InputError
 from compiler.fusion.explore import STRATEGIES, exploration_to_dict, explore
 from compiler.fusion.plan import FusionPlan
@@ -90,13 +91,16 @@ def no_progress(stage: str, done: int, total: int, detail: str = "") -> None:
 
 def compile_graph(data: bytes, filename: str, devices: list[str], strategies: list[str],
                   progress: Progress | None = None, emulate: bool = False,
-                  learned_models: dict[str, str] | None = None) -> dict:
+                  learned_models: dict[str, str] | None = None,
+                  runtime: str = DEFAULT_RUNTIME) -> dict:
     """The ARTIFACT of an uploaded graph (see the module docstring); InputError on bad input
     or an unknown device or strategy. `emulate` runs every kernel on the CPU emulator against
     the reference interpreter, each on its own made-up inputs (codegen.stage.emulate), and
     records the largest error (slow on big graphs).
     `learned_models`: the learned cost model file to predict each device's kernels with
-    (devices without one get null learned times)."""
+    (devices without one get null learned times). `runtime`: how the plans' kernels are
+    launched, which the cost search decides under (compiler/cost/launch.py); every plan's
+    totals are given under each runtime too."""
     progress = progress or no_progress
     devices, strategies = canonical_options(devices, strategies)
 
@@ -109,7 +113,7 @@ def compile_graph(data: bytes, filename: str, devices: list[str], strategies: li
     results, targets = {}, []
     for device in devices:
         counter.note(f"{device}: {', '.join(strategies)} on {len(graph)} nodes")
-        plans = explore(graph, device, strategies)
+        plans = explore(graph, device, strategies, runtime=runtime)
         # Before codegen, which replaces each kernel's quick projection with its built one.
         results[device] = exploration_to_dict(summary, device, plans)
         targets += [_Target(device, name, plan) for name, plan in plans.items()]
@@ -189,8 +193,9 @@ def attach_codes(strategy_result: dict, plan: FusionPlan, codes: list[KernelCode
                  candidate_breakdowns: bool = True) -> None:
     """Add the code fields to a plan's `explore --json` entry (`codegen --json`'s shape)."""
     for entry, code in zip(strategy_result["kernels"], codes):
-        entry.update(code.fields(candidate_breakdowns))
-    strategy_result["total"]["proj_us"] = plan.total_projected_us
+        entry.update(code.fields(plan.device, plan.runtime, candidate_breakdowns))
+    strategy_result["total"].update(plan.projected_totals() or {
+        "proj_us": None, "device_us": None, "launch_us": None, "runtimes": None})
 
 
 def has_source(code: KernelCode) -> bool:

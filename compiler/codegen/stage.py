@@ -58,14 +58,16 @@ class KernelCode:
     def chosen(self) -> CodeGenPlan | None:
         return self.emitted.plan if self.emitted else None
 
-    def fields(self, candidate_breakdowns: bool = True) -> dict:
-        """The per-kernel fields `codegen --json` adds to the plan's kernel entry; without
-        `candidate_breakdowns` the candidate plans carry their headline figures only."""
+    def fields(self, device: str, runtime: str, candidate_breakdowns: bool = True) -> dict:
+        """The per-kernel fields `codegen --json` adds to the plan's kernel entry (launch terms
+        of `runtime` on `device`); without `candidate_breakdowns` the candidate plans carry
+        their headline figures only."""
         emitted, build = self.emitted, self.build
         generated = emitted is not None and not emitted.library
         return {
             **projected_fields(self.breakdown, self.kernel.sol,
-                               self.chosen.schedule if self.chosen else None),
+                               self.chosen.schedule if self.chosen else None, device=device,
+                               runtime=runtime),
             "function": self.function if generated else None,
             "schedule": self.chosen.schedule if self.chosen else None,
             "codegen_plan": self.chosen.to_dict() if self.chosen else None,

@@ -9,6 +9,9 @@ reads them:
      "workload": {...}, "resources": {"registers": 32, "static_shared_bytes": 0,
      "spill_bytes": 0}, "measured_us": 12.5}
 
+Measured times are of kernels timed alone, so the model's time compared with them is its device
+work plus what a lone launch adds on the device (compiler/cost/launch.py, `alone_us`).
+
 `fit` minimises the mean squared error of log(projected / measured) over the four constants of
 `Derating` by coordinate descent (a golden-section search per constant within its bounds,
 sweeps until nothing moves), so a kernel 2x too slow and one 2x too fast weigh the same
@@ -26,6 +29,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from compiler.cost.devices import Device
+from compiler.cost.launch import terms_for
 from compiler.cost.projected import Derating, ProjectedModel, Resources
 from compiler.cost.workload import Workload
 from compiler.errors import InputError
@@ -106,9 +110,16 @@ class ErrorSummary:
         return {k: round(v, 3) if isinstance(v, float) else v for k, v in asdict(self).items()}
 
 
+def alone_us(model: ProjectedModel, record: Record) -> float:
+    """The model's time for the record's kernel timed alone: its projected device work and
+    what a lone launch adds on the device."""
+    return model.project(record.workload, record.resources).projected_us + \
+        terms_for(model.device).alone_us
+
+
 def errors(model: ProjectedModel, records: list[Record]) -> ErrorSummary:
-    apes = sorted(100.0 * abs(model.project(r.workload, r.resources).projected_us
-                              - r.measured_us) / r.measured_us for r in records)
+    apes = sorted(100.0 * abs(alone_us(model, r) - r.measured_us) / r.measured_us
+                  for r in records)
     middle = len(apes) // 2
     median = apes[middle] if len(apes) % 2 else (apes[middle - 1] + apes[middle]) / 2
     return ErrorSummary(len(apes), sum(apes) / len(apes), median, apes[-1])
@@ -144,7 +155,7 @@ def ranking_quality(model: ProjectedModel, records: list[Record]) -> dict:
         by_kernel.setdefault(r.kernel, []).append(r)
     taus = {}
     for kernel, group in by_kernel.items():
-        projected = [model.project(r.workload, r.resources).projected_us for r in group]
+        projected = [alone_us(model, r) for r in group]
         tau = kendall_tau(projected, [r.measured_us for r in group])
         if tau is not None:
             taus[kernel] = tau
@@ -155,8 +166,8 @@ def ranking_quality(model: ProjectedModel, records: list[Record]) -> dict:
 
 def _loss(device: Device, derating: Derating, records: list[Record]) -> float:
     model = ProjectedModel(device, derating)
-    return sum(math.log(model.project(r.workload, r.resources).projected_us / r.measured_us)
-               ** 2 for r in records) / len(records)
+    return sum(math.log(alone_us(model, r) / r.measured_us) ** 2
+               for r in records) / len(records)
 
 
 def fit(device: Device, records: list[Record], start: Derating | None = None,

@@ -47,13 +47,6 @@ KIB = 1024
 MIB = 1024 * KIB
 GIB = 1024 * MIB
 
-# Time between the starts of two small dependent kernels in one stream without CUDA graphs:
-# cudaLaunchKernel costs about 2-3 us of host time per launch on a current Linux driver and the
-# GPU needs about 1 us to drain one grid and start the next, so back-to-back launches of tiny
-# kernels run about 3 us apart. It is a host and driver cost more than a chip cost, hence one
-# figure for all devices. (XLA's own GPU cost model charges 1 us, assuming CUDA graphs.)
-LAUNCH_OVERHEAD_US = 3.0
-
 # The MUFU dependent-issue latency taken for every chip (module docstring: papers give 14-23).
 MUFU_LATENCY_CYCLES = 18
 
@@ -110,7 +103,6 @@ class Device:
     fp32_fma_latency_cycles: int        # dependent-issue latency of FFMA
     mufu_latency_cycles: int
 
-    kernel_launch_overhead_us: float
     sources: tuple[str, ...]
 
     # -- derived peaks ------------------------------------------------------------------------
@@ -252,7 +244,6 @@ V100 = Device(
     shared_memory_latency_cycles=19,  # [JIA18] ch. 3: shared memory 19 cycles
     fp32_fma_latency_cycles=4,       # [JIA18] ch. 4: FFMA 4 cycles on Volta
     mufu_latency_cycles=MUFU_LATENCY_CYCLES,
-    kernel_launch_overhead_us=LAUNCH_OVERHEAD_US,
     sources=_COMMON_SOURCES + (
         "NVIDIA Tesla V100 GPU Architecture whitepaper (WP-08608-001), Table 1, GV100 SM figure",
         "NVIDIA V100 Tensor Core GPU datasheet (SXM2)",
@@ -290,7 +281,6 @@ A100 = Device(
     shared_memory_latency_cycles=23,  # [ABD22] shared memory load ~23 cycles
     fp32_fma_latency_cycles=4,       # [ABD22] FFMA 4 cycles
     mufu_latency_cycles=MUFU_LATENCY_CYCLES,
-    kernel_launch_overhead_us=LAUNCH_OVERHEAD_US,
     sources=_COMMON_SOURCES + (
         "NVIDIA A100 Tensor Core GPU Architecture whitepaper, Table 1, GA100 SM figure",
         "NVIDIA A100 80GB datasheet, SXM column",
@@ -332,7 +322,6 @@ H100 = Device(
     shared_memory_latency_cycles=29,  # [LUO24] H800 shared memory ~29 cycles
     fp32_fma_latency_cycles=4,       # [LUO24] FFMA 4 cycles
     mufu_latency_cycles=MUFU_LATENCY_CYCLES,
-    kernel_launch_overhead_us=LAUNCH_OVERHEAD_US,
     sources=_COMMON_SOURCES + (
         "NVIDIA H100 Tensor Core GPU Architecture whitepaper, GH100 SM figure, "
         "GPU comparison table (H100 SXM5)",
@@ -392,7 +381,6 @@ L4 = Device(
     shared_memory_latency_cycles=30,  # [LUO24] RTX 4090 shared memory ~30 cycles
     fp32_fma_latency_cycles=4,       # [LUO24] FFMA 4 cycles
     mufu_latency_cycles=MUFU_LATENCY_CYCLES,
-    kernel_launch_overhead_us=LAUNCH_OVERHEAD_US,
     sources=_COMMON_SOURCES + (
         "NVIDIA L4 Tensor Core GPU datasheet",
         "NVIDIA Ada GPU Architecture whitepaper, AD102 SM figure",

@@ -47,8 +47,8 @@ def outlier_reason(breakdown: Breakdown | None, sol: SolEstimate | None,
     if ratio is None or ratio < OUTLIER_RATIO or breakdown.projected_us < OUTLIER_MIN_US:
         return None
     b = breakdown
-    head = (f"projected {b.projected_us:.1f} us = {ratio:.0f}x its speed of light "
-            f"({sol.total_us:.1f} us)")
+    head = (f"projected {b.projected_us:.1f} µs = {ratio:.0f}x its speed of light "
+            f"({sol.total_us:.1f} µs)")
     under = f" under the {schedule} schedule" if schedule else ""
     limiter = b.limiter
     if limiter == "latency":
@@ -59,19 +59,19 @@ def outlier_reason(breakdown: Breakdown | None, sol: SolEstimate | None,
                    f"to hide DRAM latency")
         else:
             why = (f"latency-bound{under}: each thread waits on a long chain of dependent "
-                   f"loads and arithmetic ({b.latency_us:.1f} us against "
-                   f"{b.throughput_us:.1f} us of throughput), e.g. a reduction done serially "
+                   f"loads and arithmetic ({b.latency_us:.1f} µs against "
+                   f"{b.throughput_us:.1f} µs of throughput), e.g. a reduction done serially "
                    f"by one thread")
     elif limiter in _PIPES:
-        why = (f"bound by the {_PIPES[limiter]} pipe{under}: {b.terms_us[limiter]:.1f} us of "
-               f"instructions against {sol.compute_us:.1f} us of compute at SOL; the "
+        why = (f"bound by the {_PIPES[limiter]} pipe{under}: {b.terms_us[limiter]:.1f} µs of "
+               f"instructions against {sol.compute_us:.1f} µs of compute at SOL; the "
                f"schedule evaluates values more often than the graph does (a reduction or "
                f"an expensive op recomputed for every element that reads it)")
     elif limiter == "lsu":
-        why = (f"bound by load/store instructions{under} ({b.terms_us['lsu']:.1f} us): values "
+        why = (f"bound by load/store instructions{under} ({b.terms_us['lsu']:.1f} µs): values "
                f"re-read from memory or moved one scalar at a time")
     elif limiter == "l2":
-        why = (f"bound by L2-to-SM traffic{under} ({b.terms_us['l2']:.1f} us): strided "
+        why = (f"bound by L2-to-SM traffic{under} ({b.terms_us['l2']:.1f} µs): strided "
                f"accesses fetch a 32-byte sector per element, or values are re-read")
     elif limiter == "dram":
         why = (f"moves {b.dram_bytes / 1e6:.1f} MB through DRAM{under} against "
@@ -80,5 +80,5 @@ def outlier_reason(breakdown: Breakdown | None, sol: SolEstimate | None,
     else:
         why = f"limited by {limiter}{under}"
     if b.grid_sync_us:
-        why += f"; grid barriers add {b.grid_sync_us:.1f} us"
+        why += f"; grid barriers add {b.grid_sync_us:.1f} µs"
     return f"{head}: {why}"

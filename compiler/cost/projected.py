@@ -5,7 +5,10 @@ under one CodeGenPlan on one device, from its workload (workload.py) and its res
                       and  DRAM bytes / (peak bandwidth x e_dram),  L2 bytes / (L2 bandwidth x e_l2)
     latency time    = ceil(waves) x (sum over the busiest thread's loop iterations of
                       (round trips x memory latency + dependent arithmetic) + sync) x s_latency
-    projected time  = max(throughput time, latency time) + grid barriers + launch overhead
+    projected time  = max(throughput time, latency time) + grid barriers
+
+  That is the kernel's device work: what launching it adds depends on how the plan is run
+  (a stream, a CUDA graph) and is priced by compiler/cost/launch.py.
 
 - The busiest SM runs ceil(blocks / SMs) of the blocks (the block scheduler hands blocks out
   round-robin): a kernel with fewer blocks than SMs leaves SMs idle, and its pipe time is that
@@ -17,7 +20,7 @@ under one CodeGenPlan on one device, from its workload (workload.py) and its res
   warps shows up here, as the throughput term cannot see it.
 - The limiter is the largest term: a pipe ("fma", "alu", "xu", "fp64", "conv", "lsu",
   "shfl"), "dram", "l2", or "latency". Utilisation of each pipe and of DRAM is its time over the
-  projected time (without launch overhead).
+  projected time.
 - e_pipe, e_dram, e_l2 and s_latency are the derating constants (`Derating`); their defaults
   are below with their sources, and `compiler.cost.calibrate` fits them to measured times.
 
@@ -81,7 +84,6 @@ class Breakdown:
     projected_us: float
     throughput_us: float
     latency_us: float
-    launch_us: float
     grid_sync_us: float
     limiter: str
     utilisation: dict[str, float]          # pipe / "dram" / "l2" -> percent of projected time
@@ -179,15 +181,16 @@ class ProjectedModel:
         if latency_us > throughput_us:
             limiter = "latency"
         else:
-            limiter = max(terms, key=terms.get) if terms else "launch"
+            limiter = max(terms, key=terms.get) if terms else "latency"
         utilisation = {name: 100.0 * t / busy_us if busy_us else 0.0 for name, t in terms.items()}
         fraction = waves - math.floor(waves)
         tail = 0.0 if waves < 1 or fraction == 0 else 1.0 - fraction
         return Breakdown(
             projected_us=projected, throughput_us=throughput_us, latency_us=latency_us,
-            launch_us=device.kernel_launch_overhead_us, grid_sync_us=grid_sync_us,
+            grid_sync_us=grid_sync_us,
             limiter=limiter, utilisation=utilisation,
-            achieved_bandwidth_gbs=workload.dram_bytes / (projected * 1e-6) / 1e9,
+            achieved_bandwidth_gbs=workload.dram_bytes / (projected * 1e-6) / 1e9
+            if projected else 0.0,
             dram_bytes=workload.dram_bytes, occupancy=occ.occupancy,
             occupancy_limiter=occ.limiter, blocks_per_sm=occ.blocks_per_sm,
             active_warps_per_sm=occ.active_warps_per_sm, waves=waves, tail_fraction=tail,
@@ -255,8 +258,7 @@ class ProjectedModel:
         latency_cycles = max(latency_cycles, workload.slowest_thread_cycles)
         latency_us = latency_cycles * d.latency_scale / clock * 1e6
         grid_sync_us = workload.grid_syncs * GRID_SYNC_US
-        projected = max(throughput_us, latency_us) + grid_sync_us + \
-            device.kernel_launch_overhead_us
+        projected = max(throughput_us, latency_us) + grid_sync_us
         return (projected, throughput_us, latency_us, grid_sync_us, terms, occ, waves, grid,
                 block)
 
@@ -349,12 +351,12 @@ def project_library(kernel, device: Device, derating: Derating | None = None) ->
         terms[sol.compute_pipe or "compute"] = sol.compute_us / LIBRARY_COMPUTE_EFFICIENCY
     busy = max(terms.values())
     limiter = max(terms, key=terms.get)
-    projected = busy + sol.launch_us
+    projected = busy
     return Breakdown(
-        projected_us=projected, throughput_us=busy, latency_us=0.0, launch_us=sol.launch_us,
+        projected_us=projected, throughput_us=busy, latency_us=0.0,
         grid_sync_us=0.0, limiter=limiter,
         utilisation={k: 100.0 * v / busy if busy else 0.0 for k, v in terms.items()},
-        achieved_bandwidth_gbs=sol.dram_bytes / (projected * 1e-6) / 1e9,
+        achieved_bandwidth_gbs=sol.dram_bytes / (projected * 1e-6) / 1e9 if projected else 0.0,
         dram_bytes=sol.dram_bytes, occupancy=None, occupancy_limiter=None, blocks_per_sm=None,
         active_warps_per_sm=None, waves=None, tail_fraction=None, sms_used=None,
         registers=None, registers_source=None, shared_bytes=None, spill_bytes=None, grid=None,

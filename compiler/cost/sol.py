@@ -4,9 +4,12 @@ A kernel is a set of graph nodes computed together. Its values cross DRAM exactl
 best: every value it reads from outside is loaded once, every value it hands to the outside is
 stored once, and everything in between stays on chip (registers or shared memory). Its time is
 then bounded by the slower of moving those bytes at peak DRAM bandwidth and running its flops at
-the peak of the pipe they use, plus one kernel launch:
+the peak of the pipe they use:
 
-    total_us = max(dram_bytes / bandwidth, max over pipes (ops / pipe peak)) + launch overhead
+    total_us = max(dram_bytes / bandwidth, max over pipes (ops / pipe peak))
+
+That is device work alone: what launching the kernel adds depends on how the plan is run
+(a stream, a CUDA graph), and compiler/cost/launch.py prices it separately.
 
 What the bytes count:
 - inputs: each distinct value read from outside the kernel, once. Parameters and constants live
@@ -65,8 +68,7 @@ class SolEstimate:
     transcendentals: int
     memory_us: float
     compute_us: float
-    launch_us: float
-    total_us: float
+    total_us: float            # device work: max(memory_us, compute_us)
     bound: str                 # "memory" or "compute"
     compute_pipe: str | None   # the pipe that bounds compute_us; None for a kernel with no ops
 
@@ -183,7 +185,6 @@ class SolModel:
         dram_bytes = read_bytes + write_bytes
         memory_us = dram_bytes / device.dram_bytes_per_s * 1e6
         compute_us = compute_s * 1e6
-        launch_us = device.kernel_launch_overhead_us
         return SolEstimate(
             dram_bytes=dram_bytes,
             read_bytes=read_bytes,
@@ -192,8 +193,7 @@ class SolModel:
             transcendentals=transcendentals,
             memory_us=memory_us,
             compute_us=compute_us,
-            launch_us=launch_us,
-            total_us=max(memory_us, compute_us) + launch_us,
+            total_us=max(memory_us, compute_us),
             bound="compute" if compute_us > memory_us else "memory",
             compute_pipe=compute_pipe,
         )

@@ -47,12 +47,12 @@ any other plan. Last, where chains of loop kernels hit the size cap (MAX_KERNEL_
 are cut anew where the fewest bytes cross and searched again from there (recut.py); that plan
 is kept when it is priced lower, or the same with less DRAM traffic ("re-cut chains"). The
 decision log says which cost model decided and what happened ("seed from the stitch plan");
-besides, it holds one "fuse" per accepted pattern ("projected: stitch-regional, gain 3.02 us
+besides, it holds one "fuse" per accepted pattern ("projected: stitch-regional, gain 3.02 µs
 as row-reduce-warp, 256 threads x 64 blocks, dram-bound (...)": the model, the kind, the gain
 and the CodeGen plan that won) and one "refuse" per considered pair of producer and consumer
 (or of siblings) that stayed apart, with the last reason found:
-"would form cycle", "projected: gain -0.30 us as elementwise, ... alu-bound" (a loss, with the
-plan that would have been emitted), "projected: gain at most -0.1 us (the merged kernel's
+"would form cycle", "projected: gain -0.30 µs as elementwise, ... alu-bound" (a loss, with the
+plan that would have been emitted), "projected: gain at most -0.1 µs (the merged kernel's
 speed of light)", "not a legal kernel: ...".
 
 What one kernel may be (`_Analysis`)
@@ -174,11 +174,11 @@ def cost_fusion(graph: Graph, model: SolModel, top_k: int = TOP_K,
             subject = f"seed from the {name} plan"
             if theirs >= own - MIN_GAIN_US:
                 plan.decisions.append(Decision(
-                    "refuse", subject, f"{pricer.name}: not needed: {start} {own:.2f} us <= "
-                                       f"{name} {theirs:.2f} us", gain_us=theirs - own))
+                    "refuse", subject, f"{pricer.name}: not needed: {start} {own:.2f} µs <= "
+                                       f"{name} {theirs:.2f} µs", gain_us=theirs - own))
                 continue
             seeding = Decision("fuse", subject,
-                               f"{pricer.name}: {name} {theirs:.2f} us < {start} {own:.2f} us, "
+                               f"{pricer.name}: {name} {theirs:.2f} µs < {start} {own:.2f} µs, "
                                f"so the greedy search restarted from {name}'s kernels",
                                gain_us=own - theirs)
             seeded = refine(graph, model, other, pricer, top_k, [seeding])
@@ -187,7 +187,7 @@ def cost_fusion(graph: Graph, model: SolModel, top_k: int = TOP_K,
                 # A merge can change what a third kernel must write (build_plan settles it):
                 # the search's own figure was not the plan's.
                 kept = Decision("refuse", f"greedy from the {name} plan",
-                                f"{pricer.name}: {seeded_us:.2f} us > {name} {theirs:.2f} us: "
+                                f"{pricer.name}: {seeded_us:.2f} µs > {name} {theirs:.2f} µs: "
                                 f"kept {name}'s kernels as they are")
                 seeded = build_plan(graph, _specs(other), STRATEGY, model, [seeding, kept])
                 seeded_us = theirs
@@ -213,8 +213,8 @@ def _recut(graph: Graph, model: SolModel, plan: FusionPlan, own: float, pricer: 
                    seeding)
     recut_us = plan_price(recut, pricer)
     figures = (f"chains of kernels at the size cap cut where the fewest bytes cross: "
-               f"{recut_us:.2f} us and {recut.dram_bytes:,} B of DRAM traffic, against "
-               f"{own:.2f} us and {plan.dram_bytes:,} B")
+               f"{recut_us:.2f} µs and {recut.dram_bytes:,} B of DRAM traffic, against "
+               f"{own:.2f} µs and {plan.dram_bytes:,} B")
     if recut_us < own - MIN_GAIN_US or (recut_us <= own + MIN_GAIN_US
                                         and recut.dram_bytes < plan.dram_bytes):
         recut.decisions.append(Decision("fuse", "re-cut chains", f"{pricer.name}: {figures}",
@@ -883,6 +883,7 @@ class _Search:
                 gain, fused = self.gain(pieces, exact=True)
                 if fused.borrowed:
                     fused = self._own_verdict(pieces, fused)
+                launches = self._launch_saved(pieces, fused)  # before the merge drops pieces
                 refusal = self._merge(pieces, fused)
             if refusal:
                 self._cycles[key] = refusal
@@ -890,8 +891,9 @@ class _Search:
                 continue
             taken.update(pieces)
             self.decisions.append(Decision(
-                "fuse", subject, f"{self.pricer.name}: {fused.kind}, gain {gain:.2f} us as "
-                                 f"{fused.price.describe()} ({fused.reason})", gain_us=gain))
+                "fuse", subject, f"{self.pricer.name}: {fused.kind}, gain {gain:.2f} µs"
+                                 f"{launches} as {fused.price.describe()} ({fused.reason})",
+                gain_us=gain))
         self._unions.clear()
         self._kernels.clear()
         return len(self.dirty)
@@ -1041,13 +1043,22 @@ class _Search:
             self._note(*self._describe(pieces, sink, shared), self._loss(gain, fused), gain)
         return gain
 
+    def _launch_saved(self, pieces: frozenset, fused: _Kernel) -> str:
+        """How much of a merge's gain is launch terms (" (0.50 µs of it launches)"), when
+        every piece has a price."""
+        prices = [self.kernel[p].price for p in pieces]
+        if fused.price is None or any(price is None for price in prices):
+            return ""
+        saved = sum(price.launch_us for price in prices) - fused.price.launch_us
+        return f" ({saved:.2f} µs of it launches, {self.pricer.runtime})"
+
     def _loss(self, gain: float, fused: _Kernel) -> str:
         """Why a legal merge was refused: what it would gain (a loss) under the pricer, as the
         best CodeGen plan of the merged kernel, or at most, by its speed of light."""
         if fused.bound:
-            return (f"{self.pricer.name}: gain at most {gain:.2f} us (the merged kernel's "
+            return (f"{self.pricer.name}: gain at most {gain:.2f} µs (the merged kernel's "
                     f"speed of light)")
-        return f"{self.pricer.name}: gain {gain:.2f} us as {fused.price.describe()}"
+        return f"{self.pricer.name}: gain {gain:.2f} µs as {fused.price.describe()}"
 
     def _describe(self, pieces: frozenset, sink: str | None, shared: str | None
                   ) -> tuple[str, tuple[str, str]]:

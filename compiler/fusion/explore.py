@@ -19,6 +19,7 @@ from multiprocessing.connection import Connection
 from typing import Hashable
 
 from compiler.cost.devices import get_device
+from compiler.cost.launch import DEFAULT_RUNTIME, parse_runtime, terms_for
 from compiler.cost.sol import SolModel
 from compiler.errors import InputError
 from compiler.fusion.plan import FusionPlan, StrategyUnavailable
@@ -60,9 +61,14 @@ def parse_strategies(text: str) -> list[str]:
 
 def explore(graph: Graph, device: str = "h100", strategies=OUR_STRATEGIES,
             cost_model: str = DEFAULT_MODEL, learned=None,
-            concurrent: bool | None = None) -> dict[str, FusionPlan]:
+            concurrent: bool | None = None,
+            runtime: str = DEFAULT_RUNTIME) -> dict[str, FusionPlan]:
     """One plan per strategy, each with the wall time its strategy took (explore_ms) and every
     kernel's projected breakdown under its best CodeGen plan (`pricing.price_plan`).
+
+    `runtime` says how the plans' kernels are launched (compiler/cost/launch.py: "graph", a
+    CUDA graph replay, or "stream"): every price's launch term, and so the cost search's
+    decisions and every plan's total, are that runtime's.
 
     `cost_model` names the pricer the cost strategy decides with (pricing.PRICERS; "learned"
     needs `learned`, a LearnedPredictor for the device). Whatever decides, the plans' kernels
@@ -75,10 +81,11 @@ def explore(graph: Graph, device: str = "h100", strategies=OUR_STRATEGIES,
 
     A strategy that cannot run here (xla-gpu without its plugin) gives a plan with no kernels
     whose `unavailable` says why, instead of failing the others."""
+    runtime = parse_runtime(runtime)
     model = SolModel(graph, get_device(device))
-    projector = ProjectedPricer(graph, model)
+    projector = ProjectedPricer(graph, model, runtime)
     pricer = projector if cost_model == "projected" else make_pricer(cost_model, graph,
-                                                                      model, learned)
+                                                                      model, learned, runtime)
     strategies = list(strategies)
     # The rule-based strategies the cost search compares itself with: ours before it.
     rules = [name for name in strategies[:strategies.index("cost")]
@@ -107,6 +114,8 @@ def explore(graph: Graph, device: str = "h100", strategies=OUR_STRATEGIES,
     if background is not None:
         done = background.join()
         plans = {name: plans[name] if name in plans else done[name] for name in strategies}
+    for plan in plans.values():
+        plan.runtime = runtime
     return plans
 
 
@@ -319,11 +328,15 @@ class _RulesInBackground:
 
 
 def exploration_to_dict(summary: dict, device: str, plans: dict[str, FusionPlan]) -> dict:
-    """The `explore --json` object: {"graph", "device", "strategies": {name: plan}}."""
+    """The `explore --json` object: {"graph", "device", "runtime", "launch": the device's
+    launch figures with their sources (compiler/cost/launch.py), "strategies": {name: plan}}.
+    """
     strategies = {name: plan.to_dict() for name, plan in plans.items()}
     baseline = plans.get("unfused")
     for name, plan in plans.items():
         if baseline is not None and plan.total_sol_us > 0:
             strategies[name]["total"]["speedup_vs_unfused"] = \
                 baseline.total_sol_us / plan.total_sol_us
-    return {"graph": summary, "device": device, "strategies": strategies}
+    runtime = next((plan.runtime for plan in plans.values()), DEFAULT_RUNTIME)
+    return {"graph": summary, "device": device, "runtime": runtime,
+            "launch": terms_for(device).to_dict(), "strategies": strategies}

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from compiler.cost.launch import DEFAULT_RUNTIME, RUNTIMES, terms_for
 from compiler.cost.outliers import outlier_reason, ratio_to_sol
 from compiler.cost.sol import SolEstimate, SolModel
 from compiler.fusion.grouping import (FUSIBLE, LEAF, LIBRARY, PLUMBING, graph_output_sources,
@@ -89,7 +90,8 @@ class Kernel:
     def computed(self) -> tuple[str, ...]:
         return self.nodes + self.recomputed
 
-    def to_dict(self) -> dict:
+    def to_dict(self, device: str, runtime: str = DEFAULT_RUNTIME) -> dict:
+        """The kernel's JSON entry; its launch term is that of `runtime` on `device`."""
         return {
             "name": self.name,
             "kind": self.kind,
@@ -103,23 +105,36 @@ class Kernel:
             "sol": self.sol.to_dict(),
             # Filled by later stages (codegen, build, projected model, GPU runner): null until
             # a stage has produced them, never made up.
-            "proj_us": None, "measured_us": None, "limiter": None, "occupancy": None,
+            "proj_us": None, "device_us": None, "launch_us": None, "launch": None,
+            "measured_us": None, "limiter": None, "device_limiter": None, "occupancy": None,
             "waves": None, "block_size": None, "grid_size": None, "registers": None,
-            "shared_bytes": None, "learned_us": None, "proj_over_sol": None,
-            "outlier_reason": None, "schedule": None,
-            **projected_fields(self.projected, self.sol, self.schedule),
+            "shared_bytes": None, "learned_us": None, "learned_device_us": None,
+            "proj_over_sol": None, "outlier_reason": None, "schedule": None,
+            **projected_fields(self.projected, self.sol, self.schedule, device=device,
+                               runtime=runtime),
         }
 
 
-def projected_fields(breakdown, sol: SolEstimate | None = None,
-                     schedule: str | None = None) -> dict:
-    """The kernel-entry fields a projected breakdown fills (none when there is none): with
-    the kernel's SOL, how far above it the projection is and, for an outlier, why
+def projected_fields(breakdown, sol: SolEstimate | None = None, schedule: str | None = None,
+                     *, device: str, runtime: str = DEFAULT_RUNTIME) -> dict:
+    """The kernel-entry fields a projected breakdown fills (none when there is none): the
+    device work ("device_us"), the launch term under `runtime` ("launch_us") and under every
+    runtime ("launch"), their sum ("proj_us"), the limiter ("launch" when the launch term is
+    the larger part, else the device work's, kept as "device_limiter"); with the kernel's SOL,
+    how far above it the device work is and, for an outlier, why
     (compiler/cost/outliers.py), naming the CodeGen plan's schedule when given."""
     if breakdown is None:
         return {}
     ratio = ratio_to_sol(breakdown, sol)
-    fields = {"proj_us": round(breakdown.projected_us, 4), "limiter": breakdown.limiter,
+    device_us = breakdown.projected_us
+    terms = terms_for(device)
+    launches = {name: terms.launch(name).us(device_us) for name in RUNTIMES}
+    launch_us = launches[runtime]
+    fields = {"proj_us": round(device_us + launch_us, 4), "device_us": round(device_us, 4),
+              "launch_us": round(launch_us, 4),
+              "launch": {name: round(us, 4) for name, us in launches.items()},
+              "limiter": "launch" if launch_us > device_us else breakdown.limiter,
+              "device_limiter": breakdown.limiter,
               "occupancy": breakdown.occupancy, "waves": breakdown.waves,
               "block_size": breakdown.block, "grid_size": breakdown.grid,
               "proj_over_sol": None if ratio is None else round(ratio, 2),
@@ -138,7 +153,7 @@ class Decision:
 
     action: str                      # "fuse" | "refuse"
     subject: str                     # e.g. "exponential.3 -> reduce.5", or two kernels
-    reason: str                      # "xla: loop fusion", "would form cycle", "gain -0.3 us"
+    reason: str                      # "xla: loop fusion", "would form cycle", "gain -0.3 µs"
     gain_us: float | None = None
 
     def to_dict(self) -> dict:
@@ -161,9 +176,13 @@ class FusionPlan:
     # Why the strategy made no plan here (xla-gpu without XLA's CUDA plugin, ...): the plan
     # then has no kernels, and its totals are no figures.
     unavailable: str | None = None
+    # How the plan's kernels are launched (compiler/cost/launch.py): the launch term its
+    # kernels' times include, and which the cost strategy's decisions were priced under.
+    runtime: str = DEFAULT_RUNTIME
 
     @property
     def total_sol_us(self) -> float:
+        """The kernels' speeds of light: device work alone."""
         return sum(k.sol.total_us for k in self.kernels)
 
     @property
@@ -172,11 +191,28 @@ class FusionPlan:
 
     @property
     def total_projected_us(self) -> float | None:
-        """The kernels' projected times in order; None unless every kernel has one (and for an
-        unavailable plan)."""
+        """The kernels' projected times under the plan's runtime (device work and launch
+        term); None unless every kernel has one (and for an unavailable plan)."""
+        totals = self.projected_totals()
+        return None if totals is None else totals["proj_us"]
+
+    def projected_totals(self) -> dict | None:
+        """The projected figures of the plan's total: {"device_us", "launch_us", "proj_us"}
+        under its runtime and "runtimes": {runtime: {"launch_us", "proj_us"}} under every one;
+        None unless every kernel has a projection (and for an unavailable plan)."""
         if self.unavailable is not None or any(k.projected is None for k in self.kernels):
             return None
-        return round(sum(k.projected.projected_us for k in self.kernels), 4)
+        works = [k.projected.projected_us for k in self.kernels]
+        device_us = sum(works)
+        terms = terms_for(self.device)
+        runtimes = {}
+        for name in RUNTIMES:
+            launch = terms.launch(name)
+            launch_us = sum(launch.us(work) for work in works)
+            runtimes[name] = {"launch_us": round(launch_us, 4),
+                              "proj_us": round(device_us + launch_us, 4)}
+        return {"device_us": round(device_us, 4), **runtimes[self.runtime],
+                "runtimes": runtimes}
 
     def owner(self) -> dict[str, str]:
         """Node name -> name of the kernel that owns it."""
@@ -192,6 +228,7 @@ class FusionPlan:
         return {
             "strategy": self.strategy,
             "device": self.device,
+            "runtime": self.runtime,
             "explore_ms": round(self.explore_ms, 3),
             "cost_model": self.cost_model,
             "kernel_count": len(self.kernels),
@@ -199,12 +236,14 @@ class FusionPlan:
             # The learned fields stay null until a learned model predicts the plan
             # (compiler/cost/learned/predict.py).
             "total": {"sol_us": None if self.unavailable else self.total_sol_us,
-                      "proj_us": self.total_projected_us,
+                      "proj_us": None, "device_us": None, "launch_us": None,
+                      "runtimes": None,
+                      **(self.projected_totals() or {}),
                       "measured_us": None,
                       "dram_bytes": None if self.unavailable else self.dram_bytes,
                       "learned_us": None, "learned_kernels": None},
             "learned_model": None,
-            "kernels": [k.to_dict() for k in self.kernels],
+            "kernels": [k.to_dict(self.device, self.runtime) for k in self.kernels],
             "decisions": [d.to_dict() for d in self.decisions],
             "unavailable": self.unavailable,
         }

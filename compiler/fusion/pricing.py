@@ -1,5 +1,9 @@
 """What a candidate kernel costs: the one price every fusion decision and every plan total uses.
 
+A price is the kernel's device work under a cost model plus its launch term under the runtime
+the plan is run with (compiler/cost/launch.py: a CUDA graph by default, or stream launches):
+merging two kernels saves one launch term, which counts for more under stream launches.
+
 The fuser asks a `Pricer` for the time of each kernel it considers; `explore` asks the same
 pricer for the kernels of every strategy's plan. So the decision that made a kernel and the
 figure a user reads next to it come from one function, and the question "which plan is
@@ -12,16 +16,17 @@ Models (`--cost-model`, `PRICERS`):
   can only emit badly (a reduction recomputed per element, a strided read, one block on a
   132-SM GPU) is priced as such, so the fuser never builds it unless it still pays. Library
   kernels (cuBLAS, cuDNN) get `projected.project_library`.
-- "sol": the speed of light alone (bytes at peak bandwidth, flops at peak, one launch), the
+- "sol": the speed of light (bytes at peak bandwidth, flops at peak) and the launch term, the
   pre-V2 behaviour: every fusion that saves bytes looks good.
 - "learned": the projected model's best `LEARNED_SHORTLIST` plans re-ranked by a trained
-  learned cost model (compiler/cost/learned/), which gives the time; kernels it cannot describe
-  fall back to the projected time.
+  learned cost model (compiler/cost/learned/), which gives the time (it predicts a kernel timed
+  alone: what a lone launch adds, `launch.device_work_of_alone`, is taken off to get its device
+  work); kernels it cannot describe fall back to the projected time.
 A price measured on a GPU would plug in the same way (a pricer keyed by the same signature).
 
-Every price carries the speed of light (`sol_us`), a lower bound on any model's time: the
-search compares it with the price of the pieces a merge replaces and skips pricing a merge
-whose bound already shows no gain (`Pricer.bound`).
+Every price carries the speed of light (`sol_us`), a lower bound on any model's device work:
+the search compares it (with its launch term) with the price of the pieces a merge replaces
+and skips pricing a merge whose bound already shows no gain (`Pricer.bound`).
 
 Prices are cached by the kernel's *structure* (`Signature`): its nodes' ops, shapes, layouts
 and attributes, the edges between them, which values it reads and writes, its kind and
@@ -31,6 +36,7 @@ identical candidates for every merge, priced once.
 
 from __future__ import annotations
 
+import dataclasses
 from array import array
 from dataclasses import dataclass, fields
 from operator import attrgetter
@@ -40,6 +46,7 @@ import numpy as np
 
 from compiler.codegen.plan import CodeGenPlan
 from compiler.cost.devices import Device
+from compiler.cost.launch import DEFAULT_RUNTIME, Launch, device_work_of_alone, launch_for
 from compiler.cost.projected import (Breakdown, Derating, project_kernel, project_library,
                                      rank_key)
 from compiler.cost.sol import SolEstimate, SolModel
@@ -61,24 +68,33 @@ LEARNED_SHORTLIST = 4
 
 @dataclass(frozen=True)
 class Price:
-    """A kernel's time under one cost model and the CodeGen plan that achieves it."""
+    """A kernel's time under one cost model and runtime, and the CodeGen plan that achieves
+    it."""
 
-    us: float                        # the time decisions use
-    sol_us: float                    # speed of light: no model's time is below it
+    us: float                        # the time decisions use: device work + launch term
+    device_us: float                 # the device work alone
+    sol_us: float                    # speed of light: no model's device work is below it
     model: str                       # "projected" | "sol" | "learned"
     plan: CodeGenPlan | None = None  # the winning plan (None: library call, SOL, no plan)
     breakdown: Breakdown | None = None
 
+    @property
+    def launch_us(self) -> float:
+        return self.us - self.device_us
+
     def describe(self) -> str:
         """The winning plan in a few words, for the decision log ("row-reduce-warp, 256
-        threads x 132 blocks, dram-bound")."""
+        threads x 132 blocks, dram-bound"; "launch-bound" when the launch term is the larger
+        part of the price)."""
         if self.plan is None:
             return "library call" if self.breakdown is not None else "speed of light"
         plan = self.plan
         text = f"{plan.schedule}, {plan.block_size} threads x {plan.grid_size} blocks"
         if plan.cooperative:
             text += ", grid barrier"
-        if self.breakdown is not None:
+        if self.launch_us > self.device_us:
+            text += ", launch-bound"
+        elif self.breakdown is not None:
             text += f", {self.breakdown.limiter}-bound"
         return text
 
@@ -186,14 +202,17 @@ def _layouts(shape) -> tuple:
 
 
 class Pricer:
-    """Prices kernels of one graph on one device with one model, cached by structure."""
+    """Prices kernels of one graph on one device with one model and one runtime (how the
+    plan's kernels are launched: compiler/cost/launch.py), cached by structure."""
 
     name = "abstract"
 
-    def __init__(self, graph: Graph, model: SolModel):
+    def __init__(self, graph: Graph, model: SolModel, runtime: str = DEFAULT_RUNTIME):
         self.graph = graph
         self.sol_model = model
         self.device: Device = model.device
+        self.runtime = runtime
+        self.launch: Launch = launch_for(model.device, runtime)
         self.signature = Signature(graph)
         self._cache: dict[tuple, Price] = {}
         self._plan_kernels: dict[int, tuple[Kernel, Price]] = {}  # id -> (kernel, price)
@@ -273,20 +292,28 @@ class Pricer:
 
     def bound(self, sol: SolEstimate) -> float:
         """A lower bound on the price of a kernel whose speed of light is `sol`, cheap to
-        compute (the search bounds candidates before it builds them): the speed of light."""
-        return sol.total_us
+        compute (the search bounds candidates before it builds them): the speed of light and
+        its launch term (a kernel's time never falls as its device work grows)."""
+        return self.launch.kernel_us(sol.total_us)
+
+    def price_at(self, kernel: Kernel, device_us: float, plan: CodeGenPlan | None = None,
+               breakdown: Breakdown | None = None, model: str | None = None) -> Price:
+        """The price of `kernel` for `device_us` of device work under this pricer's runtime."""
+        return Price(self.launch.kernel_us(device_us), device_us, kernel.sol.total_us,
+                     model or self.name, plan, breakdown)
 
     def _price(self, kernel: Kernel) -> Price:
         raise NotImplementedError
 
 
 class SolPricer(Pricer):
-    """Speed of light: bytes at peak bandwidth, flops at the peak of their pipe, one launch."""
+    """Speed of light: bytes at peak bandwidth, flops at the peak of their pipe, and the launch
+    term."""
 
     name = "sol"
 
     def _price(self, kernel: Kernel) -> Price:
-        return Price(kernel.sol.total_us, kernel.sol.total_us, self.name)
+        return self.price_at(kernel, kernel.sol.total_us)
 
 
 class ProjectedPricer(Pricer):
@@ -296,22 +323,27 @@ class ProjectedPricer(Pricer):
 
     def bound(self, sol: SolEstimate) -> float:
         """The speed of light with DRAM at the bandwidth the projected model allows
-        (`Derating.dram_efficiency`): every plan moves at least the SOL's bytes."""
+        (`Derating.dram_efficiency`), and its launch term: every plan moves at least the SOL's
+        bytes."""
+        return self.launch.kernel_us(self.device_bound(sol))
+
+    @staticmethod
+    def device_bound(sol: SolEstimate) -> float:
+        """The least device work the projected model gives a kernel of speed of light `sol`."""
         memory_us = sol.memory_us / Derating().dram_efficiency
-        return max(memory_us, sol.compute_us) + sol.launch_us
+        return max(memory_us, sol.compute_us)
 
     def _price(self, kernel: Kernel) -> Price:
-        sol_us = kernel.sol.total_us
         if kernel.kind == "library":
             breakdown = project_library(kernel, self.device)
-            return Price(breakdown.projected_us, sol_us, self.name, None, breakdown)
-        best = self.best_plans(kernel, 1, floor_us=self.bound(kernel.sol))
+            return self.price_at(kernel, breakdown.projected_us, None, breakdown)
+        best = self.best_plans(kernel, 1, floor_us=self.device_bound(kernel.sol))
         if not best:
             # No plan the workload model covers (a type codegen does not emit): nothing better
             # is known than the speed of light, and the plan shows no projection.
-            return Price(sol_us, sol_us, self.name)
+            return self.price_at(kernel, kernel.sol.total_us)
         plan, breakdown = best[0]
-        return Price(breakdown.projected_us, sol_us, self.name, plan, breakdown)
+        return self.price_at(kernel, breakdown.projected_us, plan, breakdown)
 
     def best_plans(self, kernel: Kernel, count: int, floor_us: float | None = None
                    ) -> list[tuple[CodeGenPlan, Breakdown]]:
@@ -321,12 +353,12 @@ class ProjectedPricer(Pricer):
         of the families within FAMILY_MARGIN of the best. Ties are broken as `rank_plans`
         breaks them.
 
-        `floor_us`: a time no plan can beat (`bound`). The family heads are scored in the
-        order of `choose_plan`'s pick first, and with `count` 1 the first plan that reaches
-        the floor is returned at once: no plan is faster, so the kernel's price is known (the
-        plan may be another of the same time than `rank_plans`' tie-break would pick). A
-        third of a transformer step's candidate kernels are DRAM-bound at the floor under
-        the first plan scored."""
+        `floor_us`: device work no plan can beat (`device_bound`). The family heads are
+        scored in the order of `choose_plan`'s pick first, and with `count` 1 the first plan
+        that reaches the floor is returned at once: no plan is faster, so the kernel's price
+        is known (the plan may be another of the same time than `rank_plans`' tie-break would
+        pick). A third of a transformer step's candidate kernels are DRAM-bound at the floor
+        under the first plan scored."""
         from compiler.codegen.elemental import CodegenUnsupported
         from compiler.codegen.schedules import choose_plan, enumerate_plans
 
@@ -402,8 +434,9 @@ class LearnedPricer(ProjectedPricer):
 
     name = "learned"
 
-    def __init__(self, graph: Graph, model: SolModel, predictor):
-        super().__init__(graph, model)
+    def __init__(self, graph: Graph, model: SolModel, predictor,
+                 runtime: str = DEFAULT_RUNTIME):
+        super().__init__(graph, model, runtime)
         if predictor.device != model.device.name:
             raise InputError(f"the learned model {predictor.label} predicts "
                              f"{predictor.device} kernels, not {model.device.name} ones")
@@ -412,8 +445,7 @@ class LearnedPricer(ProjectedPricer):
     def _price(self, kernel: Kernel) -> Price:
         projected = super()._price(kernel)
         if kernel.kind == "library" or projected.plan is None:
-            return Price(projected.us, projected.sol_us, "projected", projected.plan,
-                         projected.breakdown)
+            return dataclasses.replace(projected, model="projected")
         from compiler.cost.learned.features import kernel_sample
         from compiler.cost.learned.model import predict_us
 
@@ -429,24 +461,27 @@ class LearnedPricer(ProjectedPricer):
         times = predict_us(self.predictor.model, samples).tolist()
         best = min(range(len(times)), key=times.__getitem__)
         plan, breakdown = shortlist[best]
-        return Price(float(times[best]), projected.sol_us, self.name, plan, breakdown)
+        return self.price_at(kernel, device_work_of_alone(self.device, float(times[best])),
+                           plan, breakdown)
 
 
 PRICERS = ("projected", "sol", "learned")
 
 
-def make_pricer(name: str, graph: Graph, model: SolModel, learned=None) -> Pricer:
-    """The pricer called `name`; "learned" needs `learned` (a LearnedPredictor for the
-    model's device). InputError for an unknown name or a missing model."""
+def make_pricer(name: str, graph: Graph, model: SolModel, learned=None,
+                runtime: str = DEFAULT_RUNTIME) -> Pricer:
+    """The pricer called `name` under `runtime`; "learned" needs `learned` (a
+    LearnedPredictor for the model's device). InputError for an unknown name or a missing
+    model."""
     if name == "projected":
-        return ProjectedPricer(graph, model)
+        return ProjectedPricer(graph, model, runtime)
     if name == "sol":
-        return SolPricer(graph, model)
+        return SolPricer(graph, model, runtime)
     if name == "learned":
         if learned is None:
             raise InputError("the learned cost model needs a model file: pass "
                              "--learned-model FILE (python -m compiler train-costmodel makes one)")
-        return LearnedPricer(graph, model, learned)
+        return LearnedPricer(graph, model, learned, runtime)
     raise InputError(f"unknown cost model {name!r}; choose from {', '.join(PRICERS)}")
 
 

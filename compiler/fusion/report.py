@@ -5,21 +5,31 @@ from __future__ import annotations
 
 def format_exploration(result: dict, max_kernels: int = 40) -> str:
     graph = result["graph"]
-    lines = [f"graph {graph['name']}: {graph['nodes']} nodes, device {result['device']}", ""]
-    lines.append(f"{'strategy':10s} {'kernels':>8s} {'DRAM MB':>10s} {'SOL us':>10s} "
-                 f"{'proj us':>10s} {'vs unfused':>10s} {'explore ms':>10s}  decided by")
+    runtime = result.get("runtime", "graph")
+    other = "stream" if runtime == "graph" else "graph"
+    lines = [f"graph {graph['name']}: {graph['nodes']} nodes, device {result['device']}, "
+             f"kernels launched as {runtime} (--runtime)", ""]
+    lines.append(f"{'strategy':10s} {'kernels':>8s} {'DRAM MB':>10s} {'SOL µs':>10s} "
+                 f"{'device µs':>10s} {'launch µs':>10s} {'proj µs':>10s} "
+                 f"{'as ' + other:>10s} {'vs unfused':>10s} {'explore ms':>10s}  decided by")
     for name, plan in result["strategies"].items():
         if plan.get("unavailable"):
             lines.append(f"{name:10s} {'-':>8s} {'-':>10s} {'-':>10s} {'-':>10s} {'-':>10s} "
-                         f"{plan['explore_ms']:10.1f}  not available")
+                         f"{'-':>10s} {'-':>10s} {'-':>10s} {plan['explore_ms']:10.1f}  "
+                         "not available")
             continue
         total = plan["total"]
         speedup = total.get("speedup_vs_unfused")
         decider = f"{plan['cost_model']} model" if plan.get("cost_model") else "rules"
+        other_us = ((total.get("runtimes") or {}).get(other) or {}).get("proj_us")
         lines.append(f"{name:10s} {plan['kernel_count']:8d} {total['dram_bytes'] / 1e6:10.3f} "
-                     f"{total['sol_us']:10.2f} {_number(total.get('proj_us'), '10.2f')} "
+                     f"{total['sol_us']:10.2f} {_number(total.get('device_us'), '10.2f')} "
+                     f"{_number(total.get('launch_us'), '10.2f')} "
+                     f"{_number(total.get('proj_us'), '10.2f')} {_number(other_us, '10.2f')} "
                      f"{(f'{speedup:.2f}x' if speedup else '-'):>10s} {plan['explore_ms']:10.1f}"
                      f"  {decider}")
+    lines.append("SOL: the speed of light of the device work; device: projected device work; "
+                 f"launch: the launch terms as {runtime}; proj: device + launch.")
     lines += _learned_lines(result)
     for name, plan in result["strategies"].items():
         if plan.get("unavailable"):
@@ -27,11 +37,14 @@ def format_exploration(result: dict, max_kernels: int = 40) -> str:
             continue
         lines += ["", f"== {name}: {plan['kernel_count']} kernels "
                       f"({', '.join(f'{k} {n}' for k, n in sorted(plan['kinds'].items()))})"]
-        lines.append(f"  {'kernel':22s} {'nodes':>5s} {'DRAM bytes':>12s} {'SOL us':>8s} "
-                     f"{'proj us':>8s}  {'limiter':8s} dominant")
+        lines.append(f"  {'kernel':22s} {'nodes':>5s} {'DRAM bytes':>12s} {'SOL µs':>8s} "
+                     f"{'device µs':>9s} {'launch µs':>9s} {'proj µs':>8s}  {'limiter':8s} "
+                     "dominant")
         for kernel in plan["kernels"][:max_kernels]:
             lines.append(f"  {kernel['name']:22s} {len(kernel['nodes']):5d} "
                          f"{kernel['dram_bytes']:12,d} {kernel['sol_us']:8.2f} "
+                         f"{_number(kernel.get('device_us'), '9.2f')} "
+                         f"{_number(kernel.get('launch_us'), '9.2f')} "
                          f"{_number(kernel.get('proj_us'), '8.2f')}  "
                          f"{(kernel.get('limiter') or '-'):8s} {kernel['dominant'] or ''}")
         if len(plan["kernels"]) > max_kernels:
@@ -57,7 +70,7 @@ def _learned_lines(result: dict) -> list[str]:
             continue
         note = " (SYNTHETIC targets: not a GPU prediction)" if model["origin"] == "synthetic" \
             else ""
-        lines.append(f"{name:10s} learned {_number(total.get('learned_us'), '10.2f')} us by "
+        lines.append(f"{name:10s} learned {_number(total.get('learned_us'), '10.2f')} µs by "
                      f"{model['label']}{note}: {total.get('learned_kernels') or 0} of "
                      f"{plan['kernel_count']} kernels predicted, the others projected")
     return [""] + lines if lines else []
@@ -78,7 +91,7 @@ def format_codegen(result: dict) -> str:
             continue
         lines += ["", f"== {name}: {plan['kernel_count']} kernels"]
         lines.append(f"  {'function':28s} {'schedule':20s} {'block':>5s} {'grid':>7s} "
-                     f"{'regs':>4s} {'smem':>6s} {'spill':>5s} {'proj us':>8s} {'limiter':8s} "
+                     f"{'regs':>4s} {'smem':>6s} {'spill':>5s} {'proj µs':>8s} {'limiter':8s} "
                      f"{'occ':>4s} {'max err':>9s}  notes")
         for k in plan["kernels"]:
             if k["kind"] == "library":

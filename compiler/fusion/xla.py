@@ -100,6 +100,9 @@ MAX_BATCH_FUSIONS = 32
 # horizontal_loop_fusion.cc IsProfitableFusionCandidate: (elements, ops) for loop / sliced mode.
 PROFITABLE_LOOP = (8192 * 8192, 128)
 PROFITABLE_SLICED = (128 * 2048, 30)
+# gpu_performance_model_base.h kKernelLaunchOverhead: what XLA's own model charges a kernel
+# launch when priority fusion weighs duplicating a producer (XLA's figure, not ours).
+XLA_KERNEL_LAUNCH_US = 1.0
 
 IN_PLACE_OPS = ("dynamic-update-slice",)
 # Ops XLA treats like elementwise ones in a loop fusion (IsUniversallyLoopFusible).
@@ -306,10 +309,11 @@ class _XlaFusion:
                 self.duplication_ok[name] = True
             else:
                 alone = model.estimate(self._with_views(name), [name])
-                kept = alone.total_us + count * node.shape.nbytes * per_byte_us
+                kernel_us = alone.total_us + XLA_KERNEL_LAUNCH_US
+                kept = kernel_us + count * node.shape.nbytes * per_byte_us
                 duplicated = count * alone.read_bytes * per_byte_us
                 if self.must_write[name]:
-                    duplicated += alone.total_us
+                    duplicated += kernel_us
                 self.duplication_gain[name] = kept - duplicated
                 self.duplication_ok[name] = kept >= duplicated
 
@@ -437,7 +441,7 @@ class _XlaFusion:
             self.log("refuse", subject,
                      f"xla: duplicating into {copies} consumer{'s' if copies > 1 else ''} is "
                      f"slower than writing it once (priority fusion cost model, gain "
-                     f"{gain:.3g} us)", gain)
+                     f"{gain:.3g} µs)", gain)
             return False
         self._recompute(producer, head)
         self.log("fuse", subject, "xla: cheap producer duplicated into consumer (not IsExpensive)")

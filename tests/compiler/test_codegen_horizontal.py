@@ -221,10 +221,14 @@ def test_a_softmax_beside_an_unrelated_convert_gets_a_row_schedule_for_its_softm
 @pytest.mark.parametrize("rows, length, converts", [
     (64, 128, (64, 128)), (256, 512, (512, 512)), (1024, 1000, (1024, 1024)),
     (4096, 1000, (4096, 1024))])
-def test_the_projected_time_of_softmax_beside_convert_is_two_kernels_less_a_launch(
+def test_the_device_work_of_softmax_beside_convert_is_the_two_kernels_together(
         rows, length, converts):
-    """Before the horizontal schedule the elementwise one reduced every softmax row once per
-    element of it: thousands of times the kernel's speed of light."""
+    """The horizontal kernel does the two kernels' work in one launch (the launch it saves is
+    priced apart from device work, compiler/cost/launch.py): no longer than the two one after
+    the other, and no shorter than the longer of them (shorter than their sum where their
+    latency overlaps on the SMs, the small sizes). Before the horizontal schedule
+    the elementwise one reduced every softmax row once per element of it: thousands of times
+    the kernel's speed of light."""
     graph = import_hlo(_softmax_beside_convert(rows, length, converts), "t.hlo")
     kernel = one_kernel(graph, "horizontal", "s")
     ranked = rank_plans(graph, kernel, enumerate_plans(graph, kernel), H100)
@@ -235,10 +239,9 @@ def test_the_projected_time_of_softmax_beside_convert_is_two_kernels_less_a_laun
     model = SolModel(graph, H100)
     separate = build_plan(graph, [KernelSpec(SOFTMAX_NODES, "stitch-regional", dominant="s"),
                                   KernelSpec(["c"], "loop", dominant="c")], "t", model)
-    alone = sum(rank_plans(graph, k, enumerate_plans(graph, k), H100)[0][1].projected_us
-                for k in separate.kernels)
-    expected = alone - H100.kernel_launch_overhead_us
-    assert abs(best[1].projected_us - expected) <= 0.1 * expected
+    alone = [rank_plans(graph, k, enumerate_plans(graph, k), H100)[0][1].projected_us
+             for k in separate.kernels]
+    assert max(alone) * 0.9 <= best[1].projected_us <= sum(alone) * 1.1
     assert elementwise.projected_us > 10 * best[1].projected_us
 
 

@@ -132,11 +132,10 @@ def test_arch_names_the_compute_capability(name):
 
 
 @pytest.mark.parametrize("name", DEVICES)
-def test_every_device_cites_its_sources_and_a_plausible_launch_overhead(name):
+def test_every_device_cites_its_sources_and_plausible_latencies(name):
     device = DEVICES[name]
     assert any("Programming Guide" in source for source in device.sources)
     assert any("datasheet" in source for source in device.sources)
-    assert 2 <= device.kernel_launch_overhead_us <= 5
     assert 400 <= device.dram_latency_cycles <= 600
     assert device.l2_hit_latency_cycles < device.dram_latency_cycles
     assert device.shared_memory_latency_cycles < device.l2_hit_latency_cycles

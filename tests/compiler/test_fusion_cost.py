@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from compiler.cost.launch import launch_for
 from compiler.cost import SolModel, get_device
 from compiler.fusion import cost_based
 from compiler.fusion.cost_based import cost_fusion, refine
@@ -160,8 +161,12 @@ def test_independent_small_kernels_share_one_launch(plan_checker):
     apart = priced(graph, model, [(["a"], "loop", [], "a"), (["b"], "loop", [], "b")])
     together = priced(graph, model, [(["a", "b"], "horizontal", [], "b")])
     assert merge.gain_us == pytest.approx(apart - together)
-    # One launch saved, give or take the two parts' blocks sharing the SMs.
-    assert merge.gain_us == pytest.approx(model.device.kernel_launch_overhead_us, rel=0.1)
+    # One launch saved (a CUDA graph node's, the default runtime's), and the two tiny parts'
+    # latencies overlap on the SMs instead of running one after the other; the decision says
+    # how much of the gain is the launch.
+    graph_gap = launch_for(model.device, "graph").gap_us
+    assert f"({graph_gap:.2f} µs of it launches, graph)" in merge.reason
+    assert graph_gap < merge.gain_us < 2 * graph_gap
 
 
 def test_siblings_reading_one_input_read_it_once(plan_checker):

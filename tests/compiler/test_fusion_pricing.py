@@ -17,6 +17,7 @@ import pytest
 
 from compiler.codegen.schedules import enumerate_plans
 from compiler.cost import SolModel, get_device
+from compiler.cost.launch import launch_for
 from compiler.cost.projected import rank_plans
 from compiler.errors import InputError
 from compiler.fusion.explore import explore
@@ -90,9 +91,11 @@ def test_the_projected_price_is_the_best_ranked_codegen_plan():
         plan, breakdown = rank_plans(graph, kernel, enumerate_plans(graph, kernel),
                                      model.device)[0]
         price = pricer.price(kernel)
-        assert price.us == breakdown.projected_us
+        # Its device work, and the launch term of a CUDA graph node (the default runtime).
+        assert price.device_us == breakdown.projected_us
+        assert price.us == breakdown.projected_us + launch_for("h100", "graph").gap_us
         assert price.plan.schedule == plan.schedule and price.model == "projected"
-        assert price.sol_us == kernel.sol.total_us <= price.us
+        assert price.sol_us == kernel.sol.total_us <= price.device_us
 
 
 def test_kernels_that_differ_only_in_names_share_a_price_and_others_do_not():
@@ -141,8 +144,13 @@ def test_the_sol_price_is_the_speed_of_light():
     graph = hlo(LAYERS)
     model, kernels = layer_kernels(graph)
     pricer = SolPricer(graph, model)
+    stream = SolPricer(graph, model, runtime="stream")
     for kernel in kernels:
-        assert pricer.price(kernel).us == kernel.sol.total_us
+        assert pricer.price(kernel).device_us == kernel.sol.total_us
+        assert pricer.price(kernel).us == launch_for("h100", "graph").kernel_us(
+            kernel.sol.total_us)
+        assert stream.price(kernel).us == launch_for("h100", "stream").kernel_us(
+            kernel.sol.total_us)
         assert pricer.price(kernel).plan is None
 
 
@@ -165,7 +173,7 @@ def test_explore_shows_every_kernel_at_its_price_and_totals_add_up(name):
         for kernel in plan.kernels:
             price = pricer.price(kernel)
             assert kernel.projected is not None
-            assert kernel.projected.projected_us == pytest.approx(price.us)
+            assert kernel.projected.projected_us == pytest.approx(price.device_us)
         assert plan.total_projected_us == pytest.approx(plan_price(plan, pricer), abs=1e-3)
 
 
@@ -196,7 +204,7 @@ def test_stopping_at_the_floor_never_changes_a_price(text):
     pricer = ProjectedPricer(graph, model)
     stopped = 0
     for kernel in kernels:
-        floor = pricer.bound(kernel.sol)
+        floor = pricer.device_bound(kernel.sol)
         full = pricer.best_plans(kernel, 1)
         early = pricer.best_plans(kernel, 1, floor_us=floor)
         assert early[0][1].projected_us == pytest.approx(full[0][1].projected_us, rel=1e-9)

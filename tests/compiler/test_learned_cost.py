@@ -18,8 +18,8 @@ import torch
 
 from compiler.codegen.schedules import enumerate_plans
 from compiler.cost.devices import get_device
-from compiler.cost.learned.features import (KERNEL_FEATURES, NODE_FEATURES, OPCODES,
-                                            kernel_sample, opcode_id)
+from compiler.cost.learned.features import (FEATURE_LAUNCH_US, KERNEL_FEATURES,
+                                            NODE_FEATURES, OPCODES, kernel_sample, opcode_id)
 from compiler.cost.learned.model import READOUTS, CostModel, ModelConfig, predict_us
 from compiler.cost.learned.train import (TrainConfig, evaluate, load_model, metrics,
                                          pairwise_rank_loss, save_model, split_by_program,
@@ -54,7 +54,7 @@ def _samples(name: str, strategies=("xla", "cost")) -> list:
                 sample = kernel_sample(graph, kernel, codegen_plan, DEVICE, breakdown)
                 sample.program = name
                 sample.group = f"{name}/{strategy}/{kernel.name}"
-                sample.extra["launch_us"] = breakdown.launch_us
+                sample.extra["launch_us"] = FEATURE_LAUNCH_US
                 out.append(sample)
     return out
 
@@ -106,8 +106,12 @@ def test_softmax_sample_has_a_node_per_kernel_value_and_the_graphs_edges():
         column = dict(zip(KERNEL_FEATURES, sample.kernel_features))
         assert column[f"schedule_{codegen_plan.schedule}"] == 1.0
         assert column["log2_block_size"] == math.log2(codegen_plan.block_size)
+        # The time features are of the kernel timed alone: its device work and the launch
+        # term every dataset so far was made with.
         assert column["log2_projected_us"] == pytest.approx(
-            math.log2(1 + breakdown.projected_us), rel=1e-6)
+            math.log2(1 + breakdown.projected_us + FEATURE_LAUNCH_US), rel=1e-6)
+        assert column["log2_launch_us"] == pytest.approx(math.log2(1 + FEATURE_LAUNCH_US))
+        assert sample.projected_us == pytest.approx(breakdown.projected_us + FEATURE_LAUNCH_US)
         is_input = sample.node_features[:, NODE_FEATURES.index("is_input")]
         assert is_input.sum() == len(kernel.inputs)
 

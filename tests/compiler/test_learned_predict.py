@@ -14,6 +14,7 @@ import pytest
 from compiler.codegen.schedules import enumerate_plans
 from compiler.codegen.stage import generate
 from compiler.cost.devices import get_device
+from compiler.cost.launch import launch_for, terms_for
 from compiler.cost.learned import synthetic
 from compiler.cost.learned.dataset import program_samples
 from compiler.cost.learned.features import kernel_sample
@@ -134,13 +135,25 @@ def test_the_learned_total_adds_projected_times_where_the_model_predicts_none(mo
 
     attach_learned(result, graph, plan, None, predictor)
 
+    # The model predicts kernels timed alone: less a lone launch, that is their device work,
+    # and in the plan they take the plan's launch term (a CUDA graph node's) on top.
+    alone, launch = terms_for("h100").alone_us, launch_for("h100", "graph")
+    devices = [None if t is None else max(0.0, t - alone) for t in times]
     library = [k["proj_us"] for k in result["kernels"] if k["kind"] == "library"]
     assert library and None not in library
-    expected = sum(t for t in times if t is not None) + sum(library)
+    expected = sum(launch.kernel_us(d) for d in devices if d is not None) + sum(library)
     assert result["total"]["learned_us"] == pytest.approx(expected, abs=1e-3)
     assert result["total"]["learned_kernels"] == len(times) - len(library)
+    assert [k["learned_device_us"] for k in result["kernels"]] == [
+        None if d is None else pytest.approx(d, abs=1e-4) for d in devices]
     assert [k["learned_us"] for k in result["kernels"]] == [
-        None if t is None else pytest.approx(t, abs=1e-4) for t in times]
+        None if d is None else pytest.approx(launch.kernel_us(d), abs=1e-4) for d in devices]
+    # Under stream launches too, with that runtime's launch terms.
+    stream = launch_for("h100", "stream")
+    stream_library = sum(k["device_us"] + k["launch"]["stream"] for k in result["kernels"]
+                         if k["kind"] == "library")
+    assert result["total"]["runtimes"]["stream"]["learned_us"] == pytest.approx(
+        sum(stream.kernel_us(d) for d in devices if d is not None) + stream_library, abs=1e-3)
     assert result["learned_model"] == {"label": "learned-h100-v1", "origin": "synthetic",
                                        "device": "h100"}
 
@@ -184,8 +197,9 @@ def test_compile_graph_predicts_every_generated_kernel_with_the_devices_model(mo
     built = [c for c in codes if c.kernel.kind != "library"]
     expected = predict_us(model, [kernel_sample(graph, c.kernel, c.chosen, DEVICE, c.breakdown)
                                   for c in built])
-    learned = [k["learned_us"] for k in result["kernels"] if k["kind"] != "library"]
-    assert learned == pytest.approx(expected.tolist(), abs=1e-4)
+    learned = [k["learned_device_us"] for k in result["kernels"] if k["kind"] != "library"]
+    alone = terms_for("h100").alone_us
+    assert learned == pytest.approx([max(0.0, t - alone) for t in expected.tolist()], abs=1e-4)
     assert {k["learned_us"] for k in result["kernels"] if k["kind"] == "library"} == {None}
     assert result["total"]["learned_kernels"] == len(built)
     # The a100 plans had no model: nothing learned, nothing made up.

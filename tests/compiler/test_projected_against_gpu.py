@@ -2,10 +2,14 @@
 (benchmarks/results/gpu-campaign-h200/plans/, issue 15), priced again by this checkout.
 
 Each module is lowered with JAX at the campaign's size, as the campaign lowered it, and every
-strategy's plan is made again. A measured kernel is matched by its plan, strategy and name;
-it is priced with the best plan of the schedule the GPU ran (the code generator may choose
-another schedule now, which the GPU has not timed). The reference is the GPU's median time,
-not anything the model computes.
+strategy's plan is made again, under stream launches (the campaign's plans were searched with
+a constant 3 µs launch, which stream launches come closest to). A measured kernel is matched
+by its plan, strategy, name, kind and DRAM bytes (a plan made differently now is not compared
+with another's kernel); it is priced with the best plan of the schedule the GPU ran (the code
+generator may choose another schedule now, which the GPU has not timed). The kernels were
+timed alone, so a prediction is the device work and what a lone launch adds on the H200
+(compiler/cost/launch.py's alone_us). The reference is the GPU's median time, not anything
+the model computes.
 
 The bar: the mean absolute percentage error stays within 20 %, and no kernel is off by 10x
 either way. Before the serial reductions' loads were counted (2026-11-27), four kernels of the
@@ -24,6 +28,7 @@ import pytest
 
 from compiler.codegen.stage import emit_code
 from compiler.cost.devices import get_device
+from compiler.cost.launch import terms_for
 from compiler.fusion.explore import explore
 from compiler.importers.hlo_text import import_hlo
 
@@ -55,8 +60,9 @@ def _priced_again(name: str, hlo: Path) -> list[tuple[str, float, float]]:
     """(strategy/kernel, measured µs, projected µs now) of the module's measured kernels."""
     graph = import_hlo(hlo.read_text(), hlo.name)
     measured = json.loads((CAMPAIGN / "plans" / f"{name}.json").read_text())["strategies"]
-    plans = explore(graph, DEVICE, list(measured))
+    plans = explore(graph, DEVICE, list(measured), runtime="stream")
     device = get_device(DEVICE)
+    alone_us = terms_for(device).alone_us
     rows = []
     for strategy, plan in plans.items():
         timed = {k["name"]: k for k in measured[strategy]["kernels"]
@@ -65,12 +71,13 @@ def _priced_again(name: str, hlo: Path) -> list[tuple[str, float, float]]:
         # only refine the chosen plan's), so the kernels are emitted and ranked, not built.
         for code in (emit_code(graph, plan, kernel, device) for kernel in plan.kernels):
             kernel = timed.get(code.kernel.name)
-            if kernel is None or kernel["kind"] != code.kernel.kind:
+            if kernel is None or kernel["kind"] != code.kernel.kind \
+                    or kernel["dram_bytes"] != code.kernel.sol.dram_bytes:
                 continue
             same = [b for p, b in code.ranking if p.schedule == kernel["schedule"]]
             if same:
                 rows.append((f"{strategy}/{code.kernel.name}", kernel["measured_us"],
-                             same[0].projected_us))
+                             same[0].projected_us + alone_us))
     return rows
 
 

@@ -277,8 +277,12 @@ def test_at_a_realistic_size_the_kernel_is_projected_near_its_speed_of_light(nam
     graph = import_hlo(REALISTIC[name], f"{name}.hlo")
     plans = explore(graph, "h100", ["stitch", "cost"])
     for strategy, plan in plans.items():
-        (kernel,) = [k for k in plan.kernels if k.kind != "library"]
-        assert kernel.kind == "stitch-regional", (strategy, plan.kind_counts())
+        # The rows' work is one kernel; a plan may keep a tiny one apart (the cost search
+        # does, where computing a broadcast value once costs less than its launch).
+        generated = [k for k in plan.kernels if k.kind != "library"]
+        (kernel,) = [k for k in generated if k.kind == "stitch-regional"]
+        assert all(k.projected.projected_us < 1.0 for k in generated if k is not kernel), \
+            (strategy, plan.kind_counts())
         assert kernel.schedule in ROW_SCHEDULES, (strategy, kernel.schedule)
         assert kernel.projected.projected_us <= 1.5 * kernel.sol.total_us, \
             (strategy, kernel.projected.projected_us, kernel.sol.total_us)

@@ -45,9 +45,9 @@ from compiler.codegen.elemental import CodegenUnsupported
 from compiler.codegen.plan import CodeGenPlan
 from compiler.codegen.schedules import enumerate_plans
 from compiler.cost.devices import get_device
-from compiler.cost.learned.features import (KERNEL_FEATURES, NODE_FEATURES, OPCODES,
-                                            KernelSample, feature_names, kernel_sample,
-                                            other_features)
+from compiler.cost.learned.features import (FEATURE_LAUNCH_US, KERNEL_FEATURES,
+                                            NODE_FEATURES, OPCODES, KernelSample,
+                                            feature_names, kernel_sample, other_features)
 from compiler.cost.projected import Breakdown, rank_plans
 from compiler.errors import InputError
 from compiler.fusion.explore import explore
@@ -114,7 +114,7 @@ def candidate_sample(graph: Graph, candidate: Candidate, device: str, program: s
                            breakdown or candidate.breakdown)
     sample.program, sample.family, sample.group = program, family, candidate.group
     sample.extra.update(strategy=candidate.strategy, codegen_plan=candidate.plan.to_dict(),
-                        launch_us=(breakdown or candidate.breakdown).launch_us)
+                        launch_us=FEATURE_LAUNCH_US)
     return sample
 
 

@@ -15,11 +15,16 @@ h100 model says nothing about an a100 plan, and asking it is an InputError.
 - all kernels of the plan go through the model in one batched forward.
 
 `attach_learned(strategy_result, graph, plan, codes, predictor)` writes the predictions into
-one strategy's entry of the JSON:
-- each kernel's "learned_us": the model's time, or null where it predicted none;
+one strategy's entry of the JSON. The model predicts a kernel timed alone (its training
+targets are); what a lone launch adds on the device (compiler/cost/launch.py, alone_us) is
+taken off to give its device work, to which the plan's launch term is added as to the
+projected device work:
+- each kernel's "learned_device_us" (device work) and "learned_us" (with the launch term of the
+  plan's runtime), or null where it predicted none;
 - the total's "learned_us": the sum over the plan's kernels of the learned time where the model
   predicted one and the kernel's projected time elsewhere (library kernels), so plans with and
   without library calls compare; null when a kernel has neither, or the model predicted none;
+  and under every runtime in the total's "runtimes";
 - the total's "learned_kernels": how many kernels the model predicted (the rest are projected);
 - the strategy's "learned_model": {"label", "origin", "device"} of the model used.
 Without a predictor all of them are null, as every field a stage has not produced is.
@@ -36,6 +41,7 @@ from pathlib import Path
 from compiler.codegen.schedules import enumerate_plans
 from compiler.codegen.stage import KernelCode
 from compiler.cost.devices import Device, get_device
+from compiler.cost.launch import RUNTIMES, device_work_of_alone, terms_for
 from compiler.cost.learned.dataset import ORIGINS
 from compiler.cost.learned.features import KernelSample, kernel_sample
 from compiler.cost.learned.model import CostModel, predict_us
@@ -81,8 +87,20 @@ class LearnedPredictor:
         return cls(model, header)
 
     def info(self) -> dict:
-        """The strategy's "learned_model" entry."""
-        return {"label": self.label, "origin": self.origin, "device": self.device}
+        """The strategy's "learned_model" entry; with the model's held-out figures (per split,
+        the learned, projected and SOL models' MAPE and Kendall tau on the same held-out
+        kernels) where its header has them, so a page can say how far each model is to be
+        trusted."""
+        info = {"label": self.label, "origin": self.origin, "device": self.device}
+        evaluation = self.header.get("evaluation")
+        if isinstance(evaluation, dict):
+            info["evaluation"] = {
+                split: {**{model: {key: (figures.get(model) or {}).get(key)
+                                   for key in ("mape", "mean_kendall_tau", "count")}
+                           for model in ("learned", "projected", "sol")},
+                        "test_programs": figures.get("test_programs") or []}
+                for split, figures in evaluation.items() if isinstance(figures, dict)}
+        return info
 
     def predict_plan(self, graph: Graph, plan: FusionPlan,
                      codes: list[KernelCode] | None = None) -> list[float | None]:
@@ -130,16 +148,29 @@ def attach_learned(strategy_result: dict, graph: Graph, plan: FusionPlan,
     predictions for `plan`; all null without a predictor."""
     if predictor is None:
         for entry in strategy_result["kernels"]:
-            entry["learned_us"] = None
+            entry.update(learned_us=None, learned_device_us=None)
         strategy_result["total"].update(learned_us=None, learned_kernels=None)
         strategy_result["learned_model"] = None
         return
     times = predictor.predict_plan(graph, plan, codes)
-    parts = []   # the learned time of each kernel, else its projected time (may be None)
+    launches = {name: terms_for(plan.device).launch(name) for name in RUNTIMES}
+    # Per runtime, the learned time of each kernel, else its projected time (may be None).
+    parts: dict[str, list] = {name: [] for name in RUNTIMES}
     for entry, time in zip(strategy_result["kernels"], times):
-        entry["learned_us"] = None if time is None else round(time, _DIGITS)
-        parts.append(entry.get("proj_us") if time is None else time)
+        if time is None:
+            entry.update(learned_us=None, learned_device_us=None)
+            device_us = entry.get("device_us")
+        else:
+            device_us = device_work_of_alone(plan.device, time)
+            entry.update(learned_device_us=round(device_us, _DIGITS),
+                         learned_us=round(launches[plan.runtime].kernel_us(device_us),
+                                          _DIGITS))
+        for name, launch in launches.items():
+            parts[name].append(None if device_us is None else launch.kernel_us(device_us))
     predicted = sum(time is not None for time in times)
-    total = None if not predicted or None in parts else round(sum(parts), _DIGITS)
-    strategy_result["total"].update(learned_us=total, learned_kernels=predicted)
+    totals = {name: None if not predicted or None in values else round(sum(values), _DIGITS)
+              for name, values in parts.items()}
+    strategy_result["total"].update(learned_us=totals[plan.runtime], learned_kernels=predicted)
+    for name, runtime_total in (strategy_result["total"].get("runtimes") or {}).items():
+        runtime_total["learned_us"] = totals[name]
     strategy_result["learned_model"] = predictor.info()
