@@ -26,6 +26,7 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 
+from compiler.cost.launch import DEFAULT_RUNTIME, RUNTIMES
 from compiler.errors import InputError, LimitError
 from compiler.fusion.explore import STRATEGIES
 from compiler.limits import Limits
@@ -142,7 +143,8 @@ def _summary(request: HttpRequest, run: Run) -> dict:
     return {"id": run.pk, "name": run.name, "filename": run.filename, "status": run.status,
             "owner": run.owner.get_username(), "team": run.team.name if run.team else None,
             "visibility": run.visibility, "tags": run.tags, "devices": run.devices,
-            "strategies": run.strategies, "created": run.created.isoformat(),
+            "strategies": run.strategies, "runtime": run.runtime,
+            "created": run.created.isoformat(),
             **_links(request, run)}
 
 
@@ -230,6 +232,9 @@ def _submit(request: HttpRequest) -> JsonResponse:
         raise ApiError(400, f"a NUL character in {', '.join(holding_nul)}")
     devices = _string_list(fields.get("devices"), "devices") or DEFAULT_DEVICES
     strategies = _string_list(fields.get("strategies"), "strategies") or list(STRATEGIES)
+    runtime = fields.get("runtime") or DEFAULT_RUNTIME
+    if runtime not in RUNTIMES:
+        raise ApiError(400, f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
     tags = _string_list(fields.get("tags"), "tags")
     if len(tags) > MAX_TAGS or any(len(tag) > MAX_TAG_LENGTH for tag in tags):
         raise ApiError(400, f"at most {MAX_TAGS} tags of at most {MAX_TAG_LENGTH} characters")
@@ -245,7 +250,7 @@ def _submit(request: HttpRequest) -> JsonResponse:
     try:
         run, created = submit(request.user, data, filename, devices=devices,
                               strategies=strategies, name=name, tags=tags,
-                              visibility=visibility, team=team)
+                              visibility=visibility, team=team, runtime=runtime)
     except LimitError as error:      # the file is past a configured limit: too large
         raise ApiError(413, str(error))
     except InputError as error:
@@ -299,7 +304,7 @@ def _multipart_submission(request: HttpRequest) -> tuple[dict, StagedFile, str]:
         raise ApiError(413, str(error))
     except InputError as error:
         raise ApiError(400, str(error))
-    fields = {key: request.POST.get(key) for key in ("name", "visibility", "team")}
+    fields = {key: request.POST.get(key) for key in ("name", "visibility", "team", "runtime")}
     for key in ("devices", "strategies", "tags"):
         # Repeated fields or one comma-separated field: devices=a100&devices=h100, a100,h100.
         fields[key] = [item.strip() for value in request.POST.getlist(key)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from copy import deepcopy
 
 from compiler.cost.devices import DEVICES
+from compiler.cost.launch import DEFAULT_RUNTIME, RUNTIMES
 from compiler.cost.outliers import OUTLIER_MIN_US, OUTLIER_RATIO
 from compiler.fusion.explore import STRATEGIES
 from compiler.fusion.pricing import PRICERS
@@ -44,12 +45,36 @@ KERNEL = {
     "properties": {
         "name": {"type": "string"}, "kind": {"type": "string"},
         "nodes": {"type": "array", "items": {"type": "string"}},
-        "dram_bytes": _nullable("integer"), "sol_us": _nullable("number"),
-        "proj_us": _nullable("number"), "measured_us": _nullable("number"),
+        "dram_bytes": _nullable("integer"),
+        "sol_us": {**_nullable("number"),
+                   "description": "the speed of light of the kernel's device work (no launch)"},
+        "device_us": {**_nullable("number"),
+                      "description": "the projected device work: the time the GPU runs the "
+                                     "kernel's blocks"},
+        "launch_us": {**_nullable("number"),
+                      "description": "the launch term under the plan's runtime"},
+        "launch": {**_nullable("object"),
+                   "description": "the launch term under each runtime: {graph, stream}"},
+        "proj_us": {**_nullable("number"),
+                    "description": "device_us + launch_us: the kernel's projected time in "
+                                   "the plan"},
+        "measured_us": {**_nullable("number"),
+                        "description": "the kernel timed alone (CUDA events around its "
+                                       "launch, so a lone launch's time is in it)"},
         "learned_us": {**_nullable("number"),
-                       "description": "the learned cost model's time; null without a model "
-                                      "for the device or for a library kernel"},
-        "limiter": _nullable("string"), "occupancy": _nullable("number"),
+                       "description": "the learned cost model's time in the plan: its "
+                                      "device work (learned_device_us) + launch_us; null "
+                                      "without a model for the device or for a library "
+                                      "kernel"},
+        "learned_device_us": _nullable("number"),
+        "limiter": {**_nullable("string"),
+                    "description": "what bounds the kernel's time: launch (the launch term "
+                                   "is larger than the device work), latency (no unit is "
+                                   "busy) or the busiest unit (dram, l2, fma, ...)"},
+        "device_limiter": {**_nullable("string"),
+                           "description": "what bounds the device work alone"},
+        "occupancy": {**_nullable("number"),
+                      "description": "theoretical occupancy of an SM the grid uses"},
         "waves": _nullable("number"), "block_size": _nullable("integer"),
         "grid_size": _nullable("integer"), "registers": _nullable("integer"),
         "shared_bytes": _nullable("integer"), "spill_bytes": _nullable("integer"),
@@ -111,7 +136,7 @@ LINKS = {
 RUN_SUMMARY = {
     "type": "object",
     "required": ["id", "name", "filename", "status", "owner", "team", "visibility", "tags",
-                 "devices", "strategies", "created", *LINKS],
+                 "devices", "strategies", "runtime", "created", *LINKS],
     "properties": {
         "id": {"type": "string"}, "name": {"type": "string"}, "filename": {"type": "string"},
         "status": {"type": "string", "enum": ["queued", "running", "done", "failed"]},
@@ -120,6 +145,7 @@ RUN_SUMMARY = {
         "tags": {"type": "array", "items": {"type": "string"}},
         "devices": {"type": "array", "items": {"type": "string"}},
         "strategies": {"type": "array", "items": {"type": "string"}},
+        "runtime": {"type": "string", "enum": list(RUNTIMES)},
         "created": {"type": "string", "format": "date-time"},
         **LINKS,
     },
@@ -130,6 +156,12 @@ SUBMISSION_FIELDS = {
                 "description": "Device models to compile for (default: h100)."},
     "strategies": {"type": "array", "items": {"type": "string", "enum": list(STRATEGIES)},
                    "description": "Fusion strategies (default: all)."},
+    "runtime": {"type": "string", "enum": list(RUNTIMES), "default": DEFAULT_RUNTIME,
+                "description": "How the plans' kernels are launched, which the cost "
+                               "strategy decides under: graph (one CUDA graph replay, as "
+                               "XLA's command buffers run a step) or stream (each kernel "
+                               "launched by the host, as PyTorch eager). Every plan's "
+                               "totals are given under both."},
     "name": {"type": "string", "maxLength": 200},
     "tags": {"type": "array", "items": {"type": "string", "maxLength": 50}, "maxItems": 20},
     "visibility": {"type": "string", "enum": ["private", "team", "public"],
@@ -193,10 +225,20 @@ SCHEMAS = {
                                               "rule-based strategy (unfused, xla, stitch), "
                                               "whose rules decide. Its decisions' reasons start "
                                               "with the model's name"},
+                           "runtime": {"type": "string", "enum": list(RUNTIMES),
+                                       "description": "how the plan's kernels are launched: "
+                                                      "the runtime of its launch terms and "
+                                                      "of the cost strategy's decisions"},
                            "total": {"type": "object",
                                      "required": ["sol_us", "proj_us", "measured_us"],
                                      "properties": {"sol_us": _nullable("number"),
+                                                    "device_us": _nullable("number"),
+                                                    "launch_us": _nullable("number"),
                                                     "proj_us": _nullable("number"),
+                                                    "runtimes": {
+                                                        **_nullable("object"),
+                                                        "description": "launch_us, proj_us "
+                                                        "and learned_us under each runtime"},
                                                     "measured_us": _nullable("number"),
                                                     "learned_us": _nullable("number"),
                                                     "learned_kernels": _nullable("integer")}},

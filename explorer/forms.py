@@ -9,6 +9,7 @@ from django import forms
 from django.conf import settings
 
 from compiler.cost.devices import DEVICES
+from compiler.cost.launch import DEFAULT_RUNTIME, RUNTIMES
 from compiler.errors import InputError
 from explorer.graph_store import StagedFile
 from explorer.presenters import STRATEGY_ORDER
@@ -29,6 +30,15 @@ STRATEGY_LABELS = {
     "cost": "cost — cost-based global search",
     "xla-gpu": "xla-gpu — XLA:GPU's own plan, from its compiler",
 }
+
+# How each runtime launches a plan's kernels, in the words the upload form shows.
+RUNTIME_CHOICES = (
+    ("graph", "CUDA graph — one replay per step, as XLA:GPU's command buffers and "
+              "torch.compile's reduce-overhead mode run it"),
+    ("stream", "stream launches — the host launches each kernel, as PyTorch eager and "
+               "torch.compile's default mode do"),
+)
+assert [name for name, _ in RUNTIME_CHOICES] == list(RUNTIMES)
 
 VISIBILITY_CHOICES = (
     ("private", "Private: only me"),
@@ -111,6 +121,12 @@ class UploadForm(forms.Form):
         choices=[(name, STRATEGY_LABELS[name]) for name in STRATEGY_ORDER],
         initial=list(STRATEGY_ORDER),
         widget=forms.CheckboxSelectMultiple, label="Fusion strategies")
+    # Not required: a form posted without it (a script, an older page) gets the default.
+    runtime = forms.ChoiceField(
+        choices=RUNTIME_CHOICES, initial=DEFAULT_RUNTIME, widget=forms.RadioSelect,
+        required=False,
+        label="Kernel launches",
+        help_text="The cost strategy decides for this runtime; every plan is shown under both.")
     name = forms.CharField(required=False, max_length=200, label="Run name")
     visibility = forms.ChoiceField(choices=VISIBILITY_CHOICES, initial="private")
     team = forms.ModelChoiceField(queryset=None, required=False, empty_label="no team")

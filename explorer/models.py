@@ -18,6 +18,7 @@ from django.db import IntegrityError, OperationalError, connections, models, tra
 from django.db.models import F, Q
 from django.utils import timezone
 
+from compiler.cost.launch import DEFAULT_RUNTIME, RUNTIME_LABELS, RUNTIMES
 from explorer import graph_store
 from explorer.graph_store import StagedFile
 
@@ -283,6 +284,9 @@ def graph_sha256(data: bytes, filename: str) -> str:
     return hashlib.sha256(uploaded(data, filename)).hexdigest()
 
 
+RUNTIME_CHOICES = [(name, RUNTIME_LABELS[name]) for name in RUNTIMES]
+
+
 class Run(Job):
     PRIVATE, TEAM, PUBLIC = "private", "team", "public"
     VISIBILITIES = [(PRIVATE, "private"), (TEAM, "team"), (PUBLIC, "public")]
@@ -307,6 +311,9 @@ class Run(Job):
     graph_sha256 = models.CharField(max_length=64, blank=True, db_index=True, editable=False)
     devices = models.JSONField(default=list)
     strategies = models.JSONField(default=list)
+    # How the plans' kernels are launched (compiler/cost/launch.py): the runtime the cost
+    # strategy decides under and whose launch terms the plans' times carry first.
+    runtime = models.CharField(max_length=10, choices=RUNTIME_CHOICES, default=DEFAULT_RUNTIME)
     compiler_version = models.CharField(max_length=64)
     # When the row was last saved through the model: at creation, and whenever its labels
     # (name, tags, sharing) change. The job's own writes (claim, progress, finish) are

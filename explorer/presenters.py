@@ -17,7 +17,10 @@ from collections import defaultdict
 from django.utils.safestring import SafeString
 
 from compiler.cost.devices import Device
+from compiler.cost.launch import (RUNTIME_DETAILS, RUNTIME_LABELS, RUNTIMES,
+                                  device_work_of_alone, terms_for)
 from compiler.cost.occupancy import LaunchLimitError, occupancy
+from compiler.fusion.attribution import explain, summary_text
 from compiler.cost.outliers import OUTLIER_MIN_US, OUTLIER_RATIO
 from compiler.cost.projected import Breakdown
 from compiler.toolchain.nvcc import BuildResult
@@ -70,9 +73,11 @@ def measurement_state(measurement, gpu: dict | None, run_version: str = "") -> d
 
 def apply_measurement(devices: dict, result: dict | None) -> dict:
     """The artifact's "devices" with the measured fields filled in from a measurement's
-    MEASUREMENTS (compiler/measure.py): each kernel's "measured_us" and its whole record under
-    "measured", each plan's total "measured_us" (the plan run back to back) and, per device,
-    "eager" (the unfused CuPy baseline) and "measured_on". New dicts: `devices` is unchanged."""
+    MEASUREMENTS (compiler/measure.py): each kernel's "measured_us" (timed alone), its device
+    work "measured_device_us" (that time less what a lone launch adds on the device,
+    compiler/cost/launch.py) and its whole record under "measured", each plan's total
+    "measured_us" (the plan run back to back in a stream) and, per device, "eager" (the
+    unfused CuPy baseline) and "measured_on". New dicts: `devices` is unchanged."""
     if not result:
         return devices
     merged = {}
@@ -84,7 +89,7 @@ def apply_measurement(devices: dict, result: dict | None) -> dict:
         strategies = {}
         for strategy, plan in device_result["strategies"].items():
             run = measured["strategies"].get(strategy)
-            strategies[strategy] = _measured_plan(plan, run) if run else plan
+            strategies[strategy] = _measured_plan(plan, run, name) if run else plan
         merged[name] = {**device_result, "strategies": strategies,
                         "eager": measured.get("eager"),
                         "measured_on": {"gpu": result.get("gpu"),
@@ -92,12 +97,15 @@ def apply_measurement(devices: dict, result: dict | None) -> dict:
     return merged
 
 
-def _measured_plan(plan: dict, run: dict) -> dict:
+def _measured_plan(plan: dict, run: dict, device: str) -> dict:
     by_name = {kernel["name"]: kernel for kernel in run["kernels"]}
     kernels = []
     for kernel in plan["kernels"]:
         record = by_name.get(kernel["name"])
-        kernels.append({**kernel, "measured_us": record["measured_us"] if record else None,
+        measured = record["measured_us"] if record else None
+        kernels.append({**kernel, "measured_us": measured,
+                        "measured_device_us": None if measured is None
+                        else device_work_of_alone(device, measured),
                         "measured": record})
     end_to_end = run.get("end_to_end")
     total = {**plan["total"], "measured_us": end_to_end["median_us"] if end_to_end else None,
@@ -108,31 +116,69 @@ def _measured_plan(plan: dict, run: dict) -> dict:
 
 def measured_rows(kernel: dict) -> list[tuple[str, object, str]] | None:
     """The kernel page's "measured vs predicted" table: (label, value, unit), or None when the
-    kernel has no measurement record."""
+    kernel has no measurement record. Predictions and the measurement are device work (the
+    measurement: the kernel timed alone less what a lone launch adds); errors compare device
+    work, from ERROR_MIN_DEVICE_US of it up."""
     record = kernel.get("measured")
     if not record:
         return None
     timing = record.get("timing") or {}
     measured = record.get("measured_us")
+    separate = kernel.get("device_us") is not None
+    device_measured = kernel.get("measured_device_us") if separate else measured
+    projected = kernel.get("device_us") if separate else kernel.get("proj_us")
     # Only kernels a learned model predicted have learned rows.
-    learned = kernel.get("learned_us")
-    rows = [("measured (median)", measured, "µs"),
+    learned = kernel.get("learned_device_us") if separate else kernel.get("learned_us")
+    rows = [("timed alone (median)", measured, "µs"),
             ("fastest run", timing.get("min_us"), "µs"),
             ("variation (cv)", timing.get("cv"), ""),
-            ("timed runs", timing.get("runs"), ""),
-            ("SOL", kernel.get("sol_us"), "µs"),
-            ("projected", kernel.get("proj_us"), "µs")]
+            ("timed runs", timing.get("runs"), "")]
+    if separate and measured is not None and device_measured is not None:
+        rows += [("a lone launch adds", measured - device_measured, "µs"),
+                 ("measured device work", device_measured, "µs")]
+    rows += [("SOL", kernel.get("sol_us"), "µs"), ("projected", projected, "µs")]
     if learned is not None:
         rows.append(("learned", learned, "µs"))
-    rows += [("model error (projected)", model_error(kernel.get("proj_us"), measured), "%"),
-             ("model error (SOL)", model_error(kernel.get("sol_us"), measured), "%")]
+    rows += [("model error (projected)", device_error(projected, device_measured), "%"),
+             ("model error (SOL)", device_error(kernel.get("sol_us"), device_measured), "%")]
     if learned is not None:
-        rows.append(("model error (learned)", model_error(learned, measured), "%"))
+        rows.append(("model error (learned)", device_error(learned, device_measured), "%"))
     rows += [("largest error vs the interpreter", record.get("max_abs_error"), ""),
              ("outputs differing", len(record.get("mismatches") or []), "")]
     if record.get("not_measured"):
         rows.insert(0, ("not measured", record["not_measured"], ""))
     return rows
+
+
+def kernel_figures(kernel: dict, device: Device) -> dict:
+    """The kernel page's headline: device work (projected, learned, measured), the launch
+    term and the limiter under each runtime, theoretical occupancy with where it comes from
+    (ptxas' registers once built), the SMs the grid uses. An artifact compiled before launch
+    terms were separate has no launches and its one limiter."""
+    separate = kernel.get("device_us") is not None
+    device_us = kernel["device_us"] if separate else kernel.get("proj_us")
+    launches = kernel.get("launch") or {}
+    breakdown = kernel.get("projected") or {}
+    limiter = kernel.get("device_limiter") or kernel.get("limiter")
+    runtimes = [runtime for runtime in RUNTIMES if runtime in launches]
+    source = breakdown.get("registers_source")
+    return {
+        "device_us": device_us,
+        "learned_device_us": kernel.get("learned_device_us") if separate
+        else kernel.get("learned_us"),
+        "measured_device_us": kernel.get("measured_device_us") if separate
+        else kernel.get("measured_us"),
+        "alone_us": terms_for(device).alone_us,
+        "launches": [(runtime, f"as {RUNTIME_LABELS[runtime]}", launches[runtime])
+                     for runtime in runtimes],
+        "limiters": [(runtime, f"as {RUNTIME_LABELS[runtime]}",
+                      "launch" if device_us is not None and launches[runtime] > device_us
+                      else limiter or "–") for runtime in runtimes],
+        "occupancy": breakdown.get("occupancy", kernel.get("occupancy")),
+        "occupancy_source": {"ptxas": "ptxas' registers", "estimated": "estimated registers"
+                             }.get(source),
+        "sms_used": breakdown.get("sms_used"), "sm_count": device.sm_count,
+    }
 
 
 # -- strategy comparison ----------------------------------------------------------------------
@@ -155,19 +201,26 @@ def learned_model(*strategy_results: dict) -> dict | None:
 
 
 def comparison_rows(device_result: dict) -> list[dict]:
-    """One row per strategy: kernels, DRAM bytes, SOL / projected / measured totals, the
-    speedups over the unfused and the XLA plans (their total over this one's), projected and,
-    where both were measured, measured, and who decided its fusions (`decided_by`)."""
+    """One row per strategy: kernels, DRAM bytes, SOL and projected device work, the launch
+    terms and the projected, learned and measured totals under each runtime, the speedups
+    over the unfused and the XLA plans (their total over this one's), projected and, where
+    both were measured, measured, and who decided its fusions (`decided_by`).
+
+    `by_runtime` is [(runtime, figures)] for every runtime (compiler/cost/launch.py) the
+    artifact has totals for; an artifact compiled before launch terms were separate has one
+    entry, (None, its totals). Measured totals are plans run back to back in a stream, so
+    they fill the stream figures only. `fastest` names the runtimes under which the row has
+    the lowest projected total."""
     strategies = device_result["strategies"]
-    totals = {name: result["total"] for name, result in strategies.items()}
     rows = []
     for name in ordered_strategies(strategies):
-        result, total = strategies[name], totals[name]
-        row = {
+        result, total = strategies[name], strategies[name]["total"]
+        rows.append({
             "strategy": name,
             "kernels": result.get("kernel_count", len(result["kernels"])),
             "dram_bytes": total.get("dram_bytes"),
             "sol_us": total["sol_us"],
+            "device_us": total.get("device_us"),
             "proj_us": total["proj_us"],
             "measured_us": total["measured_us"],
             # Artifacts compiled before the learned model have no learned fields.
@@ -177,19 +230,139 @@ def comparison_rows(device_result: dict) -> list[dict]:
             "decided_by": decided_by(name, result),
             # Why the strategy has no plan here (xla-gpu without XLA's CUDA plugin).
             "unavailable": result.get("unavailable"),
-        }
+            "figures": runtime_figures(total),
+        })
+    for runtime in {runtime for row in rows for runtime in row["figures"]}:
+        _speedups_and_fastest(rows, runtime)
+    # The row's own figures are the runtime it was compiled for (its total's proj_us).
+    compiled = {"figures": {row["strategy"]: {"proj_us": row["proj_us"],
+                                              "measured_us": row["measured_us"]}
+                            for row in rows}}
+    _speedups_and_fastest([{"strategy": row["strategy"], "figures": {
+        "compiled": compiled["figures"][row["strategy"]]}} for row in rows], "compiled")
+    for row in rows:
+        own = compiled["figures"][row["strategy"]]
+        row.update({key: own[key] for key in own if key not in ("proj_us", "measured_us")})
+        row["by_runtime"] = sorted(row.pop("figures").items(),
+                                   key=lambda item: RUNTIMES.index(item[0])
+                                   if item[0] in RUNTIMES else -1)
+        row["fastest_in"] = [runtime or "compiled" for runtime, figures in row["by_runtime"]
+                             if figures["fastest"]]
+    return rows
+
+
+def runtime_figures(total: dict) -> dict:
+    """A plan's totals under each runtime: {runtime: {"proj_us", "launch_us", "learned_us",
+    "measured_us"}}; {None: ...} (its totals as they are) for an artifact compiled before
+    launch terms were separate."""
+    runtimes = total.get("runtimes")
+    if not runtimes:
+        return {None: {"proj_us": total["proj_us"], "launch_us": None,
+                       "learned_us": total.get("learned_us"),
+                       "measured_us": total["measured_us"]}}
+    return {runtime: {"proj_us": figures.get("proj_us"),
+                      "launch_us": figures.get("launch_us"),
+                      "learned_us": figures.get("learned_us"),
+                      # The GPU runner times a plan run back to back in a stream.
+                      "measured_us": total["measured_us"] if runtime == "stream" else None}
+            for runtime, figures in runtimes.items()}
+
+
+def _speedups_and_fastest(rows: list[dict], runtime) -> None:
+    totals = {row["strategy"]: row["figures"].get(runtime) or {} for row in rows}
+    for row in rows:
+        figures = row["figures"].get(runtime)
+        if figures is None:
+            continue
         for baseline in ("unfused", "xla"):
             base = totals.get(baseline, {})
-            row[f"speedup_vs_{baseline}"] = _ratio(base.get("proj_us"), total["proj_us"])
-            row[f"measured_speedup_vs_{baseline}"] = _ratio(base.get("measured_us"),
-                                                            total["measured_us"])
-        eager = (device_result.get("eager") or {}).get("measured_us")
-        row["measured_speedup_vs_eager"] = _ratio(eager, total["measured_us"])
-        rows.append(row)
-    fastest = min((row["proj_us"] for row in rows if row["proj_us"] is not None), default=None)
+            figures[f"speedup_vs_{baseline}"] = _ratio(base.get("proj_us"), figures["proj_us"])
+            figures[f"measured_speedup_vs_{baseline}"] = _ratio(base.get("measured_us"),
+                                                                figures["measured_us"])
+    fastest = min((f["proj_us"] for f in totals.values() if f.get("proj_us") is not None),
+                  default=None)
     for row in rows:
-        row["fastest"] = fastest is not None and row["proj_us"] == fastest
-    return rows
+        figures = row["figures"].get(runtime)
+        if figures is not None:
+            figures["fastest"] = fastest is not None and figures["proj_us"] == fastest
+
+
+# Which model's plan totals pick the fastest plan, in the order a verdict names them.
+VERDICT_MODELS = (("projected", "proj_us"), ("learned", "learned_us"),
+                  ("measured", "measured_us"))
+
+
+def verdicts(rows: list[dict], learned: dict | None) -> list[dict]:
+    """Per runtime, which plan each model says is fastest and whether they agree: [{"runtime",
+    "label", "picks": [{"model", "strategy", "us"}], "agree", "text", "models": what each
+    model's held-out error is, for a hover}]. The projected model gives the badge; where the
+    learned model's or the measurement's pick differs, the verdict says so. A model that has a
+    total for fewer than two plans picks nothing."""
+    figures = {row["strategy"]: dict(row["by_runtime"]) for row in rows}
+    runtimes = [runtime for runtime, _ in rows[0]["by_runtime"]] if rows else []
+    held_out = held_out_errors(learned)
+    out = []
+    for runtime in runtimes:
+        picks = []
+        for model, key in VERDICT_MODELS:
+            totals = [(figures[name][runtime][key], name) for name in figures
+                      if runtime in figures[name] and figures[name][runtime][key] is not None]
+            if len(totals) >= 2:
+                us, strategy = min(totals)
+                picks.append({"model": model, "strategy": strategy, "us": us})
+        agree = len({pick["strategy"] for pick in picks}) <= 1
+        if not picks:
+            text = "no model has totals for two plans"
+        elif agree:
+            models = " and ".join(pick["model"] for pick in picks)
+            text = f"fastest: {picks[0]['strategy']} ({models} agree)" if len(picks) > 1 \
+                else f"fastest: {picks[0]['strategy']} (projected; no other model to check it)"
+        else:
+            text = "models disagree: " + "; ".join(
+                f"{pick['model']} picks {pick['strategy']} ({pick['us']:,.1f} µs)"
+                for pick in picks)
+        out.append({"runtime": runtime, "label": RUNTIME_LABELS.get(runtime, "as compiled"),
+                    "picks": picks, "agree": agree, "text": text, "models": held_out})
+    return out
+
+
+def held_out_errors(learned: dict | None) -> str:
+    """What each cost model's error was on held-out kernels, in words for a hover: from the
+    learned model's evaluation (programs it never saw in training, where the projected and SOL
+    models were scored on the same kernels)."""
+    evaluation = ((learned or {}).get("evaluation") or {}).get("program")
+    if not evaluation:
+        return ("no held-out figures for this device: no learned model trained on its "
+                "measurements (see the cost models page)")
+    parts = []
+    for model in ("learned", "projected", "sol"):
+        figures = evaluation.get(model) or {}
+        if figures.get("mape") is None:
+            continue
+        tau = figures.get("mean_kendall_tau")
+        parts.append(f"{model}: MAPE {figures['mape']:.1f} %" +
+                     (f", ranking τ {tau:.2f}" if tau is not None else ""))
+    programs = ", ".join(evaluation.get("test_programs") or [])
+    return (f"held-out kernels of {programs or 'unseen programs'} "
+            f"({(learned or {}).get('label', 'the learned model')}): " + "; ".join(parts))
+
+
+def runtime_choices(default: str) -> list[dict]:
+    """The runtime switch's buttons: [{"name", "label", "detail", "default"}]."""
+    return [{"name": name, "label": RUNTIME_LABELS[name], "detail": RUNTIME_DETAILS[name],
+             "default": name == default} for name in RUNTIMES]
+
+
+def launch_sources(device_result: dict) -> str | None:
+    """Where the device's launch figures come from, in a sentence (a hover)."""
+    terms = device_result.get("launch")
+    if not terms:
+        return None
+    sources = terms.get("sources") or {}
+    return "; ".join(f"{key.removesuffix('_us').replace('_', ' ')} {terms[key]:.2f} µs "
+                     f"({sources.get(key, 'no source recorded')})"
+                     for key in ("graph_gap_us", "stream_gap_us", "stream_issue_us",
+                                 "alone_us") if key in terms)
 
 
 # -- who decided a plan's fusions --------------------------------------------------------------
@@ -229,18 +402,53 @@ def decided_by(strategy: str, strategy_result: dict) -> dict | None:
     return {"model": model, "label": label, "detail": detail}
 
 
-def comparison_chart(rows: list[dict], eager_us: float | None = None) -> SafeString:
-    """Grouped bars (an inline SVG, explorer/charts.py) of each strategy's SOL, projected and
-    (where there are some) learned and measured totals, and the measured eager baseline as a
-    dashed line across them."""
-    series = [charts.Series(label, [row[key] for row in rows], colour)
-              for label, key, colour in (("SOL", "sol_us", "#b8c7ea"),
-                                         ("projected", "proj_us", "#3b6fd8"),
-                                         ("learned", "learned_us", LEARNED_COLOUR),
-                                         ("measured", "measured_us", "#1f9e89"))]
-    line = ("eager CuPy (measured)", eager_us) if eager_us is not None else None
-    return charts.grouped_bars("Total time per strategy", [row["strategy"] for row in rows],
-                               series, "µs", line)
+def comparison_charts(rows: list[dict], eager_us: float | None = None
+                      ) -> list[tuple[str | None, SafeString]]:
+    """Per runtime of the rows (`comparison_rows`' by_runtime), grouped bars (an inline SVG,
+    explorer/charts.py) of each strategy's SOL, projected and (where there are some) learned
+    and measured totals, and the measured eager baseline as a dashed line across them."""
+    runtimes = [runtime for runtime, _ in rows[0]["by_runtime"]] if rows else []
+    charted = []
+    for runtime in runtimes:
+        figures = [dict(row["by_runtime"]).get(runtime) or {} for row in rows]
+        series = [charts.Series("SOL", [row["sol_us"] for row in rows], "#b8c7ea")]
+        series += [charts.Series(label, [f.get(key) for f in figures], colour)
+                   for label, key, colour in (("projected", "proj_us", "#3b6fd8"),
+                                              ("learned", "learned_us", LEARNED_COLOUR),
+                                              ("measured", "measured_us", "#1f9e89"))]
+        line = ("eager CuPy (measured)", eager_us) \
+            if eager_us is not None and runtime in (None, "stream") else None
+        title = "Total time per strategy" + \
+            (f" ({RUNTIME_LABELS[runtime]})" if runtime in RUNTIME_LABELS else "")
+        charted.append((runtime, charts.grouped_bars(
+            title, [row["strategy"] for row in rows], series, "µs", line)))
+    return charted
+
+
+def why_faster(device_result: dict, rows: list[dict], runtime: str) -> dict | None:
+    """Why the fastest plan (under `runtime`, the run's) is faster than the one a user most
+    wants it compared with: XLA:GPU's own plan when there is one, else our XLA-rules plan,
+    else the next fastest. {"a", "b" (strategy names), "by_runtime": [(runtime, explanation
+    with its "summary")]}; None for an artifact without launch terms or fewer than two
+    plans."""
+    available = [row for row in rows if not row["unavailable"]]
+    figures = {row["strategy"]: dict(row["by_runtime"]) for row in available}
+    timed = [(f[runtime]["proj_us"], name) for name, f in figures.items()
+             if runtime in f and f[runtime]["proj_us"] is not None]
+    if len(timed) < 2:
+        return None
+    fastest = min(timed)[1]
+    others = [name for name in ("xla-gpu", "xla") if name in figures and name != fastest]
+    other = others[0] if others else sorted(timed)[1][1]
+    strategies = device_result["strategies"]
+    by_runtime = []
+    for name in RUNTIMES:
+        explanation = explain(strategies[other], strategies[fastest], name)
+        if explanation is None:
+            return None
+        explanation["summary"] = summary_text(explanation, other, fastest)
+        by_runtime.append((name, explanation))
+    return {"a": other, "b": fastest, "by_runtime": by_runtime}
 
 
 # -- kernel table and decisions ---------------------------------------------------------------
@@ -261,35 +469,72 @@ def sms_used(kernel: dict, sm_count: int | None) -> str | None:
     return f"{used} of {sm_count} SMs"
 
 
+# A model error is shown for kernels of at least this much measured device work: below it, a
+# kernel timed alone measures mostly its launch, and what is left after taking a lone launch's
+# time off is within the timing's noise (tenths of a microsecond).
+ERROR_MIN_DEVICE_US = 1.0
+
+
+def device_error(predicted: float | None, measured_device: float | None) -> float | None:
+    """A prediction's error on a kernel's device work (`model_error`), None below
+    ERROR_MIN_DEVICE_US of measured device work."""
+    if measured_device is None or measured_device < ERROR_MIN_DEVICE_US:
+        return None
+    return model_error(predicted, measured_device)
+
+
 def kernel_rows(strategy_result: dict, sm_count: int | None = None) -> list[dict]:
-    """The kernel table's rows; `sm_count`: the device's, to say when a grid leaves SMs idle."""
+    """The kernel table's rows; `sm_count`: the device's, to say when a grid leaves SMs idle.
+
+    Times are device work (SOL, projected, learned, measured: a kernel timed alone less what a
+    lone launch adds) beside the launch term under each runtime (`launch`: [(runtime, µs)],
+    one (None, None) entry for an artifact compiled before launch terms were separate), and
+    the limiter under each runtime ("launch" where the launch term is the larger part). Model
+    errors compare device work, from ERROR_MIN_DEVICE_US of it up."""
     rows = []
     for kernel in strategy_result["kernels"]:
-        time_us = kernel["measured_us"] or kernel["proj_us"]
+        separate = kernel.get("device_us") is not None
+        device_us = kernel["device_us"] if separate else kernel["proj_us"]
+        measured_device = kernel.get("measured_device_us") if separate \
+            else kernel["measured_us"]
+        learned_device = kernel.get("learned_device_us") if separate \
+            else kernel.get("learned_us")
+        time_us = measured_device or device_us
         dram = kernel.get("dram_bytes")
+        launches = kernel.get("launch") or {}
+        limiter = kernel.get("device_limiter") or kernel["limiter"]
         rows.append({
             "sms_used": sms_used(kernel, sm_count),
             "dram_bytes": dram,
-            # DRAM bytes over the measured time, else the projected one.
+            # DRAM bytes over the measured device work, else the projected one.
             "bandwidth_gbs": dram / time_us / 1e3 if dram is not None and time_us else None,
-            "bandwidth_of": "measured" if kernel["measured_us"] else "projected",
+            "bandwidth_of": "measured" if measured_device else "projected",
             "name": kernel["name"],
             "kind": kernel["kind"],
             "node_count": len(kernel["nodes"]),
             "nodes": kernel["nodes"],
             "sol_us": kernel["sol_us"],
             "proj_us": kernel["proj_us"],
+            "device_us": device_us,
+            "launch": [(runtime, launches.get(runtime)) for runtime in RUNTIMES
+                       if runtime in launches] or [(None, None)],
+            "limiters": [(runtime, "launch" if launch is not None and device_us is not None
+                          and launch > device_us else limiter)
+                         for runtime, launch in ([(r, launches.get(r)) for r in RUNTIMES
+                                                   if r in launches] or [(None, None)])],
             "limiter": kernel["limiter"],
             "occupancy": kernel["occupancy"],
             "waves": kernel["waves"],
             "registers": kernel["registers"],
             "measured_us": kernel["measured_us"],
+            "measured_device_us": measured_device,
             "measured_note": (kernel.get("measured") or {}).get("not_measured")
             or "not measured",
             "mismatched": bool((kernel.get("measured") or {}).get("mismatches")),
-            "model_error": model_error(kernel["proj_us"], kernel["measured_us"]),
+            "model_error": device_error(device_us, measured_device),
             "learned_us": kernel.get("learned_us"),
-            "learned_error": model_error(kernel.get("learned_us"), kernel["measured_us"]),
+            "learned_device_us": learned_device,
+            "learned_error": device_error(learned_device, measured_device),
             # Artifacts stored before the outlier flag have neither field.
             "proj_over_sol": kernel.get("proj_over_sol"),
             "outlier_reason": kernel.get("outlier_reason"),
@@ -485,7 +730,10 @@ def roofline(kernel: dict, device: Device) -> dict | None:
     point = {"intensity": intensity, "peak_flops": device.peak_fp32_flops,
              "peak_bandwidth": device.dram_bytes_per_s,
              "ridge": device.peak_fp32_flops / device.dram_bytes_per_s}
-    for key, time_key in (("projected_flops", "proj_us"), ("measured_flops", "measured_us")):
+    separate = kernel.get("device_us") is not None
+    times = (("projected_flops", "device_us" if separate else "proj_us"),
+             ("measured_flops", "measured_device_us" if separate else "measured_us"))
+    for key, time_key in times:
         seconds = kernel.get(time_key)
         point[key] = flops / (seconds * 1e-6) if seconds else None
     return point
@@ -515,18 +763,37 @@ PLAN_FIELDS = ("schedule", "block_size", "grid_size", "vector_width", "threads_p
 
 def candidate_rows(kernel: dict, candidates: list[dict]) -> list[dict]:
     """The kernel's candidate CodeGen plans (stored with its source), fastest projected first,
-    the emitted one marked."""
+    the emitted one marked. The candidates are ranked with estimated registers; the emitted
+    one shows the kernel's own figures (ptxas' registers, the occupancy and device work that
+    follow), which the page's headline shows too. A plan listed twice (the same fields) is
+    shown once."""
     chosen = kernel.get("codegen_plan") or {}
-    rows = []
+    breakdown = kernel.get("projected") or {}
+    rows, seen = [], set()
     for plan in candidates:
+        identity = tuple(sorted((key, repr(value)) for key, value in plan.items()
+                                if key not in ("projected_us", "limiter", "occupancy",
+                                               "registers_estimated", "projected")))
+        if identity in seen:
+            continue
+        seen.add(identity)
         fields = {name: plan.get(name) for name in PLAN_FIELDS}
-        rows.append({**fields,
-                     "projected_us": plan.get("projected_us"),
-                     "limiter": plan.get("limiter"),
-                     "occupancy": plan.get("occupancy"),
-                     "registers_estimated": plan.get("registers_estimated"),
-                     "chosen": bool(chosen) and all(plan.get(key) == value
-                                                    for key, value in chosen.items())})
+        is_chosen = bool(chosen) and all(plan.get(key) == value
+                                         for key, value in chosen.items())
+        row = {**fields,
+               "projected_us": plan.get("projected_us"),
+               "limiter": plan.get("limiter"),
+               "occupancy": plan.get("occupancy"),
+               "registers": plan.get("registers_estimated"),
+               "registers_source": "est." if plan.get("registers_estimated") is not None
+               else "",
+               "chosen": is_chosen}
+        if is_chosen and breakdown.get("registers_source") == "ptxas":
+            row.update(projected_us=breakdown.get("projected_us", row["projected_us"]),
+                       limiter=breakdown.get("limiter", row["limiter"]),
+                       occupancy=breakdown.get("occupancy", row["occupancy"]),
+                       registers=breakdown.get("registers"), registers_source="ptxas")
+        rows.append(row)
     rows.sort(key=lambda row: (row["projected_us"] is None, row["projected_us"] or 0))
     return rows
 
@@ -587,10 +854,14 @@ def resource_rows(resources: dict | None) -> list[tuple[str, object]]:
 # has nothing to do with "loop.3" of another).
 
 TOTAL_FIELDS = (("kernels", "kernels"), ("dram_bytes", "DRAM traffic"), ("sol_us", "SOL"),
+                ("device_us", "projected device work"), ("launch_us", "launches"),
                 ("proj_us", "projected"), ("learned_us", "learned"),
                 ("measured_us", "measured"))
-# Rows of the totals that only plans predicted by a learned model have.
-OPTIONAL_TOTALS = ("learned_us",)
+# Totals that depend on how the kernels are launched: one row per runtime.
+RUNTIME_TOTALS = ("launch_us", "proj_us", "learned_us", "measured_us")
+# Rows of the totals that only some plans have (a learned model's; launch terms, which plans
+# compiled before they were separate lack).
+OPTIONAL_TOTALS = ("learned_us", "device_us", "launch_us")
 FASTER_COLOUR = "#1f9e89"
 SLOWER_COLOUR = "#d62728"
 
@@ -618,12 +889,62 @@ def default_plan(artifact: dict, device: str | None = None,
     return device, strategy
 
 
+# Regions the compare page lists (largest change first); the causes cover them all.
+REGIONS_LISTED = 50
+
+
+def why_regions(side_a: dict, side_b: dict) -> dict | None:
+    """The compare page's "why": per runtime, B's time against A's by cause and by region
+    (compiler/fusion/attribution.py), each region with the link that opens it in the fusion
+    view (B's plan, its region's first kernel picked; A's beside it when both are plans of one
+    run). {"by_runtime": [(runtime, explanation + "summary")], "regions": the first
+    REGIONS_LISTED regions of the first runtime's ranking, each with "links" and its deltas
+    under every runtime}; None when a side has no launch terms (compiled before)."""
+    explained = []
+    for runtime in RUNTIMES:
+        explanation = explain(side_a["result"], side_b["result"], runtime)
+        if explanation is None:
+            return None
+        explanation["summary"] = summary_text(explanation, f"A ({side_a['strategy']})",
+                                              f"B ({side_b['strategy']})")
+        explained.append((runtime, explanation))
+    first = explained[0][1]["regions"]
+    keyed = {runtime: {(tuple(r["a"]), tuple(r["b"])): r for r in explanation["regions"]}
+             for runtime, explanation in explained}
+    regions = []
+    for region in first[:REGIONS_LISTED]:
+        key = (tuple(region["a"]), tuple(region["b"]))
+        regions.append({**region, "by_runtime": [(runtime, keyed[runtime][key])
+                                                 for runtime, _ in explained],
+                        "link": _region_link(side_a, side_b, region)})
+    return {"by_runtime": explained, "regions": regions, "count": len(first)}
+
+
+def _region_link(side_a: dict, side_b: dict, region: dict) -> dict | None:
+    """The run page's fusion view on the region: B's plan with the region's first kernel of
+    B picked (else A's plan with its first kernel), and the other plan beside it when both
+    are plans of one run."""
+    picked, other = (side_b, side_a) if region["b"] else (side_a, side_b)
+    kernels = region["b"] or region["a"]
+    if not kernels:
+        return None
+    fragment = f"{picked['device']}/{picked['strategy']}/{kernels[0]}"
+    if picked["run"].pk == other["run"].pk:
+        fragment += f"~{other['device']}/{other['strategy']}"
+    return {"run": picked["run"].pk, "fragment": fragment}
+
+
 def plan_totals(strategy_result: dict) -> dict:
+    """A plan's totals for the compare page: {key: value} for the runtime-free figures and
+    {key: {runtime: value}} for RUNTIME_TOTALS (`runtime_figures`; one None runtime for a plan
+    compiled before launch terms were separate)."""
     total = strategy_result["total"]
+    figures = runtime_figures(total)
     return {"kernels": strategy_result.get("kernel_count", len(strategy_result["kernels"])),
             "dram_bytes": total.get("dram_bytes"), "sol_us": total.get("sol_us"),
-            "proj_us": total.get("proj_us"), "learned_us": total.get("learned_us"),
-            "measured_us": total.get("measured_us")}
+            "device_us": total.get("device_us"),
+            **{key: {runtime: f[key] for runtime, f in figures.items()}
+               for key in RUNTIME_TOTALS}}
 
 
 def _delta(a: float | None, b: float | None) -> float | None:
@@ -631,13 +952,21 @@ def _delta(a: float | None, b: float | None) -> float | None:
 
 
 def total_rows(totals_a: dict, totals_b: dict) -> list[dict]:
-    """The two plans' totals side by side: B − A and B / A per figure (the learned total
-    only where a side has one)."""
-    return [{"key": key, "label": label, "a": totals_a[key], "b": totals_b[key],
-             "delta": _delta(totals_a[key], totals_b[key]),
-             "ratio": _ratio(totals_b[key], totals_a[key])}
-            for key, label in TOTAL_FIELDS
-            if key not in OPTIONAL_TOTALS or (totals_a[key], totals_b[key]) != (None, None)]
+    """The two plans' totals side by side: B − A and B / A per figure, one row per runtime
+    for the figures that depend on it ("runtime": None for the others, and for plans compiled
+    before launch terms were separate); the optional ones only where a side has them."""
+    rows = []
+    for key, label in TOTAL_FIELDS:
+        if key in RUNTIME_TOTALS:
+            pairs = [(runtime, totals_a[key].get(runtime), totals_b[key].get(runtime))
+                     for runtime in dict.fromkeys([*totals_a[key], *totals_b[key]])]
+        else:
+            pairs = [(None, totals_a[key], totals_b[key])]
+        if key in OPTIONAL_TOTALS and all(a is None and b is None for _, a, b in pairs):
+            continue
+        rows += [{"key": key, "label": label, "runtime": runtime, "a": a, "b": b,
+                  "delta": _delta(a, b), "ratio": _ratio(b, a)} for runtime, a, b in pairs]
+    return rows
 
 
 def jaccard(a: set, b: set) -> float:

@@ -1,8 +1,8 @@
 """Submitting runs, the permalink id every run gets, and one plan of a run on its uploaded
 graph (`plan_graph`: what the graph API and the source page show).
 
-The id is content-addressed: the same graph bytes, options (devices, strategies), compiler
-version and owner always give the same id, so resubmitting returns the existing run instead of
+The id is content-addressed: the same graph bytes, options (devices, strategies, runtime),
+compiler version and owner always give the same id, so resubmitting returns the existing run instead of
 compiling again. It is also unguessable: an HMAC keyed with a key derived from SECRET_KEY, so
 knowing a graph does not let anyone compute (and open) another user's link for it; 128 bits of
 the HMAC in base62 make 22 characters.
@@ -28,6 +28,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
+from compiler.cost.launch import DEFAULT_RUNTIME, parse_runtime
 from compiler.errors import InputError
 from compiler.fusion.graph_layout import plan_layout
 from compiler.fusion.graph_view import fusion_graph, kernel_entries
@@ -45,17 +46,20 @@ BASE62 = string.digits + string.ascii_letters
 RUN_ID_SALT = "fusion-explorer.run-id"
 
 
-def run_id(data: bytes, devices, strategies, version: str, owner_id: int) -> str:
+def run_id(data: bytes, devices, strategies, version: str, owner_id: int,
+           runtime: str = DEFAULT_RUNTIME) -> str:
     """The permalink id of a run of these bytes (see the module docstring)."""
-    return run_id_of(hashlib.sha256(data).hexdigest(), devices, strategies, version, owner_id)
+    return run_id_of(hashlib.sha256(data).hexdigest(), devices, strategies, version, owner_id,
+                     runtime)
 
 
-def run_id_of(graph_sha256: str, devices, strategies, version: str, owner_id: int) -> str:
+def run_id_of(graph_sha256: str, devices, strategies, version: str, owner_id: int,
+              runtime: str = DEFAULT_RUNTIME) -> str:
     """`run_id` from the SHA-256 (hex) of the uploaded bytes, for a caller that has it."""
     devices, strategies = canonical_options(devices, strategies)
     payload = json.dumps({"graph": graph_sha256, "devices": devices,
-                          "strategies": strategies, "compiler": version, "owner": owner_id},
-                         sort_keys=True)
+                          "strategies": strategies, "runtime": parse_runtime(runtime),
+                          "compiler": version, "owner": owner_id}, sort_keys=True)
     digest = salted_hmac(RUN_ID_SALT, payload, algorithm="sha256").digest()
     number = int.from_bytes(digest[:16], "big")
     chars = []
@@ -104,16 +108,19 @@ def check_upload(graph: StagedFile, filename: str) -> None:
 
 
 def submit_run(owner, data: bytes | StagedFile, filename: str, devices, strategies,
-               name: str = "", tags=(), visibility: str = Run.PRIVATE, team=None) -> Run:
+               name: str = "", tags=(), visibility: str = Run.PRIVATE, team=None,
+               runtime: str = DEFAULT_RUNTIME) -> Run:
     """The run of this upload: an existing one with the same id, or a new queued one whose
     compile job is enqueued once the transaction commits. InputError (with file:line:col) when
     an option is unknown or `check_upload` refuses the file; nothing is stored then.
     ValueError for visibility "team" without a team."""
-    return submit(owner, data, filename, devices, strategies, name, tags, visibility, team)[0]
+    return submit(owner, data, filename, devices, strategies, name, tags, visibility, team,
+                  runtime)[0]
 
 
 def submit(owner, data: bytes | StagedFile, filename: str, devices, strategies, name: str = "",
-           tags=(), visibility: str = Run.PRIVATE, team=None) -> tuple[Run, bool]:
+           tags=(), visibility: str = Run.PRIVATE, team=None,
+           runtime: str = DEFAULT_RUNTIME) -> tuple[Run, bool]:
     """`submit_run`, and whether the run is new. `data`: the upload as the request's upload
     handler staged it (explorer/graph_store.py: on disk, its SHA-256s known), or bytes the
     request holds (pasted text, a sample, the JSON API's body), staged here the same way.
@@ -122,19 +129,20 @@ def submit(owner, data: bytes | StagedFile, filename: str, devices, strategies, 
     graph = data if isinstance(data, StagedFile) else StagedFile.from_bytes(data, filename)
     try:
         return _submit(owner, graph, filename, devices, strategies, name, tags, visibility,
-                       team)
+                       team, runtime)
     finally:
         graph.close()
 
 
 def _submit(owner, graph: StagedFile, filename: str, devices, strategies, name: str, tags,
-            visibility: str, team) -> tuple[Run, bool]:
+            visibility: str, team, runtime: str) -> tuple[Run, bool]:
     if visibility == Run.TEAM and team is None:
         raise ValueError("a run shared with a team needs the team")
     devices, strategies = canonical_options(devices, strategies)
+    runtime = parse_runtime(runtime)
     check_upload(graph, filename)
     version = compiler_version()
-    identifier = run_id_of(graph.sha256, devices, strategies, version, owner.pk)
+    identifier = run_id_of(graph.sha256, devices, strategies, version, owner.pk, runtime)
     existing = Run.objects.filter(pk=identifier).first()
     if existing is not None:
         return existing, False
@@ -142,7 +150,7 @@ def _submit(owner, graph: StagedFile, filename: str, devices, strategies, name: 
         with transaction.atomic():
             run = Run(id=identifier, owner=owner, team=team, visibility=visibility, name=name,
                       tags=list(tags), filename=filename, devices=devices,
-                      strategies=strategies, compiler_version=version)
+                      strategies=strategies, runtime=runtime, compiler_version=version)
             run.set_graph(graph)
             run.save(force_insert=True)
             transaction.on_commit(lambda: enqueue_compile(identifier))

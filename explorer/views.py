@@ -16,10 +16,12 @@ from django.middleware.csrf import get_token
 from django.core.cache import cache, caches
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from compiler.cost.devices import get_device
+from compiler.cost.launch import DEFAULT_RUNTIME, RUNTIMES
 from compiler.errors import InputError
 from explorer import documents, presenters
 from explorer.forms import RunSettingsForm, UploadForm, samples
@@ -79,7 +81,9 @@ def _upload(request: HttpRequest) -> HttpResponse:
         try:
             run, created = submit(request.user, data, filename,
                                   devices=form.cleaned_data["devices"],
-                                  strategies=form.cleaned_data["strategies"], **asked)
+                                  strategies=form.cleaned_data["strategies"],
+                                  runtime=form.cleaned_data["runtime"] or DEFAULT_RUNTIME,
+                                  **asked)
         except InputError as error:
             form.add_error(None, str(error))
         else:
@@ -256,9 +260,14 @@ def _results_context(run: Run, devices: dict) -> dict:
     """Per device: the strategy comparison and its chart, the strategy tabs, and the panel of
     the tab that opens first (the others load when clicked)."""
     context = {"run": run, "devices": []}
+    runtimes = all(strategy["total"].get("runtimes") for result in devices.values()
+                   for strategy in result["strategies"].values() if not strategy["unavailable"])
+    if runtimes:
+        context["runtime_choices"] = presenters.runtime_choices(run.runtime)
     for name, result in devices.items():
         rows = presenters.comparison_rows(result)
         eager = (result.get("eager") or {}).get("measured_us")
+        learned_model = presenters.learned_model(*result["strategies"].values())
         strategies = presenters.ordered_strategies(result["strategies"])
         # The tab that opens first is the fastest plan (the lowest projected total), as the
         # fusion view's and the graph API's default.
@@ -266,17 +275,30 @@ def _results_context(run: Run, devices: dict) -> dict:
         panel = _panel_context(run, name, default, result["strategies"][default])
         context["devices"].append({
             "name": name, "full_name": get_device(name).full_name, "comparison": rows,
-            "chart": presenters.comparison_chart(rows, eager),
+            "charts": presenters.comparison_charts(rows, eager),
+            "runtimes": runtimes, "verdicts": presenters.verdicts(rows, learned_model),
+            "launch_sources": presenters.launch_sources(result),
+            "why": _why(run, name, result, rows) if runtimes else None,
             "measured": any(row["measured_us"] is not None for row in rows),
             "learned": any(row["learned_us"] is not None for row in rows),
             "decided": any(row["decided_by"] for row in rows),
-            "learned_model": presenters.learned_model(*result["strategies"].values()),
+            "learned_model": learned_model,
             "eager": result.get("eager"), "measured_on": result.get("measured_on"),
             "strategies": [{"name": strategy, "default": strategy == default,
                             "kernel_count": len(result["strategies"][strategy]["kernels"])}
                            for strategy in strategies],
             "panel": panel})
     return context
+
+
+def _why(run: Run, device: str, result: dict, rows: list[dict]) -> dict | None:
+    """The run page's "why faster" box, with the compare page's link for the same pair."""
+    why = presenters.why_faster(result, rows, run.runtime)
+    if why is not None:
+        why["compare_url"] = (f"{reverse('explorer-compare')}?a={run.pk}:{device}:{why['a']}"
+                              f"&b={run.pk}:{device}:{why['b']}&runtime={run.runtime}"
+                              f"#why")
+    return why
 
 
 # The decision table shows this many rows at first; the filter searches them all.
@@ -298,6 +320,7 @@ def _panel_context(run: Run, device: str, strategy: str, result: dict,
             "learned": any(row["learned_us"] is not None for row in kernels),
             "learned_model": presenters.learned_model(result),
             "ratios": any(row["proj_over_sol"] is not None for row in kernels),
+            "error_min_us": presenters.ERROR_MIN_DEVICE_US,
             "outliers": presenters.outlier_summary(result),
             "decided_by": presenters.decided_by(strategy, result),
             "decisions": decisions[:DECISIONS_SHOWN], "decision_count": len(decisions),
@@ -492,6 +515,7 @@ def kernel_page(request: HttpRequest, run: Run, device: str, strategy: str,
         "resources": presenters.resource_rows(resources),
         "ptxas_log": (resources or {}).get("ptxas_log", ""),
         "measured": presenters.measured_rows(entry),
+        "figures": presenters.kernel_figures(entry, spec),
         "measurement": presenters.measurement_state(latest, _gpu_status(), run.compiler_version),
         "measured_on": (devices[device].get("measured_on") if measured_by else None),
         "candidates": presenters.candidate_rows(entry, source.candidate_plans if source else []),
@@ -554,7 +578,12 @@ def compare(request: HttpRequest) -> HttpResponse:
         graph_digest(side_a["run"]) != graph_digest(side_b["run"])
     rows = presenters.match_kernels(kernels_a, kernels_b)
     changes = presenters.plan_changes(kernels_a, kernels_b)
+    runtime = request.GET.get("runtime")
+    runtime = runtime if runtime in RUNTIMES else side_b["run"].runtime
+    why = presenters.why_regions(side_a, side_b)
     context = {
+        "why": why, "runtime": runtime,
+        "runtime_choices": presenters.runtime_choices(runtime) if why else None,
         "a": side_a, "b": side_b,
         "swap_url": f"?a={side_b['spec']}&b={side_a['spec']}",
         "totals": presenters.total_rows(presenters.plan_totals(side_a["result"]),

@@ -136,7 +136,8 @@ def compile_run(self, run_id: str) -> str:
     def compile_it() -> tuple:
         data = run.graph_bytes
         artifact = compile_graph(data, run.filename, run.devices, run.strategies,
-                                 progress=progress, learned_models=learned_models(run.devices))
+                                 progress=progress, learned_models=learned_models(run.devices),
+                                 runtime=run.runtime)
         # The fusion view's objects, laid out now so the first look at a big plan is quick.
         return artifact, plan_graphs(data, run.filename, artifact, progress)
 
@@ -181,7 +182,8 @@ def measure_run(self, measurement_id: int) -> str:
         return _work(Measurement, measurement_id, token, progress,
                      settings.MEASURE_SOFT_TIME_LIMIT_S,
                      lambda: (measure_graph(run.graph_bytes, run.filename, run.devices,
-                                            run.strategies, progress=progress),),
+                                            run.strategies, progress=progress,
+                                            runtime=run.runtime),),
                      settings.MEASURE_LEASE_S, settings.MEASURE_MAX_ATTEMPTS)
     except GpuUnavailable as error:
         Measurement.fail(measurement_id, f"The GPU worker {hostname} cannot measure: {error}.",

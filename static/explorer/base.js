@@ -1,5 +1,6 @@
-// Shared by every page: tabs (data-tab-group / data-tab-panel). The charts are inline SVG
-// drawn on the server (explorer/charts.py) and need no script.
+// Shared by every page: tabs (data-tab-group / data-tab-panel) and the runtime switch of the
+// run and compare pages. The charts are inline SVG drawn on the server (explorer/charts.py)
+// and need no script.
 "use strict";
 
 const Explorer = (() => {
@@ -17,6 +18,31 @@ const Explorer = (() => {
     if (!tab) return;
     showTab(tab.closest("[data-tab-group]").dataset.tabGroup, tab.dataset.tab);
   });
+
+  // The runtime switch: every time that depends on how the kernels are launched is on the
+  // page once per runtime, and the results show the chosen one's (base.css). The choice lives in
+  // the query (?runtime=stream), so a link reproduces it; without one, the run's own runtime.
+
+  const results = document.querySelector(".results[data-runtime-shown]");
+
+  function showRuntime(runtime) {
+    if (!results || !results.querySelector(`[data-runtime-choice="${runtime}"]`)) return;
+    results.dataset.runtimeShown = runtime;
+    results.querySelectorAll("[data-runtime-choice]").forEach((button) => {
+      button.setAttribute("aria-pressed", String(button.dataset.runtimeChoice === runtime));
+    });
+  }
+
+  document.addEventListener("click", (event) => {
+    const choice = event.target.closest("[data-runtime-choice]");
+    if (!choice) return;
+    showRuntime(choice.dataset.runtimeChoice);
+    const url = new URL(window.location.href);
+    url.searchParams.set("runtime", choice.dataset.runtimeChoice);
+    history.replaceState(null, "", url);
+  });
+  const askedRuntime = new URLSearchParams(window.location.search).get("runtime");
+  if (askedRuntime) showRuntime(askedRuntime);
 
   return { showTab };
 })();

@@ -30,10 +30,16 @@ class CompareViewTests(AccessTestCase):
 
         self.assertEqual(response.status_code, 200)
         self.assertTemplateUsed(response, "explorer/compare.html")
-        totals = {row["key"]: row for row in response.context["totals"]}
+        totals = {(row["key"], row["runtime"]): row for row in response.context["totals"]}
         strategies = self.team_run.artifact["devices"]["h100"]["strategies"]
-        self.assertEqual(totals["proj_us"]["a"], strategies["xla"]["total"]["proj_us"])
-        self.assertEqual(totals["proj_us"]["b"], strategies["stitch"]["total"]["proj_us"])
+        for runtime in ("graph", "stream"):
+            for side, strategy in (("a", "xla"), ("b", "stitch")):
+                total = strategies[strategy]["total"]
+                self.assertEqual(totals["proj_us", runtime][side],
+                                 total["runtimes"][runtime]["proj_us"])
+                self.assertEqual(totals["launch_us", runtime][side],
+                                 total["runtimes"][runtime]["launch_us"])
+        self.assertEqual(totals["device_us", None]["a"], strategies["xla"]["total"]["device_us"])
         self.assertContains(response, "Δ (B − A)")
 
     def test_two_runs_of_the_same_graph_show_no_warning(self):

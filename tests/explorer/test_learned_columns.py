@@ -12,6 +12,7 @@ from pathlib import Path
 
 from django.urls import reverse
 
+from compiler.cost.launch import terms_for
 from compiler.cost.learned.model import CostModel, ModelConfig
 from compiler.cost.learned.train import save_model
 from compiler.pipeline import compile_graph
@@ -77,9 +78,10 @@ class LearnedColumnsTests(AccessTestCase):
         # time on this graph, so which one it is is the page's choice, not the test's).
         opened = re.search(r'data-tab-panel="strategy-h100" data-tab="(\w+)"\s+data-decisions-url',
                            response.content.decode()).group(1)
+        # Kernels show the learned device work (the plan's launch term has its own column).
         for kernel in self.plan(self.synthetic, strategy=opened)["kernels"]:
             self.assertContains(response, f'<td class="num kernels__learned">'
-                                          f'{us(kernel["learned_us"])}</td>', html=True)
+                                          f'{us(kernel["learned_device_us"])}</td>', html=True)
 
     def test_the_comparison_chart_has_a_learned_series_only_where_a_model_predicted(self):
         response = self.get("explorer-run", self.synthetic.pk)
@@ -126,7 +128,7 @@ class LearnedColumnsTests(AccessTestCase):
         self.assertContains(response, ">learned</th>")
         for kernel in self.plan(self.synthetic, strategy="unfused")["kernels"]:
             self.assertContains(response, f'<td class="num kernels__learned">'
-                                          f'{us(kernel["learned_us"])}</td>', html=True)
+                                          f'{us(kernel["learned_device_us"])}</td>', html=True)
         a100 = self.get("explorer-plan-panel", self.synthetic.pk, "a100", "unfused")
         self.assertNotContains(a100, ">learned</th>")
 
@@ -135,16 +137,22 @@ class LearnedColumnsTests(AccessTestCase):
                       if k["name"] == KERNEL[2])
         response = self.get("explorer-kernel", self.synthetic.pk, *KERNEL)
         self.assertContains(response, "learned (learned-h100-v3)")
-        self.assertContains(response, us(kernel["learned_us"]))
+        self.assertContains(response, us(kernel["learned_device_us"]))
         self.assertContains(response, SYNTHETIC_NOTE)
 
+        # A kernel measured long enough for its device work to be told from its launch: the
+        # learned error compares device work (the time alone less a lone launch's).
         result = measurement_result(self.synthetic.artifact)
+        record = next(k for k in result["devices"]["h100"]["strategies"]["cost"]["kernels"]
+                      if k["name"] == KERNEL[2])
+        record["measured_us"] = 25.0
+        record["timing"]["median_us"] = 25.0
         Measurement.objects.create(run=self.synthetic, status=Measurement.DONE, result=result)
-        measured = next(k for k in result["devices"]["h100"]["strategies"]["cost"]["kernels"]
-                        if k["name"] == KERNEL[2])["measured_us"]
+        device_work = 25.0 - terms_for("h100").alone_us
         response = self.get("explorer-kernel", self.synthetic.pk, *KERNEL)
         rows = dict((label, value) for label, value, _ in response.context["measured"])
-        error = (kernel["learned_us"] - measured) / measured
+        error = (kernel["learned_device_us"] - device_work) / device_work
+        self.assertAlmostEqual(rows["measured device work"], device_work)
         self.assertAlmostEqual(rows["model error (learned)"], error)
         self.assertContains(response, signed_percent(error))
 
@@ -159,10 +167,11 @@ class LearnedColumnsTests(AccessTestCase):
         url = reverse("explorer-compare")
         response = self.client.get(url, {"a": f"{self.synthetic.pk}:h100:xla",
                                          "b": f"{self.plain.pk}:h100:xla"})
-        totals = {row["key"]: row for row in response.context["totals"]}
-        self.assertEqual(totals["learned_us"]["a"],
-                         self.plan(self.synthetic, strategy="xla")["total"]["learned_us"])
-        self.assertIsNone(totals["learned_us"]["b"])
+        totals = {(row["key"], row["runtime"]): row for row in response.context["totals"]}
+        for runtime, figures in self.plan(self.synthetic, strategy="xla")["total"][
+                "runtimes"].items():
+            self.assertEqual(totals["learned_us", runtime]["a"], figures["learned_us"])
+            self.assertIsNone(totals["learned_us", runtime]["b"])
         self.assertContains(response, SYNTHETIC_NOTE, count=1)
         self.assertContains(response, "learned by learned-h100-v3")
 

@@ -113,7 +113,7 @@ def test_run_id_is_22_base62_characters_and_stable():
 
 @pytest.mark.parametrize("change", [
     {"data": SOFTMAX + b"\n"}, {"devices": ["h100"]}, {"strategies": ["xla"]},
-    {"version": "v2"}, {"owner_id": 8},
+    {"version": "v2"}, {"owner_id": 8}, {"runtime": "stream"},
 ])
 def test_run_id_changes_with_graph_options_version_and_owner(change):
     base = {"data": SOFTMAX, "devices": ["h100", "a100"], "strategies": ["xla", "cost"],

@@ -91,7 +91,7 @@ class ComparisonTests(unittest.TestCase):
         self.assertTrue(all(row["unavailable"] is None for row in rows[:-1]))
         self.assertEqual(presenters.default_plan({"devices": {"h100": result}}, "h100")[1],
                          min(rows[:-1], key=lambda row: row["proj_us"])["strategy"])
-        presenters.comparison_chart(rows)   # draws the others, skips the empty one
+        presenters.comparison_charts(rows)   # draws the others, skips the empty one
 
     def test_its_figures_are_the_artifacts_totals(self):
         result = ARTIFACT["devices"]["a100"]
@@ -122,31 +122,46 @@ class ComparisonTests(unittest.TestCase):
         self.assertGreater(by_name["cost"]["speedup_vs_unfused"], 1.0)
 
     def test_unmeasured_runs_have_no_measured_figures_and_no_measured_bars(self):
-        rows = presenters.comparison_rows(ARTIFACT["devices"]["h100"])
-        drawn = bars(presenters.comparison_chart(rows))
+        result = ARTIFACT["devices"]["h100"]
+        rows = presenters.comparison_rows(result)
+        charts = dict(presenters.comparison_charts(rows))
 
+        self.assertEqual(list(charts), ["graph", "stream"])
         self.assertTrue(all(row["measured_us"] is None for row in rows))
         self.assertTrue(all(row["measured_speedup_vs_unfused"] is None for row in rows))
-        self.assertEqual({bar["series"] for bar in drawn}, {"SOL", "projected"})
-        # One bar per strategy and series, as tall as its total (heights in proportion).
-        expected = {(row["strategy"], "SOL"): row["sol_us"] for row in rows} | \
-            {(row["strategy"], "projected"): row["proj_us"] for row in rows}
-        self.assertEqual({(b["category"], b["series"]): b["value"] for b in drawn}, expected)
-        scale = drawn[0]["height"] / drawn[0]["value"]
-        for bar in drawn:
-            self.assertAlmostEqual(bar["height"], bar["value"] * scale, delta=0.15)
+        for runtime, chart in charts.items():
+            drawn = bars(chart)
+            self.assertEqual({bar["series"] for bar in drawn}, {"SOL", "projected"})
+            # One bar per strategy and series, as tall as its total under the runtime (the
+            # artifact's), heights in proportion.
+            expected = {(row["strategy"], "SOL"): row["sol_us"] for row in rows} | \
+                {(name, "projected"): s["total"]["runtimes"][runtime]["proj_us"]
+                 for name, s in result["strategies"].items()}
+            self.assertEqual({(b["category"], b["series"]): b["value"] for b in drawn},
+                             expected)
+            scale = max(drawn, key=lambda b: b["value"])
+            scale = scale["height"] / scale["value"]
+            for bar in drawn:
+                self.assertAlmostEqual(bar["height"], bar["value"] * scale, delta=0.15)
 
     def test_measured_totals_give_measured_speedups_and_bars(self):
         result = copy.deepcopy(ARTIFACT["devices"]["h100"])
         result["strategies"]["unfused"]["total"]["measured_us"] = 120.0
         result["strategies"]["cost"]["total"]["measured_us"] = 40.0
         rows = {row["strategy"]: row for row in presenters.comparison_rows(result)}
-        drawn = bars(presenters.comparison_chart(list(rows.values())))
+        charts = dict(presenters.comparison_charts(list(rows.values())))
 
         self.assertAlmostEqual(rows["cost"]["measured_speedup_vs_unfused"], 3.0)
         self.assertIsNone(rows["cost"]["measured_speedup_vs_xla"])
-        measured = [(b["category"], b["value"]) for b in drawn if b["series"] == "measured"]
+        # The runner times plans launched in a stream: the stream figures have them, a CUDA
+        # graph's do not.
+        stream = dict(rows["cost"]["by_runtime"])["stream"]
+        self.assertAlmostEqual(stream["measured_speedup_vs_unfused"], 3.0)
+        self.assertIsNone(dict(rows["cost"]["by_runtime"])["graph"]["measured_us"])
+        measured = [(b["category"], b["value"]) for b in bars(charts["stream"])
+                    if b["series"] == "measured"]
         self.assertEqual(measured, [("unfused", 120.0), ("cost", 40.0)])
+        self.assertFalse([b for b in bars(charts["graph"]) if b["series"] == "measured"])
 
 
 class DecidedByTests(unittest.TestCase):
@@ -308,8 +323,9 @@ class KernelPageTests(unittest.TestCase):
         breakdown = kernel["projected"]
 
         self.assertAlmostEqual(point["intensity"], breakdown["flops"] / breakdown["dram_bytes"])
+        # Flops over the device work: the launch is not the kernel's time on the GPU.
         self.assertAlmostEqual(point["projected_flops"],
-                               breakdown["flops"] / (kernel["proj_us"] * 1e-6))
+                               breakdown["flops"] / (kernel["device_us"] * 1e-6))
         self.assertEqual(point["peak_flops"], device.peak_fp32_flops)
         self.assertIsNone(point["measured_flops"])
         svg = str(presenters.roofline_chart(point))
