@@ -87,6 +87,15 @@ class UploadViewTests(AccessTestCase):
         self.assertContains(response, "Give one graph", status_code=400)
         self.assertFalse(Run.objects.exists())
 
+    def test_an_empty_file_gets_one_message_that_names_it_as_empty(self, enqueue):
+        response = self.post(self.owner, graph_file=SimpleUploadedFile("blank.hlo", b""))
+
+        form = response.context["form"]
+        self.assertEqual(form.errors, {"graph_file": [
+            "blank.hlo is empty (0 bytes): choose the file that holds the graph."]})
+        self.assertNotContains(response, "choose a file, paste", status_code=400)
+        self.assertFalse(Run.objects.exists())
+
     def test_a_team_run_goes_to_one_of_the_owners_teams(self, enqueue):
         self.post(self.owner, sample="hlo/softmax.hlo", visibility="team", team=self.team.pk)
 
