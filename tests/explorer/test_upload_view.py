@@ -81,6 +81,22 @@ class UploadViewTests(AccessTestCase):
         self.assertNotContains(response, "Traceback", status_code=400)
         self.assertFalse(Run.objects.exists())
 
+    def test_random_bytes_are_not_a_format_it_reads_and_it_says_which_it_reads(self, enqueue):
+        graph = SimpleUploadedFile("noise.bin", bytes(range(256)) * 8)
+        response = self.post(self.owner, graph_file=graph)
+
+        self.assertContains(response, "noise.bin: not a format we read: the file is binary data, "
+                                      "but not an ONNX model", status_code=400)
+        self.assertContains(response, "(.mlir, or .mlirbc bytecode)", status_code=400)
+        self.assertNotContains(response, "not a valid ONNX model", status_code=400)
+
+    def test_a_truncated_onnx_model_gets_the_onnx_error(self, enqueue):
+        model = (SOFTMAX.parents[1] / "onnx" / "mlp_layernorm.dynamo.onnx").read_bytes()
+        response = self.post(self.owner, graph_file=SimpleUploadedFile("model.bin", model[:3000]))
+
+        self.assertContains(response, "model.bin: not a valid ONNX model", status_code=400)
+        self.assertFalse(Run.objects.exists())
+
     def test_it_asks_for_exactly_one_graph(self, enqueue):
         response = self.post(self.owner, graph_text="HloModule m", sample="hlo/softmax.hlo")
 
