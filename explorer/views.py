@@ -16,6 +16,7 @@ from django.middleware.csrf import get_token
 from django.core.cache import cache, caches
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
+from django.urls import Resolver404, resolve
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -765,3 +766,26 @@ def cost_models(request: HttpRequest) -> HttpResponse:
                   {"sections": sections, "directory": directory,
                    "allow_synthetic": allow_synthetic,
                    "models": ("learned", "sol", "projected")})
+
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """The site's 404 page (handler404). An address that only a trailing slash keeps from a
+    page (/gallery/ for /gallery) is sent to the page. The page shows the reason a view gave
+    (Http404("No such run.")), never Django's own exceptions: an unmatched address is a
+    Resolver404, whose text is its class name."""
+    if isinstance(exception, Resolver404) and request.method in ("GET", "HEAD") \
+            and _is_page(request.path_info.rstrip("/")):
+        query = request.META.get("QUERY_STRING", "")
+        return redirect(request.path.rstrip("/") + (f"?{query}" if query else ""))
+    reason = exception.args[0] if type(exception) is Http404 and exception.args else ""
+    return render(request, "404.html", {"reason": reason if isinstance(reason, str) else ""},
+                  status=404)
+
+
+def _is_page(path: str) -> bool:
+    try:
+        resolve(path)
+    except Resolver404:
+        return False
+    return True
