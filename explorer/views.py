@@ -334,10 +334,11 @@ def plan_panel(request: HttpRequest, run: Run, device: str, strategy: str) -> Ht
 @require_GET
 @_run_view
 def plan_decisions(request: HttpRequest, run: Run, device: str, strategy: str) -> JsonResponse:
-    """Every decision of one plan, [action, subject, reason, gain_us] each, for the filter."""
+    """Every decision of one plan, [action, subject, reason, gain_us, kernels] each, for the
+    filter."""
     def rows() -> list:
         result = _plan_result(run, device, strategy, None)
-        return [[row["action"], row["subject"], row["reason"], row["gain_us"]]
+        return [[row["action"], row["subject"], row["reason"], row["gain_us"], row["kernels"]]
                 for row in presenters.decision_rows(result)]
     return JsonResponse({"decisions": _cached(run, None, f"decisions:{device}:{strategy}",
                                               rows)})
