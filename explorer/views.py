@@ -443,9 +443,9 @@ def run_delete(request: HttpRequest, run: Run) -> HttpResponse:
     _owner_only(request, run, "delete it")
     if request.method == "GET":
         return render(request, "explorer/run_delete.html", {"run": run})
-    name = run.name or run.filename
+    title = run.title
     run.delete_with_graph()
-    messages.success(request, f"Deleted the run {name}.")
+    messages.success(request, f"Deleted the run {title}.")
     return redirect("explorer-history")
 
 
@@ -583,7 +583,7 @@ def _compare_candidates(user, run_a: Run, run_b: Run) -> list[dict]:
     runs = {run.pk: run for run in (run_a, run_b)}
     for run in _same_graph_runs(user, run_a):
         runs.setdefault(run.pk, run)
-    return [{"label": f"{run.name or run.filename} · {run.owner.get_username()} · "
+    return [{"label": f"{run.title} · {run.owner.get_username()} · "
                       f"{run.created:%Y-%m-%d %H:%M}", "plans": _plan_choices(run)}
             for run in runs.values()]
 
