@@ -36,6 +36,7 @@ class UploadViewTests(AccessTestCase):
         self.assertContains(response, f"{reverse('login')}?next=/")
         self.assertContains(response, "attention block")
         self.assertNotContains(response, 'id="upload-form"')
+        self.assertNotContains(response, "test suite")   # where the samples come from is ours
 
     def test_a_logged_in_user_gets_the_form_with_devices_strategies_and_samples(self, enqueue):
         self.client.force_login(self.owner)
