@@ -99,11 +99,22 @@ class MultipleFileField(forms.FileField):
         super().__init__(*args, **kwargs)
 
     def clean(self, data, initial=None):
-        single = super().clean
+        single = self._clean_one
         if isinstance(data, (list, tuple)):
             return [single(item, initial) for item in data if item] or None
         cleaned = single(data, initial)
         return [cleaned] if cleaned else None
+
+    def _clean_one(self, item, initial):
+        try:
+            return super().clean(item, initial)
+        except forms.ValidationError as error:
+            if getattr(error, "code", None) != "empty":
+                raise
+            # Django's message does not say which file, and one of several may be the empty one.
+            raise forms.ValidationError(
+                f"{item.name} is empty (0 bytes): choose the file that holds the graph.",
+                code="empty") from None
 
 
 class UploadForm(forms.Form):
@@ -138,7 +149,10 @@ class UploadForm(forms.Form):
 
     def clean(self):
         cleaned = super().clean()
-        given = [key for key in ("graph_file", "graph_text", "sample") if cleaned.get(key)]
+        # A file the field refused (an empty one) was given all the same: its own error says
+        # what is wrong with it, and "choose a file" would not.
+        given = [key for key in ("graph_file", "graph_text", "sample")
+                 if cleaned.get(key) or self.has_error(key)]
         if len(given) != 1:
             raise forms.ValidationError(
                 "Give one graph: choose a file, paste HLO text or pick a sample.")

@@ -398,7 +398,13 @@ class Run(Job):
                 graph_store.delete(graph_id)
 
     def __str__(self) -> str:
-        return f"{self.id} {self.name or self.filename}"
+        return f"{self.id} {self.title}"
+
+    @property
+    def title(self) -> str:
+        """What the run is called wherever it is shown or listed: the name its owner gave it,
+        else the uploaded file's name."""
+        return self.name or self.filename
 
     def can_view(self, user) -> bool:
         """Owner and staff always; team members for a team run; anyone for a public one."""

@@ -579,9 +579,22 @@ def outlier_summary(strategy_result: dict, limit: int | None = None) -> dict | N
 
 
 def decision_rows(strategy_result: dict) -> list[dict]:
-    return [{"action": decision.get("action", ""), "subject": decision.get("subject", ""),
-             "reason": decision.get("reason", ""), "gain_us": decision.get("gain_us")}
-            for decision in strategy_result.get("decisions", [])]
+    """The plan's decisions, each with the plan's kernels that hold the nodes its subject
+    names: a decision speaks of nodes, a user looks for it by the kernel it made or split."""
+    kernels_of = defaultdict(list)
+    for kernel in strategy_result.get("kernels", []):
+        for node in kernel.get("nodes", []):
+            kernels_of[node].append(kernel["name"])
+    rows = []
+    for decision in strategy_result.get("decisions", []):
+        subject = decision.get("subject", "")
+        # A subject is node names joined by words and signs: "a.1 + b.2 -> c.3 (both read x)".
+        named = (word.strip("(),;:") for word in subject.split())
+        kernels = [kernel for node in named for kernel in kernels_of.get(node, ())]
+        rows.append({"action": decision.get("action", ""), "subject": subject,
+                     "reason": decision.get("reason", ""), "gain_us": decision.get("gain_us"),
+                     "kernels": list(dict.fromkeys(kernels))})
+    return rows
 
 
 def decision_actions(rows: list[dict]) -> list[str]:

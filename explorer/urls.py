@@ -46,3 +46,6 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
 ]
+
+# The site's own 404 page, which shows no exception of Django's (explorer/views.py).
+handler404 = views.not_found

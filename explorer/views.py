@@ -16,7 +16,7 @@ from django.middleware.csrf import get_token
 from django.core.cache import cache, caches
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
-from django.urls import reverse
+from django.urls import Resolver404, resolve, reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -356,10 +356,11 @@ def plan_panel(request: HttpRequest, run: Run, device: str, strategy: str) -> Ht
 @require_GET
 @_run_view
 def plan_decisions(request: HttpRequest, run: Run, device: str, strategy: str) -> JsonResponse:
-    """Every decision of one plan, [action, subject, reason, gain_us] each, for the filter."""
+    """Every decision of one plan, [action, subject, reason, gain_us, kernels] each, for the
+    filter."""
     def rows() -> list:
         result = _plan_result(run, device, strategy, None)
-        return [[row["action"], row["subject"], row["reason"], row["gain_us"]]
+        return [[row["action"], row["subject"], row["reason"], row["gain_us"], row["kernels"]]
                 for row in presenters.decision_rows(result)]
     return JsonResponse({"decisions": _cached(run, None, f"decisions:{device}:{strategy}",
                                               rows)})
@@ -464,9 +465,9 @@ def run_delete(request: HttpRequest, run: Run) -> HttpResponse:
     _owner_only(request, run, "delete it")
     if request.method == "GET":
         return render(request, "explorer/run_delete.html", {"run": run})
-    name = run.name or run.filename
+    title = run.title
     run.delete_with_graph()
-    messages.success(request, f"Deleted the run {name}.")
+    messages.success(request, f"Deleted the run {title}.")
     return redirect("explorer-history")
 
 
@@ -610,7 +611,7 @@ def _compare_candidates(user, run_a: Run, run_b: Run) -> list[dict]:
     runs = {run.pk: run for run in (run_a, run_b)}
     for run in _same_graph_runs(user, run_a):
         runs.setdefault(run.pk, run)
-    return [{"label": f"{run.name or run.filename} · {run.owner.get_username()} · "
+    return [{"label": f"{run.title} · {run.owner.get_username()} · "
                       f"{run.created:%Y-%m-%d %H:%M}", "plans": _plan_choices(run)}
             for run in runs.values()]
 
@@ -794,3 +795,26 @@ def cost_models(request: HttpRequest) -> HttpResponse:
                   {"sections": sections, "directory": directory,
                    "allow_synthetic": allow_synthetic,
                    "models": ("learned", "sol", "projected")})
+
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """The site's 404 page (handler404). An address that only a trailing slash keeps from a
+    page (/gallery/ for /gallery) is sent to the page. The page shows the reason a view gave
+    (Http404("No such run.")), never Django's own exceptions: an unmatched address is a
+    Resolver404, whose text is its class name."""
+    if isinstance(exception, Resolver404) and request.method in ("GET", "HEAD") \
+            and _is_page(request.path_info.rstrip("/")):
+        query = request.META.get("QUERY_STRING", "")
+        return redirect(request.path.rstrip("/") + (f"?{query}" if query else ""))
+    reason = exception.args[0] if type(exception) is Http404 and exception.args else ""
+    return render(request, "404.html", {"reason": reason if isinstance(reason, str) else ""},
+                  status=404)
+
+
+def _is_page(path: str) -> bool:
+    try:
+        resolve(path)
+    except Resolver404:
+        return False
+    return True

@@ -8,6 +8,7 @@ an unknown suffix, from the content) and returns the verified graphs.
 
 from __future__ import annotations
 
+import codecs
 import os
 import zlib
 
@@ -54,6 +55,8 @@ def import_bytes(data: bytes, filename: str, limits: Limits | None = None,
     if data[:2] == b"\x1f\x8b":
         name = filename[:-3] if filename.endswith(".gz") else filename
     data = decompressed(data, filename, limits)
+    if not data:
+        raise empty_file(filename)
     fmt = fmt or detect_format(name, data)
     with cyclic_gc_paused():
         return _import(data, filename, limits, fmt)
@@ -67,8 +70,7 @@ def _import(data: bytes, filename: str, limits: Limits, fmt: str) -> list[Graph]
         from compiler.importers.stablehlo import import_stablehlo
         return [import_stablehlo(data, filename, limits)]
     if fmt == "unknown":   # before decoding: a zip archive is not text, and should not be
-        what = "a zip archive" if data.startswith(ZIP_MAGIC) else "not a graph file"
-        raise InputError(f"{what}: upload {ACCEPTED}", filename)
+        raise unknown_format(data, filename)
     text = decode_utf8(data, filename)
     if fmt == "json":
         from compiler.importers.json_graph import import_json
@@ -87,11 +89,17 @@ ACCEPTED = ("an HLO text module (.hlo, .txt: XLA's dumps and as_text()), StableH
             "(.mlir, or .mlirbc bytecode), an ONNX model (.onnx) or the explorer's JSON graph "
             "(.json), each optionally gzip-compressed (.gz)")
 ZIP_MAGIC = b"PK\x03\x04"
+# The fields of ONNX's ModelProto (onnx.proto) by number, with their protobuf wire types
+# (0: a varint, 2: length-delimited): what `looks_like_onnx` walks.
+ONNX_MODEL_FIELDS = {1: 0, 2: 2, 3: 2, 4: 2, 5: 0, 6: 2, 7: 2, 8: 2, 14: 2, 20: 2, 25: 2}
+# The newest ONNX IR version is 10 (2024); the bound leaves room for those to come.
+MAX_ONNX_IR_VERSION = 64
 
 
 def detect_format(filename: str, data: bytes) -> str:
     """The importer for an upload: "hlo", "stablehlo", "onnx", "json", or "unknown" (a zip
-    archive, or text of none of these under a name that does not say HLO)."""
+    archive, text of none of these under a name that does not say HLO, or binary data that
+    does not start as an ONNX model does)."""
     suffix = os.path.splitext(filename)[1].lower()
     if data.startswith(ZIP_MAGIC) and suffix not in (".onnx", ".json"):
         return "unknown"
@@ -108,19 +116,82 @@ def detect_format(filename: str, data: bytes) -> str:
         # JAX's `.as_text()` is StableHLO, whatever the file is called.
         if head.startswith((b"module @", b"func.func")):
             return "stablehlo"
-        # A .hlo file is HLO (its parse errors say where); a .txt with no trace of HLO is not.
-        return "hlo" if suffix == ".hlo" or hlo_marks else "unknown"
+        # A .hlo file is HLO (its parse errors say where); a .txt with no trace of HLO is
+        # judged by its content like a file of any other name.
+        if suffix == ".hlo" or hlo_marks:
+            return "hlo"
     if head.startswith(b"{"):
         return "json"
     if head.startswith((b"module @", b"module attributes", b"module {", b"func.func")):
         return "stablehlo"
     if hlo_marks:
         return "hlo"
+    return "onnx" if looks_like_onnx(data[:SNIFF_BYTES]) else "unknown"
+
+
+def looks_like_onnx(head: bytes) -> bool:
+    """Whether `head`, a file's first bytes, starts a serialised ONNX model: its IR version
+    first (every ONNX writer sets it, and protobuf writes fields in the order of their
+    numbers), then ModelProto's fields, each with its wire type, as far as `head` goes (the
+    last may be cut off: a truncated model is still ONNX, and its importer says what is
+    wrong). Random bytes pass the first test one time in a thousand at most."""
+    at, first = 0, True
+    while at < len(head):
+        tag, at = _varint(head, at)
+        if tag is None:
+            return not first
+        number, wire = tag >> 3, tag & 7
+        if ONNX_MODEL_FIELDS.get(number) != wire or (first and number != 1):
+            return False
+        value, at = _varint(head, at)
+        if value is None:
+            return True
+        if number == 1 and not 1 <= value <= MAX_ONNX_IR_VERSION:
+            return False
+        if wire == 2:
+            at += value
+        first = False
+    return not first
+
+
+def _varint(data: bytes, at: int) -> tuple[int | None, int]:
+    """The protobuf varint at `at` and where the next field starts; None when `data` ends
+    inside it."""
+    value, shift = 0, 0
+    while at < len(data):
+        byte = data[at]
+        value |= (byte & 0x7F) << shift
+        at, shift = at + 1, shift + 7
+        if byte < 0x80:
+            return value, at
+    return None, at
+
+
+def _is_text(head: bytes) -> bool:
+    """Whether a file's first bytes are UTF-8 text (the last character may be cut off)."""
     try:
-        head.decode("utf-8")
+        codecs.getincrementaldecoder("utf-8")().decode(head)
     except UnicodeDecodeError:
-        return "onnx"  # binary protobuf
-    return "unknown"
+        return False
+    return True
+
+
+def unknown_format(head: bytes, filename: str) -> InputError:
+    """The error of a file no importer reads, saying how its first bytes were judged."""
+    if head.startswith(ZIP_MAGIC):
+        judged = "a zip archive"
+    elif _is_text(head[:SNIFF_BYTES]):
+        judged = "text, but not HLO (no HloModule, ENTRY or parameter() in it), StableHLO " \
+                 "(no module or func.func to start it) or JSON (no { to start it)"
+    else:
+        judged = "binary data, but not an ONNX model (whose first bytes give its IR version)"
+    return InputError(f"not a format we read: the file is {judged}; the formats read are "
+                      f"{ACCEPTED}", filename)
+
+
+def empty_file(filename: str) -> InputError:
+    return InputError("the file is empty (0 bytes): give the file that holds the graph",
+                      filename)
 
 
 def sniff_upload(data: bytes, filename: str, limits: Limits | None = None,
@@ -137,6 +208,8 @@ def sniff_upload(data: bytes, filename: str, limits: Limits | None = None,
     limits = limits or Limits.from_env()
     size = len(data) if size is None else size
     check_input_size(size, filename, limits)
+    if size == 0:
+        raise empty_file(filename)
     # Read as far as the larger of what detection looks at and what the caller would take.
     name, reach = filename, max(head_bytes, SNIFF_BYTES)
     if data[:2] == b"\x1f\x8b":
@@ -153,8 +226,7 @@ def sniff_upload(data: bytes, filename: str, limits: Limits | None = None,
         head = data[:reach + 1]
     fmt = detect_format(name, head)
     if fmt == "unknown":
-        what = "a zip archive" if head.startswith(ZIP_MAGIC) else "not a graph file"
-        raise InputError(f"{what}: upload {ACCEPTED}", filename)
+        raise unknown_format(head, filename)
     return fmt, head if size is not None and size <= head_bytes else None
 
 

@@ -183,8 +183,9 @@
     sortTable(header);
   });
 
-  // -- decisions: filter by action and by any text; the page holds the first rows, the filter
-  // searches every decision (fetched once, on first use).
+  // -- decisions: filter by action and by any text (of the node names, the kernels they are in,
+  // the reason); the page holds the first rows, the filter searches every decision (fetched
+  // once, on first use).
 
   const DECISIONS_SHOWN = 500;
 
@@ -205,20 +206,21 @@
       return all;
     }
 
-    function row([act, subject, reason, gain]) {
+    function row([act, subject, reason, gain, kernels]) {
       const tr = document.createElement("tr");
       tr.dataset.action = act;
-      const cells = [act, subject, reason, gain === null ? "–" : `${gain.toFixed(2)} µs`];
+      const cells = [act, subject, kernels.join(", ") || "–", reason,
+                     gain === null ? "–" : `${gain.toFixed(2)} µs`];
       cells.forEach((value, index) => {
         const td = document.createElement("td");
-        if (index === 1) {
+        if (index === 1 || index === 2) {
           const code = document.createElement("code");
           code.textContent = value;
           td.append(code);
         } else {
           td.textContent = value;
         }
-        if (index === 3) td.className = "num";
+        if (index === 4) td.className = "num";
         tr.append(td);
       });
       return tr;
@@ -227,9 +229,10 @@
     async function filter() {
       const needle = text.value.trim().toLowerCase();
       const decisions = await everyDecision();
-      const matches = decisions.filter(([act, subject, reason]) =>
+      const matches = decisions.filter(([act, subject, reason, , kernels]) =>
         (!action.value || act === action.value) &&
-        (!needle || `${act} ${subject} ${reason}`.toLowerCase().includes(needle)));
+        (!needle || `${act} ${subject} ${kernels.join(" ")} ${reason}`.toLowerCase()
+          .includes(needle)));
       body.replaceChildren(...matches.slice(0, DECISIONS_SHOWN).map(row));
       shown.textContent = matches.length > DECISIONS_SHOWN
         ? `showing the first ${DECISIONS_SHOWN} of ${matches.length} matches (of ${total})`

@@ -88,6 +88,19 @@ def test_a_missing_file_is_an_error_not_a_traceback(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+def test_random_bytes_are_not_a_format_it_reads_and_a_cut_onnx_model_is_an_onnx_error(tmp_path):
+    noise, cut = tmp_path / "noise.bin", tmp_path / "cut.bin"
+    noise.write_bytes(bytes(range(256)) * 8)
+    cut.write_bytes((DATA / "onnx" / "mlp_layernorm.dynamo.onnx").read_bytes()[:3000])
+    result = cli("inspect", str(noise))
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: noise.bin: not a format we read: the file is binary "
+                                    "data, but not an ONNX model"), result.stderr
+    result = cli("inspect", str(cut))
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: cut.bin: not a valid ONNX model"), result.stderr
+
+
 def test_gzipped_hlo_is_read():
     result = cli("inspect", str(ROOT / "benchmarks" / "data" / "transformer_12l.hlo.gz"), "--json")
     assert result.returncode == 0, result.stderr

@@ -126,6 +126,13 @@ class CostModelsViewTests(AccessTestCase):
         self.assertNotIn(str(self.model_dir), html)
         self.assertNotIn("tests/synthetic.jsonl.gz", html)  # the dataset's recorded path
 
+    def test_it_speaks_in_a_users_terms_not_the_projects(self):
+        for allow_synthetic in (False, True):
+            text = " ".join(self.page(allow_synthetic=allow_synthetic).content.decode().split())
+            for internal in ("issue", "campaign", "session", "TODO", ".py"):
+                self.assertNotIn(internal, text)
+        self.assertIn("The target row: what a model should reach on held-out programs", text)
+
     def test_an_unknown_model_is_not_found(self):
         self.assertEqual(self.page(model="learned-h100-v99").status_code, 404)
 

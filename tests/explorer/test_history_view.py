@@ -41,6 +41,16 @@ class HistoryViewTests(AccessTestCase):
     def test_a_stranger_sees_only_public_runs(self):
         self.assertEqual(self.listed(self.stranger), [self.public.pk])
 
+    def test_an_unnamed_run_is_listed_by_its_file_name_as_its_page_calls_it(self):
+        unnamed = self.make_run("n" * 22, Run.PRIVATE)
+        self.client.force_login(self.owner)
+        link = f'<a href="{reverse("explorer-run", args=[unnamed.pk])}">softmax.hlo</a>'
+
+        self.assertContains(self.client.get(self.url), link, html=True)
+        self.assertNotContains(self.client.get(self.url), "(unnamed)")
+        page = self.client.get(reverse("explorer-run", args=[unnamed.pk]))
+        self.assertContains(page, "<h1>softmax.hlo</h1>", html=True)
+
     def test_it_searches_names_and_file_names(self):
         self.assertEqual(self.listed(self.owner, q="layernorm"), [self.team_run.pk])
         self.assertEqual(self.listed(self.owner, q="GELU.HLO"), [self.public.pk])

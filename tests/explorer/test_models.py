@@ -66,6 +66,13 @@ def test_a_team_run_without_a_team_is_visible_to_its_owner_only(people):
     assert not run.can_view(people["teammate"])
 
 
+def test_a_run_is_called_by_its_name_else_by_its_uploaded_files_name(people):
+    run = make_run(people, "private")
+    assert run.title == "softmax.hlo"
+    run.name = "my softmax"
+    assert run.title == "my softmax"
+
+
 def test_status_dict_has_what_the_status_page_polls(people):
     run = make_run(people, "private")
     assert run.status_dict() == {"status": "queued", "stage": "", "progress_done": 0,

@@ -128,6 +128,17 @@ class PlanPanelViewTests(AccessTestCase):
         self.assertEqual([(row[0], row[2]) for row in rows],
                          [(d["action"], d["reason"]) for d in self.xla["decisions"]])
 
+    def test_each_decision_gives_the_kernels_of_its_nodes_on_the_page_and_as_json(self):
+        kernel_of = {node: kernel["name"] for kernel in self.xla["kernels"]
+                     for node in kernel["nodes"]}
+        fused = next(d for d in self.xla["decisions"] if d["action"] == "fuse"
+                     and d["subject"].split()[0] in kernel_of)
+        kernel = kernel_of[fused["subject"].split()[0]]
+
+        rows = self.get(self.owner, self.decisions_url).json()["decisions"]
+        self.assertIn(kernel, rows[self.xla["decisions"].index(fused)][4])
+        self.assertContains(self.get(self.owner), f"<td><code>{kernel}</code></td>", html=True)
+
     def test_a_second_request_is_served_the_same_panel(self):
         first = self.get(self.owner).content
         self.assertEqual(self.get(self.teammate).content, first)

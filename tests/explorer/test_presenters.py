@@ -284,6 +284,19 @@ class KernelTableTests(unittest.TestCase):
         self.assertTrue(all(row["reason"] for row in rows))
         self.assertIn("fuse", presenters.decision_actions(rows))
 
+    def test_a_decision_names_the_kernels_that_hold_the_nodes_of_its_subject(self):
+        strategy = {"kernels": [{"name": "loop.3", "nodes": ["exp.1", "div.2"]},
+                                {"name": "input.7", "nodes": ["reduce.4"]},
+                                {"name": "loop.8", "nodes": ["exp.1", "neg.9"]}],
+                    "decisions": [
+                        {"action": "fuse", "subject": "exp.1 -> div.2", "reason": "r"},
+                        {"action": "refuse", "subject": "div.2 + reduce.4 (both read p.0)",
+                         "reason": "r"},
+                        {"action": "refuse", "subject": "seed from the xla plan", "reason": "r"}]}
+
+        self.assertEqual([row["kernels"] for row in presenters.decision_rows(strategy)],
+                         [["loop.3", "loop.8"], ["loop.3", "input.7"], []])
+
 
 class KernelPageTests(unittest.TestCase):
     def test_occupancy_curves_agree_with_the_calculator_and_the_artifact(self):
