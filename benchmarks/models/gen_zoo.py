@@ -344,6 +344,30 @@ def build_gpt2_4l():
 
 
 # --------------------------------------------------------------------------------------------
+# An optimizer step alone
+# --------------------------------------------------------------------------------------------
+
+
+@hlo_model("adamw_48t", "optimizer",
+           "the optimizer step alone: global-norm gradient clipping and AdamW (f32) over the 48 "
+           "parameter tensors of a 4-layer GPT-2-style model (12 per layer: LayerNorm scales "
+           "and biases, fused QKV, attention output and MLP weights with their biases; hidden "
+           "512, MLP 2048); the gradients are inputs")
+def build_adamw_48t():
+    hidden, mlp = 512, 2048
+    layer = {"ln1_g": (hidden,), "ln1_b": (hidden,), "w_qkv": (hidden, 3 * hidden),
+             "b_qkv": (3 * hidden,), "w_o": (hidden, hidden), "b_o": (hidden,),
+             "ln2_g": (hidden,), "ln2_b": (hidden,), "w_fc": (hidden, mlp), "b_fc": (mlp,),
+             "w_proj": (mlp, hidden), "b_proj": (hidden,)}
+    params = avals({f"layer{index}": layer for index in range(4)})
+
+    def step(params, grads, opt):
+        return adamw(params, clip_by_global_norm(grads), opt)
+
+    return step, (params, params, adamw_state(params)), element_count(params)
+
+
+# --------------------------------------------------------------------------------------------
 # Convolutional networks (forward + backward)
 # --------------------------------------------------------------------------------------------
 

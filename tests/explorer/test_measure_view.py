@@ -1,7 +1,9 @@
 """Asking for a measurement (explorer-run-measure, POST) and what the pages show of one."""
 from django.urls import reverse
 
+from compiler.cost.launch import terms_for
 from explorer import runs
+from explorer.templatetags.explorer_format import us
 from explorer.models import Measurement, Run
 from tests.explorer.access import AccessTestCase
 from tests.explorer.measurements import GPU, measurement_result
@@ -110,8 +112,27 @@ class MeasureViewTests(AccessTestCase):
 
         self.assertContains(response, "Measured vs predicted")
         self.assertContains(response, "1.00 µs")  # the first kernel's median
-        error = (kernel["proj_us"] - 1.0) / 1.0
+        rows = {label: value for label, value, _ in response.context["measured"]}
+        # 1 µs timed alone is less than a lone launch takes: no device work to speak of, so
+        # no error is given for it (its device work is within the timing's noise).
+        self.assertEqual(rows["measured device work"], 0.0)
+        self.assertIsNone(rows["model error (projected)"])
+
+    def test_a_kernel_page_gives_the_error_on_device_work(self):
+        result = measurement_result(self.done.artifact)
+        record = result["devices"]["h100"]["strategies"]["cost"]["kernels"][0]
+        record["measured_us"] = 40.0
+        Measurement.objects.create(run=self.done, status=Measurement.DONE, gpu=GPU,
+                                   compiler_version=self.done.compiler_version, result=result)
+        kernel = self.done.artifact["devices"]["h100"]["strategies"]["cost"]["kernels"][0]
+        url = reverse("explorer-kernel", args=[self.done.pk, "h100", "cost", kernel["name"]])
+        self.client.force_login(self.owner)
+        response = self.client.get(url)
+
+        device_work = 40.0 - terms_for("h100").alone_us
+        error = (kernel["device_us"] - device_work) / device_work
         self.assertContains(response, f"{100 * error:+.1f} %")
+        self.assertContains(response, us(device_work))
 
     def test_a_failed_measurement_shows_its_error_and_may_be_asked_again(self):
         Measurement.objects.create(run=self.done, status=Measurement.FAILED, error_stage="gpu",
