@@ -2,13 +2,14 @@
 
 Our `xla` strategy re-implements XLA's classic fusion rules; this one asks XLA itself. The
 graph is printed as HLO text (compiler/ir/printer.py) with every instruction's name in its
-`metadata={op_name=...}`, compiled by the real XLA:GPU compiler ahead of time for the device
-(deviceless: JAX's CUDA PJRT plugin compiles for a GPU target description, built here from our
-device table, with no GPU and no CUDA libraries present), and the optimised module it returns
-is imported (compiler/importers/hlo_text.py inlines each fusion, recording it in `fused_in`).
-XLA keeps `op_name` through its rewrites, so every optimised instruction names the node of
-ours it came from: the nodes of one XLA fusion (or one unfused launching op) become one
-kernel of ours.
+`metadata={op_name=...}` (an ONNX or JSON name HLO cannot spell prints as a legal one, read
+back to ours through `printed_names`), compiled by the real XLA:GPU compiler ahead of time for
+the device (deviceless: JAX's CUDA PJRT plugin compiles for a GPU target description, built
+here from our device table, with no GPU and no CUDA libraries present), and the optimised
+module it returns is imported (compiler/importers/hlo_text.py inlines each fusion, recording
+it in `fused_in`). XLA keeps `op_name` through its rewrites, so every optimised instruction
+names the node of ours it came from: the nodes of one XLA fusion (or one unfused launching op)
+become one kernel of ours.
 
 Compiling runs in a child process (`python -m compiler.fusion.xla_gpu`): XLA's compile can take
 seconds to minutes, its memory is returned when the child exits, and a crash in it costs the
@@ -56,7 +57,7 @@ from compiler.fusion.grouping import FUSIBLE, LIBRARY, is_duplicable, node_role
 from compiler.fusion.plan import (LIBRARY_OPERAND_VIEWS, Decision, FusionPlan, KernelSpec,
                                   PlanError, StrategyUnavailable, build_plan)
 from compiler.ir.graph import Graph
-from compiler.ir.printer import print_graph
+from compiler.ir.printer import hlo_names, print_graph
 
 STRATEGY = "xla-gpu"
 COMPILE_TIMEOUT_S = 600
@@ -77,7 +78,7 @@ def xla_gpu_fusion(graph: Graph, model: SolModel) -> FusionPlan:
     imported from a dump XLA already optimised keeps XLA's fusions (`graph.fusions`): those
     are the plan, whatever the device."""
     if graph.fusions:
-        plan = plan_from_launches(graph, xla_kernels(graph, by_op_name=False), model)
+        plan = plan_from_launches(graph, xla_kernels(graph), model)
         plan.decisions.insert(0, Decision("fuse", graph.name, "xla-gpu: the uploaded module "
                                           "is XLA's optimised output; its own fusions are "
                                           "the kernels"))
@@ -85,15 +86,20 @@ def xla_gpu_fusion(graph: Graph, model: SolModel) -> FusionPlan:
     from compiler.importers.hlo_text import import_hlo
 
     optimised = import_hlo(compile_optimised(graph, model.device), "xla-gpu-optimised.hlo")
-    return plan_from_launches(graph, xla_kernels(optimised), model)
+    return plan_from_launches(graph, xla_kernels(optimised, printed_names(graph)), model)
 
 
 # -- compiling ----------------------------------------------------------------------------------
 
 
 def named_hlo(graph: Graph) -> str:
-    """The graph as HLO text, each instruction carrying its own name as `op_name`."""
+    """The graph as HLO text, each instruction carrying its printed name as `op_name`."""
     return print_graph(graph, comments=False, name_metadata=True)
+
+
+def printed_names(graph: Graph) -> dict[str, str]:
+    """The entry nodes' printed names (`named_hlo`, what XLA keeps as `op_name`) -> ours."""
+    return {printed: name for name, printed in hlo_names(graph).nodes[None].items()}
 
 
 def compile_optimised(graph: Graph, device: Device) -> str:
@@ -235,15 +241,16 @@ def main(argv: list[str]) -> int:
 # -- reading XLA's decisions back ---------------------------------------------------------------
 
 
-def xla_kernels(module: Graph, by_op_name: bool = True
+def xla_kernels(module: Graph, op_names: dict[str, str] | None = None
                 ) -> list[tuple[str, str, list[tuple[str, str]]]]:
     """XLA's launches in an optimised module (imported: fusions inlined, `fused_in` set), in
     a launch order (the import's dependency order): (name, what, [(node, op) of each
     instruction it computes]). `what` is the fusion's kind and backend kind ("kLoop",
-    "kCustom __triton", ...) or the unfused op. The node is the instruction's `op_name`
-    (`by_op_name`: a module XLA compiled from our named text) or its own name (a dump the
-    user uploaded, whose graph is this module). Parameters, constants, bitcasts and tuple
-    plumbing launch nothing."""
+    "kCustom __triton", ...) or the unfused op. The node is, for a module XLA compiled from
+    our named text, the node its `op_name` names (`op_names`: `printed_names` of our graph;
+    an instruction whose op_name names none of ours is left out), else its own name (a dump
+    the user uploaded, whose graph is this module). Parameters, constants, bitcasts and
+    tuple plumbing launch nothing."""
     kernels: dict[str, tuple[str, list[tuple[str, str]]]] = {}
     for node in module:
         if node.op in _NO_LAUNCH and not node.fused_in:
@@ -253,10 +260,10 @@ def xla_kernels(module: Graph, by_op_name: bool = True
             kernels[group] = (node.op, [])
         if node.op == "parameter":
             continue
-        if by_op_name:
+        if op_names is not None:
             match = _OP_NAME.search(node.extra.get("metadata", ""))
-            if match:
-                kernels[group][1].append((match.group(1), node.op))
+            if match and match.group(1) in op_names:
+                kernels[group][1].append((op_names[match.group(1)], node.op))
         else:
             kernels[group][1].append((node.name, node.op))
     return [(name, _what(module.fusions.get(name), op), names)

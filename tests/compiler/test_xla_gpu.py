@@ -52,8 +52,12 @@ def optimised() -> dict:
     return out
 
 
+def _launches(graph, module):
+    return xla_gpu.xla_kernels(module, xla_gpu.printed_names(graph))
+
+
 def _plan(graph, module):
-    return xla_gpu.plan_from_launches(graph, xla_gpu.xla_kernels(module),
+    return xla_gpu.plan_from_launches(graph, _launches(graph, module),
                                       SolModel(graph, get_device("h100")))
 
 
@@ -80,7 +84,7 @@ def test_the_plan_follows_xlas_fusions_and_computes_the_graph(name, optimised):
     # fusion: the library call, with what it fused beside it), and no two launches share one.
     ours = {n.name for n in graph if node_role(n) in (FUSIBLE, LIBRARY)}
     owner = plan.owner()
-    launches = [{n for n, _ in names} & ours for _, _, names in xla_gpu.xla_kernels(module)]
+    launches = [{n for n, _ in names} & ours for _, _, names in _launches(graph, module)]
     launches = [names for names in launches if names]
     seen = [n for names in launches for n in names]
     once = {n for n in seen if seen.count(n) == 1}   # XLA duplicates cheap ops into fusions
@@ -94,7 +98,7 @@ def test_the_plan_follows_xlas_fusions_and_computes_the_graph(name, optimised):
 
 def test_xla_fuses_a_whole_layer_norm_into_one_kernel_as_xla_says(optimised):
     graph, module, _ = optimised["layer_norm_fwd"]
-    (launch,) = [k for k in xla_gpu.xla_kernels(module) if k[2]]
+    (launch,) = [k for k in _launches(graph, module) if k[2]]
     named = {n for n, _ in launch[2]}
     assert launch[1].startswith("kCustom __triton") or launch[1].startswith("kInput")
     plan = _plan(graph, module)
