@@ -43,6 +43,7 @@ module): `XlaGpuUnavailable` with the reason, which `explore` reports in place o
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -65,6 +66,9 @@ COMPILE_TIMEOUT_S = 600
 PLUGIN_PACKAGES = ("jax-cuda12-plugin", "jax-cuda12-pjrt")
 _OP_NAME = re.compile(r'op_name="([^"]*)"')
 _REPO = Path(__file__).resolve().parents[2]
+_REASON = "xla-gpu: "   # starts the child's line on stderr that says why it failed
+# The longest line of XLA's message passed on whole (`_shortened`).
+MESSAGE_LINE_LIMIT = 1000
 _REFUSED = 3      # the child's exit code when XLA refuses the module
 _MISSING = 4      # ... when the plugin or JAX is missing
 
@@ -126,13 +130,42 @@ def compile_optimised(graph: Graph, device: Device) -> str:
         cache.put(key, {"text": done.stdout})
         return done.stdout
     # Not cached: a refusal can come from this machine (XLA found an old ptxas on the PATH).
-    raise XlaGpuUnavailable(_last_line(done.stderr)
+    raise XlaGpuUnavailable(_reported(done.stderr)
                             or f"the compiler process exited with {done.returncode}")
 
 
-def _last_line(stderr: str) -> str:
-    lines = [line for line in stderr.splitlines() if line.startswith("xla-gpu: ")]
-    return lines[-1][len("xla-gpu: "):] if lines else ""
+def _report(reason: str) -> None:
+    """In the child: why it failed, every line of it, as one line of stderr that the parent
+    finds among XLA's own logging (`_reported`)."""
+    print(_REASON + json.dumps(_shortened(reason)), file=sys.stderr)
+
+
+def _reported(stderr: str) -> str:
+    """The reason the child reported (`_report`), or "" when it died before saying one."""
+    lines = [line for line in stderr.splitlines() if line.startswith(_REASON)]
+    return json.loads(lines[-1][len(_REASON):]) if lines else ""
+
+
+def _shortened(message: str) -> str:
+    """XLA's message whole, but for each line longer than MESSAGE_LINE_LIMIT (a syntax error
+    quotes the line it points at, which can be a constant of megabytes): of that line, the
+    part around the column its caret line points at (or its start), the cut said, and the
+    caret moved to point at the same character."""
+    limit = MESSAGE_LINE_LIMIT
+    lines = message.splitlines()
+    for i, line in enumerate(lines):
+        if len(line) <= limit:
+            continue
+        below = lines[i + 1] if i + 1 < len(lines) else ""
+        caret = below.index("^") if below.strip() == "^" else None
+        start = 0 if caret is None else max(0, min(caret - limit // 2, len(line) - limit))
+        end = start + limit
+        before = f"[{start:,} characters] " if start else ""
+        after = f" [{len(line) - end:,} more characters]" if end < len(line) else ""
+        lines[i] = before + line[start:end] + after
+        if caret is not None:
+            lines[i + 1] = " " * (len(before) + caret - start) + "^"
+    return "\n".join(lines)
 
 
 def _jaxlib_version() -> str:
@@ -218,8 +251,8 @@ class _Missing(RuntimeError):
 
 
 def main(argv: list[str]) -> int:
-    """The child process: HLO text on stdin, the optimised module on stdout; a failure is one
-    `xla-gpu: <reason>` line on stderr and exit code 3 (XLA refused) or 4 (cannot compile)."""
+    """The child process: HLO text on stdin, the optimised module on stdout; a failure is its
+    reason on stderr (`_report`) and exit code 3 (XLA refused) or 4 (cannot compile)."""
     from compiler.cost.devices import get_device
 
     device = get_device(argv[0])
@@ -227,12 +260,10 @@ def main(argv: list[str]) -> int:
     try:
         optimised = _compile_here(text, device)
     except _Missing as error:
-        print(f"xla-gpu: {error}", file=sys.stderr)
+        _report(str(error))
         return _MISSING
     except Exception as error:  # noqa: BLE001 - XLA's verdict, passed on as the reason
-        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        print(f"xla-gpu: XLA:GPU refused the module: {type(error).__name__}: {first[:500]}",
-              file=sys.stderr)
+        _report(f"XLA:GPU refused the module: {type(error).__name__}: {str(error).strip()}")
         return _REFUSED
     sys.stdout.write(optimised)
     return 0

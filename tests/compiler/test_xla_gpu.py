@@ -8,6 +8,7 @@ graph's outputs).
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -174,10 +175,12 @@ def test_without_the_plugin_the_strategy_says_why_and_the_others_run(monkeypatch
     `unavailable`; explore still makes the other plans."""
     monkeypatch.setenv("FUSION_EXPLORER_CACHE_DIR", str(tmp_path))
 
+    reason = ("XLA:GPU cannot compile here without a GPU: install the pip packages "
+              "jax-cuda12-plugin and jax-cuda12-pjrt")
+
     def missing(command, **kwargs):
-        return subprocess.CompletedProcess(
-            command, 4, "", "noise\nxla-gpu: XLA:GPU cannot compile here without a GPU: "
-                            "install the pip packages jax-cuda12-plugin and jax-cuda12-pjrt\n")
+        return subprocess.CompletedProcess(command, 4, "",
+                                           f"noise\nxla-gpu: {json.dumps(reason)}\n")
 
     monkeypatch.setattr(xla_gpu.subprocess, "run", missing)
     graph = _graph("softmax")
@@ -187,6 +190,58 @@ def test_without_the_plugin_the_strategy_says_why_and_the_others_run(monkeypatch
     assert "jax-cuda12-plugin" in plans["xla-gpu"].unavailable
     entry = plans["xla-gpu"].to_dict()
     assert entry["total"]["proj_us"] is None and entry["unavailable"]
+
+
+def _refused_text(graph) -> str:
+    """`graph`'s HLO with one opcode XLA has never heard of."""
+    lines = xla_gpu.named_hlo(graph).splitlines()
+    index = next(i for i, line in enumerate(lines) if " exponential(" in line)
+    lines[index] = lines[index].replace(" exponential(", " exponentialish(")
+    return "\n".join(lines) + "\n"
+
+
+def test_a_module_xla_refuses_is_reported_with_all_of_xlas_message(monkeypatch, capsys,
+                                                                     tmp_path):
+    """XLA's parser says where it stopped over several lines (the error, the line it was
+    reading, a caret under the column): the plan's `unavailable` and the CLI give them all."""
+    monkeypatch.setenv("FUSION_EXPLORER_CACHE_DIR", str(tmp_path))
+    graph = _graph("softmax")
+    text = _refused_text(graph)
+    monkeypatch.setattr(xla_gpu, "named_hlo", lambda _: text)
+    bad = next(line for line in text.splitlines() if "exponentialish" in line)
+
+    reason = explore(graph, "h100", ["xla-gpu"])["xla-gpu"].unavailable
+    lines = reason.splitlines()
+    assert lines[0].startswith("XLA:GPU refused the module: ") and "Syntax error" in lines[0]
+    where = next(line for line in lines if line.startswith("was parsing "))
+    row, column = map(int, re.match(r"was parsing (\d+):(\d+):", where).groups())
+    assert text.splitlines()[row - 1] == bad and "exponentialish" in where
+    quoted = lines.index(bad)               # the line XLA points at, then its caret
+    assert lines[quoted + 1] == " " * (column - 1) + "^"
+
+    path = str(HLO / "softmax.hlo")
+    assert cli_main(["explore", path, "--strategy", "xla-gpu"]) == 0
+    assert reason in capsys.readouterr().out
+    assert cli_main(["explore", path, "--strategy", "xla-gpu", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["strategies"]["xla-gpu"]["unavailable"] == reason
+
+
+def test_a_line_of_xlas_message_longer_than_the_limit_is_cut_around_its_caret():
+    """A syntax error in a constant quotes a line of megabytes: what is kept is the part
+    around the caret, with the cut said and the caret still under the same character."""
+    limit = xla_gpu.MESSAGE_LINE_LIMIT
+    line = "".join(chr(ord("a") + i % 26) for i in range(5 * limit))
+    column = 3 * limit + 7
+    message = f"INVALID_ARGUMENT: Syntax error\nwas parsing 5:{column + 1}\n{line}\n"
+    message += " " * column + "^\nafter"
+    kept = xla_gpu._shortened(message).splitlines()
+    assert kept[:2] == message.splitlines()[:2] and kept[-1] == "after"
+    assert len(kept[2]) < limit + 80
+    assert kept[2].startswith(f"[{column - limit // 2:,} characters] ")
+    assert kept[2].endswith(f" [{5 * limit - column - limit // 2:,} more characters]")
+    assert kept[3].strip() == "^" and kept[2][kept[3].index("^")] == line[column]
+    short = "error\n  x = f32[] constant(1)\n  ^"
+    assert xla_gpu._shortened(short) == short
 
 
 def test_the_child_names_the_packages_when_the_plugin_is_missing(monkeypatch, capsys):
