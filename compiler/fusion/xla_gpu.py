@@ -35,7 +35,10 @@ Mapping XLA's decisions onto our nodes (`plan_from_launches`):
   library call for the dot, with the fused elementwise work before and after it in kernels
   of their own: our plans call the library for a dot alone.
 Each kernel's kind (loop, input, stitch) is what its nodes need (schedules.horizontal's
-`part_kind`), so our code generator and cost models price XLA's groups like ours.
+`part_kind`), so our code generator and cost models price XLA's groups like ours. Each kernel
+keeps XLA's name for the launch it is, or is a part of (`Kernel.xla_name`: `fusion.276`,
+`gemm_fusion_dot.101`, `loop_add_fusion`), which the pages show beside ours; the CUDA they show
+is still ours, generated for XLA's grouping (XLA's own kernels need a GPU to be shown).
 
 Unavailable (the plugin missing, no target description for the device, XLA refusing the
 module): `XlaGpuUnavailable` with the reason, which `explore` reports in place of the plan.
@@ -325,6 +328,7 @@ def plan_from_launches(graph: Graph, launches: list, model: SolModel) -> FusionP
     wanted = set(kernel_nodes)
     groups: list[list[str]] = []
     whats: list[str] = []
+    xla_names: list[str | None] = []      # XLA's name for each group's launch
     keys: list[float] = []
     # our node -> the XLA kernels holding it: first those where an instruction named after it
     # is still its op, then those where XLA's rewrite of it (or a part of it: a gather's index
@@ -338,6 +342,7 @@ def plan_from_launches(graph: Graph, launches: list, model: SolModel) -> FusionP
         index = len(groups)
         groups.append([])
         whats.append(f"{name} ({what})")
+        xla_names.append(name)
         keys.append(float(index))
         for node, op in mine:
             for table in ((homes, strong) if op == graph.nodes[node].op else (homes,)):
@@ -395,6 +400,7 @@ def plan_from_launches(graph: Graph, launches: list, model: SolModel) -> FusionP
                 choice, where = len(groups), "a kernel of its own"
                 groups.append([])
                 whats.append(f"{node} (rewritten by XLA)")
+                xla_names.append(None)
                 keys.append(-1.0 + len(groups) * 1e-9)
             decisions.append(Decision("fuse", node, f"xla-gpu: XLA rewrote it beyond "
                                       f"recognition (no instruction names it); placed in "
@@ -418,7 +424,7 @@ def plan_from_launches(graph: Graph, launches: list, model: SolModel) -> FusionP
                     duplicates.setdefault(index, []).append(node)
     for index, members in enumerate(groups):
         specs += _specs_of(graph, members, duplicates.get(index, []), position, whats[index],
-                           decisions)
+                           xla_names[index], decisions)
     _add_needed_recomputation(graph, specs, owner, position)
     try:
         return build_plan(graph, specs, STRATEGY, model, decisions)
@@ -428,11 +434,11 @@ def plan_from_launches(graph: Graph, launches: list, model: SolModel) -> FusionP
 
 
 def _specs_of(graph: Graph, members: list[str], recomputed: list[str], position: dict,
-              what: str, decisions: list[Decision]) -> list[KernelSpec]:
+              what: str, xla_name: str | None, decisions: list[Decision]) -> list[KernelSpec]:
     """One XLA kernel as our kernels: one, or, around each library call it holds (XLA's GEMM
     fusions, a scatter with its index arithmetic), the library call alone and the fused ops
     before and after it in graph order as kernels of their own (our plans call the library
-    for the op alone)."""
+    for the op alone). Each carries XLA's name for the launch (`xla_name`)."""
     if not members:
         return []
     members = sorted(members, key=position.__getitem__)
@@ -440,7 +446,7 @@ def _specs_of(graph: Graph, members: list[str], recomputed: list[str], position:
     if not library:
         decisions.append(Decision("fuse", ", ".join(members[:4]) + (
             f" (+{len(members) - 4})" if len(members) > 4 else ""), f"xla-gpu: {what}"))
-        return [_spec(graph, members, recomputed, position)]
+        return [_spec(graph, members, recomputed, position, xla_name)]
     if len(members) > len(library):
         decisions.append(Decision("refuse", ", ".join(library), f"xla-gpu: {what} fuses "
                                   f"{len(members) - len(library)} ops with the library call; "
@@ -449,19 +455,21 @@ def _specs_of(graph: Graph, members: list[str], recomputed: list[str], position:
     for name in members:           # graph order: a part reads only earlier parts
         if name in library:
             if part:
-                specs.append(_spec(graph, part, recomputed, position))
+                specs.append(_spec(graph, part, recomputed, position, xla_name))
                 part = []
-            specs.append(KernelSpec([name], "library", dominant=name))
+            specs.append(KernelSpec([name], "library", dominant=name, xla_name=xla_name))
         else:
             part.append(name)
     if part:
-        specs.append(_spec(graph, part, recomputed, position))
+        specs.append(_spec(graph, part, recomputed, position, xla_name))
     return specs
 
 
-def _spec(graph: Graph, nodes: list[str], recomputed: list[str], position: dict) -> KernelSpec:
+def _spec(graph: Graph, nodes: list[str], recomputed: list[str], position: dict,
+          xla_name: str | None = None) -> KernelSpec:
     kind, dominant = part_kind(graph, tuple(nodes) + tuple(recomputed), position)
-    return KernelSpec(list(nodes), kind, recomputed=list(recomputed), dominant=dominant)
+    return KernelSpec(list(nodes), kind, recomputed=list(recomputed), dominant=dominant,
+                      xla_name=xla_name)
 
 
 def _add_needed_recomputation(graph: Graph, specs: list[KernelSpec],

@@ -20,6 +20,7 @@ from compiler.cost.devices import get_device
 from compiler.cost.sol import SolModel
 from compiler.fusion import xla_gpu
 from compiler.fusion.explore import OUR_STRATEGIES, explore, parse_strategies
+from compiler.fusion.graph_view import fusion_graph
 from compiler.fusion.grouping import FUSIBLE, LIBRARY, node_role
 from compiler.fusion.plan import check_plan, execute_plan
 from compiler.importers import import_bytes
@@ -108,6 +109,7 @@ def test_xla_fuses_a_whole_layer_norm_into_one_kernel_as_xla_says(optimised):
     assert named <= set(kernel.nodes) | set(kernel.recomputed) | {n.name for n in graph}
     assert named & set(kernel.nodes)
     assert kernel.kind in ("stitch-regional", "input")
+    assert kernel.xla_name == launch[0]
     # The nodes XLA folded away (reshapes into layouts) are reported, not dropped.
     assert all(n in kernel.nodes or n in kernel.recomputed
                for n in graph.nodes if node_role(graph.nodes[n]) == FUSIBLE)
@@ -123,6 +125,36 @@ def test_a_gemm_fusion_is_our_library_call_with_its_epilogue_beside_it(optimised
         if kernel.kind == "library":
             assert len(kernel.nodes) == 1
     assert any("__triton" in d.reason for d in plan.decisions)
+    # The library call and the ops XLA fused with it, run beside it here, keep the name of
+    # XLA's one launch.
+    gemms = {k.xla_name for k in plan.kernels if k.kind == "library"}
+    assert any(k.kind != "library" and k.xla_name in gemms for k in plan.kernels)
+
+
+@pytest.mark.parametrize("name", ["layer_norm_fwd", "softmax", "transformer_step_bf16",
+                                  "ops_gather_scatter"])
+def test_each_kernel_carries_the_name_xla_gave_its_launch(name, optimised):
+    graph, module, text = optimised[name]
+    plan = _plan(graph, module)
+    launches = {launch: {n for n, _ in instructions}
+                for launch, _, instructions in _launches(graph, module)}
+    named = [k for k in plan.kernels if k.xla_name is not None]
+    assert named
+    for kernel in named:
+        assert re.search(rf"^\s*(ROOT )?%?{re.escape(kernel.xla_name)} = ", text, re.MULTILINE)
+        assert kernel.to_dict()["xla_name"] == kernel.xla_name
+    # A kernel owns nodes of the launch it is named after, or nodes the decisions say were
+    # placed there (XLA computed them ahead of an operand, or left no instruction named after
+    # them).
+    moved = {d.subject for d in plan.decisions
+             if "ahead of a kernel" in d.reason or "beyond recognition" in d.reason}
+    for kernel in named:
+        assert launches[kernel.xla_name] & set(kernel.nodes) or set(kernel.nodes) <= moved
+    # Kernels of ours XLA has no launch for (a node XLA rewrote beyond recognition, placed in
+    # a kernel of its own) carry no name.
+    for kernel in plan.kernels:
+        if kernel.xla_name is None:
+            assert not any(set(kernel.nodes) & nodes for nodes in launches.values())
 
 
 def test_all_keeps_meaning_our_four_strategies_and_xla_gpu_is_named_explicitly():
@@ -146,8 +178,20 @@ def test_the_cli_shows_xla_gpu_in_json_and_text(capsys):
     assert list(result["strategies"]) == ["xla", "xla-gpu", "cost"]
     assert result["strategies"]["xla-gpu"]["unavailable"] is None
     assert result["strategies"]["xla-gpu"]["kernel_count"] >= 1
+    # XLA's names for the kernels are in the xla-gpu plan only.
+    (kernel,) = result["strategies"]["xla-gpu"]["kernels"]
+    assert kernel["xla_name"]
+    assert all(k["xla_name"] is None for k in result["strategies"]["xla"]["kernels"])
     assert cli_main(["explore", path, "--strategy", "xla-gpu"]) == 0
-    assert "== xla-gpu: 1 kernels" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "== xla-gpu: 1 kernels" in text and f"(XLA: {kernel['xla_name']})" in text
+
+
+def test_the_fusion_view_carries_xlas_names_for_its_search(optimised):
+    graph, module, _ = optimised["transformer_step_bf16"]
+    plan = _plan(graph, module)
+    view = fusion_graph(graph, plan.to_dict()["kernels"])
+    assert [k["xla_name"] for k in view["kernels"]] == [k.xla_name for k in plan.kernels]
 
 
 def test_a_stablehlo_upload_gets_xlas_plan_too():
@@ -278,6 +322,7 @@ def test_an_uploaded_optimised_dump_shows_xlas_own_fusions_as_the_plan(optimised
     assert plan.unavailable is None
     check_plan(dump, plan)
     assert "optimised output" in plan.decisions[0].reason
+    assert {k.xla_name for k in plan.kernels if k.kind != "library"} <= set(dump.fusions)
     # Each fusion is one kernel, or (a GEMM fusion) its library call and the ops beside it.
     assert len(fusions) <= len(plan.kernels)
     library = sum(1 for k in plan.kernels if k.kind == "library")
