@@ -3,13 +3,14 @@
 Our `xla` strategy re-implements XLA's classic fusion rules; this one asks XLA itself. The
 graph is printed as HLO text (compiler/ir/printer.py) with every instruction's name in its
 `metadata={op_name=...}` (an ONNX or JSON name HLO cannot spell prints as a legal one, read
-back to ours through `printed_names`), compiled by the real XLA:GPU compiler ahead of time for
-the device (deviceless: JAX's CUDA PJRT plugin compiles for a GPU target description, built
-here from our device table, with no GPU and no CUDA libraries present), and the optimised
-module it returns is imported (compiler/importers/hlo_text.py inlines each fusion, recording
-it in `fused_in`). XLA keeps `op_name` through its rewrites, so every optimised instruction
-names the node of ours it came from: the nodes of one XLA fusion (or one unfused launching op)
-become one kernel of ours.
+back to ours through `printed_names`; a bitcast or copy, which XLA's compile through StableHLO
+has no form for, as the ops it computes: `compilable`), compiled by the real XLA:GPU compiler
+ahead of time for the device (deviceless: JAX's CUDA PJRT plugin compiles for a GPU target
+description, built here from our device table, with no GPU and no CUDA libraries present),
+and the optimised module it returns is imported (compiler/importers/hlo_text.py inlines each
+fusion, recording it in `fused_in`). XLA keeps `op_name` through its rewrites, so every
+optimised instruction names the node of ours it came from: the nodes of one XLA fusion (or one
+unfused launching op) become one kernel of ours.
 
 Compiling runs in a child process (`python -m compiler.fusion.xla_gpu`): XLA's compile can take
 seconds to minutes, its memory is returned when the child exits, and a crash in it costs the
@@ -46,6 +47,7 @@ module): `XlaGpuUnavailable` with the reason, which `explore` reports in place o
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -60,7 +62,8 @@ from compiler.cost.sol import SolModel
 from compiler.fusion.grouping import FUSIBLE, LIBRARY, is_duplicable, node_role
 from compiler.fusion.plan import (LIBRARY_OPERAND_VIEWS, Decision, FusionPlan, KernelSpec,
                                   PlanError, StrategyUnavailable, build_plan)
-from compiler.ir.graph import Graph
+from compiler.ir.graph import Graph, Node
+from compiler.ir.shapes import ArrayShape
 from compiler.ir.printer import hlo_names, print_graph
 
 STRATEGY = "xla-gpu"
@@ -100,13 +103,72 @@ def xla_gpu_fusion(graph: Graph, model: SolModel) -> FusionPlan:
 
 
 def named_hlo(graph: Graph) -> str:
-    """The graph as HLO text, each instruction carrying its printed name as `op_name`."""
-    return print_graph(graph, comments=False, name_metadata=True)
+    """The graph as HLO text XLA compiles (`compilable`), each instruction carrying its
+    printed name as `op_name`."""
+    return print_graph(compilable(graph), comments=False, name_metadata=True)
 
 
 def printed_names(graph: Graph) -> dict[str, str]:
     """The entry nodes' printed names (`named_hlo`, what XLA keeps as `op_name`) -> ours."""
-    return {printed: name for name, printed in hlo_names(graph).nodes[None].items()}
+    return {printed: name for name, printed in hlo_names(compilable(graph)).nodes[None].items()}
+
+
+def compilable(graph: Graph) -> Graph:
+    """`graph` with the ops XLA's compile has no form for spelled as the ops they compute.
+
+    The compile goes through StableHLO (`_compile_here`), which has neither `copy` nor
+    `bitcast`, XLA's ops for a change of layout (in modules taken after XLA's layout
+    assignment); nor has it layouts, so XLA sees logical values. A copy is then its operand (a
+    reshape to its own shape), and a bitcast what the interpreter computes for it: a transpose
+    to the operand's physical order, a reshape, a transpose to the result's logical order, each
+    left out where it changes nothing. The last keeps the node's name, so XLA's op_name still
+    names it. `graph` itself when it has neither op."""
+    if not any(node.op in ("copy", "bitcast") for node in graph):
+        return graph
+    taken = set(graph.nodes)
+    nodes: list[Node] = []
+    for node in graph:
+        operand = graph.nodes[node.operands[0]] if node.operands else None
+        if node.op == "copy" and not node.shape.is_tuple:
+            nodes.append(dataclasses.replace(node, op="reshape", attrs={}))
+        elif (node.op == "bitcast" and not node.shape.is_tuple
+              and operand.shape.dtype == node.shape.dtype):
+            nodes += _bitcast_as_ops(node, operand.shape, taken)
+        else:
+            nodes.append(node)
+    return dataclasses.replace(graph, nodes={node.name: node for node in nodes})
+
+
+def _bitcast_as_ops(node: Node, source: ArrayShape, taken: set[str]) -> list[Node]:
+    """A bitcast of a `source`-shaped value as transpose, reshape, transpose (`compilable`);
+    the new nodes take names not in `taken` (and join it), the last one the bitcast's."""
+    target = node.shape
+    value = node.operands[0]
+    ops = []
+    to_physical = tuple(reversed(source.minor_to_major))
+    if to_physical != tuple(range(source.rank)):
+        dims = tuple(source.dims[d] for d in to_physical)
+        ops.append(Node(_fresh(f"{node.name}.physical", taken), "transpose", (value,),
+                        ArrayShape(source.dtype, dims), {"dimensions": to_physical}))
+        value = ops[-1].name
+    target_order = tuple(reversed(target.minor_to_major))
+    back = tuple(target_order.index(d) for d in range(target.rank))
+    if back == tuple(range(target.rank)):
+        return ops + [dataclasses.replace(node, op="reshape", operands=(value,), attrs={})]
+    dims = tuple(target.dims[d] for d in target_order)
+    ops.append(Node(_fresh(f"{node.name}.reshaped", taken), "reshape", (value,),
+                    ArrayShape(target.dtype, dims)))
+    return ops + [dataclasses.replace(node, op="transpose", operands=(ops[-1].name,),
+                                      attrs={"dimensions": back})]
+
+
+def _fresh(base: str, taken: set[str]) -> str:
+    name, count = base, 0
+    while name in taken:
+        count += 1
+        name = f"{base}.{count}"
+    taken.add(name)
+    return name
 
 
 def compile_optimised(graph: Graph, device: Device) -> str:

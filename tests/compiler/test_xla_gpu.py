@@ -23,11 +23,13 @@ from compiler.fusion.explore import OUR_STRATEGIES, explore, parse_strategies
 from compiler.fusion.graph_view import fusion_graph
 from compiler.fusion.grouping import FUSIBLE, LIBRARY, node_role
 from compiler.fusion.plan import check_plan, execute_plan
-from compiler.importers import import_bytes
+from compiler.importers import import_bytes, load_graphs
 from compiler.ir.interpreter import evaluate
 from compiler.pipeline import import_graph
+from compiler.runtime.inputs import random_inputs
 
 HLO = Path(__file__).resolve().parents[1] / "data" / "hlo"
+CORPUS = HLO.parent / "xla"        # XLA's own HLO test inputs, vendored
 
 pytest.importorskip("jax_plugins.xla_cuda12", reason="the xla-gpu strategy needs "
                     "jax-cuda12-plugin (requirements.txt)")
@@ -155,6 +157,39 @@ def test_each_kernel_carries_the_name_xla_gave_its_launch(name, optimised):
     for kernel in plan.kernels:
         if kernel.xla_name is None:
             assert not any(set(kernel.nodes) & nodes for nodes in launches.values())
+
+
+# The graphs of XLA's own test modules that hold bitcasts or copies (modules taken after its
+# layout assignment), which XLA's compile through StableHLO has no form for.
+LAYOUT_OPS = [(path, index) for path in sorted(CORPUS.glob("*.hlo"))
+              if re.search(r" (bitcast|copy)\(", path.read_text())
+              for index, graph in enumerate(load_graphs(str(path)))
+              if {"bitcast", "copy"} & {node.op for node in graph}]
+
+
+@pytest.mark.parametrize("path, index", LAYOUT_OPS,
+                         ids=lambda value: getattr(value, "name", str(value)))
+def test_bitcasts_and_copies_are_sent_as_ops_that_compute_the_same(path, index):
+    graph = load_graphs(str(path))[index]
+    sent = xla_gpu.compilable(graph)
+    assert not {"bitcast", "copy"} & {node.op for node in sent}
+    assert set(graph.nodes) <= set(sent.nodes)       # each keeps its name: XLA's op_name
+    inputs = random_inputs(graph)
+    for got, want in zip(evaluate(sent, inputs), evaluate(graph, inputs)):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+@pytest.mark.parametrize("name", ["transpose__packed_transpose_multiple_heroes",
+                                  "transpose__multiple_roots"])
+def test_a_module_with_bitcasts_between_layouts_or_copies_gets_xlas_plan(name):
+    (graph,) = load_graphs(str(CORPUS / f"{name}.hlo"))
+    assert {"bitcast", "copy"} & {node.op for node in graph}
+    plan = explore(graph, "h100", ["xla-gpu"])["xla-gpu"]
+    assert plan.unavailable is None and plan.kernels
+    check_plan(graph, plan)
+    inputs = random_inputs(graph)
+    for got, want in zip(execute_plan(graph, plan, inputs), evaluate(graph, inputs)):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
 
 def test_all_keeps_meaning_our_four_strategies_and_xla_gpu_is_named_explicitly():
