@@ -208,7 +208,13 @@ def _report(reason: str) -> None:
 def _reported(stderr: str) -> str:
     """The reason the child reported (`_report`), or "" when it died before saying one."""
     lines = [line for line in stderr.splitlines() if line.startswith(_REASON)]
-    return json.loads(lines[-1][len(_REASON):]) if lines else ""
+    if not lines:
+        return ""
+    reported = lines[-1][len(_REASON):]
+    try:
+        return json.loads(reported)
+    except json.JSONDecodeError:    # cut short: the child was killed while writing it
+        return reported
 
 
 def _shortened(message: str) -> str:

@@ -305,6 +305,12 @@ def test_a_module_xla_refuses_is_reported_with_all_of_xlas_message(monkeypatch, 
     assert json.loads(capsys.readouterr().out)["strategies"]["xla-gpu"]["unavailable"] == reason
 
 
+def test_a_reason_the_child_was_killed_while_writing_is_passed_on_as_it_is():
+    stderr = 'noise\nxla-gpu: "XLA:GPU refused the module: INVALID_ARGUMENT: Syntax err'
+    assert xla_gpu._reported(stderr) == '"XLA:GPU refused the module: INVALID_ARGUMENT: Syntax err'
+    assert xla_gpu._reported("a crash, no reason\n") == ""
+
+
 def test_a_line_of_xlas_message_longer_than_the_limit_is_cut_around_its_caret():
     """A syntax error in a constant quotes a line of megabytes: what is kept is the part
     around the caret, with the cut said and the caret still under the same character."""
