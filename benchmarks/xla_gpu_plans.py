@@ -46,7 +46,8 @@ def measure(layers: int) -> dict:
     plans = explore(graph, "h100", STRATEGIES)
     seconds = time.perf_counter() - started
     optimised = import_hlo(xla_gpu.compile_optimised(graph, get_device("h100")), "opt.hlo")
-    launches = [launch for launch in xla_gpu.xla_kernels(optimised) if launch[2]]
+    launches = [launch for launch in xla_gpu.xla_kernels(optimised, xla_gpu.printed_names(graph))
+                if launch[2]]
     plan = plans["xla-gpu"]
     reference = json.loads(REFERENCE.read_text())["targets"]["cuda_h100_aot"]["modules"]
     return {

@@ -44,6 +44,10 @@ KERNEL = {
     "required": ["name", "kind", "nodes", "sol_us", "proj_us", "measured_us"],
     "properties": {
         "name": {"type": "string"}, "kind": {"type": "string"},
+        "xla_name": {**_nullable("string"),
+                     "description": "XLA:GPU's name for the launch the kernel is, or is a part "
+                                    "of (fusion.276, gemm_fusion_dot.101), in the xla-gpu "
+                                    "plan; null in ours"},
         "nodes": {"type": "array", "items": {"type": "string"}},
         "dram_bytes": _nullable("integer"),
         "sol_us": {**_nullable("number"),
@@ -366,6 +370,7 @@ SCHEMAS = {
                             "type": "object", "required": ["name", "kind", "nodes"],
                             "properties": {
                                 "name": {"type": "string"}, "kind": {"type": "string"},
+                                "xla_name": _nullable("string"),
                                 "dominant": _nullable("string"), "nodes": {"type": "integer"},
                                 "recomputed": {"type": "integer"},
                                 "proj_us": _nullable("number"), "sol_us": _nullable("number"),

@@ -402,6 +402,18 @@ def decided_by(strategy: str, strategy_result: dict) -> dict | None:
     return {"model": model, "label": label, "detail": detail}
 
 
+# What the xla-gpu plan's panel and kernel pages say of the CUDA they show: the kernels are
+# XLA's, the code is ours (the deviceless compile gives XLA's fusions, not its binaries).
+XLA_GPU_CUDA_NOTE = ("The CUDA shown is ours, generated for XLA's grouping of the ops; XLA:GPU's "
+                     "own kernels need a GPU to be shown and timed.")
+
+
+def cuda_note(strategy: str) -> str | None:
+    """What a plan's pages say of the CUDA they show when its kernels are not ours: the
+    xla-gpu plan's (XLA_GPU_CUDA_NOTE); None for our strategies."""
+    return XLA_GPU_CUDA_NOTE if strategy == "xla-gpu" else None
+
+
 def comparison_charts(rows: list[dict], eager_us: float | None = None
                       ) -> list[tuple[str | None, SafeString]]:
     """Per runtime of the rows (`comparison_rows`' by_runtime), grouped bars (an inline SVG,
@@ -510,6 +522,9 @@ def kernel_rows(strategy_result: dict, sm_count: int | None = None) -> list[dict
             "bandwidth_gbs": dram / time_us / 1e3 if dram is not None and time_us else None,
             "bandwidth_of": "measured" if measured_device else "projected",
             "name": kernel["name"],
+            # XLA:GPU's name for the launch it is (xla-gpu plans; artifacts stored before
+            # plans kept it have none).
+            "xla_name": kernel.get("xla_name"),
             "kind": kernel["kind"],
             "node_count": len(kernel["nodes"]),
             "nodes": kernel["nodes"],

@@ -323,6 +323,9 @@ def _panel_context(run: Run, device: str, strategy: str, result: dict,
             "error_min_us": presenters.ERROR_MIN_DEVICE_US,
             "outliers": presenters.outlier_summary(result),
             "decided_by": presenters.decided_by(strategy, result),
+            "xla_names": any(row["xla_name"] for row in kernels),
+            "cuda_note": presenters.cuda_note(strategy),
+            "unavailable": result.get("unavailable"),
             "decisions": decisions[:DECISIONS_SHOWN], "decision_count": len(decisions),
             "actions": presenters.decision_actions(decisions)}
 
@@ -508,6 +511,7 @@ def kernel_page(request: HttpRequest, run: Run, device: str, strategy: str,
     context = {
         "run": run, "device": device, "device_name": spec.full_name, "strategy": strategy,
         "kernel": entry, "source": source, "sms_used": presenters.sms_used(entry, spec.sm_count),
+        "cuda_note": presenters.cuda_note(strategy),
         "lines": presenters.source_lines(source.source, line_nodes) if source else [],
         "node_lines": presenters.node_lines(line_nodes),
         "occupancy": curves["current"] if curves else None,

@@ -11,9 +11,10 @@
 - "dram": for each edge, whether the value travels through memory: `to`'s kernel neither owns
   nor recomputes `from` (an edge into a node no kernel computes is no traffic: false). An edge
   inside one kernel stays on chip;
-- "kernels": the plan's kernels in order, each with its name, kind, dominant node, node counts
-  and the figures the view colours by (projected, speed of light, measured, learned, limiter,
-  the projected/SOL ratio and its reason), as the plan's entries hold them.
+- "kernels": the plan's kernels in order, each with its name, kind, dominant node, node counts,
+  XLA:GPU's name for it (in the xla-gpu plan, else null) and the figures the view colours by
+  (projected, speed of light, measured, learned, limiter, the projected/SOL ratio and its
+  reason), as the plan's entries hold them.
 
 Kernel entries are the plan's as `FusionPlan.to_dict` (and the later stages) write them, so the
 view shows what the pages show. Where each node is drawn is graph_layout.py's work (the
@@ -73,4 +74,5 @@ def kernel_entries(kernels: list[dict]) -> list[dict]:
 def _kernel(kernel: dict) -> dict:
     return {"name": kernel["name"], "kind": kernel["kind"], "dominant": kernel.get("dominant"),
             "nodes": len(kernel["nodes"]), "recomputed": len(kernel.get("recomputed", [])),
+            "xla_name": kernel.get("xla_name"),
             **{figure: kernel.get(figure) for figure in KERNEL_FIGURES}}

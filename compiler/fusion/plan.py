@@ -71,6 +71,7 @@ class KernelSpec:
     kind: str
     recomputed: list[str] = field(default_factory=list)
     dominant: str | None = None  # the node whose iteration space drives the kernel
+    xla_name: str | None = None  # XLA:GPU's launch it is (a part of), in xla-gpu plans
 
 
 @dataclass
@@ -85,6 +86,7 @@ class Kernel:
     sol: SolEstimate
     projected: object = None        # compiler.cost.projected.Breakdown, once projected
     schedule: str | None = None     # the schedule of the CodeGen plan `projected` is for
+    xla_name: str | None = None     # XLA:GPU's launch it is (a part of), in xla-gpu plans
 
     @property
     def computed(self) -> tuple[str, ...]:
@@ -100,6 +102,7 @@ class Kernel:
             "inputs": list(self.inputs),
             "outputs": list(self.outputs),
             "dominant": self.dominant,
+            "xla_name": self.xla_name,
             "dram_bytes": self.sol.dram_bytes,
             "sol_us": self.sol.total_us,
             "sol": self.sol.to_dict(),
@@ -314,7 +317,7 @@ def make_kernel(graph: Graph, spec: KernelSpec, outputs, model: SolModel,
     outputs = sorted(outputs, key=position.__getitem__)
     return Kernel(name=name, kind=spec.kind, nodes=tuple(nodes), recomputed=tuple(recomputed),
                   inputs=tuple(inputs), outputs=tuple(outputs), dominant=spec.dominant,
-                  sol=sol or model.estimate(inside, outputs))
+                  sol=sol or model.estimate(inside, outputs), xla_name=spec.xla_name)
 
 
 def _written_values(graph: Graph, computed: Sequence[set[str]]) -> set[str]:

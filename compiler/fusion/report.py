@@ -46,7 +46,8 @@ def format_exploration(result: dict, max_kernels: int = 40) -> str:
                          f"{_number(kernel.get('device_us'), '9.2f')} "
                          f"{_number(kernel.get('launch_us'), '9.2f')} "
                          f"{_number(kernel.get('proj_us'), '8.2f')}  "
-                         f"{(kernel.get('limiter') or '-'):8s} {kernel['dominant'] or ''}")
+                         f"{(kernel.get('limiter') or '-'):8s} {kernel['dominant'] or ''}"
+                         + (f"  (XLA: {kernel['xla_name']})" if kernel.get("xla_name") else ""))
         if len(plan["kernels"]) > max_kernels:
             lines.append(f"  ... {len(plan['kernels']) - max_kernels} more (--json lists all)")
         outliers = [k for k in plan["kernels"] if k.get("outlier_reason")]

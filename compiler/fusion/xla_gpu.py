@@ -2,13 +2,15 @@
 
 Our `xla` strategy re-implements XLA's classic fusion rules; this one asks XLA itself. The
 graph is printed as HLO text (compiler/ir/printer.py) with every instruction's name in its
-`metadata={op_name=...}`, compiled by the real XLA:GPU compiler ahead of time for the device
-(deviceless: JAX's CUDA PJRT plugin compiles for a GPU target description, built here from our
-device table, with no GPU and no CUDA libraries present), and the optimised module it returns
-is imported (compiler/importers/hlo_text.py inlines each fusion, recording it in `fused_in`).
-XLA keeps `op_name` through its rewrites, so every optimised instruction names the node of
-ours it came from: the nodes of one XLA fusion (or one unfused launching op) become one
-kernel of ours.
+`metadata={op_name=...}` (an ONNX or JSON name HLO cannot spell prints as a legal one, read
+back to ours through `printed_names`; a bitcast or copy, which XLA's compile through StableHLO
+has no form for, as the ops it computes: `compilable`), compiled by the real XLA:GPU compiler
+ahead of time for the device (deviceless: JAX's CUDA PJRT plugin compiles for a GPU target
+description, built here from our device table, with no GPU and no CUDA libraries present),
+and the optimised module it returns is imported (compiler/importers/hlo_text.py inlines each
+fusion, recording it in `fused_in`). XLA keeps `op_name` through its rewrites, so every
+optimised instruction names the node of ours it came from: the nodes of one XLA fusion (or one
+unfused launching op) become one kernel of ours.
 
 Compiling runs in a child process (`python -m compiler.fusion.xla_gpu`): XLA's compile can take
 seconds to minutes, its memory is returned when the child exits, and a crash in it costs the
@@ -34,7 +36,10 @@ Mapping XLA's decisions onto our nodes (`plan_from_launches`):
   library call for the dot, with the fused elementwise work before and after it in kernels
   of their own: our plans call the library for a dot alone.
 Each kernel's kind (loop, input, stitch) is what its nodes need (schedules.horizontal's
-`part_kind`), so our code generator and cost models price XLA's groups like ours.
+`part_kind`), so our code generator and cost models price XLA's groups like ours. Each kernel
+keeps XLA's name for the launch it is, or is a part of (`Kernel.xla_name`: `fusion.276`,
+`gemm_fusion_dot.101`, `loop_add_fusion`), which the pages show beside ours; the CUDA they show
+is still ours, generated for XLA's grouping (XLA's own kernels need a GPU to be shown).
 
 Unavailable (the plugin missing, no target description for the device, XLA refusing the
 module): `XlaGpuUnavailable` with the reason, which `explore` reports in place of the plan.
@@ -42,6 +47,8 @@ module): `XlaGpuUnavailable` with the reason, which `explore` reports in place o
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 import os
 import re
@@ -55,8 +62,9 @@ from compiler.cost.sol import SolModel
 from compiler.fusion.grouping import FUSIBLE, LIBRARY, is_duplicable, node_role
 from compiler.fusion.plan import (LIBRARY_OPERAND_VIEWS, Decision, FusionPlan, KernelSpec,
                                   PlanError, StrategyUnavailable, build_plan)
-from compiler.ir.graph import Graph
-from compiler.ir.printer import print_graph
+from compiler.ir.graph import Graph, Node
+from compiler.ir.shapes import ArrayShape
+from compiler.ir.printer import hlo_names, print_graph
 
 STRATEGY = "xla-gpu"
 COMPILE_TIMEOUT_S = 600
@@ -64,6 +72,9 @@ COMPILE_TIMEOUT_S = 600
 PLUGIN_PACKAGES = ("jax-cuda12-plugin", "jax-cuda12-pjrt")
 _OP_NAME = re.compile(r'op_name="([^"]*)"')
 _REPO = Path(__file__).resolve().parents[2]
+_REASON = "xla-gpu: "   # starts the child's line on stderr that says why it failed
+# The longest line of XLA's message passed on whole (`_shortened`).
+MESSAGE_LINE_LIMIT = 1000
 _REFUSED = 3      # the child's exit code when XLA refuses the module
 _MISSING = 4      # ... when the plugin or JAX is missing
 
@@ -77,7 +88,7 @@ def xla_gpu_fusion(graph: Graph, model: SolModel) -> FusionPlan:
     imported from a dump XLA already optimised keeps XLA's fusions (`graph.fusions`): those
     are the plan, whatever the device."""
     if graph.fusions:
-        plan = plan_from_launches(graph, xla_kernels(graph, by_op_name=False), model)
+        plan = plan_from_launches(graph, xla_kernels(graph), model)
         plan.decisions.insert(0, Decision("fuse", graph.name, "xla-gpu: the uploaded module "
                                           "is XLA's optimised output; its own fusions are "
                                           "the kernels"))
@@ -85,15 +96,79 @@ def xla_gpu_fusion(graph: Graph, model: SolModel) -> FusionPlan:
     from compiler.importers.hlo_text import import_hlo
 
     optimised = import_hlo(compile_optimised(graph, model.device), "xla-gpu-optimised.hlo")
-    return plan_from_launches(graph, xla_kernels(optimised), model)
+    return plan_from_launches(graph, xla_kernels(optimised, printed_names(graph)), model)
 
 
 # -- compiling ----------------------------------------------------------------------------------
 
 
 def named_hlo(graph: Graph) -> str:
-    """The graph as HLO text, each instruction carrying its own name as `op_name`."""
-    return print_graph(graph, comments=False, name_metadata=True)
+    """The graph as HLO text XLA compiles (`compilable`), each instruction carrying its
+    printed name as `op_name`."""
+    return print_graph(compilable(graph), comments=False, name_metadata=True)
+
+
+def printed_names(graph: Graph) -> dict[str, str]:
+    """The entry nodes' printed names (`named_hlo`, what XLA keeps as `op_name`) -> ours."""
+    return {printed: name for name, printed in hlo_names(compilable(graph)).nodes[None].items()}
+
+
+def compilable(graph: Graph) -> Graph:
+    """`graph` with the ops XLA's compile has no form for spelled as the ops they compute.
+
+    The compile goes through StableHLO (`_compile_here`), which has neither `copy` nor
+    `bitcast`, XLA's ops for a change of layout (in modules taken after XLA's layout
+    assignment); nor has it layouts, so XLA sees logical values. A copy is then its operand (a
+    reshape to its own shape), and a bitcast what the interpreter computes for it: a transpose
+    to the operand's physical order, a reshape, a transpose to the result's logical order, each
+    left out where it changes nothing. The last keeps the node's name, so XLA's op_name still
+    names it. `graph` itself when it has neither op."""
+    if not any(node.op in ("copy", "bitcast") for node in graph):
+        return graph
+    taken = set(graph.nodes)
+    nodes: list[Node] = []
+    for node in graph:
+        operand = graph.nodes[node.operands[0]] if node.operands else None
+        if node.op == "copy" and not node.shape.is_tuple:
+            nodes.append(dataclasses.replace(node, op="reshape", attrs={}))
+        elif (node.op == "bitcast" and not node.shape.is_tuple
+              and operand.shape.dtype == node.shape.dtype):
+            nodes += _bitcast_as_ops(node, operand.shape, taken)
+        else:
+            nodes.append(node)
+    return dataclasses.replace(graph, nodes={node.name: node for node in nodes})
+
+
+def _bitcast_as_ops(node: Node, source: ArrayShape, taken: set[str]) -> list[Node]:
+    """A bitcast of a `source`-shaped value as transpose, reshape, transpose (`compilable`);
+    the new nodes take names not in `taken` (and join it), the last one the bitcast's."""
+    target = node.shape
+    value = node.operands[0]
+    ops = []
+    to_physical = tuple(reversed(source.minor_to_major))
+    if to_physical != tuple(range(source.rank)):
+        dims = tuple(source.dims[d] for d in to_physical)
+        ops.append(Node(_fresh(f"{node.name}.physical", taken), "transpose", (value,),
+                        ArrayShape(source.dtype, dims), {"dimensions": to_physical}))
+        value = ops[-1].name
+    target_order = tuple(reversed(target.minor_to_major))
+    back = tuple(target_order.index(d) for d in range(target.rank))
+    if back == tuple(range(target.rank)):
+        return ops + [dataclasses.replace(node, op="reshape", operands=(value,), attrs={})]
+    dims = tuple(target.dims[d] for d in target_order)
+    ops.append(Node(_fresh(f"{node.name}.reshaped", taken), "reshape", (value,),
+                    ArrayShape(target.dtype, dims)))
+    return ops + [dataclasses.replace(node, op="transpose", operands=(ops[-1].name,),
+                                      attrs={"dimensions": back})]
+
+
+def _fresh(base: str, taken: set[str]) -> str:
+    name, count = base, 0
+    while name in taken:
+        count += 1
+        name = f"{base}.{count}"
+    taken.add(name)
+    return name
 
 
 def compile_optimised(graph: Graph, device: Device) -> str:
@@ -120,13 +195,48 @@ def compile_optimised(graph: Graph, device: Device) -> str:
         cache.put(key, {"text": done.stdout})
         return done.stdout
     # Not cached: a refusal can come from this machine (XLA found an old ptxas on the PATH).
-    raise XlaGpuUnavailable(_last_line(done.stderr)
+    raise XlaGpuUnavailable(_reported(done.stderr)
                             or f"the compiler process exited with {done.returncode}")
 
 
-def _last_line(stderr: str) -> str:
-    lines = [line for line in stderr.splitlines() if line.startswith("xla-gpu: ")]
-    return lines[-1][len("xla-gpu: "):] if lines else ""
+def _report(reason: str) -> None:
+    """In the child: why it failed, every line of it, as one line of stderr that the parent
+    finds among XLA's own logging (`_reported`)."""
+    print(_REASON + json.dumps(_shortened(reason)), file=sys.stderr)
+
+
+def _reported(stderr: str) -> str:
+    """The reason the child reported (`_report`), or "" when it died before saying one."""
+    lines = [line for line in stderr.splitlines() if line.startswith(_REASON)]
+    if not lines:
+        return ""
+    reported = lines[-1][len(_REASON):]
+    try:
+        return json.loads(reported)
+    except json.JSONDecodeError:    # cut short: the child was killed while writing it
+        return reported
+
+
+def _shortened(message: str) -> str:
+    """XLA's message whole, but for each line longer than MESSAGE_LINE_LIMIT (a syntax error
+    quotes the line it points at, which can be a constant of megabytes): of that line, the
+    part around the column its caret line points at (or its start), the cut said, and the
+    caret moved to point at the same character."""
+    limit = MESSAGE_LINE_LIMIT
+    lines = message.splitlines()
+    for i, line in enumerate(lines):
+        if len(line) <= limit:
+            continue
+        below = lines[i + 1] if i + 1 < len(lines) else ""
+        caret = below.index("^") if below.strip() == "^" else None
+        start = 0 if caret is None else max(0, min(caret - limit // 2, len(line) - limit))
+        end = start + limit
+        before = f"[{start:,} characters] " if start else ""
+        after = f" [{len(line) - end:,} more characters]" if end < len(line) else ""
+        lines[i] = before + line[start:end] + after
+        if caret is not None:
+            lines[i + 1] = " " * (len(before) + caret - start) + "^"
+    return "\n".join(lines)
 
 
 def _jaxlib_version() -> str:
@@ -212,8 +322,8 @@ class _Missing(RuntimeError):
 
 
 def main(argv: list[str]) -> int:
-    """The child process: HLO text on stdin, the optimised module on stdout; a failure is one
-    `xla-gpu: <reason>` line on stderr and exit code 3 (XLA refused) or 4 (cannot compile)."""
+    """The child process: HLO text on stdin, the optimised module on stdout; a failure is its
+    reason on stderr (`_report`) and exit code 3 (XLA refused) or 4 (cannot compile)."""
     from compiler.cost.devices import get_device
 
     device = get_device(argv[0])
@@ -221,12 +331,10 @@ def main(argv: list[str]) -> int:
     try:
         optimised = _compile_here(text, device)
     except _Missing as error:
-        print(f"xla-gpu: {error}", file=sys.stderr)
+        _report(str(error))
         return _MISSING
     except Exception as error:  # noqa: BLE001 - XLA's verdict, passed on as the reason
-        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        print(f"xla-gpu: XLA:GPU refused the module: {type(error).__name__}: {first[:500]}",
-              file=sys.stderr)
+        _report(f"XLA:GPU refused the module: {type(error).__name__}: {str(error).strip()}")
         return _REFUSED
     sys.stdout.write(optimised)
     return 0
@@ -235,15 +343,16 @@ def main(argv: list[str]) -> int:
 # -- reading XLA's decisions back ---------------------------------------------------------------
 
 
-def xla_kernels(module: Graph, by_op_name: bool = True
+def xla_kernels(module: Graph, op_names: dict[str, str] | None = None
                 ) -> list[tuple[str, str, list[tuple[str, str]]]]:
     """XLA's launches in an optimised module (imported: fusions inlined, `fused_in` set), in
     a launch order (the import's dependency order): (name, what, [(node, op) of each
     instruction it computes]). `what` is the fusion's kind and backend kind ("kLoop",
-    "kCustom __triton", ...) or the unfused op. The node is the instruction's `op_name`
-    (`by_op_name`: a module XLA compiled from our named text) or its own name (a dump the
-    user uploaded, whose graph is this module). Parameters, constants, bitcasts and tuple
-    plumbing launch nothing."""
+    "kCustom __triton", ...) or the unfused op. The node is, for a module XLA compiled from
+    our named text, the node its `op_name` names (`op_names`: `printed_names` of our graph;
+    an instruction whose op_name names none of ours is left out), else its own name (a dump
+    the user uploaded, whose graph is this module). Parameters, constants, bitcasts and
+    tuple plumbing launch nothing."""
     kernels: dict[str, tuple[str, list[tuple[str, str]]]] = {}
     for node in module:
         if node.op in _NO_LAUNCH and not node.fused_in:
@@ -253,10 +362,10 @@ def xla_kernels(module: Graph, by_op_name: bool = True
             kernels[group] = (node.op, [])
         if node.op == "parameter":
             continue
-        if by_op_name:
+        if op_names is not None:
             match = _OP_NAME.search(node.extra.get("metadata", ""))
-            if match:
-                kernels[group][1].append((match.group(1), node.op))
+            if match and match.group(1) in op_names:
+                kernels[group][1].append((op_names[match.group(1)], node.op))
         else:
             kernels[group][1].append((node.name, node.op))
     return [(name, _what(module.fusions.get(name), op), names)
@@ -287,6 +396,7 @@ def plan_from_launches(graph: Graph, launches: list, model: SolModel) -> FusionP
     wanted = set(kernel_nodes)
     groups: list[list[str]] = []
     whats: list[str] = []
+    xla_names: list[str | None] = []      # XLA's name for each group's launch
     keys: list[float] = []
     # our node -> the XLA kernels holding it: first those where an instruction named after it
     # is still its op, then those where XLA's rewrite of it (or a part of it: a gather's index
@@ -300,6 +410,7 @@ def plan_from_launches(graph: Graph, launches: list, model: SolModel) -> FusionP
         index = len(groups)
         groups.append([])
         whats.append(f"{name} ({what})")
+        xla_names.append(name)
         keys.append(float(index))
         for node, op in mine:
             for table in ((homes, strong) if op == graph.nodes[node].op else (homes,)):
@@ -357,6 +468,7 @@ def plan_from_launches(graph: Graph, launches: list, model: SolModel) -> FusionP
                 choice, where = len(groups), "a kernel of its own"
                 groups.append([])
                 whats.append(f"{node} (rewritten by XLA)")
+                xla_names.append(None)
                 keys.append(-1.0 + len(groups) * 1e-9)
             decisions.append(Decision("fuse", node, f"xla-gpu: XLA rewrote it beyond "
                                       f"recognition (no instruction names it); placed in "
@@ -380,7 +492,7 @@ def plan_from_launches(graph: Graph, launches: list, model: SolModel) -> FusionP
                     duplicates.setdefault(index, []).append(node)
     for index, members in enumerate(groups):
         specs += _specs_of(graph, members, duplicates.get(index, []), position, whats[index],
-                           decisions)
+                           xla_names[index], decisions)
     _add_needed_recomputation(graph, specs, owner, position)
     try:
         return build_plan(graph, specs, STRATEGY, model, decisions)
@@ -390,11 +502,11 @@ def plan_from_launches(graph: Graph, launches: list, model: SolModel) -> FusionP
 
 
 def _specs_of(graph: Graph, members: list[str], recomputed: list[str], position: dict,
-              what: str, decisions: list[Decision]) -> list[KernelSpec]:
+              what: str, xla_name: str | None, decisions: list[Decision]) -> list[KernelSpec]:
     """One XLA kernel as our kernels: one, or, around each library call it holds (XLA's GEMM
     fusions, a scatter with its index arithmetic), the library call alone and the fused ops
     before and after it in graph order as kernels of their own (our plans call the library
-    for the op alone)."""
+    for the op alone). Each carries XLA's name for the launch (`xla_name`)."""
     if not members:
         return []
     members = sorted(members, key=position.__getitem__)
@@ -402,7 +514,7 @@ def _specs_of(graph: Graph, members: list[str], recomputed: list[str], position:
     if not library:
         decisions.append(Decision("fuse", ", ".join(members[:4]) + (
             f" (+{len(members) - 4})" if len(members) > 4 else ""), f"xla-gpu: {what}"))
-        return [_spec(graph, members, recomputed, position)]
+        return [_spec(graph, members, recomputed, position, xla_name)]
     if len(members) > len(library):
         decisions.append(Decision("refuse", ", ".join(library), f"xla-gpu: {what} fuses "
                                   f"{len(members) - len(library)} ops with the library call; "
@@ -411,19 +523,21 @@ def _specs_of(graph: Graph, members: list[str], recomputed: list[str], position:
     for name in members:           # graph order: a part reads only earlier parts
         if name in library:
             if part:
-                specs.append(_spec(graph, part, recomputed, position))
+                specs.append(_spec(graph, part, recomputed, position, xla_name))
                 part = []
-            specs.append(KernelSpec([name], "library", dominant=name))
+            specs.append(KernelSpec([name], "library", dominant=name, xla_name=xla_name))
         else:
             part.append(name)
     if part:
-        specs.append(_spec(graph, part, recomputed, position))
+        specs.append(_spec(graph, part, recomputed, position, xla_name))
     return specs
 
 
-def _spec(graph: Graph, nodes: list[str], recomputed: list[str], position: dict) -> KernelSpec:
+def _spec(graph: Graph, nodes: list[str], recomputed: list[str], position: dict,
+          xla_name: str | None = None) -> KernelSpec:
     kind, dominant = part_kind(graph, tuple(nodes) + tuple(recomputed), position)
-    return KernelSpec(list(nodes), kind, recomputed=list(recomputed), dominant=dominant)
+    return KernelSpec(list(nodes), kind, recomputed=list(recomputed), dominant=dominant,
+                      xla_name=xla_name)
 
 
 def _add_needed_recomputation(graph: Graph, specs: list[KernelSpec],

@@ -604,6 +604,7 @@
       if (target.type === "kernel") {
         const kernel = data.kernelIndex.get(target.id);
         heading.textContent = kernel.name;
+        if (kernel.xla_name) line(`XLA:GPU's kernel: ${kernel.xla_name}`);
         line(`${kernel.kind}${kernel.schedule ? `, ${kernel.schedule}` : ""}: ` +
              `${kernel.nodes} ops${kernel.recomputed ? `, ${kernel.recomputed} recomputed` : ""}`);
         line(`projected ${time(kernel.proj_us) || "–"} · SOL ${time(kernel.sol_us) || "–"}` +
@@ -674,7 +675,10 @@
       const ids = new Set();
       if (!query || !data) return ids;
       for (const kernel of data.kernels) {
-        if (kernel.name.toLowerCase().includes(query) || kernel.kind.toLowerCase() === query) {
+        // XLA:GPU's own name for the kernel too (fusion.276), in its plan.
+        const xlaName = (kernel.xla_name || "").toLowerCase();
+        if (kernel.name.toLowerCase().includes(query) || kernel.kind.toLowerCase() === query
+            || xlaName.includes(query)) {
           ids.add(kernel.name);
         }
       }
@@ -696,7 +700,8 @@
         button.className = "link-button";
         const kernel = data.kernelIndex.get(id);
         const node = data.nodeIndex.get(id);
-        button.textContent = kernel ? `${id} — kernel, ${kernel.kind}`
+        const xla = kernel && kernel.xla_name ? ` (XLA: ${kernel.xla_name})` : "";
+        button.textContent = kernel ? `${id} — kernel, ${kernel.kind}${xla}`
           : `${id} — ${node.op}${node.kernel ? ` in ${node.kernel}` : ""}`;
         button.addEventListener("click", () => { results.hidden = true; goTo(id); });
         item.append(button);

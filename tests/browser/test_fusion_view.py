@@ -399,3 +399,31 @@ def follow_an_op(page, path: Path, screenshots, shot: str) -> None:
     expect(page.locator(f'.node.is-marked[data-node="{name}"]')).to_have_count(1)
     assert page.locator("#source li.is-marked").count() >= 1
     screenshots(page, f"{shot}-cuda")
+
+
+def test_search_finds_a_kernel_of_xlas_plan_by_xlas_own_name(users, live_server, new_page):
+    """XLA:GPU's plan (xla-gpu): typing the name XLA gave a kernel (fusion.276, ...) finds
+    it, and the list and the picked kernel's details say that name."""
+    from tests.browser.conftest import store_done_run
+    from tests.explorer.access import SOFTMAX
+    from tests.explorer.xla_gpu_plans import HAVE_PLUGIN, NO_PLUGIN, xla_gpu_artifact
+
+    if not HAVE_PLUGIN:
+        pytest.skip(NO_PLUGIN)
+    run = store_done_run(users["owner"], "x" * 22, xla_gpu_artifact(), SOFTMAX, "softmax")
+    (kernel,) = run.artifact["devices"]["h100"]["strategies"]["xla-gpu"]["kernels"]
+    assert kernel["xla_name"] and kernel["xla_name"] != kernel["name"]
+    page = new_page()
+    log_in(page, live_server.url, "ada", next_path="/runs")
+    page.goto(f"{live_server.url}/r/{run.pk}#h100/xla-gpu")
+    expect(fusion(page)).to_have_attribute("data-strategy", "xla-gpu")
+    expect(page.locator(READY)).to_be_attached()
+
+    page.locator("#fusion-search").fill(kernel["xla_name"].upper())
+    expect(page.locator("#fusion-results li button")).to_have_text(
+        f"{kernel['name']} — kernel, {kernel['kind']} (XLA: {kernel['xla_name']})")
+    assert call(page, "found()") == [kernel["name"]]
+    page.locator("#fusion-search").press("Enter")
+    expect(page.locator("#fusion-info h4")).to_have_text(kernel["name"])
+    expect(page.locator("#fusion-info")).to_contain_text(f"XLA:GPU's kernel: {kernel['xla_name']}")
+    assert_no_js_errors(page)
