@@ -144,7 +144,7 @@ def test_each_kernel_carries_the_name_xla_gave_its_launch(name, optimised):
     assert named
     for kernel in named:
         assert re.search(rf"^\s*(ROOT )?%?{re.escape(kernel.xla_name)} = ", text, re.MULTILINE)
-        assert kernel.to_dict()["xla_name"] == kernel.xla_name
+        assert kernel.to_dict(plan.device)["xla_name"] == kernel.xla_name
     # A kernel owns nodes of the launch it is named after, or nodes the decisions say were
     # placed there (XLA computed them ahead of an operand, or left no instruction named after
     # them).
