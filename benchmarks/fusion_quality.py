@@ -1,7 +1,7 @@
 """Fusion quality: every fusion strategy on every real input we have, side by side.
 
-Run:  .venv/bin/python benchmarks/fusion_quality.py [--device h100] [--only PATTERN] [--jobs N]
-                                                    [--write]
+Run:  .venv/bin/python benchmarks/fusion_quality.py [--device h100] [--runtime graph|stream]
+                                                    [--only PATTERN] [--jobs N] [--write]
 
 Inputs (paths relative to the repository root): tests/data/hlo/*.hlo, tests/data/json/*.json,
 tests/data/onnx/*.onnx, tests/data/xla/*.hlo (XLA's own test files; those the importer
@@ -9,8 +9,10 @@ rejects are skipped, counted and listed with the reason), benchmarks/data/*.hlo.
 zoo benchmarks/data/zoo/*.gz (benchmarks/models/gen_zoo.py). A file holding several modules
 (`// -----`) contributes each of them, named FILE#i.
 
-For every module this runs `explore` with all four strategies (unfused, xla, stitch, cost) and
-records per strategy the kernel count, the total SOL and projected times, the explore wall time
+For every module this runs `explore` with all four strategies (unfused, xla, stitch, cost), the
+kernels launched as --runtime says (compiler/cost/launch.py: a CUDA graph replay, the default,
+or stream launches; the cost search decides under it), and records per strategy the kernel
+count, the total SOL, projected device work, launch and projected times, the explore wall time
 and the outlier kernels: projected above 20x the kernel's SOL and above 20 µs, each with the
 `outlier_reason` the plan gives it (if any). It then checks and prints:
   (a) the cost plan's projected total is no larger than any other strategy's (violations with
@@ -20,7 +22,8 @@ and the outlier kernels: projected above 20x the kernel's SOL and above 20 µs, 
 A module whose explore raises is reported with the exception and the run goes on.
 
 --only PATTERN keeps the files whose name contains PATTERN; --jobs N explores N modules at a time
-in separate processes; --write stores the figures in benchmarks/results/fusion_quality.json.
+in separate processes; --write stores the figures in benchmarks/results/fusion_quality.json
+(fusion_quality_stream.json with --runtime stream).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere: `compiler` is the repo's package
 
 from compiler.cost.devices import DEVICES  # noqa: E402  (needs the sys.path entry above)
+from compiler.cost.launch import DEFAULT_RUNTIME, RUNTIMES  # noqa: E402
 from compiler.errors import InputError  # noqa: E402
 
 STRATEGIES = ["unfused", "xla", "stitch", "cost"]
@@ -86,17 +90,19 @@ def outliers(plan) -> list[dict]:
         if projected > OUTLIER_RATIO * sol and projected > OUTLIER_MIN_US:
             found.append({"kernel": kernel.name, "kind": kernel.kind,
                           "proj_us": round(projected, 3), "sol_us": round(sol, 3),
-                          "reason": kernel.to_dict().get("outlier_reason")})
+                          "reason": kernel.to_dict(plan.device).get("outlier_reason")})
     return found
 
 
 def plan_figures(plan) -> dict:
+    totals = plan.projected_totals() or {}
     return {"kernels": len(plan.kernels), "sol_us": round(plan.total_sol_us, 4),
+            "device_us": totals.get("device_us"), "launch_us": totals.get("launch_us"),
             "proj_us": plan.total_projected_us, "explore_ms": round(plan.explore_ms, 1),
             "outliers": outliers(plan)}
 
 
-def explore_file(path: Path, device: str) -> dict:
+def explore_file(path: Path, device: str, runtime: str) -> dict:
     """{"file", "rejected": reason} when the importer refuses the file, else {"file", "modules":
     [...]} with each module's figures, or the exception its explore (or import) raised."""
     from compiler.fusion.explore import explore
@@ -116,7 +122,7 @@ def explore_file(path: Path, device: str) -> dict:
                   "nodes": len(graph)}
         start = time.perf_counter()
         try:
-            plans = explore(graph, device, STRATEGIES)
+            plans = explore(graph, device, STRATEGIES, runtime=runtime)
             module["strategies"] = {s: plan_figures(plan) for s, plan in plans.items()}
         except Exception:  # noqa: BLE001 - report it with the others and go on
             module["error"] = traceback.format_exc()
@@ -125,9 +131,9 @@ def explore_file(path: Path, device: str) -> dict:
     return {"file": name, "modules": modules}
 
 
-def explore_all(files: list[Path], device: str, jobs: int) -> list[dict]:
+def explore_all(files: list[Path], device: str, jobs: int, runtime: str) -> list[dict]:
     """Every file's result in input order; progress on stderr as files finish."""
-    explore_one = partial(explore_file, device=device)
+    explore_one = partial(explore_file, device=device, runtime=runtime)
     if jobs == 1:
         return collect(map(explore_one, files), len(files))
     # One fresh process per file: a big module's memory goes back when it is done.
@@ -292,24 +298,29 @@ def report(results: list[dict], modules: list[dict], summary: dict, device: str)
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="h100", choices=sorted(DEVICES))
+    parser.add_argument("--runtime", default=DEFAULT_RUNTIME, choices=RUNTIMES,
+                        help="how the plans' kernels are launched (default graph)")
     parser.add_argument("--only", help="only files whose name contains this")
     parser.add_argument("--jobs", type=int, default=1, help="modules explored in parallel")
     parser.add_argument("--write", action="store_true", help=f"write {RESULTS.relative_to(ROOT)}")
     args = parser.parse_args()
+    results_file = RESULTS if args.runtime == DEFAULT_RUNTIME else \
+        RESULTS.with_name(f"{RESULTS.stem}_{args.runtime}.json")
 
     files = input_files(args.only)
     if not files:
         parser.error(f"no input file matches {args.only!r}")
     start = time.perf_counter()
-    results = explore_all(files, args.device, max(1, args.jobs))
+    results = explore_all(files, args.device, max(1, args.jobs), args.runtime)
     modules = [m for r in results for m in r.get("modules", [])]
     summary = summarise(modules)
     print("\n".join(report(results, modules, summary, args.device)))
     print(f"\nTotal wall time {time.perf_counter() - start:.0f} s with --jobs {args.jobs}.")
 
     if args.write:
-        RESULTS.write_text(json.dumps({
+        results_file.write_text(json.dumps({
             "device": args.device,
+            "runtime": args.runtime,
             "date": date.today().isoformat(),
             "command": "python benchmarks/fusion_quality.py " + " ".join(sys.argv[1:]),
             "machine": f"{platform.machine()}, {multiprocessing.cpu_count()} cores, "
@@ -318,7 +329,7 @@ def main():
             "rejected": {r["file"]: r["rejected"] for r in results if "rejected" in r},
             "modules": modules,
         }, indent=1) + "\n")
-        print(f"wrote {RESULTS.relative_to(ROOT)}")
+        print(f"wrote {results_file.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

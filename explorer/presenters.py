@@ -786,7 +786,7 @@ def roofline_chart(point: dict) -> SafeString:
 
 # CodeGenPlan fields worth a column; the rest are zero for most schedules.
 PLAN_FIELDS = ("schedule", "block_size", "grid_size", "vector_width", "threads_per_row",
-               "rows_per_block", "shared_bytes", "splits", "tile", "cooperative")
+               "rows_per_block", "shared_bytes", "splits", "tile", "cooperative", "row_cache")
 
 
 def candidate_rows(kernel: dict, candidates: list[dict]) -> list[dict]:

@@ -419,3 +419,149 @@ class KernelPageTests(unittest.TestCase):
 
         self.assertIs(presenters.find_kernel(ARTIFACT, "a100", "xla", kernel["name"]), kernel)
         self.assertIsNone(presenters.find_kernel(ARTIFACT, "v100", "xla", kernel["name"]))
+
+
+class RuntimeTests(unittest.TestCase):
+    """Launch terms on the pages: both runtimes' totals, the verdicts, why the fastest plan is
+    faster, and the labels that follow the numbers."""
+
+    def result(self) -> dict:
+        return copy.deepcopy(ARTIFACT["devices"]["h100"])
+
+    def test_every_row_has_each_runtimes_totals_and_the_fastest_under_each(self):
+        result = self.result()
+        rows = presenters.comparison_rows(result)
+        for runtime in ("graph", "stream"):
+            totals = {name: s["total"]["runtimes"][runtime]
+                      for name, s in result["strategies"].items()}
+            lowest = min(t["proj_us"] for t in totals.values())
+            for row in rows:
+                figures = dict(row["by_runtime"])[runtime]
+                self.assertEqual(figures["proj_us"], totals[row["strategy"]]["proj_us"])
+                self.assertEqual(figures["launch_us"], totals[row["strategy"]]["launch_us"])
+                self.assertEqual(runtime in row["fastest_in"], figures["proj_us"] == lowest)
+                self.assertAlmostEqual(figures["speedup_vs_unfused"],
+                                       totals["unfused"]["proj_us"] / figures["proj_us"])
+            # Stream launches cost more than graph nodes: every plan is slower as a stream.
+            for row in rows:
+                self.assertGreater(dict(row["by_runtime"])["stream"]["proj_us"],
+                                   dict(row["by_runtime"])["graph"]["proj_us"])
+
+    def test_an_artifact_compiled_before_launch_terms_has_one_set_of_figures(self):
+        result = self.result()
+        for strategy in result["strategies"].values():
+            strategy["total"].pop("runtimes")
+            for kernel in strategy["kernels"]:
+                for key in ("device_us", "launch", "launch_us", "device_limiter"):
+                    kernel.pop(key)
+        rows = presenters.comparison_rows(result)
+        self.assertEqual([[runtime for runtime, _ in row["by_runtime"]] for row in rows],
+                         [[None]] * len(rows))
+        self.assertTrue(any(row["fastest_in"] == ["compiled"] for row in rows))
+        kernel_row = presenters.kernel_rows(result["strategies"]["cost"])[0]
+        self.assertEqual(kernel_row["launch"], [(None, None)])
+        self.assertEqual(kernel_row["device_us"], result["strategies"]["cost"]["kernels"][0][
+            "proj_us"])
+        self.assertIsNone(presenters.why_faster(result, rows, "graph"))
+
+    def test_the_verdict_says_when_the_models_pick_different_plans(self):
+        result = self.result()
+        names = list(result["strategies"])
+        fastest = min(names, key=lambda n: result["strategies"][n]["total"]["runtimes"][
+            "graph"]["proj_us"])
+        other = next(n for n in names if n != fastest)
+        # A learned model that ranks another plan first, with its held-out figures.
+        for name, strategy in result["strategies"].items():
+            for runtime, figures in strategy["total"]["runtimes"].items():
+                figures["learned_us"] = 1.0 if name == other else 100.0
+        learned = {"label": "learned-h100-v2", "origin": "measured", "device": "h100",
+                   "evaluation": {"program": {
+                       "learned": {"mape": 8.8, "mean_kendall_tau": 0.47},
+                       "projected": {"mape": 12.8, "mean_kendall_tau": 0.24},
+                       "sol": {"mape": 20.5, "mean_kendall_tau": None},
+                       "test_programs": ["layer_norm_fwd"]}}}
+        verdicts = {v["runtime"]: v for v in presenters.verdicts(
+            presenters.comparison_rows(result), learned)}
+        graph = verdicts["graph"]
+        self.assertFalse(graph["agree"])
+        self.assertEqual([(p["model"], p["strategy"]) for p in graph["picks"]],
+                         [("projected", fastest), ("learned", other)])
+        self.assertIn(f"projected picks {fastest}", graph["text"])
+        self.assertIn(f"learned picks {other} (1.0 µs)", graph["text"])
+        self.assertIn("learned: MAPE 8.8 %, ranking τ 0.47", graph["models"])
+        self.assertIn("projected: MAPE 12.8 %, ranking τ 0.24", graph["models"])
+        self.assertIn("layer_norm_fwd", graph["models"])
+
+    def test_the_verdict_agrees_quietly_and_says_when_no_model_checks_it(self):
+        rows = presenters.comparison_rows(self.result())
+        verdict = presenters.verdicts(rows, None)[0]
+        self.assertTrue(verdict["agree"])
+        self.assertIn("no other model to check it", verdict["text"])
+        self.assertIn("no held-out figures", verdict["models"])
+
+    def test_a_measurement_picks_a_plan_under_stream_launches_only(self):
+        result = self.result()
+        names = list(result["strategies"])
+        for index, name in enumerate(names):
+            result["strategies"][name]["total"]["measured_us"] = 10.0 + index
+        verdicts = {v["runtime"]: v for v in presenters.verdicts(
+            presenters.comparison_rows(result), None)}
+        self.assertIn(("measured", names[0]),
+                      [(p["model"], p["strategy"]) for p in verdicts["stream"]["picks"]])
+        self.assertNotIn("measured", [p["model"] for p in verdicts["graph"]["picks"]])
+
+    def test_why_faster_compares_the_fastest_plan_with_xla_and_adds_up(self):
+        result = self.result()
+        rows = presenters.comparison_rows(result)
+        why = presenters.why_faster(result, rows, "graph")
+        totals = {name: s["total"]["runtimes"] for name, s in result["strategies"].items()}
+        self.assertEqual(why["a"], "xla")
+        self.assertEqual(why["b"], min(totals, key=lambda n: totals[n]["graph"]["proj_us"]))
+        for runtime, explanation in why["by_runtime"]:
+            self.assertAlmostEqual(explanation["delta_us"], totals[why["b"]][runtime]["proj_us"]
+                                   - totals["xla"][runtime]["proj_us"], places=2)
+            self.assertIn(f"{why['b']} is", explanation["summary"])
+
+    def test_a_kernel_whose_launch_outweighs_its_work_is_launch_bound(self):
+        """The 24 KiB dot labelled "dram" at 8 GB/s, and the kernels "100 % fp32" at a twentieth
+        of their roof, were kernels of a few nanoseconds of work behind a microsecond launch:
+        their limiter is the launch, under each runtime where it outweighs the work."""
+        strategy = ARTIFACT["devices"]["h100"]["strategies"]["unfused"]
+        rows = presenters.kernel_rows(strategy, get_device("h100").sm_count)
+        library = [(row, kernel) for row, kernel in zip(rows, strategy["kernels"])
+                   if kernel["kind"] == "library"]
+        self.assertTrue(library)
+        for row, kernel in library:
+            self.assertEqual(dict(row["limiters"]), {"graph": "launch", "stream": "launch"})
+            self.assertEqual(kernel["limiter"], "launch")
+            self.assertLess(kernel["device_us"], kernel["launch"]["graph"])
+        for row, kernel in zip(rows, strategy["kernels"]):
+            for runtime, limiter in row["limiters"]:
+                launch_bound = kernel["launch"][runtime] > kernel["device_us"]
+                self.assertEqual(limiter == "launch", launch_bound)
+
+    def test_the_kernel_page_gives_one_occupancy_the_emitted_plans_beside_the_sms_used(self):
+        device = get_device("h100")
+        for kernel in generated_kernels():
+            figures = presenters.kernel_figures(kernel, device)
+            breakdown = kernel["projected"]
+            self.assertEqual(figures["occupancy"], breakdown["occupancy"])
+            self.assertEqual(figures["occupancy_source"], "ptxas' registers")
+            self.assertEqual(figures["sms_used"], breakdown["sms_used"])
+            self.assertEqual([launch for _, _, launch in figures["launches"]],
+                             [kernel["launch"]["graph"], kernel["launch"]["stream"]])
+            # The candidate table's emitted row shows the same registers and occupancy.
+            rows = presenters.candidate_rows(kernel, kernel["candidate_plans"])
+            (emitted,) = [row for row in rows if row["chosen"]]
+            self.assertEqual((emitted["registers"], emitted["registers_source"]),
+                             (kernel["registers"], "ptxas"))
+            self.assertEqual(emitted["occupancy"], figures["occupancy"])
+            self.assertEqual(emitted["projected_us"], kernel["device_us"])
+
+    def test_candidate_rows_differ_in_what_they_show(self):
+        for kernel in generated_kernels() + generated_kernels("stitch"):
+            candidates = kernel["candidate_plans"]
+            rows = presenters.candidate_rows(kernel, candidates + candidates[:3])
+            shown = [tuple(row[field] for field in presenters.PLAN_FIELDS) for row in rows]
+            self.assertEqual(len(shown), len(set(shown)))
+            self.assertEqual(len(rows), len(candidates))
