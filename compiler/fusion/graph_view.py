@@ -13,8 +13,9 @@
   inside one kernel stays on chip;
 - "kernels": the plan's kernels in order, each with its name, kind, dominant node, node counts,
   XLA:GPU's name for it (in the xla-gpu plan, else null) and the figures the view colours by
-  (projected, speed of light, measured, learned, limiter, the projected/SOL ratio and its
-  reason), as the plan's entries hold them.
+  (projected: in the plan, device work and launch term; speed of light; measured: timed alone
+  and its device work; learned; limiter; the projected/SOL ratio and its reason), as the
+  plan's entries hold them.
 
 Kernel entries are the plan's as `FusionPlan.to_dict` (and the later stages) write them, so the
 view shows what the pages show. Where each node is drawn is graph_layout.py's work (the
@@ -26,7 +27,8 @@ from __future__ import annotations
 from compiler.ir.graph import Graph
 
 # The kernel-entry figures the view carries over (each may be null: not produced yet).
-KERNEL_FIGURES = ("proj_us", "sol_us", "measured_us", "learned_us", "limiter", "proj_over_sol",
+KERNEL_FIGURES = ("proj_us", "device_us", "launch_us", "sol_us", "measured_us",
+                  "measured_device_us", "learned_us", "limiter", "proj_over_sol",
                   "outlier_reason", "schedule", "dram_bytes")
 
 

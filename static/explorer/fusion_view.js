@@ -44,7 +44,7 @@
   const LIMITER_COLOURS = {
     dram: "#3b6fd8", l2: "#6a8fe0", latency: "#d98c1f", fma: "#c2412d", alu: "#b8336a",
     xu: "#8e44ad", fp32: "#c2412d", fp64: "#7f1d1d", lsu: "#1f9e89", shfl: "#2c7a7b",
-    conv: "#6b7280", library: "#4b5563",
+    conv: "#6b7280", library: "#4b5563", launch: "#a16207",
   };
   const CATEGORY_COLOURS = {
     elementwise: "#dbe7fb", reduction: "#fde2c4", "data movement": "#e3f2e1",
@@ -421,8 +421,13 @@
       if (mode === "limiter") return tint(LIMITER_COLOURS[kernel.limiter] || "#9aa3b5");
       if (mode === "category") return "#f4f5f8";
       if (mode === "error") {
-        if (!kernel.measured_us || !kernel.proj_us) return "#eceef2";
-        const ratio = Math.log2(kernel.measured_us / kernel.proj_us);  // > 0: slower than projected
+        // Device work against device work where the plan has it (a kernel timed alone carries
+        // a lone launch the plan's projection does not); a run compiled before, as it was.
+        const [measured, projected] = kernel.device_us === null || kernel.device_us === undefined
+          ? [kernel.measured_us, kernel.proj_us]
+          : [kernel.measured_device_us, kernel.device_us];
+        if (!measured || !projected) return "#eceef2";
+        const ratio = Math.log2(measured / projected);  // > 0: slower than projected
         const strength = Math.min(1, Math.abs(ratio) / 2);
         return mix(ratio > 0 ? [214, 39, 40] : [59, 111, 216], strength);
       }
@@ -607,8 +612,10 @@
         if (kernel.xla_name) line(`XLA:GPU's kernel: ${kernel.xla_name}`);
         line(`${kernel.kind}${kernel.schedule ? `, ${kernel.schedule}` : ""}: ` +
              `${kernel.nodes} ops${kernel.recomputed ? `, ${kernel.recomputed} recomputed` : ""}`);
-        line(`projected ${time(kernel.proj_us) || "–"} · SOL ${time(kernel.sol_us) || "–"}` +
-             ` · measured ${time(kernel.measured_us) || "–"}`);
+        line(`projected ${time(kernel.proj_us) || "–"}` +
+             (kernel.launch_us === null || kernel.launch_us === undefined ? "" :
+              ` (device ${time(kernel.device_us)}, launch ${time(kernel.launch_us)})`) +
+             ` · SOL ${time(kernel.sol_us) || "–"} · measured ${time(kernel.measured_us) || "–"}`);
         if (kernel.limiter) line(`limiter: ${kernel.limiter}`);
         if (kernel.outlier_reason) line(kernel.outlier_reason);
         const relation = partner && data.relations && data.relations.get(kernel.name);
