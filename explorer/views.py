@@ -21,7 +21,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from compiler.cost.devices import get_device
-from compiler.cost.launch import DEFAULT_RUNTIME, RUNTIMES
+from compiler.cost.launch import DEFAULT_RUNTIME, RUNTIME_LABELS, RUNTIMES
 from compiler.errors import InputError
 from explorer import documents, presenters
 from explorer.forms import RunSettingsForm, UploadForm, samples
@@ -264,6 +264,9 @@ def _results_context(run: Run, devices: dict) -> dict:
                    for strategy in result["strategies"].values() if not strategy["unavailable"])
     if runtimes:
         context["runtime_choices"] = presenters.runtime_choices(run.runtime)
+        context["runtime_note"] = (f"the cost plan was searched for "
+                                   f"{RUNTIME_LABELS[run.runtime]}; every plan is priced "
+                                   f"under both.")
     for name, result in devices.items():
         rows = presenters.comparison_rows(result)
         eager = (result.get("eager") or {}).get("measured_us")

@@ -64,7 +64,7 @@ from compiler.fusion.plan import (LIBRARY_OPERAND_VIEWS, Decision, FusionPlan, K
                                   PlanError, StrategyUnavailable, build_plan)
 from compiler.ir.graph import Graph, Node
 from compiler.ir.shapes import ArrayShape
-from compiler.ir.printer import hlo_names, print_graph
+from compiler.ir.printer import hlo_names, print_graph, unique_name
 
 STRATEGY = "xla-gpu"
 COMPILE_TIMEOUT_S = 600
@@ -148,7 +148,7 @@ def _bitcast_as_ops(node: Node, source: ArrayShape, taken: set[str]) -> list[Nod
     to_physical = tuple(reversed(source.minor_to_major))
     if to_physical != tuple(range(source.rank)):
         dims = tuple(source.dims[d] for d in to_physical)
-        ops.append(Node(_fresh(f"{node.name}.physical", taken), "transpose", (value,),
+        ops.append(Node(unique_name(f"{node.name}.physical", taken), "transpose", (value,),
                         ArrayShape(source.dtype, dims), {"dimensions": to_physical}))
         value = ops[-1].name
     target_order = tuple(reversed(target.minor_to_major))
@@ -156,19 +156,10 @@ def _bitcast_as_ops(node: Node, source: ArrayShape, taken: set[str]) -> list[Nod
     if back == tuple(range(target.rank)):
         return ops + [dataclasses.replace(node, op="reshape", operands=(value,), attrs={})]
     dims = tuple(target.dims[d] for d in target_order)
-    ops.append(Node(_fresh(f"{node.name}.reshaped", taken), "reshape", (value,),
+    ops.append(Node(unique_name(f"{node.name}.reshaped", taken), "reshape", (value,),
                     ArrayShape(target.dtype, dims)))
     return ops + [dataclasses.replace(node, op="transpose", operands=(ops[-1].name,),
                                       attrs={"dimensions": back})]
-
-
-def _fresh(base: str, taken: set[str]) -> str:
-    name, count = base, 0
-    while name in taken:
-        count += 1
-        name = f"{base}.{count}"
-    taken.add(name)
-    return name
 
 
 def compile_optimised(graph: Graph, device: Device) -> str:

@@ -110,12 +110,17 @@ def _legal(name: str, taken: set[str]) -> str:
     base = _NOT_A_NAME.sub("_", name)
     if not _is_hlo_name(base):
         base = "_" + base
-    legal, count = base, 0
-    while legal in taken:
+    return unique_name(base, taken)
+
+
+def unique_name(base: str, taken: set[str]) -> str:
+    """`base`, or `base.1`, `base.2`, ... where `taken` has it already; it joins `taken`."""
+    name, count = base, 0
+    while name in taken:
         count += 1
-        legal = f"{base}.{count}"
-    taken.add(legal)
-    return legal
+        name = f"{base}.{count}"
+    taken.add(name)
+    return name
 
 
 def _computation_lines(graph: Graph, header: str, names: dict[str, str], module: HloNames,

@@ -71,7 +71,7 @@ def test_the_compare_page_says_why_b_is_faster_by_cause_and_region(layer_norm_ru
     page.goto(f"{live_server.url}/compare?a={run}:h100:xla&b={run}:h100:cost&runtime=stream")
 
     why = page.locator("#why")
-    expect(why.locator("h2")).to_have_text("Why B is faster, by cause")
+    expect(why.locator("[data-runtime='stream'] h2")).to_have_text("Why B is faster, by cause")
     expected = explain(strategies["xla"], strategies["cost"], "stream")
     expect(why.locator(".why__runtime[data-runtime='stream'] .why__summary")).to_contain_text(
         f"B (cost) is {abs(expected['delta_us']):,.1f} µs faster than A (xla)")
