@@ -40,6 +40,20 @@ class SubmitRunTests(AccessTestCase):
         self.assertEqual(body["status_url"], f"http://testserver/api/v1/runs/{run.pk}/status")
         self.assertEqual(body["results_url"], f"http://testserver/api/v1/runs/{run.pk}/results")
 
+    def test_a_run_is_compiled_for_the_runtime_asked_for(self, enqueue):
+        response = self.submit_json(self.owner, runtime="stream")
+
+        self.assertEqual(response.status_code, 201)
+        run = Run.objects.get()
+        self.assertEqual(run.runtime, "stream")
+        self.client.force_login(self.owner)
+        self.assertEqual(self.client.get(f"{RUNS}/{run.pk}").json()["runtime"], "stream")
+        # The same graph and options as a CUDA graph: another run.
+        self.assertEqual(self.submit_json(self.owner).status_code, 201)
+        refused = self.submit_json(self.owner, runtime="cudagraphs")
+        self.assertEqual(refused.status_code, 400)
+        self.assertIn("runtime must be one of graph, stream", refused.json()["error"])
+
     def test_a_multipart_upload_creates_a_run_too(self, enqueue):
         self.client.force_login(self.owner)
         graph = SimpleUploadedFile("softmax.hlo", SOFTMAX.read_bytes())

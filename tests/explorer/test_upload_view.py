@@ -60,6 +60,22 @@ class UploadViewTests(AccessTestCase):
         self.assertEqual(run.filename, "softmax.hlo")
         self.assertEqual(run.strategies, ["xla", "cost"])
         self.assertEqual(run.graph_bytes, SOFTMAX.read_bytes())
+        # Kernel launches: a CUDA graph unless the form says otherwise.
+        self.assertEqual(run.runtime, "graph")
+
+    def test_the_runtime_chosen_is_the_runs_and_a_new_run_of_the_same_graph(self, enqueue):
+        self.client.force_login(self.owner)
+        self.assertContains(self.client.get(URL), 'value="stream"')
+        graph = SimpleUploadedFile("softmax.hlo", SOFTMAX.read_bytes())
+        self.post(self.owner, graph_file=graph)
+        graph = SimpleUploadedFile("softmax.hlo", SOFTMAX.read_bytes())
+        self.post(self.owner, graph_file=graph, runtime="stream")
+
+        self.assertEqual(sorted(Run.objects.values_list("runtime", flat=True)),
+                         ["graph", "stream"])
+        response = self.post(self.owner, sample="hlo/softmax.hlo", runtime="eager")
+        self.assertEqual(response.status_code, 400)
+        self.assertContains(response, "eager is not one of the available choices", status_code=400)
 
     def test_pasted_hlo_text_is_a_graph_too(self, enqueue):
         self.post(self.owner, graph_text=SOFTMAX.read_text())
