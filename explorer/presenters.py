@@ -670,7 +670,7 @@ def pipe_utilisation_chart(kernel: dict) -> SafeString | None:
     terms = breakdown.get("terms_us") or {}
     hover = [f"{name}: {utilisation[name]:.1f} % busy, {terms.get(name, 0):.4f} µs"
              for name in names]
-    title = f"Pipe utilisation — limiter: {limiter or '–'}"
+    title = f"Pipe utilisation of its device work — limiter: {limiter or '–'}"
     if limiter and limiter not in utilisation:
         # Latency or launch bound: no unit is busy enough to be the limiter, so no bar is red.
         title += " (no unit saturated)"
@@ -826,6 +826,9 @@ def candidate_rows(kernel: dict, candidates: list[dict]) -> list[dict]:
     return rows
 
 
+# Labels of the projected breakdown's fields where their names alone would mislead: its times
+# are device work, the launch priced apart.
+BREAKDOWN_LABELS = {"projected": "projected device work", "sol": "SOL (device work)"}
 # Units of the projected breakdown's fields, by the suffix of their names.
 BREAKDOWN_UNITS = (("_us", "µs"), ("_gbs", "GB/s"), ("_bytes", "bytes"))
 # The order the kernel page lists a stored object's fields in: the compiler's, which a database
@@ -865,7 +868,7 @@ def breakdown_rows(kernel: dict) -> list[tuple[str, object, str]]:
                 value, unit = f"{value:.2f}", "flop/byte"
             elif key == "waves":
                 value = f"{value:.2f}"
-        rows.append((key.replace("_", " "), value, unit))
+        rows.append((BREAKDOWN_LABELS.get(key, key.replace("_", " ")), value, unit))
     return rows
 
 
