@@ -39,6 +39,8 @@ def call(page, expression: str):
 
 
 def click_at(page, box: dict, dy: float = 0.5, double: bool = False):
+    # On screen first: a tab of the plans below it may have scrolled the page past it.
+    page.locator("#fusion-graph canvas.fusion__canvas").scroll_into_view_if_needed()
     canvas = page.locator("#fusion-graph canvas.fusion__canvas").bounding_box()
     x = canvas["x"] + box["x"] + box["w"] / 2
     y = canvas["y"] + box["y"] + box["h"] * dy
