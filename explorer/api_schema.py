@@ -92,7 +92,7 @@ KERNEL = {
         "outlier_reason": {**_nullable("string"),
                            "description": f"null, or why the kernel projects at least "
                                           f"{OUTLIER_RATIO:g}x its speed of light and at least "
-                                          f"{OUTLIER_MIN_US:g} us: the limiter and what in the "
+                                          f"{OUTLIER_MIN_US:g} µs: the limiter and what in the "
                                           f"schedule the speed of light does not count"},
     },
 }

@@ -220,3 +220,13 @@ def test_kernels_a_dead_background_process_was_pricing_are_priced_here():
         background.close()
     assert background.helped == 0 and pricer.priced == 1
     assert price == ProjectedPricer(graph, model).price(kernel)
+
+
+def test_decisions_write_microseconds_as_the_pages_columns_do():
+    """Decision reasons are shown beside columns in µs: they say µs too, never "us"."""
+    import re
+
+    graph = load_graph(str(DATA / "hlo" / "layer_norm_bwd.hlo"))
+    reasons = [d.reason for plan in explore(graph, "h100").values() for d in plan.decisions]
+    assert any("µs" in reason for reason in reasons)
+    assert not [reason for reason in reasons if re.search(r"\d us\b", reason)]
