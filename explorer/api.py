@@ -1,36 +1,52 @@
-"""The JSON API at /api/v1/ (routes in explorer/api_urls.py, schema in explorer/api_schema.py,
-guide in docs/api.md): submit a graph, poll a run's status, fetch its results, ask for and read
-its GPU measurements, export it.
+"""The JSON API at /api/v1/ (guide in docs/api.md): submit a graph, poll a run's status, fetch
+its results, ask for and read its GPU measurements, export it.
+
+Each operation is declared once, on django-ninja (`api` below): its route, its parameters and
+body (validated against the models of explorer/api_schema.py before the view runs), its answers
+and their descriptions, which make the OpenAPI 3.1 document at /api/v1/openapi.json. The views
+build their answers as JSON themselves (the big documents are cached gzipped bytes,
+explorer/documents.py), so nothing is serialised twice.
 
 Authentication: a browser's session, or `Authorization: Bearer <key>` with an ApiToken's key
 for scripts. Only token-authenticated requests skip the CSRF check; a session-authenticated
 POST needs the CSRF token like any form. Nobody authenticated gets a 401 in JSON, never a
-redirect to the login page.
+redirect to the login page. Every API key (else every logged-in user, else every address) may
+send settings.API_RATE_LIMIT requests per API_RATE_WINDOW_S seconds; past that a 429 with
+Retry-After.
 
 Access follows the pages: a run is shown to whoever `Run.can_view` admits, and anyone else gets
-a 404 that reads exactly like a missing run's. Every error is JSON: {"error": <message>}.
+a 404 that reads exactly like a missing run's. Every error is JSON: {"error": <message>}, the
+fields a request got wrong named in it.
 """
 from __future__ import annotations
 
 import csv
 import io
 import json
-from functools import wraps
+import math
+import re
+import time
+from copy import deepcopy
+from functools import cache
 
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
+from django.core.cache import caches
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.core.paginator import EmptyPage, Paginator
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.multipartparser import MultiPartParserError
 from django.middleware.csrf import CsrfViewMiddleware
-from django.urls import reverse
+from django.urls import URLPattern, path, reverse
 from django.views.decorators.csrf import csrf_exempt
+from ninja import NinjaAPI, Query
+from ninja.errors import AuthenticationError, Throttled, ValidationError
+from ninja.throttling import BaseThrottle
+from pydantic import ValidationError as InvalidFields
 
-from compiler.cost.launch import DEFAULT_RUNTIME, RUNTIMES
 from compiler.errors import InputError, LimitError
-from compiler.fusion.explore import STRATEGIES
 from compiler.limits import Limits
-from explorer.api_schema import schema
+from explorer import api_schema as schemas
 from explorer.documents import cached_gzip, digest, gzipped_response, json_bytes, run_key
 from explorer.graph_store import StagedFile
 from explorer.lookups import by_pk
@@ -38,17 +54,16 @@ from explorer.models import ApiToken, KernelSource, Measurement, Run, Team
 from explorer.presenters import apply_measurement, find_kernel
 from explorer.runs import (PlanUnavailable, holding, plan_choice, plan_graph,
                            request_measurement, retry_run, submit, viewable_runs)
+from explorer.throttle import client_address
 from explorer.uploads import graph_of
 from workers.presence import gpu_status
-
-DEFAULT_DEVICES = ["h100"]
-PER_PAGE, MAX_PER_PAGE = 50, 200
-MAX_TAGS, MAX_TAG_LENGTH = 20, 50
 
 # The columns of export.csv: one row per device × strategy × kernel.
 CSV_COLUMNS = ("device", "strategy", "kernel", "kind", "nodes", "dram_bytes", "sol_us",
                "proj_us", "measured_us", "limiter", "occupancy", "waves", "block_size",
                "grid_size", "registers", "shared_bytes", "spill_bytes", "schedule")
+# The order an Allow header lists methods in.
+METHOD_ORDER = ("GET", "POST", "PUT", "PATCH", "DELETE")
 
 
 class ApiError(Exception):
@@ -65,15 +80,25 @@ class ApiError(Exception):
         return response
 
 
+# --- Who asks -----------------------------------------------------------------------------------
+
 # Requests that change nothing: all a read-only key may send, and no CSRF check needed.
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS", "TRACE")
 
 
-def _authenticate(request: HttpRequest) -> None:
-    """Set request.user from a bearer token, or keep the session's user (checking CSRF for an
-    unsafe method); ApiError 401 when neither names an active user."""
-    header = request.headers.get("Authorization", "")
-    if header:
+class Bearer:
+    """An API key in `Authorization: Bearer <key>`: its user, or ApiError 401 (403 for a
+    read-only key sending a change). No header: None, for the session to answer."""
+    openapi_security_schema = {
+        "type": "http", "scheme": "bearer",
+        "description": "An API key from the API keys page or `python manage.py "
+                       "create_api_token`: scope `read` (GET only) or `submit`, expiring or "
+                       "not."}
+
+    def __call__(self, request: HttpRequest):
+        header = request.headers.get("Authorization", "")
+        if not header:
+            return None
         scheme, _, key = header.partition(" ")
         if scheme.lower() != "bearer" or not key.strip():
             raise ApiError(401, "the Authorization header must be 'Bearer <API key>'")
@@ -84,40 +109,218 @@ def _authenticate(request: HttpRequest) -> None:
             raise ApiError(403, "this API key is read-only (scope 'read'); make a key with "
                                 "scope 'submit' on the API keys page to change anything")
         request.user = token.user
-        return
-    if not request.user.is_authenticated:
-        raise ApiError(401, "authentication required: send 'Authorization: Bearer <API key>' "
-                            "(see docs/api.md) or log in")
-    if request.method not in SAFE_METHODS:
-        rejected = CsrfViewMiddleware(lambda request: None).process_view(request, None, (), {})
-        if rejected is not None:
-            raise ApiError(403, "CSRF check failed: send the CSRF token with a session, or use "
-                                "an API key")
+        request.api_token_id = token.pk
+        return token.user
 
 
-def api_view(*methods: str, public: bool = False, anonymous: bool = False):
-    """Allow only these methods, authenticate (unless public) and turn ApiError into JSON.
-    `anonymous`: a request with no credentials at all goes on as the anonymous user, who sees
-    public runs only (as the run page does for them); credentials given are still checked."""
-    def decorator(view):
-        @csrf_exempt  # checked in _authenticate for session-authenticated requests only
-        @wraps(view)
-        def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-            try:
-                if request.method not in methods:
-                    error = ApiError(405, f"method {request.method} not allowed here")
-                    response = error.response()
-                    response["Allow"] = ", ".join(methods)
-                    return response
-                credentials = "Authorization" in request.headers \
-                    or request.user.is_authenticated
-                if not public and (credentials or not anonymous):
-                    _authenticate(request)
-                return view(request, *args, **kwargs)
-            except ApiError as error:
-                return error.response()
-        return wrapper
-    return decorator
+class Session:
+    """The browser's login session (checking the CSRF token of a change); with no session,
+    ApiError 401, or the anonymous user where `anonymous` operations let them in (they see
+    public runs only, as the run page shows them)."""
+    openapi_security_schema = {
+        "type": "apiKey", "in": "cookie", "name": settings.SESSION_COOKIE_NAME,
+        "description": "The browser's login session (POST needs the CSRF token too)."}
+
+    def __init__(self, anonymous: bool = False):
+        self.anonymous = anonymous
+
+    def __call__(self, request: HttpRequest):
+        if not request.user.is_authenticated:
+            if self.anonymous:
+                return request.user
+            raise ApiError(401, "authentication required: send 'Authorization: Bearer <API "
+                                "key>' (see docs/api.md) or log in")
+        if request.method not in SAFE_METHODS:
+            rejected = CsrfViewMiddleware(lambda request: None).process_view(
+                request, None, (), {})
+            if rejected is not None:
+                raise ApiError(403, "CSRF check failed: send the CSRF token with a session, or "
+                                    "use an API key")
+        return request.user
+
+
+class RateLimit(BaseThrottle):
+    """At most settings.API_RATE_LIMIT requests per API_RATE_WINDOW_S seconds (0: no limit)
+    from each API key, else each logged-in user, else each address: counted in fixed windows
+    in the "api-rate" cache (an add and an increment per request)."""
+
+    def allow_request(self, request: HttpRequest) -> bool:
+        limit, window = settings.API_RATE_LIMIT, settings.API_RATE_WINDOW_S
+        if not limit:
+            return True
+        key = f"{self._asker(request)}:{int(time.time() // window)}"
+        counts = caches["api-rate"]
+        counts.add(key, 0, window + 1)
+        try:
+            count = counts.incr(key)
+        except ValueError:      # gone between the two (culled): this request starts it again
+            counts.set(key, count := 1, window + 1)
+        return count <= limit
+
+    def wait(self) -> float:
+        """Seconds until the window ends (windows start at multiples of its length)."""
+        window = settings.API_RATE_WINDOW_S
+        return window - time.time() % window
+
+    @staticmethod
+    def _asker(request: HttpRequest) -> str:
+        token = getattr(request, "api_token_id", None)
+        if token is not None:
+            return f"key:{token}"
+        if request.user.is_authenticated:
+            return f"user:{request.user.pk}"
+        return f"address:{client_address(request)}"
+
+
+# --- The API and its errors ---------------------------------------------------------------------
+
+class FusionApi(NinjaAPI):
+    def validation_error_from_error_contexts(self, error_contexts) -> ValidationError:
+        """The parameters' validation errors as pydantic gives them (with the input, which
+        `describe` quotes), without ninja's location prefix (query, path)."""
+        return ValidationError([error for context in error_contexts for error
+                                in context.pydantic_validation_error.errors(include_url=False)])
+
+
+api = FusionApi(
+    title="Fusion Explorer API", version="1", openapi_url=None, docs_url=None,
+    description="Submit a computation graph, poll its run, fetch the fusion plans, kernels "
+                "and timings, export them. See docs/api.md.",
+    auth=[Bearer(), Session()], throttle=[RateLimit()])
+# Operations anyone may call: with credentials they are checked, without they see public runs.
+ANYONE = [Bearer(), Session(anonymous=True)]
+
+# How `describe` words pydantic's error types (the rest keep pydantic's own message, or ours).
+PHRASES = {
+    "missing": "is required", "string_type": "must be a string",
+    "string_unicode": "must be Unicode text: it holds a lone surrogate (\\ud800-\\udfff), "
+                      "which no encoding can store",
+    "int_parsing": "must be a whole number", "int_type": "must be a whole number",
+    "int_from_float": "must be a whole number", "model_type": "must be a JSON object",
+    "model_attributes_type": "must be a JSON object", "dict_type": "must be a JSON object",
+    "list_type": "must be a list",
+}
+CHOICE = re.compile(r"'([^']*)'")
+# Error types whose message ends with the value refused.
+QUOTED = {"literal_error", "enum", "int_parsing", "int_type", "int_from_float", "string_type",
+          "greater_than_equal", "less_than_equal", "team_reference"}
+
+
+def describe(errors: list[dict]) -> str:
+    """One sentence per field a request got wrong, naming it (`devices[1]`) and what is wrong
+    with it (`must be one of a100, h100, not 'tpu'`); one error per field, the first."""
+    sentences, fields = [], set()
+    for error in errors:
+        location = [part for part in error["loc"] if part not in ("query", "path", "body")]
+        field = str(location[0]) if location else "the request body"
+        if field in fields:
+            continue
+        fields.add(field)
+        if error["type"] == "nul_character":
+            sentences.append(f"a NUL character in {field}")
+            continue
+        where = field + "".join(f"[{part}]" if isinstance(part, int) else "" for part in
+                                location[1:])
+        sentences.append(f"{where} {_problem(error)}")
+    return "; ".join(sentences)
+
+
+def _problem(error: dict) -> str:
+    kind, context = error["type"], error.get("ctx") or {}
+    if kind in ("literal_error", "enum"):   # expected: "'graph' or 'stream'"
+        problem = f"must be one of {', '.join(re.findall(CHOICE, context['expected']))}"
+    elif kind in ("string_too_long", "too_long"):
+        unit = "characters" if kind == "string_too_long" else "items"
+        problem = f"must hold at most {context['max_length']} {unit}"
+    elif kind in ("string_too_short", "too_short"):
+        problem = "must not be empty"
+    elif kind == "greater_than_equal":
+        problem = f"must be at least {context['ge']}"
+    elif kind == "less_than_equal":
+        problem = f"must be at most {context['le']}"
+    else:
+        problem = PHRASES.get(kind, error["msg"])
+    if kind in QUOTED:
+        shown = repr(error.get("input"))
+        problem += f", not {shown if len(shown) <= 60 else shown[:57] + '...'}"
+    return problem
+
+
+def _handlers() -> None:
+    def invalid(request, error: ValidationError) -> HttpResponse:
+        return ApiError(400, describe(error.errors)).response()
+
+    def throttled(request, error: Throttled) -> HttpResponse:
+        window, wait = settings.API_RATE_WINDOW_S, math.ceil(error.wait or 1)
+        return ApiError(429, f"too many requests: at most {settings.API_RATE_LIMIT} in "
+                             f"{window} s per API key (per user or address without one; "
+                             f"API_RATE_LIMIT); retry in {wait} s").response()
+
+    def unexpected(request, error: Exception) -> HttpResponse:
+        raise error     # explorer/middleware.py logs it and answers a JSON 500
+
+    api.add_exception_handler(ApiError, lambda request, error: error.response())
+    api.add_exception_handler(ValidationError, invalid)
+    api.add_exception_handler(Throttled, throttled)
+    api.add_exception_handler(AuthenticationError, lambda request, error: ApiError(
+        401, "authentication required").response())
+    api.add_exception_handler(Exception, unexpected)
+
+
+_handlers()
+
+
+def answers(*entries: tuple, public: bool = False, **more) -> dict:
+    """An operation's `response` models and their descriptions (in its `openapi_extra`), from
+    (status, model or None, description) triples; every operation may also answer 429, and
+    401 unless it is `public` (`more`: other arguments of the operation)."""
+    entries = (*entries, TOO_MANY) if public else (*entries, UNAUTHORIZED, TOO_MANY)
+    extra = more.pop("openapi_extra", {})
+    return {"response": {status: model for status, model, _ in entries},
+            "openapi_extra": {**extra, "responses": {
+                status: {"description": description} for status, _, description in entries}},
+            **more}
+
+
+UNAUTHORIZED = (401, schemas.Error, "No session and no valid `Authorization: Bearer <key>`.")
+TOO_MANY = (429, schemas.Error, "Past the rate limit: Retry-After says in how many seconds "
+                                "to ask again.")
+NOT_FOUND = (404, schemas.Error, "No such run, or one the caller may not see (the two read "
+                                 "alike).")
+NOT_OWNER = (403, schemas.Error, "A run the caller may see but does not own, or a read-only "
+                                 "key.")
+NOT_DONE = (409, schemas.NotDone, "The run is not done: still queued or running, or failed "
+                                  "(then `error` names the stage and the message).")
+NO_CSRF = (403, schemas.Error, "A session-authenticated request without the CSRF token, or a "
+                               "read-only key.")
+# Operations open to anonymous callers say so: no security is one of their options.
+OPEN = {"security": [{}]}
+
+
+def routes() -> list[URLPattern]:
+    """The API's routes, one per path (ninja makes one per operation, all alike), named as
+    the operations' url_name says; a method the path does not take is a JSON 405 whose Allow
+    lists those it does."""
+    patterns, routes = [], set()
+    for pattern in api.urls[0]:
+        route = str(pattern.pattern)
+        if route and route not in routes:
+            routes.add(route)
+            patterns.append(path(route, _json_405(pattern.callback), name=pattern.name))
+    return patterns
+
+
+def _json_405(view):
+    @csrf_exempt   # each operation checks it for session-authenticated requests (Session)
+    def endpoint(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        response = view(request, *args, **kwargs)
+        if response.status_code != 405 or "Allow" not in response:
+            return response
+        allowed = [method.strip() for method in response["Allow"].split(",")]
+        answer = ApiError(405, f"method {request.method} not allowed here").response()
+        answer["Allow"] = ", ".join(sorted(allowed, key=METHOD_ORDER.index))
+        return answer
+    return endpoint
 
 
 def _viewable_run(request: HttpRequest, run_id: str) -> Run:
@@ -172,28 +375,27 @@ def _done_run(request: HttpRequest, run_id: str) -> Run:
 
 # --- Submitting and listing ---------------------------------------------------------------------
 
-@api_view("GET", "POST")
-def runs(request: HttpRequest) -> JsonResponse:
-    """GET: the runs the caller can view, newest first, paginated and filtered.
-    POST: submit a graph (multipart or JSON)."""
-    if request.method == "POST":
-        return _submit(request)
+@api.get("/runs", url_name="api-runs", operation_id="listRuns",
+         summary="The runs the caller can view, newest first.", **answers(
+             (200, schemas.RunList, "One page of runs."),
+             (400, schemas.Error, "A bad page, per_page or filter."),
+             (404, schemas.Error, "No such page.")))
+def runs(request: HttpRequest, filters: Query[schemas.RunListQuery]) -> JsonResponse:
+    """Filtered by device, tag and text, `per_page` at a time; `next` and `previous` are the
+    URLs of the pages around this one."""
     found = viewable_runs(request.user)
-    query = request.GET.get("q", "").strip()
+    query = filters.q.strip()
     if query:
         found = found.filter(Q(name__icontains=query) | Q(filename__icontains=query))
-    wanted = {field: request.GET[key] for key, field in (("device", "devices"), ("tag", "tags"))
-              if request.GET.get(key)}
+    wanted = {field: value for field, value in (("devices", filters.device),
+                                                ("tags", filters.tag)) if value}
     if wanted:
         found = holding(found, wanted)
-    per_page = _positive_int(request, "per_page", PER_PAGE)
-    if per_page > MAX_PER_PAGE:
-        raise ApiError(400, f"per_page is at most {MAX_PER_PAGE}")
     # The page's runs alone are read whole (with their owners and teams): one query for the
     # count, one for the page.
-    paginator = Paginator(found.select_related("owner", "team"), per_page)
+    paginator = Paginator(found.select_related("owner", "team"), filters.per_page)
     try:
-        page = paginator.page(_positive_int(request, "page", 1))
+        page = paginator.page(filters.page)
     except EmptyPage:
         raise ApiError(404, f"no such page: there are {paginator.num_pages}")
 
@@ -204,53 +406,51 @@ def runs(request: HttpRequest) -> JsonResponse:
 
     return JsonResponse({
         "count": paginator.count, "page": page.number, "pages": paginator.num_pages,
-        "per_page": per_page,
+        "per_page": filters.per_page,
         "next": page_url(page.next_page_number()) if page.has_next() else None,
         "previous": page_url(page.previous_page_number()) if page.has_previous() else None,
         "results": [_summary(request, run) for run in page],
     })
 
 
-def _positive_int(request: HttpRequest, name: str, default: int) -> int:
-    value = request.GET.get(name, str(default))
-    if not value.isdigit() or int(value) < 1:
-        raise ApiError(400, f"{name} must be a positive integer, not {value!r}")
-    return int(value)
+SUBMISSION_BODY = {"requestBody": {"required": True, "content": {
+    "application/json": {"schema": schemas.JsonSubmission.model_json_schema()},
+    "multipart/form-data": {"schema": schemas.MultipartSubmission.model_json_schema()}}}}
 
 
-def _submit(request: HttpRequest) -> JsonResponse:
+@api.post("/runs", url_name="api-runs", operation_id="submitRun",
+          summary="Submit a graph; its compile job is queued.", **answers(
+              (201, schemas.Submitted, "A new run, queued."),
+              (200, schemas.Submitted, "The same graph and options were submitted before: the "
+                                       "existing run."),
+              (400, schemas.Error, "A graph that does not import (the message names "
+                                   "file:line:col) or a bad field (the message names it)."),
+              NO_CSRF,
+              (413, schemas.Error, "A body or file past the size limits (the message names "
+                                   "the limit and its setting)."),
+              (415, schemas.Error, "Neither multipart/form-data nor application/json."),
+              openapi_extra=SUBMISSION_BODY))
+def submit_run(request: HttpRequest) -> JsonResponse:
+    """As JSON with the graph as text, or as multipart with the file. Every field is checked
+    before anything is stored."""
     if request.content_type == "application/json":
-        fields, data, filename = _json_submission(request)
+        fields = _json_submission(request)
+        data, filename = fields.text.encode(), fields.filename
     elif request.content_type == "multipart/form-data":
         fields, data, filename = _multipart_submission(request)
     else:
         raise ApiError(415, "send the graph as multipart/form-data (a 'file' field) or as "
                             "application/json ({\"filename\": ..., \"text\": ...})")
-    holding_nul = sorted(key for key, value in {**fields, "filename": filename}.items()
-                         if key != "text" and _holds_nul(value))
-    if holding_nul:    # PostgreSQL would refuse to store or even look one up
-        raise ApiError(400, f"a NUL character in {', '.join(holding_nul)}")
-    devices = _string_list(fields.get("devices"), "devices") or DEFAULT_DEVICES
-    strategies = _string_list(fields.get("strategies"), "strategies") or list(STRATEGIES)
-    runtime = fields.get("runtime") or DEFAULT_RUNTIME
-    if runtime not in RUNTIMES:
-        raise ApiError(400, f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
-    tags = _string_list(fields.get("tags"), "tags")
-    if len(tags) > MAX_TAGS or any(len(tag) > MAX_TAG_LENGTH for tag in tags):
-        raise ApiError(400, f"at most {MAX_TAGS} tags of at most {MAX_TAG_LENGTH} characters")
-    name = fields.get("name") or ""
-    if not isinstance(name, str) or len(name) > 200:
-        raise ApiError(400, "name must be a string of at most 200 characters")
-    visibility = fields.get("visibility") or Run.PRIVATE
-    if visibility not in dict(Run.VISIBILITIES):
-        raise ApiError(400, f"visibility must be one of {', '.join(dict(Run.VISIBILITIES))}")
-    team = _team(request, fields.get("team"))
-    if visibility == Run.TEAM and team is None:
+    team = _team(request, fields.team)
+    if fields.visibility == Run.TEAM and team is None:
         raise ApiError(400, "a run shared with a team needs the team")
+    name, tags, visibility = fields.name, fields.tags, fields.visibility
     try:
-        run, created = submit(request.user, data, filename, devices=devices,
-                              strategies=strategies, name=name, tags=tags,
-                              visibility=visibility, team=team, runtime=runtime)
+        run, created = submit(request.user, data, filename,
+                              devices=fields.devices or schemas.DEFAULT_DEVICES,
+                              strategies=fields.strategies or list(schemas.STRATEGIES),
+                              name=name, tags=tags, visibility=visibility, team=team,
+                              runtime=fields.runtime)
     except LimitError as error:      # the file is past a configured limit: too large
         raise ApiError(413, str(error))
     except InputError as error:
@@ -268,7 +468,14 @@ def _submit(request: HttpRequest) -> JsonResponse:
     return JsonResponse(body, status=201 if created else 200)
 
 
-def _json_submission(request: HttpRequest) -> tuple[dict, bytes, str]:
+def _validated(model, fields: dict):
+    try:
+        return model.model_validate(fields)
+    except InvalidFields as error:
+        raise ApiError(400, describe(error.errors(include_url=False))) from None
+
+
+def _json_submission(request: HttpRequest) -> schemas.JsonSubmission:
     try:
         body = request.body
     except RequestDataTooBig:
@@ -280,61 +487,60 @@ def _json_submission(request: HttpRequest) -> tuple[dict, bytes, str]:
                             f"(FUSION_EXPLORER_MAX_INPUT_BYTES)") from None
     try:
         fields = json.loads(body)
+    except RecursionError:
+        raise ApiError(400, "the request body nests arrays or objects too deeply to be read; "
+                            "a submission's fields nest two levels at most") from None
     except (UnicodeDecodeError, ValueError) as error:
-        raise ApiError(400, f"the request body is not valid JSON: {error}")
+        raise ApiError(400, f"the request body is not valid JSON: {error}") from None
     if not isinstance(fields, dict):
-        raise ApiError(400, "the request body must be a JSON object")
-    filename, text = fields.get("filename"), fields.get("text")
-    if not isinstance(filename, str) or not filename or not isinstance(text, str):
-        raise ApiError(400, "give the graph as \"filename\" (its suffix picks the format: "
-                            ".hlo, .json) and \"text\"")
-    return fields, text.encode(), filename
+        raise ApiError(400, "the request body must be a JSON object: {\"filename\": ..., "
+                            "\"text\": ...}")
+    return _validated(schemas.JsonSubmission, fields)
 
 
-def _multipart_submission(request: HttpRequest) -> tuple[dict, StagedFile, str]:
+def _multipart_submission(request: HttpRequest) -> tuple[schemas.Submission, StagedFile, str]:
     """The fields and the graph of a multipart submission: one 'file', or several (an ONNX
     model with its external data files; or one .zip of them: explorer/uploads.py), each
     streamed to disk by the upload handler (explorer/graph_store.py), never held whole."""
-    uploads = request.FILES.getlist("file")
+    try:
+        uploads = request.FILES.getlist("file")
+    except RequestDataTooBig:
+        raise ApiError(413, f"the form fields beside the file may hold at most "
+                            f"{settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes "
+                            f"(DATA_UPLOAD_MAX_MEMORY_SIZE)") from None
+    except (MultiPartParserError, SuspiciousOperation) as error:
+        raise ApiError(400, f"the multipart/form-data body cannot be read ({error}): send it "
+                            f"with its boundary in the Content-Type header, as curl -F "
+                            f"does") from None
+    fields = {key: request.POST[key] for key in ("name", "visibility", "team", "runtime")
+              if request.POST.get(key)}
+    for key in ("devices", "strategies", "tags"):
+        # Repeated fields or one comma-separated field: devices=a100&devices=h100, a100,h100.
+        fields[key] = [item.strip() for value in request.POST.getlist(key)
+                       for item in value.split(",") if item.strip()]
     if not uploads:
         raise ApiError(400, "give the graph as the multipart field 'file'")
+    options = _validated(schemas.Submission, fields)
     try:
         data, filename = graph_of(uploads)
     except LimitError as error:
         raise ApiError(413, str(error))
     except InputError as error:
         raise ApiError(400, str(error))
-    fields = {key: request.POST.get(key) for key in ("name", "visibility", "team", "runtime")}
-    for key in ("devices", "strategies", "tags"):
-        # Repeated fields or one comma-separated field: devices=a100&devices=h100, a100,h100.
-        fields[key] = [item.strip() for value in request.POST.getlist(key)
-                       for item in value.split(",") if item.strip()]
-    return fields, data, filename
+    return options, data, filename
 
 
-def _holds_nul(value) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    return isinstance(value, list) and any(_holds_nul(item) for item in value)
-
-
-def _string_list(value, name: str) -> list[str]:
-    if value is None:
-        return []
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise ApiError(400, f"{name} must be a list of strings")
-    return value
-
-
-def _team(request: HttpRequest, value) -> Team | None:
+def _team(request: HttpRequest, value: str | int | None) -> Team | None:
     """The team named (by name or id) in a submission, which the caller must belong to."""
     if value in (None, ""):
         return None
     teams = Team.objects.filter(memberships__user=request.user)
-    if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
-        team = teams.filter(pk=int(value)).first()
-    else:
-        team = teams.filter(name=str(value)).first()
+    number = value if isinstance(value, int) \
+        else int(value) if value.isdecimal() and len(value) <= 18 else None
+    if number is None:
+        team = teams.filter(name=value).first()
+    else:       # an id no row can have is no team (and never reaches the database)
+        team = teams.filter(pk=number).first() if 0 < number < 2 ** 63 else None
     if team is None:
         raise ApiError(400, f"you are not a member of a team {value!r}")
     return team
@@ -342,19 +548,36 @@ def _team(request: HttpRequest, value) -> Team | None:
 
 # --- One run -------------------------------------------------------------------------------------
 
-@api_view("GET", "DELETE")
-def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
-    """The run's metadata; DELETE: its owner deletes it (204), with its kernels,
-    measurements and, unless another run shares it, its graph's bytes."""
+RUN = "/runs/{str:run_id}"
+
+
+@api.get(RUN, url_name="api-run", operation_id="getRun",
+         summary="A run's metadata and progress.",
+         **answers((200, schemas.Run, "The run."), NOT_FOUND))
+def run_detail(request: HttpRequest, run_id: str) -> JsonResponse:
+    """Its owner, team, visibility, tags, devices, strategies, compiler version, dates and
+    links, with its status under `progress`."""
+    return JsonResponse(_detail(request, _viewable_run(request, run_id)))
+
+
+@api.delete(RUN, operation_id="deleteRun",
+            summary="Delete a run (its owner only), with its kernels and measurements; its "
+                    "permanent link stops working for everyone.",
+            **answers((204, None, "Deleted."), NOT_OWNER, NOT_FOUND))
+def delete_run(request: HttpRequest, run_id: str) -> HttpResponse:
+    """Its graph's file goes too, unless another run shares it."""
     run = _viewable_run(request, run_id)
-    if request.method == "DELETE":
-        _owner_only(request, run, "delete it")
-        run.delete_with_graph()
-        return HttpResponse(status=204)
-    return JsonResponse(_detail(request, run))
+    _owner_only(request, run, "delete it")
+    run.delete_with_graph()
+    return HttpResponse(status=204)
 
 
-@api_view("POST")
+@api.post(f"{RUN}/retry", url_name="api-run-retry", operation_id="retryRun",
+          summary="Queue a failed run's compile again (its owner only), from the start.",
+          **answers((202, schemas.Retried, "Queued again: the run's new status, with its "
+                                           "links."),
+                    NOT_OWNER, NOT_FOUND,
+                    (409, schemas.Error, "The run is not failed (queued, running or done).")))
 def run_retry(request: HttpRequest, run_id: str) -> JsonResponse:
     """Its owner queues a failed run's compile again (202 with the new status); 409 when the
     run is not failed."""
@@ -372,12 +595,18 @@ def _owner_only(request: HttpRequest, run: Run, action: str) -> None:
         raise ApiError(403, f"only the run's owner can {action}")
 
 
-@api_view("GET")
+@api.get(f"{RUN}/status", url_name="api-run-status", operation_id="getRunStatus",
+         summary="A run's status and progress; poll it until status is done or failed.",
+         **answers((200, schemas.Status, "The status."), NOT_FOUND))
 def run_status(request: HttpRequest, run_id: str) -> JsonResponse:
+    """`stage` is the stage running now, `stages` every stage with its state and seconds."""
     return JsonResponse(_viewable_run(request, run_id).status_dict())
 
 
-@api_view("GET")
+@api.get(f"{RUN}/results", url_name="api-run-results", operation_id="getRunResults",
+         summary="A done run's artifact: per device, the output of `python -m compiler codegen "
+                 "--json`.",
+         **answers((200, schemas.Results, "The artifact."), NOT_FOUND, NOT_DONE))
 def run_results(request: HttpRequest, run_id: str) -> HttpResponse:
     """The artifact: per device, what `python -m compiler codegen --json` prints, with the
     newest finished measurement's timings in the measured fields. Serialised and gzipped once
@@ -422,21 +651,38 @@ def _measurement(request: HttpRequest, measurement: Measurement, full: bool = Fa
     return body
 
 
-@api_view("GET", "POST")
+@api.get(f"{RUN}/measurements", url_name="api-run-measurements",
+         operation_id="listRunMeasurements",
+         summary="The run's GPU measurements, newest first, and whether a GPU worker is "
+                 "online.",
+         **answers((200, schemas.MeasurementList, "The measurements."), NOT_FOUND, NOT_DONE))
 def run_measurements(request: HttpRequest, run_id: str) -> JsonResponse:
-    """GET: the run's measurements, newest first, and whether a GPU worker is online.
-    POST: ask for one (202); while one waits or runs, that one (200)."""
+    """Each measurement's status; its result is at its own URL."""
     run = _done_run(request, run_id)
-    if request.method == "POST":
-        measurement, created = request_measurement(run, request.user)
-        return JsonResponse(_measurement(request, measurement), status=202 if created else 200)
     gpu = gpu_status()
     return JsonResponse({"gpu_worker_online": gpu["online"], "gpu_workers": gpu["summary"],
                          "results": [_measurement(request, measurement) for measurement in
                                      run.measurements.defer("result")]})
 
 
-@api_view("GET")
+@api.post(f"{RUN}/measurements", operation_id="measureRun",
+          summary="Ask a GPU worker to measure the run: the job waits in the gpu queue until "
+                  "one takes it.",
+          **answers((202, schemas.Measurement, "A new measurement, queued."),
+                    (200, schemas.Measurement, "One was already queued or running: that one."),
+                    NO_CSRF, NOT_FOUND, NOT_DONE))
+def measure_run(request: HttpRequest, run_id: str) -> JsonResponse:
+    """While a measurement of the run waits or runs, asking again answers that one."""
+    run = _done_run(request, run_id)
+    measurement, created = request_measurement(run, request.user)
+    return JsonResponse(_measurement(request, measurement), status=202 if created else 200)
+
+
+@api.get(f"{RUN}/measurements/{{int:measurement_id}}", url_name="api-run-measurement",
+         operation_id="getRunMeasurement", summary="One measurement, with its result once done.",
+         **answers((200, schemas.Measurement, "The measurement."),
+                   (404, schemas.Error, "No such run or measurement (or not the caller's to "
+                                        "see).")))
 def run_measurement(request: HttpRequest, run_id: str, measurement_id: int) -> JsonResponse:
     """One measurement with its result (compiler.measure's MEASUREMENTS) once done."""
     run = _viewable_run(request, run_id)
@@ -446,7 +692,12 @@ def run_measurement(request: HttpRequest, run_id: str, measurement_id: int) -> J
     return JsonResponse(_measurement(request, measurement, full=True))
 
 
-@api_view("GET")
+@api.get(f"{RUN}/kernels/{{str:device}}/{{str:strategy}}/{{str:kernel}}",
+         url_name="api-run-kernel", operation_id="getRunKernel",
+         summary="One kernel: its artifact entry, CUDA source, PTX and line → node map.",
+         **answers((200, schemas.KernelDetail, "The kernel."),
+                   (404, schemas.Error, "No such run (or not the caller's to see), or no such "
+                                        "kernel in it."), NOT_DONE))
 def run_kernel(request: HttpRequest, run_id: str, device: str, strategy: str,
                kernel: str) -> JsonResponse:
     """One kernel's entry in the artifact, with its CUDA source, PTX and line → node map."""
@@ -467,16 +718,26 @@ def run_kernel(request: HttpRequest, run_id: str, device: str, strategy: str,
     })
 
 
-@api_view("GET", anonymous=True)   # the run page's fusion view, for anyone who may see it
-def run_graph(request: HttpRequest, run_id: str) -> JsonResponse:
+# The run page's fusion view reads it, for anyone who may see the run.
+@api.get(f"{RUN}/graph", url_name="api-run-graph", operation_id="getRunGraph", auth=ANYONE,
+         summary="The uploaded graph with one plan's kernels on it: every node with the kernel "
+                 "that computes it, the edges, which edges go through memory, the kernels' "
+                 "figures.",
+         **answers((200, schemas.FusionGraph, "The graph."),
+                   (400, schemas.Error, "A device or strategy the run does not have (the "
+                                        "message lists them)."),
+                   NOT_FOUND, NOT_DONE,
+                   (422, schemas.Error, "The run's plan does not match its upload."),
+                   openapi_extra=OPEN))
+def run_graph(request: HttpRequest, run_id: str,
+              plan: Query[schemas.PlanQuery]) -> JsonResponse:
     """The uploaded graph with one plan's kernels on it (compiler/fusion/graph_view.py):
     `?device=D&strategy=S`, by default the run's first device and its fastest plan (the
     lowest projected total)."""
     run = _done_run(request, run_id)
     artifact, measurement = _measured_artifact(run)
     try:
-        device, strategy = plan_choice(artifact, request.GET.get("device"),
-                                       request.GET.get("strategy"))
+        device, strategy = plan_choice(artifact, plan.device, plan.strategy)
     except PlanUnavailable as error:
         raise ApiError(400, str(error)) from None
     try:
@@ -493,7 +754,11 @@ def _attachment(response: HttpResponse, run: Run, suffix: str) -> HttpResponse:
     return response
 
 
-@api_view("GET", anonymous=True)
+@api.get(f"{RUN}/export.json", url_name="api-run-export-json", operation_id="exportRunJson",
+         auth=ANYONE, summary="Download the run (metadata, artifact and kernel sources) as one "
+                              "JSON file.",
+         **answers((200, schemas.Export, "An attachment (Content-Disposition)."), NOT_FOUND,
+                   NOT_DONE, openapi_extra=OPEN))
 def run_export_json(request: HttpRequest, run_id: str) -> HttpResponse:
     """The run's metadata and its whole artifact, kernel sources included (compile_graph's
     output as it was). Built once per run and metadata (a rename makes a new one): the
@@ -515,7 +780,16 @@ def export_artifact(run: Run) -> dict:
     return {**run.artifact, "sources": sources}
 
 
-@api_view("GET", anonymous=True)
+CSV_ANSWER = {"responses": {200: {"content": {"text/csv": {"schema": {"type": "string"}}}}}}
+
+
+@api.get(f"{RUN}/export.csv", url_name="api-run-export-csv", operation_id="exportRunCsv",
+         auth=ANYONE, summary="Download the run's kernels as CSV, one row per device × "
+                              "strategy × kernel.",
+         **answers((200, None, f"An attachment (Content-Disposition) with the header row "
+                               f"{', '.join(CSV_COLUMNS)}; empty cells for fields not "
+                               f"produced."),
+                   NOT_FOUND, NOT_DONE, openapi_extra={**OPEN, **CSV_ANSWER}))
 def run_export_csv(request: HttpRequest, run_id: str) -> HttpResponse:
     """One row per device × strategy × kernel (CSV_COLUMNS); empty cells for null fields.
     Built once per run and measurement."""
@@ -547,7 +821,11 @@ def csv_rows(artifact: dict) -> list[tuple]:
     return rows
 
 
-@api_view("GET")
+@api.get("/cost-models", url_name="api-cost-models", operation_id="listCostModels",
+         summary="The learned cost models per device, newest first: which one the compiler "
+                 "uses, why the others are not used, and each one's held-out evaluation next "
+                 "to SOL and projected.",
+         **answers((200, schemas.CostModels, "The models.")))
 def cost_models(request: HttpRequest) -> JsonResponse:
     """The learned cost models of LEARNED_MODEL_DIR and the shipped ones per device, newest
     first, with the one the compiler uses and each model's held-out evaluation (what
@@ -573,6 +851,21 @@ def _cost_model(status) -> dict:
                                                 "readouts", "readout_winner")}}
 
 
-@api_view("GET", public=True)
+@api.get("/openapi.json", url_name="api-openapi", operation_id="getOpenApi", auth=None,
+         summary="This document.",
+         **answers((200, dict, "The OpenAPI description."), public=True))
 def openapi(request: HttpRequest) -> JsonResponse:
+    """Made from the operations' declarations in this module."""
     return JsonResponse(schema(request.build_absolute_uri("/api/v1")))
+
+
+def schema(server_url: str) -> dict:
+    """The OpenAPI document, with this server's /api/v1 URL as its server."""
+    document = deepcopy(_document())
+    document["servers"] = [{"url": server_url}]
+    return document
+
+
+@cache
+def _document() -> dict:
+    return json.loads(json.dumps(api.get_openapi_schema(path_prefix="")))

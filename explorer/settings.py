@@ -215,7 +215,19 @@ CACHES = {
         "LOCATION": "pages",
         "OPTIONS": {"MAX_ENTRIES": env_int("PAGE_CACHE_ENTRIES", default=1000, minimum=1)},
     },
+    # The API's request counts (explorer/api.py RateLimit): one small entry per caller and
+    # window, apart from the documents above so that neither pushes the other out.
+    "api-rate": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": "api-rate",
+        "OPTIONS": {"MAX_ENTRIES": 10_000},
+    },
 }
+# The API's rate limit (explorer/api.py): each API key, else each logged-in user, else each
+# address, may send API_RATE_LIMIT requests per API_RATE_WINDOW_S seconds (0: no limit); past
+# that the answer is 429 with Retry-After. Counted per web process.
+API_RATE_LIMIT = env_int("API_RATE_LIMIT", default=1200, minimum=0)
+API_RATE_WINDOW_S = env_int("API_RATE_WINDOW_S", default=60, minimum=1)
 
 # Celery reads every CELERY_* setting here (workers/celery.py uses namespace="CELERY").
 REDIS_URL = env_str("REDIS_URL", default="redis://127.0.0.1:6379/0")
