@@ -178,8 +178,13 @@ class FusionApi(NinjaAPI):
     def validation_error_from_error_contexts(self, error_contexts) -> ValidationError:
         """The parameters' validation errors as pydantic gives them (with the input, which
         `describe` quotes), without ninja's location prefix (query, path)."""
-        return ValidationError([error for context in error_contexts for error
-                                in context.pydantic_validation_error.errors(include_url=False)])
+        errors = []
+        for context in error_contexts:
+            # A model's fields are parameters of their own: `page`, not `filters.page`.
+            names = getattr(context.model, "__ninja_flatten_map_reverse__", {})
+            for error in context.pydantic_validation_error.errors(include_url=False):
+                errors.append({**error, "loc": names.get(error["loc"], error["loc"])})
+        return ValidationError(errors)
 
 
 api = FusionApi(
@@ -241,7 +246,8 @@ def _problem(error: dict) -> str:
     else:
         problem = PHRASES.get(kind, error["msg"])
     if kind in QUOTED:
-        shown = repr(error.get("input"))
+        value = error.get("input")
+        shown = str(value) if kind in ("greater_than_equal", "less_than_equal") else repr(value)
         problem += f", not {shown if len(shown) <= 60 else shown[:57] + '...'}"
     return problem
 

@@ -46,6 +46,14 @@ def _without_nul(value: str) -> str:
     return value
 
 
+def _encodable(value: str) -> str:
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        raise PydanticCustomError("string_unicode", "holds a lone surrogate") from None
+    return value
+
+
 def _file_name(value: str) -> str:
     try:
         return upload_file_name(value)
@@ -57,7 +65,7 @@ def _team_reference(value: Any) -> str | int | None:
     if value is None or (isinstance(value, int) and not isinstance(value, bool)):
         return value
     if isinstance(value, str):
-        return _without_nul(value)
+        return _without_nul(_encodable(value))
     raise PydanticCustomError("team_reference", "must be one of your teams' names (a string) "
                                                 "or ids (a whole number)")
 
@@ -69,9 +77,10 @@ def _list_of_strings(value: Any) -> Any:
 
 
 def text_field(max_length: int | None = None, **more) -> Any:
-    """A string field: no NUL character, at most `max_length` characters."""
-    return Annotated[str, StringConstraints(max_length=max_length), AfterValidator(_without_nul),
-                     Field(**more)]
+    """A string field: storable (no lone surrogate, no NUL character), at most `max_length`
+    characters."""
+    return Annotated[str, StringConstraints(max_length=max_length), AfterValidator(_encodable),
+                     AfterValidator(_without_nul), Field(**more)]
 
 
 def string_list(item: Any, **more) -> Any:
@@ -107,7 +116,7 @@ class JsonSubmission(Submission):
         description=f"Its suffix picks the format (.hlo, .mlir, .json). Its directories are "
                     f"dropped, characters that do not print too, and a name past "
                     f"{MAX_FILE_NAME} characters is shortened before its suffixes.")]
-    text: str = Field(description="The graph's text.")
+    text: Annotated[str, AfterValidator(_encodable)] = Field(description="The graph's text.")
 
 
 class MultipartSubmission(Submission):
