@@ -37,21 +37,23 @@ class AccessTestCase(TestCase):
 
     @classmethod
     def make_run(cls, run_id="r" * 22, visibility=Run.PRIVATE, status=Run.QUEUED,
-                 **fields) -> Run:
+                 owner: User | None = None, **fields) -> Run:
         team = cls.team if visibility == Run.TEAM else None
         return Run.objects.create(
-            id=run_id, owner=cls.owner, team=team, visibility=visibility, status=status,
+            id=run_id, owner=owner or cls.owner, team=team, visibility=visibility, status=status,
             filename=SOFTMAX.name, graph_bytes=SOFTMAX.read_bytes(), devices=DEVICES,
             strategies=STRATEGIES, compiler_version="test", **fields)
 
     @classmethod
     def make_done_run(cls, run_id="d" * 22, visibility=Run.PRIVATE,
-                      artifact: dict | None = None) -> Run:
+                      artifact: dict | None = None, owner: User | None = None) -> Run:
         """A finished run of softmax.hlo on two devices, with its kernels' sources; `artifact`:
-        an edited copy of softmax_artifact() to store instead."""
+        an edited copy of softmax_artifact() to store instead; `owner`: by default the
+        class's."""
         artifact = dict(artifact or softmax_artifact())
         sources = artifact.pop("sources")
-        run = cls.make_run(run_id, visibility, Run.DONE, artifact=artifact, name="softmax")
+        run = cls.make_run(run_id, visibility, Run.DONE, owner, artifact=artifact,
+                           name="softmax")
         KernelSource.objects.bulk_create(KernelSource.from_artifact(run.pk, key, source)
                                          for key, source in sources.items())
         return run
