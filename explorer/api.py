@@ -26,7 +26,6 @@ import json
 import math
 import re
 import time
-from copy import deepcopy
 from functools import cache
 
 from django.conf import settings
@@ -452,11 +451,9 @@ def submit_run(request: HttpRequest) -> JsonResponse:
         raise ApiError(400, "a run shared with a team needs the team")
     name, tags, visibility = fields.name, fields.tags, fields.visibility
     try:
-        run, created = submit(request.user, data, filename,
-                              devices=fields.devices or schemas.DEFAULT_DEVICES,
-                              strategies=fields.strategies or list(schemas.STRATEGIES),
-                              name=name, tags=tags, visibility=visibility, team=team,
-                              runtime=fields.runtime)
+        run, created = submit(request.user, data, filename, devices=fields.devices,
+                              strategies=fields.strategies, name=name, tags=tags,
+                              visibility=visibility, team=team, runtime=fields.runtime)
     except LimitError as error:      # the file is past a configured limit: too large
         raise ApiError(413, str(error))
     except InputError as error:
@@ -866,10 +863,9 @@ def openapi(request: HttpRequest) -> JsonResponse:
 
 
 def schema(server_url: str) -> dict:
-    """The OpenAPI document, with this server's /api/v1 URL as its server."""
-    document = deepcopy(_document())
-    document["servers"] = [{"url": server_url}]
-    return document
+    """The OpenAPI document, with this server's /api/v1 URL as its server. Its parts are those
+    of the document made once per process: read them, do not change them."""
+    return {**_document(), "servers": [{"url": server_url}]}
 
 
 @cache

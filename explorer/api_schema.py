@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field,
-                      PlainValidator, StringConstraints, WithJsonSchema)
+                      PlainValidator, StringConstraints, WithJsonSchema, model_validator)
 from pydantic_core import PydanticCustomError
 
 from compiler.cost.devices import DEVICES
@@ -83,32 +83,49 @@ def text_field(max_length: int | None = None, **more) -> Any:
                      AfterValidator(_without_nul), Field(**more)]
 
 
-def string_list(item: Any, **more) -> Any:
+def string_list(item: Any, max_items: int | None = None) -> Any:
     """A list of strings, refused as a whole (not item by item) when it is anything else."""
-    return Annotated[list[item], BeforeValidator(_list_of_strings), Field(**more)]
+    return Annotated[list[item], BeforeValidator(_list_of_strings), Field(max_length=max_items)]
+
+
+def optional(default: Any, description: str) -> Any:
+    """A field a client may leave out or send as null: `default` then."""
+    shown = default() if callable(default) else default
+    return Field(None, description=description, json_schema_extra={"default": shown})
 
 
 class Submission(BaseModel):
-    """The options of a submission, as JSON fields or multipart form fields."""
-    devices: string_list(Device, description="Device models to compile for (default: h100).",
-                     default_factory=lambda: list(DEFAULT_DEVICES))
-    strategies: string_list(Strategy, description="Fusion strategies (default: all).",
-                        default_factory=lambda: list(STRATEGIES))
-    runtime: Runtime = Field(DEFAULT_RUNTIME, description=(
+    """The options of a submission, as JSON fields or multipart form fields; each may be left
+    out or null for its default."""
+    devices: string_list(Device) | None = optional(
+        lambda: list(DEFAULT_DEVICES), "Device models to compile for.")
+    strategies: string_list(Strategy) | None = optional(
+        lambda: list(STRATEGIES), "Fusion strategies (default: all).")
+    runtime: Runtime | None = optional(DEFAULT_RUNTIME, (
         "How the plans' kernels are launched, which the cost strategy decides under: graph "
         "(one CUDA graph replay, as XLA's command buffers run a step) or stream (each kernel "
         "launched by the host, as PyTorch eager). Every plan's totals are given under both."))
-    name: text_field(MAX_NAME, description="A label for the run.") = ""
-    tags: string_list(text_field(MAX_TAG_LENGTH), max_length=MAX_TAGS,
-                  description=f"At most {MAX_TAGS} labels of at most {MAX_TAG_LENGTH} "
-                              f"characters.", default_factory=list)
-    visibility: Visibility = Field("private", description=(
+    name: text_field(MAX_NAME) | None = optional("", "A label for the run.")
+    tags: string_list(text_field(MAX_TAG_LENGTH), MAX_TAGS) | None = optional(
+        list, f"At most {MAX_TAGS} labels of at most {MAX_TAG_LENGTH} characters.")
+    visibility: Visibility | None = optional("private", (
         "Who may see the run: its owner (private), a team of theirs (team, needs `team`) or "
         "anyone with its link (public)."))
     team: Annotated[str | int | None, PlainValidator(_team_reference), WithJsonSchema({
         "anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}],
         "description": "A team of the caller's, by name or id; needed for visibility "
                        "\"team\"."})] = None
+
+    @model_validator(mode="after")
+    def _defaults(self) -> "Submission":
+        # An empty list of devices or strategies is the default too, as it always was.
+        self.devices = self.devices or list(DEFAULT_DEVICES)
+        self.strategies = self.strategies or list(STRATEGIES)
+        self.runtime = self.runtime or DEFAULT_RUNTIME
+        self.name = self.name or ""
+        self.tags = self.tags or []
+        self.visibility = self.visibility or "private"
+        return self
 
 
 class JsonSubmission(Submission):

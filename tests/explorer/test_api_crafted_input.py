@@ -10,6 +10,7 @@ from unittest import mock
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from compiler.fusion.explore import STRATEGIES
 from explorer import graph_store
 from explorer.models import ApiToken, GraphBlob, Run
 from tests.explorer.access import SOFTMAX, AccessTestCase
@@ -141,6 +142,17 @@ class CraftedSubmissionTests(AccessTestCase):
         response = self.post_json(self.submission(filename="../"))
 
         self.assert_refused(response, "filename", "names no file")
+
+    def test_an_option_sent_as_null_takes_its_default(self, enqueue):
+        response = self.post_json(self.submission(name=None, tags=None, devices=None,
+                                                  strategies=None, runtime=None,
+                                                  visibility=None, team=None))
+
+        self.assertEqual(response.status_code, 201, response.content[:300])
+        run = Run.objects.get()
+        self.assertEqual((run.name, run.tags, run.devices, run.runtime, run.visibility),
+                         ("", [], ["h100"], "graph", "private"))
+        self.assertEqual(set(run.strategies), set(STRATEGIES))
 
     def test_nothing_is_left_in_the_stores_temporary_folder(self, enqueue):
         folder = graph_store.temp_folder()
