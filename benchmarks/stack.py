@@ -59,6 +59,9 @@ class Stack:
             "REDIS_URL": f"redis://127.0.0.1:{self.redis_port}/0",
             "FUSION_EXPLORER_CACHE_DIR": str(build_cache or self.folder / "cache"),
             "GRAPH_STORE_DIR": str(self.folder / "graphs"),
+            # The API's rate limit counts every request, as in a deployment, but a benchmark's
+            # clients sharing one key are never refused (explorer/api.py RateLimit).
+            "API_RATE_LIMIT": "1000000000",
         }
         self.env.pop("DATABASE_URL", None)
         self.processes: list[subprocess.Popen] = []
