@@ -18,10 +18,9 @@ from pydantic_core import PydanticCustomError
 from compiler.cost.devices import DEVICES
 from compiler.cost.launch import DEFAULT_RUNTIME, RUNTIMES
 from compiler.cost.outliers import OUTLIER_MIN_US, OUTLIER_RATIO
-from compiler.errors import InputError
 from compiler.fusion.explore import STRATEGIES
 from compiler.fusion.pricing import PRICERS
-from explorer.uploads import MAX_FILE_NAME, upload_file_name
+from explorer.uploads import MAX_FILE_NAME_LENGTH, upload_file_name
 
 DEFAULT_DEVICES = ["h100"]
 MAX_NAME, MAX_TAGS, MAX_TAG_LENGTH = 200, 20, 50
@@ -52,13 +51,6 @@ def _encodable(value: str) -> str:
     except UnicodeEncodeError:
         raise PydanticCustomError("string_unicode", "holds a lone surrogate") from None
     return value
-
-
-def _file_name(value: str) -> str:
-    try:
-        return upload_file_name(value)
-    except InputError as error:
-        raise PydanticCustomError("file_name", str(error)) from None
 
 
 def _team_reference(value: Any) -> str | int | None:
@@ -129,10 +121,10 @@ class Submission(BaseModel):
 
 
 class JsonSubmission(Submission):
-    filename: Annotated[text_field(min_length=1), AfterValidator(_file_name), Field(
+    filename: Annotated[text_field(min_length=1), AfterValidator(upload_file_name), Field(
         description=f"Its suffix picks the format (.hlo, .mlir, .json). Its directories are "
                     f"dropped, characters that do not print too, and a name past "
-                    f"{MAX_FILE_NAME} characters is shortened before its suffixes.")]
+                    f"{MAX_FILE_NAME_LENGTH} characters is shortened before its suffixes.")]
     text: Annotated[str, AfterValidator(_encodable)] = Field(description="The graph's text.")
 
 

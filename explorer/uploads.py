@@ -1,4 +1,5 @@
-"""Which file of an upload is the graph, when a user sends more than one.
+"""Which file of an upload is the graph, when a user sends more than one, and the name a run
+keeps for it (`upload_file_name`, one rule for every way in).
 
 `torch.onnx.export` writes a real model as `model.onnx` plus its weights in one or more
 external data files (`model.onnx.data`, or one file per tensor). Users drop them all at once,
@@ -12,14 +13,12 @@ wrong with the bundle: no model file, or several; a zip with no model, a member 
 limit, or more members than any export writes; a graph file past the size limit (LimitError).
 A single file goes through unchanged. Nothing is read whole into memory: a zip's model is
 streamed out of the archive into a StagedFile of its own.
-
-`upload_file_name(name)` is the one rule for the name a run keeps for its file, whichever way the
-file came: a multipart upload (the API's or the upload form's), the JSON API's "filename", a
-zip's member.
 """
 from __future__ import annotations
 
+import re
 import zipfile
+from pathlib import PurePosixPath
 
 from compiler.errors import InputError, LimitError
 from compiler.limits import Limits
@@ -29,29 +28,32 @@ from explorer.graph_store import CHUNK_BYTES, StagedFile
 MODEL_SUFFIXES = (".onnx", ".onnx.gz")
 # A zip of an export holds the model and its data files: one per tensor at most.
 MAX_ZIP_MEMBERS = 10_000
-# The longest file name a run keeps (Run.filename's column).
-MAX_FILE_NAME = 255
-# The suffixes kept whole when a long name is shortened: they pick the format (.hlo.gz).
-KEPT_SUFFIXES, MAX_SUFFIX = 2, 32
+# The longest file name a run keeps (Run.filename's column, and most file systems' limit).
+MAX_FILE_NAME_LENGTH = 255
+# The suffixes a shortened name keeps, at most this long (".onnx.gz": the format is judged by
+# them).
+MAX_SUFFIX_LENGTH = 16
+# What a name with nothing left of it is called.
+UNNAMED = "upload"
 
 
 def upload_file_name(name: str) -> str:
-    """The name a run keeps for an uploaded file, whichever way it came: its last path part
-    (a script may send `../../etc/passwd` or `C:\\graphs\\m.hlo`), without the characters
-    that do not print (control characters, NUL, line breaks; as Django's multipart parser
-    drops them), and at most MAX_FILE_NAME characters, shortened in its stem so that the
-    suffixes that pick the format stay (`.hlo.gz`). InputError when no name is left."""
-    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    """The name a run keeps for an upload, whichever way it came in (a form's file, pasted
+    text, a sample, a zip's member, the JSON API's "filename"): its last path component, for
+    either separator (`../../etc/passwd` is `passwd`, `C:\\models\\m.onnx` is `m.onnx`),
+    without control or other unprintable characters (as Django's multipart parser drops them
+    from a browser's names), and at most MAX_FILE_NAME_LENGTH characters, shortened before its
+    suffixes. A name left empty (or `.`, `..`) is UNNAMED. The same name again is unchanged."""
+    base = re.split(r"[/\\]", name)[-1]
     base = "".join(char for char in base if char.isprintable()).strip()
     if base in ("", ".", ".."):
-        raise InputError(f"the file name {name[:80]!r} names no file: give a name such as "
-                         f"model.hlo (its suffix picks the format)")
-    if len(base) <= MAX_FILE_NAME:
+        return UNNAMED
+    if len(base) <= MAX_FILE_NAME_LENGTH:
         return base
-    suffix = "".join(f".{part}" for part in base.split(".")[1:][-KEPT_SUFFIXES:])
-    if len(suffix) > MAX_SUFFIX:   # not a format's suffix: a long name with dots in it
-        suffix = ""
-    return base[:len(base) - len(suffix)][:MAX_FILE_NAME - len(suffix)] + suffix
+    suffixes = PurePosixPath(base).suffixes
+    suffix = next((kept for kept in ("".join(suffixes[-2:]), "".join(suffixes[-1:]))
+                   if len(kept) <= MAX_SUFFIX_LENGTH), "")
+    return base[:MAX_FILE_NAME_LENGTH - len(suffix)] + suffix
 
 
 def graph_of(files: list[StagedFile]) -> tuple[StagedFile, str]:
@@ -63,7 +65,7 @@ def graph_of(files: list[StagedFile]) -> tuple[StagedFile, str]:
         if upload.name.lower().endswith(".zip"):
             return _from_zip(upload)
         upload.check()
-        return upload, upload_file_name(upload.name)
+        return upload, upload.name
     models = [upload for upload in files if upload.name.lower().endswith(MODEL_SUFFIXES)]
     names = ", ".join(upload.name for upload in files)
     if len(models) != 1:
@@ -71,7 +73,7 @@ def graph_of(files: list[StagedFile]) -> tuple[StagedFile, str]:
                          f"ONNX model (.onnx) with its external data files, which must then "
                          f"hold exactly one .onnx file (it holds {len(models)})", "upload")
     models[0].check()
-    return models[0], upload_file_name(models[0].name)
+    return models[0], models[0].name
 
 
 def _from_zip(upload: StagedFile) -> tuple[StagedFile, str]:

@@ -138,11 +138,6 @@ class CraftedSubmissionTests(AccessTestCase):
         self.assertEqual(response.status_code, 201)
         self.assertEqual(Run.objects.get().filename, "softmax.hlo")
 
-    def test_a_file_name_that_names_no_file_is_refused(self, enqueue):
-        response = self.post_json(self.submission(filename="../"))
-
-        self.assert_refused(response, "filename", "names no file")
-
     def test_an_option_sent_as_null_takes_its_default(self, enqueue):
         response = self.post_json(self.submission(name=None, tags=None, devices=None,
                                                   strategies=None, runtime=None,
