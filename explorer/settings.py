@@ -67,6 +67,8 @@ SESSION_ENGINE = "explorer.sessions"
 AUTHENTICATION_BACKENDS = ["explorer.lookups.ModelBackend"]
 
 MIDDLEWARE = [
+    # First: every line logged while serving a request carries its id (explorer/logs.py).
+    "explorer.logs.RequestId",
     "django.middleware.security.SecurityMiddleware",
     # Static files (our CSS and JS; STATIC_ROOT below says how), before
     # everything else so a stylesheet costs no session or database work.
@@ -222,6 +224,9 @@ REDIS_URL = env_str("REDIS_URL", default="redis://127.0.0.1:6379/0")
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = REDIS_URL
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker logs through LOGGING below (JSON lines) instead of replacing the root logger's
+# handlers with its own plain-text ones.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Compile tasks run for seconds to minutes; prefetching more than one would leave jobs waiting
 # behind a busy process while another worker is idle.
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -320,7 +325,11 @@ COMPILE_TEST_CODEGEN_DELAY_S = env_int("COMPILE_TEST_CODEGEN_DELAY_S", default=0
 # Structured logs (JSON lines on stderr) of every 500 and failed job, with the traceback.
 from explorer.logs import logging_config  # noqa: E402
 
+LOGGING_CONFIG = "explorer.logs.configure"
 LOGGING = logging_config(env_str("LOG_LEVEL", default="INFO").upper())
+# On when a proxy in front sets X-Request-ID on every request: log lines then carry its id.
+# Off, a client could choose the ids of its own requests' lines, so each gets one of ours.
+TRUST_REQUEST_ID_HEADER = env_bool("TRUST_REQUEST_ID_HEADER", default=False)
 
 # Log-in throttling (explorer/throttle.py): failures allowed per username and address, per
 # address whatever the usernames, within this many seconds.
