@@ -8,7 +8,8 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from explorer.env import env_bool, env_int, env_list, env_str, parse_database_url
+from explorer.env import (env_bool, env_int, env_list, env_str, next_redis_database,
+                          parse_database_url)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -61,9 +62,11 @@ INSTALLED_APPS = [
     "explorer.apps.ExplorerConfig",
 ]
 
-# Sessions in the database, and users by Django's model backend: each read in plain SQL, the
-# two reads every logged-in request makes first (explorer/sessions.py, explorer/lookups.py).
-SESSION_ENGINE = "explorer.sessions"
+# Sessions: Django's cached_db engine, read from the shared cache (Redis, CACHES below) and
+# kept in the database too, so that a cache emptied or down loses none. Users by Django's model
+# backend, read in plain SQL (explorer/lookups.py).
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+SESSION_CACHE_ALIAS = "shared"
 AUTHENTICATION_BACKENDS = ["explorer.lookups.ModelBackend"]
 
 MIDDLEWARE = [
@@ -220,6 +223,12 @@ CACHES = {
 # Celery reads every CELERY_* setting here (workers/celery.py uses namespace="CELERY").
 REDIS_URL = env_str("REDIS_URL", default="redis://127.0.0.1:6379/0")
 CELERY_BROKER_URL = REDIS_URL
+# "shared": what every web process and machine must see alike: sessions. In Redis, by default
+# in the database after REDIS_URL's (redis://127.0.0.1:6379/1), apart from the queues.
+CACHE_REDIS_URL = (env_str("CACHE_REDIS_URL") if "CACHE_REDIS_URL" in os.environ
+                   else next_redis_database(REDIS_URL))
+CACHES["shared"] = {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                    "LOCATION": CACHE_REDIS_URL}
 CELERY_RESULT_BACKEND = REDIS_URL
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Compile tasks run for seconds to minutes; prefetching more than one would leave jobs waiting

@@ -14,7 +14,7 @@ route's access rules, which read runs, teams, invites and keys in every way the 
 (streamed into the graph store, stored by content, bundles; test_graph_store.py); the API's
 answers and exports; the run page; the team flows (row locks on memberships, names unique
 whatever their case) and sign-up; and what PostgreSQL found (test_json_key_order.py,
-test_nul_characters.py); and the plain-SQL reads of sessions, users, runs and keys
+test_nul_characters.py); and the plain-SQL reads of users, runs and keys, and sessions
 (test_lookups.py). The child hashes passwords with Django's fast test hasher, as every
 test session does (tests/settings.py). It adds about 80 s to `make test` on the shared 2-core
 machine; the history, compare and gallery pages' tests are left to SQLite.
