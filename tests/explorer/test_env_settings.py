@@ -173,25 +173,27 @@ def test_a_redis_url_of_another_form_asks_for_cache_redis_url(url):
 
 
 def _throttle_settings(**env) -> subprocess.CompletedProcess:
-    """The shared cache's place as a fresh process loads it with `env` added (and none of
-    these variables of ours)."""
-    ours = ("REDIS_URL", "CACHE_REDIS_URL")
+    """The shared cache's place and TRUSTED_PROXIES as a fresh process loads them with `env`
+    added (and none of these variables of ours)."""
+    ours = ("REDIS_URL", "CACHE_REDIS_URL", "TRUSTED_PROXIES")
     clean = {key: value for key, value in os.environ.items() if key not in ours}
     return subprocess.run(
         [sys.executable, "-c", "import explorer.settings as s; "
-                               "print(s.CACHES['shared']['LOCATION'])"],
+                               "print(s.CACHES['shared']['LOCATION'], s.TRUSTED_PROXIES)"],
         cwd=REPO_ROOT, env={**clean, **env}, capture_output=True, text=True, timeout=60)
 
 
-def test_the_shared_cache_reads_the_environment():
+def test_the_shared_cache_and_the_trusted_proxies_read_the_environment():
     default = _throttle_settings()
     assert default.returncode == 0, default.stderr
-    assert default.stdout.split() == ["redis://127.0.0.1:6379/1"]
-    moved = _throttle_settings(REDIS_URL="redis://queues:6379/0")
-    assert moved.stdout.split() == ["redis://queues:6379/1"]
+    assert default.stdout.split() == ["redis://127.0.0.1:6379/1", "0"]
+    moved = _throttle_settings(REDIS_URL="redis://queues:6379/0", TRUSTED_PROXIES="2")
+    assert moved.stdout.split() == ["redis://queues:6379/1", "2"]
     named = _throttle_settings(REDIS_URL="unix:///run/redis.sock",
                                CACHE_REDIS_URL="redis://cache:6379/0")
-    assert named.stdout.split() == ["redis://cache:6379/0"]
+    assert named.stdout.split() == ["redis://cache:6379/0", "0"]
+    refused = _throttle_settings(TRUSTED_PROXIES="-1")
+    assert "TRUSTED_PROXIES=-1 is below the minimum of 0" in refused.stderr
 
 
 def _learned_settings(**env) -> subprocess.CompletedProcess:
