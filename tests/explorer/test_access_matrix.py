@@ -42,10 +42,10 @@ get their values from ARGUMENTS by name; a route with a new parameter name needs
 Left out on purpose: Django's admin (its own staff-only access, tests/explorer/test_admin.py)
 and static-file routes (WhiteNoise serves those from middleware; none are in the URL conf with
 DEBUG off). Django's auth views are in the matrix, GET only (and the log-out and password-reset
-POSTs): their forms are Django's, the log-in POST is tested in test_login_throttle.py. `accounts/login/` and
-`accounts/password_reset/` appear twice in the URL conf (the project's throttled views, then
-django.contrib.auth.urls' own); a route shadowed by an earlier one with the same path is never
-reached and is not listed.
+POSTs): their forms are Django's, the log-in POST is tested in test_login_throttle.py.
+`accounts/login/` and `accounts/password_reset/` appear twice in the URL conf (the project's
+throttled views, then django.contrib.auth.urls' own); a route shadowed by an earlier one with
+the same path is never reached and is not listed.
 
 Team routes have rules of their own (TEAM, TEAM_OWNER, INVITEE): in the matrix the owner is the
 team's owner and the teammate a member who is not (a third member, not an asker, is an owner

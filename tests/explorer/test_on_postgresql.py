@@ -16,8 +16,9 @@ answers and exports; the run page; the team flows (row locks on memberships, nam
 whatever their case), sign-up and the log-in locks (axes keeps addresses in an `inet` column
 there); and what PostgreSQL found (test_json_key_order.py, test_nul_characters.py); and the
 plain-SQL reads of users, runs and keys, and sessions (test_lookups.py). The child hashes
-passwords with Django's fast test hasher, as every test session does (tests/settings.py). It adds about 80 s to `make test` on the shared 2-core
-machine; the history, compare and gallery pages' tests are left to SQLite.
+passwords with Django's fast test hasher, as every test session does (tests/settings.py). It
+adds about 80 s to `make test` on the shared 2-core machine; the history, compare and gallery
+pages' tests are left to SQLite.
 """
 import os
 import subprocess
