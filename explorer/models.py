@@ -681,17 +681,6 @@ class ApiToken(models.Model):
         return token.user if token else None
 
 
-class LoginFailure(models.Model):
-    """A failed log-in (explorer/throttle.py counts them to lock out password guessing)."""
-
-    username = models.CharField(max_length=150)       # as typed, lower-cased
-    ip = models.GenericIPAddressField(null=True)
-    at = models.DateTimeField(auto_now_add=True, db_index=True)
-
-    class Meta:
-        indexes = [models.Index(fields=["username", "ip", "at"])]
-
-
-# Invites and sign-up attempts (explorer/account_models.py), imported here so that Django finds
-# them with the app's other models.
-from explorer.account_models import Invite, SignupAttempt  # noqa: E402,F401
+# Invites (explorer/account_models.py), imported here so that Django finds them with the app's
+# other models.
+from explorer.account_models import Invite  # noqa: E402,F401

@@ -43,6 +43,8 @@ urlpatterns = [
     path("accounts/login/", LoginView.as_view(authentication_form=ThrottledLoginForm),
          name="login"),
     path("accounts/signup/", accounts.signup, name="explorer-signup"),
+    # Django's password reset, limited per address (before django.contrib.auth.urls' own).
+    path("accounts/password_reset/", accounts.password_reset, name="password_reset"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -41,10 +41,11 @@ get their values from ARGUMENTS by name; a route with a new parameter name needs
 
 Left out on purpose: Django's admin (its own staff-only access, tests/explorer/test_admin.py)
 and static-file routes (WhiteNoise serves those from middleware; none are in the URL conf with
-DEBUG off). Django's auth views are in the matrix, GET only (and the log-out POST): their forms
-are Django's, the log-in POST is tested in test_login_throttle.py. `accounts/login/` appears
-twice in the URL conf (the project's throttled log-in, then django.contrib.auth.urls' own); a
-route shadowed by an earlier one with the same path is never reached and is not listed.
+DEBUG off). Django's auth views are in the matrix, GET only (and the log-out and password-reset
+POSTs): their forms are Django's, the log-in POST is tested in test_login_throttle.py.
+`accounts/login/` and `accounts/password_reset/` appear twice in the URL conf (the project's
+throttled views, then django.contrib.auth.urls' own); a route shadowed by an earlier one with
+the same path is never reached and is not listed.
 
 Team routes have rules of their own (TEAM, TEAM_OWNER, INVITEE): in the matrix the owner is the
 team's owner and the teammate a member who is not (a third member, not an asker, is an owner
@@ -241,6 +242,10 @@ def upload_form(case, run) -> dict:
             "visibility": Run.PRIVATE, "name": "uploaded by the access matrix"}
 
 
+def password_reset_form(case, run) -> dict:
+    return {"email": "owner@example.org"}
+
+
 def api_submission(case, run) -> dict:
     return {"filename": "matrix.hlo", "text": SOFTMAX.read_text(), "devices": ["h100"],
             "strategies": ["unfused"]}
@@ -334,7 +339,8 @@ ROUTES: dict[str, tuple[Access, ...]] = {
     "logout": (Access(Rule.PUBLIC, "POST", 302),),
     "password_change": (Access(Rule.LOGIN),),
     "password_change_done": (Access(Rule.LOGIN),),
-    "password_reset": (Access(Rule.PUBLIC),),
+    "password_reset": (Access(Rule.PUBLIC),
+                       Access(Rule.PUBLIC, "POST", 302, body=password_reset_form)),
     "password_reset_done": (Access(Rule.PUBLIC),),
     "password_reset_confirm": (Access(Rule.PUBLIC),),
     "password_reset_complete": (Access(Rule.PUBLIC),),
