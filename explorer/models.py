@@ -285,6 +285,10 @@ def graph_sha256(data: bytes, filename: str) -> str:
 
 
 RUNTIME_CHOICES = [(name, RUNTIME_LABELS[name]) for name in RUNTIMES]
+# A run's labels, as every way in takes them (the upload and settings forms, the API): a name of
+# at most RUN_NAME_LENGTH characters, at most MAX_TAGS tags of at most MAX_TAG_LENGTH each.
+RUN_NAME_LENGTH = 200
+MAX_TAGS, MAX_TAG_LENGTH = 20, 50
 
 
 class Run(Job):
@@ -299,7 +303,7 @@ class Run(Job):
     team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.SET_NULL,
                              related_name="runs")
     visibility = models.CharField(max_length=10, choices=VISIBILITIES, default=PRIVATE)
-    name = models.CharField(max_length=200, blank=True)
+    name = models.CharField(max_length=RUN_NAME_LENGTH, blank=True)
     tags = models.JSONField(default=list, blank=True)
 
     filename = models.CharField(max_length=255)

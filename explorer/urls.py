@@ -51,5 +51,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
 ]
 
-# The site's own 404 page, which shows no exception of Django's (explorer/views.py).
+# The site's own 404 page, which shows no exception of Django's (explorer/views.py), and its 400
+# page, which answers pasted text past the form's limit on the upload page.
 handler404 = views.not_found
+handler400 = views.bad_request

@@ -7,7 +7,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import (Http404, HttpRequest, HttpResponse, HttpResponseBadRequest,
@@ -15,16 +15,19 @@ from django.http import (Http404, HttpRequest, HttpResponse, HttpResponseBadRequ
 from django.middleware.csrf import get_token
 from django.core.cache import cache, caches
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import filesizeformat
 from django.template.loader import render_to_string
 from django.urls import Resolver404, resolve, reverse
 from django.utils.safestring import mark_safe
+from django.views import defaults
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from compiler.cost.devices import get_device
 from compiler.cost.launch import DEFAULT_RUNTIME, RUNTIME_LABELS, RUNTIMES
 from compiler.errors import InputError
+from compiler.limits import Limits
 from explorer import documents, presenters
-from explorer.forms import RunSettingsForm, UploadForm, samples
+from explorer.forms import RunSettingsForm, UploadForm, pasted_text_limit, samples
 from explorer.lookups import by_pk
 from explorer.models import ApiToken, KernelSource, Measurement, Run
 from explorer.runs import (PlanUnavailable, graph_digest, holding, plan_choice, plan_graph,
@@ -94,6 +97,24 @@ def _upload(request: HttpRequest) -> HttpResponse:
             return redirect("explorer-run", run_id=run.pk)
     return render(request, "explorer/index.html", {"form": form, "samples": samples()},
                   status=400)
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """The site's 400 page (handler400). A form whose fields besides its files hold more than
+    DATA_UPLOAD_MAX_MEMORY_SIZE (pasted text past 2.5 MB) is refused by Django as it parses
+    the request, before any view runs and with nothing kept of it (RequestDataTooBig): on the
+    upload page the form is shown again, empty, with the limit and what to do (413). Any other
+    bad request gets Django's own page."""
+    if isinstance(exception, RequestDataTooBig) and request.user.is_authenticated \
+            and request.path_info == reverse("explorer-index"):
+        error = (f"Graph text: the form's text fields hold more than {pasted_text_limit()}, "
+                 f"so nothing was read of them: save the pasted text as a file and choose "
+                 f"the file instead (a file may be up to "
+                 f"{filesizeformat(Limits.from_env().max_input_bytes)}).")
+        return render(request, "explorer/index.html", {
+            "form": UploadForm(user=request.user), "samples": samples(),
+            "upload_error": error}, status=413)
+    return defaults.bad_request(request, exception)
 
 
 def _labels_changed(run: Run, asked: dict) -> list[str]:

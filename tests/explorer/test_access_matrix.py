@@ -595,7 +595,7 @@ class AccessMatrixTests(AccessTestCase):
         response = self.client.post(reverse("explorer-index"), {
             **upload_form(self, None), "visibility": Run.TEAM, "team": self.team.pk})
 
-        self.assertContains(response, "Select a valid choice", status_code=400)
+        self.assertContains(response, "Choose one of your teams", status_code=400)
         self.assertEqual(self.runs_now(), before)
 
     def test_the_api_refuses_a_team_named_or_numbered_that_the_caller_is_not_in(self):

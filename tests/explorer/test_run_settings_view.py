@@ -2,7 +2,7 @@
 from django.test import Client
 from django.urls import reverse
 
-from explorer.models import Run
+from explorer.models import MAX_TAG_LENGTH, MAX_TAGS, Run, Team
 from tests.explorer.access import AccessTestCase
 
 
@@ -40,6 +40,45 @@ class RunSettingsViewTests(AccessTestCase):
         self.assertContains(response, "needs the team", status_code=400)
         self.shared.refresh_from_db()
         self.assertEqual(self.shared.name, "softmax")
+
+    def test_twenty_tags_of_fifty_characters_are_kept_as_the_api_keeps_them(self):
+        tags = [f"{number:02d}" + "t" * (MAX_TAG_LENGTH - 2) for number in range(MAX_TAGS)]
+        self.assertRedirects(self.post(self.owner, tags=", ".join(tags)),
+                             reverse("explorer-run", args=[self.shared.pk]))
+
+        self.shared.refresh_from_db()
+        self.assertEqual(self.shared.tags, tags)
+
+    def test_more_than_twenty_tags_are_refused_saying_how_many(self):
+        response = self.post(self.owner, tags=", ".join(f"tag{number}" for number in range(120)))
+
+        self.assertContains(response, "At most 20 tags: these are 120.", status_code=400)
+        self.shared.refresh_from_db()
+        self.assertEqual((self.shared.tags, self.shared.name), ([], "softmax"))
+
+    def test_a_tag_past_fifty_characters_is_refused_naming_it(self):
+        response = self.post(self.owner, tags="nightly, " + "x" * 400)
+
+        self.assertContains(response, "A tag holds at most 50 characters: &#x27;xxxxx",
+                            status_code=400)
+        self.assertContains(response, "has 400.", status_code=400)
+        self.shared.refresh_from_db()
+        self.assertEqual(self.shared.tags, [])
+
+    def test_a_name_too_long_is_refused_next_to_the_name(self):
+        response = self.post(self.owner, name="n" * 201)
+
+        self.assertEqual(response.context["settings_form"].errors, {"name": [
+            "Ensure this value has at most 200 characters (it has 201)."]})
+        self.assertContains(response, "at most 200 characters (it has 201)", status_code=400)
+        self.shared.refresh_from_db()
+        self.assertEqual(self.shared.name, "softmax")
+
+    def test_a_team_of_others_is_not_one_of_yours(self):
+        others = Team.objects.create(name="others")
+        response = self.post(self.owner, visibility="team", team=others.pk)
+
+        self.assertContains(response, "Choose one of your teams", status_code=400)
 
     def test_the_run_page_shows_the_owner_the_settings_form_with_its_values(self):
         self.client.force_login(self.owner)
