@@ -38,6 +38,7 @@ from compiler.version import compiler_version
 from explorer import presenters
 from explorer.graph_store import GraphUnavailable, StagedFile
 from explorer.models import Measurement, Membership, PlanGraph, Run, graph_sha256, uploaded
+from explorer.uploads import upload_file_name
 
 logger = logging.getLogger(__name__)
 
@@ -125,7 +126,9 @@ def submit(owner, data: bytes | StagedFile, filename: str, devices, strategies, 
     handler staged it (explorer/graph_store.py: on disk, its SHA-256s known), or bytes the
     request holds (pasted text, a sample, the JSON API's body), staged here the same way.
     Either way it is closed when this returns: stored (renamed into the graph store) or
-    dropped."""
+    dropped. `filename` is kept as explorer/uploads.py `upload_file_name` makes it, whichever
+    way the upload came in."""
+    filename = upload_file_name(filename)
     graph = data if isinstance(data, StagedFile) else StagedFile.from_bytes(data, filename)
     try:
         return _submit(owner, graph, filename, devices, strategies, name, tags, visibility,

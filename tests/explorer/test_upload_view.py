@@ -142,6 +142,15 @@ class UploadViewTests(AccessTestCase):
         self.assertEqual(response.status_code, 400)
         self.assertFalse(Run.objects.exists())
 
+    def test_a_file_name_keeps_neither_folders_nor_more_than_255_characters(self, enqueue):
+        for sent, kept in (("../../etc/passwd", "passwd"),
+                           ("s" * 296 + ".hlo", "s" * 251 + ".hlo")):
+            with self.subTest(sent=sent[:20]):
+                Run.objects.all().delete()
+                self.post(self.owner, graph_file=SimpleUploadedFile(sent, SOFTMAX.read_bytes()))
+
+                self.assertEqual(Run.objects.get().filename, kept)
+
     def test_a_name_too_long_is_refused_next_to_the_name(self, enqueue):
         response = self.post(self.owner, sample="hlo/softmax.hlo", name="n" * 201)
 
