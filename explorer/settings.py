@@ -278,7 +278,8 @@ COMPILE_LEASE_S = env_int("COMPILE_LEASE_S", default=120, minimum=1)
 # worker died (explorer/sweeper.py).
 JOB_SWEEP_INTERVAL_S = env_int("JOB_SWEEP_INTERVAL_S", default=30, minimum=1)
 # A job stored this long ago and never sent is sent (its send failed: the broker was down),
-# and a queued job sent this long ago whose queue is empty is sent again (its message was lost).
+# and a queued job sent this long ago whose queue is empty is sent again (its message was lost;
+# one sent before the broker's Redis last started is sent again at once).
 JOB_SEND_GRACE_S = env_int("JOB_SEND_GRACE_S", default=30, minimum=1)
 JOB_RESEND_S = env_int("JOB_RESEND_S", default=300, minimum=1)
 COMPILE_MAX_ATTEMPTS = env_int("COMPILE_MAX_ATTEMPTS", default=3, minimum=1)
