@@ -15,6 +15,7 @@ from compiler.errors import InputError
 from explorer.graph_store import StagedFile
 from explorer.models import MAX_TAG_LENGTH, MAX_TAGS, RUN_NAME_LENGTH
 from explorer.presenters import STRATEGY_ORDER
+from explorer.runs import QuotaExceeded, check_quota
 from explorer.uploads import graph_of
 
 # The real graphs the test suite runs (JAX-emitted HLO, PyTorch-exported ONNX, the JSON format),
@@ -213,14 +214,16 @@ class RunSettingsForm(forms.Form):
     visibility = forms.ChoiceField(choices=VISIBILITY_CHOICES, label="Shared with")
     team = TeamField()
 
-    def __init__(self, *args, user=None, **kwargs):
+    def __init__(self, *args, user=None, run=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["team"].queryset = _teams_of(user)
+        self.run = run
 
     @classmethod
     def for_run(cls, run, user) -> RunSettingsForm:
-        return cls(user=user, initial={"name": run.name, "tags": ", ".join(run.tags),
-                                       "visibility": run.visibility, "team": run.team_id})
+        return cls(user=user, run=run,
+                   initial={"name": run.name, "tags": ", ".join(run.tags),
+                            "visibility": run.visibility, "team": run.team_id})
 
     def clean_tags(self) -> list[str]:
         tags = [tag.strip() for tag in self.cleaned_data["tags"].split(",")]
@@ -238,6 +241,14 @@ class RunSettingsForm(forms.Form):
         cleaned = super().clean()
         if cleaned.get("visibility") == "team" and not cleaned.get("team"):
             self.add_error("team", "A run shared with a team needs the team.")
+        team, run = cleaned.get("team"), self.run
+        if team is not None and cleaned.get("visibility") in ("team", "public") \
+                and run is not None and run.graph_id is not None:
+            # Sharing a run's upload with a team takes room in the team's quota.
+            try:
+                check_quota(run.owner, run.graph_id, run.graph.size, run.filename, team)
+            except QuotaExceeded as error:
+                self.add_error("team", error.message)
         return cleaned
 
     def apply(self, run) -> None:

@@ -30,9 +30,9 @@ from explorer import documents, presenters
 from explorer.forms import RunSettingsForm, UploadForm, pasted_text_limit, samples
 from explorer.lookups import by_pk
 from explorer.models import ApiToken, KernelSource, Measurement, Run
-from explorer.runs import (PlanUnavailable, graph_digest, holding, plan_choice, plan_graph,
-                           request_measurement, results_stamp, retry_run, submit,
-                           upload_text, viewable_runs)
+from explorer.runs import (PlanUnavailable, QuotaExceeded, graph_digest, holding, plan_choice,
+                           plan_graph, request_measurement, results_stamp, retry_run,
+                           storage_usage, submit, upload_text, viewable_runs)
 from workers.presence import gpu_status
 
 
@@ -76,6 +76,7 @@ def index(request: HttpRequest) -> HttpResponse:
 @login_required
 def _upload(request: HttpRequest) -> HttpResponse:
     form = UploadForm(request.POST, request.FILES, user=request.user)
+    status = 400
     if form.is_valid():
         data, filename = form.graph()
         asked = {"name": form.cleaned_data["name"],
@@ -89,6 +90,7 @@ def _upload(request: HttpRequest) -> HttpResponse:
                                   **asked)
         except InputError as error:
             form.add_error(None, str(error))
+            status = 413 if isinstance(error, QuotaExceeded) else 400
         else:
             changed = [] if created else _labels_changed(run, asked)
             if changed:
@@ -96,7 +98,7 @@ def _upload(request: HttpRequest) -> HttpResponse:
                     "run": run, "asked": asked, "changed": changed})
             return redirect("explorer-run", run_id=run.pk)
     return render(request, "explorer/index.html", {"form": form, "samples": samples()},
-                  status=400)
+                  status=status)
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
@@ -459,7 +461,7 @@ def _same_graph_runs(user, run: Run, besides: Run | None = None) -> list[Run]:
 def run_settings(request: HttpRequest, run: Run) -> HttpResponse:
     """The owner renames, tags or shares the run; anyone else who can see it is refused."""
     _owner_only(request, run, "change it")
-    form = RunSettingsForm(request.POST, user=request.user)
+    form = RunSettingsForm(request.POST, user=request.user, run=run)
     if not form.is_valid():
         return _render_run(request, run, form, status=400)
     form.apply(run)
@@ -478,9 +480,12 @@ def _owner_only(request: HttpRequest, run: Run, action: str) -> None:
 @require_POST
 @_run_view
 def run_retry(request: HttpRequest, run: Run) -> HttpResponse:
-    """The owner queues a failed run again; a run that is not failed is left as it is."""
+    """The owner queues a failed run again; a run that is not failed is left as it is, and one
+    whose upload was removed says why it cannot be."""
     _owner_only(request, run, "retry it")
-    retry_run(run)
+    if not retry_run(run) and run.upload_removed:
+        messages.error(request, f"This run cannot be compiled again: the uploaded graph "
+                                f"{run.upload_removed_why}.")
     return redirect("explorer-run", run_id=run.pk)
 
 
@@ -764,7 +769,8 @@ NEW_KEY_SESSION = "explorer-new-api-key"
 def api_tokens(request: HttpRequest) -> HttpResponse:
     """The user's API keys: make one, with its scope and lifetime, or revoke one. A new key is
     shown once: the POST keeps it in the session and redirects, and the next GET shows it and
-    forgets it (a refresh makes no second key), with the page marked not to be cached."""
+    forgets it (a refresh makes no second key), with the page marked not to be cached. The page
+    also shows how much of their storage quota the user's runs, and their teams', take."""
     if request.method == "POST":
         if "revoke" in request.POST:
             revoke = request.POST["revoke"]
@@ -783,7 +789,7 @@ def api_tokens(request: HttpRequest) -> HttpResponse:
     tokens = ApiToken.objects.filter(user=request.user)
     response = render(request, "explorer/api_tokens.html", {
         "tokens": tokens, "new_key": new_key, "scopes": ApiToken.SCOPES,
-        "lifetimes": list(TOKEN_LIFETIMES_DAYS)})
+        "lifetimes": list(TOKEN_LIFETIMES_DAYS), "storage": storage_usage(request.user)})
     response["Cache-Control"] = "no-store"
     return response
 

@@ -2,7 +2,7 @@
 from django.test import Client
 from django.urls import reverse
 
-from explorer.models import MAX_TAG_LENGTH, MAX_TAGS, Run, Team
+from explorer.models import MAX_TAG_LENGTH, MAX_TAGS, Membership, Run, Team
 from tests.explorer.access import AccessTestCase
 
 
@@ -79,6 +79,24 @@ class RunSettingsViewTests(AccessTestCase):
         response = self.post(self.owner, visibility="team", team=others.pk)
 
         self.assertContains(response, "Choose one of your teams", status_code=400)
+
+    def test_sharing_with_a_team_whose_quota_is_full_is_refused_by_the_team(self):
+        private = self.make_done_run("p" * 22, Run.PRIVATE)
+        others = Team.objects.create(name="others")
+        Membership.objects.create(team=others, user=self.owner)
+        self.client.force_login(self.owner)
+        url = reverse("explorer-run-settings", args=[private.pk])
+        fields = {"name": "", "tags": "", "visibility": "team"}
+        with self.settings(TEAM_STORAGE_QUOTA_BYTES=100):
+            refused = self.client.post(url, {**fields, "team": others.pk})
+            # The team "kernels" holds the same file already (the run shared with it).
+            kept = self.client.post(url, {**fields, "team": self.team.pk})
+
+        self.assertContains(refused, "storage quota: the runs shared with the team others take "
+                                     "0 bytes of its 100 bytes", status_code=400)
+        self.assertEqual(kept.status_code, 302)
+        private.refresh_from_db()
+        self.assertEqual(private.team, self.team)
 
     def test_the_run_page_shows_the_owner_the_settings_form_with_its_values(self):
         self.client.force_login(self.owner)

@@ -1,6 +1,7 @@
 """The sweeper (explorer/sweeper.py) and jobs stored while the broker is down: nothing a user
 submits is lost, and a job whose message or worker is gone is sent again."""
 
+import threading
 from datetime import timedelta
 from unittest import mock
 
@@ -120,3 +121,20 @@ def test_with_the_broker_unreadable_nothing_is_sent(owner, settings):
     with mock.patch("explorer.runs.enqueue_compile") as enqueue:
         assert sweeper.sweep() == {}
     enqueue.assert_not_called()
+
+
+def test_every_workers_sweeping_thread_also_lets_go_of_old_failed_runs_uploads():
+    from workers.presence import Sweeping
+
+    called = {"prune_failed_uploads": threading.Event()}
+    with mock.patch("explorer.sweeper.sweep", side_effect=RuntimeError("Redis restarting")), \
+            mock.patch("explorer.graph_store.prune_failed_uploads",
+                       side_effect=lambda: called["prune_failed_uploads"].set()) as prune:
+        sweeping = Sweeping(interval_s=0.01).start()
+        try:
+            # A sweep that fails (the broker restarting) does not keep the pruning from running.
+            assert called["prune_failed_uploads"].wait(10)
+        finally:
+            sweeping.stop()
+            sweeping.thread.join(10)
+    assert prune.called

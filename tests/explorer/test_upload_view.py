@@ -203,6 +203,19 @@ class UploadViewTests(AccessTestCase):
         self.assertContains(response, "choose the file instead", status_code=413)
         self.assertFalse(Run.objects.exists())
 
+    def test_an_upload_past_the_storage_quota_is_refused_with_the_usage_and_what_to_do(
+            self, enqueue):
+        graph = SimpleUploadedFile("softmax.hlo", SOFTMAX.read_bytes())
+        with self.settings(STORAGE_QUOTA_BYTES=100):
+            response = self.post(self.owner, graph_file=graph)
+
+        self.assertEqual(response.status_code, 413)
+        self.assertContains(response, "softmax.hlo: storage quota: your runs&#x27; uploads take "
+                                      "0 bytes of your 100 bytes (STORAGE_QUOTA_BYTES)",
+                            status_code=413)
+        self.assertContains(response, "Delete runs you no longer need", status_code=413)
+        self.assertFalse(Run.objects.exists())
+
     def test_the_form_says_how_much_text_may_be_pasted(self, enqueue):
         self.client.force_login(self.owner)
 
