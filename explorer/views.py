@@ -104,18 +104,19 @@ def _upload(request: HttpRequest) -> HttpResponse:
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     """The site's 400 page (handler400). A form whose fields besides its files hold more than
     DATA_UPLOAD_MAX_MEMORY_SIZE (pasted text past 2.5 MB) is refused by Django as it parses
-    the request, before any view runs and with nothing kept of it (RequestDataTooBig): on the
-    upload page the form is shown again, empty, with the limit and what to do (413). Any other
-    bad request gets Django's own page."""
-    if isinstance(exception, RequestDataTooBig) and request.user.is_authenticated \
+    the request (in the CSRF check, which reads the form before the view), with nothing kept
+    of it (RequestDataTooBig): on the upload page the form is shown again, empty, with the
+    limit and what to do (413). Any other bad request gets Django's own page."""
+    user = getattr(request, "user", None)   # none when a middleware before the login's failed
+    if isinstance(exception, RequestDataTooBig) and user is not None and user.is_authenticated \
             and request.path_info == reverse("explorer-index"):
         error = (f"Graph text: the form's text fields hold more than {pasted_text_limit()}, "
                  f"so nothing was read of them: save the pasted text as a file and choose "
                  f"the file instead (a file may be up to "
                  f"{filesizeformat(Limits.from_env().max_input_bytes)}).")
         return render(request, "explorer/index.html", {
-            "form": UploadForm(user=request.user), "samples": samples(),
-            "upload_error": error}, status=413)
+            "form": UploadForm(user=user), "samples": samples(), "upload_error": error},
+            status=413)
     return defaults.bad_request(request, exception)
 
 
