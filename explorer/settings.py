@@ -285,6 +285,18 @@ X_FRAME_OPTIONS = "DENY"
 # bigger one is imported by the compile worker, which fails the run with the same message.
 UPLOAD_INLINE_IMPORT_BYTES = env_int("UPLOAD_INLINE_IMPORT_BYTES", default=256 * 1024,
                                      minimum=0)
+# Storage quotas (explorer/runs.py check_quota): the bytes of uploaded graph files a user's runs
+# may hold, each file counted once however many of the user's runs use it, and the same for the
+# runs shared with a team (which count for their owner too). An upload past either is refused
+# before anything is stored (the form says so; the API answers 413); the API keys page shows
+# each user's usage.
+STORAGE_QUOTA_BYTES = env_int("STORAGE_QUOTA_BYTES", default=2 * 1024**3, minimum=0)
+TEAM_STORAGE_QUOTA_BYTES = env_int("TEAM_STORAGE_QUOTA_BYTES", default=10 * 1024**3, minimum=0)
+# A failed run keeps its upload this long after it failed (for its owner to retry it), then
+# lets go of it: the run stays, saying so, and the file goes with the last run that used it
+# (every worker's sweeper, and `manage.py prune_graphs`).
+FAILED_RUN_UPLOADS_KEPT_S = env_int("FAILED_RUN_UPLOADS_KEPT_S", default=7 * 24 * 3600,
+                                    minimum=0)
 
 # workers.compile_run: past the soft limit a run fails with a message; the hard limit kills a
 # worker process stuck past it. A running job renews its lease of the run as it reports
@@ -300,7 +312,8 @@ COMPILE_LEASE_S = env_int("COMPILE_LEASE_S", default=120, minimum=1)
 # worker died (explorer/sweeper.py).
 JOB_SWEEP_INTERVAL_S = env_int("JOB_SWEEP_INTERVAL_S", default=30, minimum=1)
 # A job stored this long ago and never sent is sent (its send failed: the broker was down),
-# and a queued job sent this long ago whose queue is empty is sent again (its message was lost).
+# and a queued job sent this long ago whose queue is empty is sent again (its message was lost;
+# one sent before the broker's Redis last started is sent again at once).
 JOB_SEND_GRACE_S = env_int("JOB_SEND_GRACE_S", default=30, minimum=1)
 JOB_RESEND_S = env_int("JOB_RESEND_S", default=300, minimum=1)
 COMPILE_MAX_ATTEMPTS = env_int("COMPILE_MAX_ATTEMPTS", default=3, minimum=1)

@@ -1,4 +1,5 @@
-"""Which file of an upload is the graph, when a user sends more than one.
+"""Which file of an upload is the graph, when a user sends more than one, and the name a run
+keeps for it (`upload_file_name`, one rule for every way in).
 
 `torch.onnx.export` writes a real model as `model.onnx` plus its weights in one or more
 external data files (`model.onnx.data`, or one file per tensor). Users drop them all at once,
@@ -15,7 +16,9 @@ streamed out of the archive into a StagedFile of its own.
 """
 from __future__ import annotations
 
+import re
 import zipfile
+from pathlib import PurePosixPath
 
 from compiler.errors import InputError, LimitError
 from compiler.limits import Limits
@@ -25,6 +28,32 @@ from explorer.graph_store import CHUNK_BYTES, StagedFile
 MODEL_SUFFIXES = (".onnx", ".onnx.gz")
 # A zip of an export holds the model and its data files: one per tensor at most.
 MAX_ZIP_MEMBERS = 10_000
+# The longest file name a run keeps (Run.filename's column, and most file systems' limit).
+MAX_FILE_NAME_LENGTH = 255
+# The suffixes a shortened name keeps, at most this long (".onnx.gz": the format is judged by
+# them).
+MAX_SUFFIX_LENGTH = 16
+# What a name with nothing left of it is called.
+UNNAMED = "upload"
+
+
+def upload_file_name(name: str) -> str:
+    """The name a run keeps for an upload, whichever way it came in (a form's file, pasted
+    text, a sample, a zip's member, the JSON API's "filename"): its last path component, for
+    either separator (`../../etc/passwd` is `passwd`, `C:\\models\\m.onnx` is `m.onnx`),
+    without control or other unprintable characters (as Django's multipart parser drops them
+    from a browser's names), and at most MAX_FILE_NAME_LENGTH characters, shortened before its
+    suffixes. A name left empty (or `.`, `..`) is UNNAMED. The same name again is unchanged."""
+    base = re.split(r"[/\\]", name)[-1]
+    base = "".join(char for char in base if char.isprintable()).strip()
+    if base in ("", ".", ".."):
+        return UNNAMED
+    if len(base) <= MAX_FILE_NAME_LENGTH:
+        return base
+    suffixes = PurePosixPath(base).suffixes
+    suffix = next((kept for kept in ("".join(suffixes[-2:]), "".join(suffixes[-1:]))
+                   if len(kept) <= MAX_SUFFIX_LENGTH), "")
+    return base[:MAX_FILE_NAME_LENGTH - len(suffix)] + suffix
 
 
 def graph_of(files: list[StagedFile]) -> tuple[StagedFile, str]:
@@ -71,7 +100,7 @@ def _from_zip(upload: StagedFile) -> tuple[StagedFile, str]:
             raise LimitError(f"{member.filename} is {member.file_size:,} bytes, past the limit "
                              f"of {limits.max_input_bytes:,} (FUSION_EXPLORER_MAX_INPUT_BYTES)",
                              upload.name)
-        name = member.filename.rsplit("/", 1)[-1]
+        name = upload_file_name(member.filename)
         model = StagedFile(name, limits=limits)
         try:
             with archive.open(member) as stream:

@@ -363,6 +363,8 @@ ARGUMENTS: dict[str, object] = {
 
 # A run id no run has: a denied request must read exactly like a request about it.
 MISSING_RUN = "m" * 22
+# An id no database holds: past 2**63 - 1, the largest 64-bit integer.
+HUGE_ID = 99999999999999999999
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 CSRF_TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="[^"]*"')
 
@@ -561,6 +563,31 @@ class AccessMatrixTests(AccessTestCase):
                     self.assertEqual(response.status_code, 405,
                                      f"{route} answers {method}: declare it in ROUTES")
 
+    # --- Ids past 64 bits --------------------------------------------------------------------
+
+    def test_an_id_past_64_bits_in_any_address_answers_404(self):
+        """SQLite binds no integer past 64 bits (OverflowError): a route must refuse such an
+        id before a query sees it, for every method it declares, asked by the team's and the
+        run's owner."""
+        checked = 0
+        for route in url_routes():
+            ids = re.findall(r"<(?:int|id):(\w+)>", route.path)
+            for access in ROUTES.get(route.name, ()) if ids else ():
+                run = self.runs[access.state][Run.PRIVATE]
+                for huge in ids:
+                    with self.subTest(route=route.name, method=access.method, id=huge):
+                        url = "/" + re.sub(r"<(?:\w+:)?(\w+)>", lambda match: str(
+                            HUGE_ID if match[1] == huge else self.argument(match[1], run)),
+                            route.path)
+                        cell = Cell(route, access, PAGE_ASKERS[0], Run.PRIVATE)
+                        self.assertEqual(self.ask(cell, url, run).status_code, 404, url)
+                        checked += 1
+        self.assertGreater(checked, 5)
+
+    def argument(self, parameter: str, run: Run):
+        value = ARGUMENTS[parameter]
+        return value(self, run) if callable(value) else value
+
     # --- Beyond the matrix: teams one is not in, other users' keys -----------------------------
     # (In this class rather than their own so the users and runs are made once.)
 
@@ -574,7 +601,7 @@ class AccessMatrixTests(AccessTestCase):
         response = self.client.post(reverse("explorer-index"), {
             **upload_form(self, None), "visibility": Run.TEAM, "team": self.team.pk})
 
-        self.assertContains(response, "Select a valid choice", status_code=400)
+        self.assertContains(response, "Choose one of your teams", status_code=400)
         self.assertEqual(self.runs_now(), before)
 
     def test_the_api_refuses_a_team_named_or_numbered_that_the_caller_is_not_in(self):

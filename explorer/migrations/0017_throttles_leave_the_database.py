@@ -8,7 +8,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('explorer', '0015_run_runtime'),
+        ('explorer', '0016_run_upload_removed'),
     ]
 
     operations = [
