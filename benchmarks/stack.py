@@ -170,7 +170,7 @@ from django.contrib.auth import get_user_model
 user = get_user_model().objects.get(username={username!r})
 session = import_module(settings.SESSION_ENGINE).SessionStore()
 session[SESSION_KEY] = str(user.pk)
-session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
+session[BACKEND_SESSION_KEY] = "explorer.lookups.ModelBackend"
 session[HASH_SESSION_KEY] = user.get_session_auth_hash()
 session.create()
 print(session.session_key)""").split()[-1]

@@ -1,5 +1,5 @@
-"""Accounts beyond Django's own: invites (to a team, or to the site), the sign-up attempts that
-throttle sign-up, and the rules for changing a team's members.
+"""Accounts beyond Django's own: invites (to a team, or to the site) and the rules for changing a
+team's members.
 
 An invite is one of three kinds, told apart by its fields:
 - a team's link (`team` set, no `invitee`): whoever opens the link and signs up or logs in
@@ -21,7 +21,6 @@ migration renames it. A team always keeps at least one owner (`set_role`, `remov
 """
 from __future__ import annotations
 
-import math
 import secrets
 from datetime import timedelta
 
@@ -221,34 +220,3 @@ def remove_member(team: Team, user) -> None:
         membership = Membership.objects.select_for_update().get(team=team, user=user)
         _check_owner_stays(team, membership)
         membership.delete()
-
-
-# --- Sign-up throttling -------------------------------------------------------------------------
-
-class SignupAttempt(models.Model):
-    """A sign-up form sent from an address (explorer/accounts.py counts them per address to
-    slow down account farming and probing for taken names and addresses)."""
-    ip = models.GenericIPAddressField(null=True)
-    at = models.DateTimeField(auto_now_add=True, db_index=True)
-
-    class Meta:
-        indexes = [models.Index(fields=["ip", "at"])]
-
-    @classmethod
-    def wait_seconds(cls, ip: str | None) -> int:
-        """Seconds until the address may send the sign-up form again; 0 when it may now.
-        SIGNUP_ATTEMPTS_ALLOWED forms per address within SIGNUP_WINDOW_S seconds."""
-        window = timedelta(seconds=settings.SIGNUP_WINDOW_S)
-        limit = settings.SIGNUP_ATTEMPTS_ALLOWED
-        recent = list(cls.objects.filter(ip=ip, at__gte=timezone.now() - window)
-                      .order_by("-at").values_list("at", flat=True)[:limit])
-        if len(recent) < limit:
-            return 0
-        return max(1, math.ceil((recent[-1] + window - timezone.now()).total_seconds()))
-
-    @classmethod
-    def record(cls, ip: str | None) -> None:
-        cls.objects.create(ip=ip)
-        # Attempts older than the window are never read again.
-        cls.objects.filter(
-            at__lt=timezone.now() - timedelta(seconds=settings.SIGNUP_WINDOW_S)).delete()

@@ -1,23 +1,24 @@
 """Sign-up and invite links (the views; the rules are in explorer/account_models.py).
 
-Log-in (throttled, explorer/throttle.py), log-out and password change and reset are Django's own
-views, routed under accounts/ by django.contrib.auth.urls and drawn by our templates in
-templates/registration/; a reset link goes out through EMAIL_BACKEND (the console by default).
+Log-in (locked after failures, explorer/throttle.py), log-out and password change and reset are
+Django's own views, routed under accounts/ by django.contrib.auth.urls and drawn by our templates
+in templates/registration/; a reset link goes out through EMAIL_BACKEND (the console by default).
+The reset form may be sent PASSWORD_RESETS_ALLOWED times per address within
+PASSWORD_RESET_WINDOW_S (`password_reset`).
 
 Sign-up makes an account and logs it in. With SIGNUP_INVITE_ONLY it needs an invite link that
 can still be used (a team's, or one staff made); without, a link is optional and a team's link
 makes the new user a member. The form may be sent SIGNUP_ATTEMPTS_ALLOWED times per address
-within SIGNUP_WINDOW_S (SignupAttempt), valid or not, which slows both account farming and
-probing for taken usernames and addresses.
+within SIGNUP_WINDOW_S (explorer/throttle.py SIGNUPS), valid or not, which slows both account
+farming and probing for taken usernames and addresses.
 """
 from __future__ import annotations
-
-import math
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
-from django.contrib.auth.views import redirect_to_login
+from django.contrib.auth.forms import PasswordResetForm
+from django.contrib.auth.views import PasswordResetView, redirect_to_login
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render, resolve_url
@@ -26,9 +27,9 @@ from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_http_methods
 
 from explorer.account_forms import SignupForm
-from explorer.account_models import Invite, SignupAttempt
+from explorer.account_models import Invite
 from explorer.models import Membership
-from explorer.throttle import client_address
+from explorer.throttle import PASSWORD_RESETS, SIGNUPS, client_address
 
 INVALID_INVITE = "This invite link is not valid: check that it was copied whole, or ask for a " \
                  "new one."
@@ -49,17 +50,13 @@ def signup(request: HttpRequest) -> HttpResponse:
     if request.method == "GET":
         return render(request, "registration/signup.html", {**context, "form": SignupForm()})
 
-    address = client_address(request)
-    wait = SignupAttempt.wait_seconds(address)
+    wait = SIGNUPS.try_once(client_address(request))
     if wait:
-        minutes = math.ceil(wait / 60)
-        context["throttled"] = (f"Too many sign-ups from your address. Try again in {minutes} "
-                                f"minute{'s' if minutes != 1 else ''}.")
+        context["throttled"] = SIGNUPS.refusal(wait)
         form = SignupForm(initial={"username": data.get("username", ""),
                                    "email": data.get("email", "")})
         return render(request, "registration/signup.html", {**context, "form": form},
                       status=429)
-    SignupAttempt.record(address)
     form = SignupForm(data)
     if not form.is_valid():
         return render(request, "registration/signup.html", {**context, "form": form},
@@ -77,7 +74,8 @@ def signup(request: HttpRequest) -> HttpResponse:
             return render(request, "registration/signup.html",
                           {**context, "invite": None, "invite_problem": problem}, status=403)
         messages.warning(request, f"{problem} Your account is made; ask for a new invite.")
-    login(request, user)
+    # Logged in by the backend that reads users (the other, axes', only checks locks).
+    login(request, user, backend="explorer.lookups.ModelBackend")
     messages.success(request, f"Welcome, {user.get_username()}: you are logged in.")
     if joined and invite.team_id:
         messages.success(request, f"You joined the team {invite.team.name}.")
@@ -87,6 +85,23 @@ def signup(request: HttpRequest) -> HttpResponse:
                                                   require_https=request.is_secure()):
         return redirect(wanted)
     return redirect(resolve_url(settings.LOGIN_REDIRECT_URL))
+
+
+django_password_reset = PasswordResetView.as_view()
+
+
+@require_http_methods(["GET", "POST"])
+def password_reset(request: HttpRequest) -> HttpResponse:
+    """Django's password-reset form, refused (429) past the address's limit: each form sent
+    may e-mail someone."""
+    if request.method == "POST":
+        wait = PASSWORD_RESETS.try_once(client_address(request))
+        if wait:
+            form = PasswordResetForm(initial={"email": request.POST.get("email", "")})
+            return render(request, "registration/password_reset_form.html",
+                          {"form": form, "throttled": PASSWORD_RESETS.refusal(wait)},
+                          status=429)
+    return django_password_reset(request)
 
 
 @require_http_methods(["GET", "POST"])

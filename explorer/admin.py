@@ -1,5 +1,6 @@
 """Django admin for staff: runs (with their kernels), measurements, teams and memberships,
-invites, API tokens."""
+invites, API tokens, and axes' log-in attempts (deleting one lifts its lock)."""
+from axes.models import AccessFailureLog, AccessLog
 from django.contrib import admin
 from django.urls import reverse
 
@@ -8,6 +9,9 @@ from explorer.throttle import ThrottledAdminLoginForm
 
 # The admin's log-in is locked after repeated failures like the site's (explorer/throttle.py).
 admin.site.login_form = ThrottledAdminLoginForm
+# Axes' logs of successful and of every failed log-in are not kept (AXES_DISABLE_ACCESS_LOG;
+# AccessAttempt holds the failures that count): no empty pages for them.
+admin.site.unregister([AccessLog, AccessFailureLog])
 
 
 class MembershipInline(admin.TabularInline):

@@ -120,3 +120,18 @@ def _without_password(parts) -> str:
     netloc = parts.netloc.rsplit("@", 1)
     user = netloc[0].split(":", 1)[0]
     return parts._replace(netloc=f"{user}:***@{netloc[1]}").geturl()
+
+
+def next_redis_database(url: str, name: str = "REDIS_URL") -> str:
+    """`url` (redis://HOST:PORT/N or rediss://) with the next database number, N+1 (N is 0
+    when the URL names none): the cache's place beside the queues' on the same server, so that
+    clearing the cache (Redis's FLUSHDB) never drops a queued job. A URL of another form (a
+    socket path, ?db=) raises ImproperlyConfigured asking for CACHE_REDIS_URL."""
+    parts = urlsplit(url.strip())
+    path = parts.path.strip("/")
+    if parts.scheme not in ("redis", "rediss") or "db" in parse_qs(parts.query) or (
+            path and not path.isdigit()):
+        raise ImproperlyConfigured(
+            f"{name}={_without_password(parts)!r} is not of the form redis://HOST:PORT/N; set "
+            "CACHE_REDIS_URL to the Redis database the cache and sessions may use.")
+    return parts._replace(path=f"/{int(path or 0) + 1}").geturl()

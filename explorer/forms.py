@@ -7,12 +7,15 @@ from pathlib import Path
 
 from django import forms
 from django.conf import settings
+from django.template.defaultfilters import filesizeformat
 
 from compiler.cost.devices import DEVICES
 from compiler.cost.launch import DEFAULT_RUNTIME, RUNTIMES
 from compiler.errors import InputError
 from explorer.graph_store import StagedFile
+from explorer.models import MAX_TAG_LENGTH, MAX_TAGS, RUN_NAME_LENGTH
 from explorer.presenters import STRATEGY_ORDER
+from explorer.runs import QuotaExceeded, check_quota
 from explorer.uploads import graph_of
 
 # The real graphs the test suite runs (JAX-emitted HLO, PyTorch-exported ONNX, the JSON format),
@@ -83,6 +86,25 @@ def _teams_of(user):
     return Team.objects.filter(memberships__user=user).order_by("name")
 
 
+class TeamField(forms.ModelChoiceField):
+    """One of the user's teams (the form sets its queryset); any other id, a team of others
+    or none at all, is refused with the same words, which say nothing of other teams."""
+
+    default_error_messages = {
+        "invalid_choice": "Choose one of your teams: you are not a member of that one.",
+    }
+
+    def __init__(self, **kwargs):
+        super().__init__(queryset=None, required=False, empty_label="no team", **kwargs)
+
+
+def pasted_text_limit() -> str:
+    """What the upload form may send besides its files (Django refuses more before any view
+    runs: explorer/views.py bad_request answers it)."""
+    return (f"{filesizeformat(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)} "
+            f"({settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes, DATA_UPLOAD_MAX_MEMORY_SIZE)")
+
+
 def _sample_choices():
     return [(sample.key, sample.title) for sample in samples()]
 
@@ -138,14 +160,16 @@ class UploadForm(forms.Form):
         required=False,
         label="Kernel launches",
         help_text="The cost strategy decides for this runtime; every plan is shown under both.")
-    name = forms.CharField(required=False, max_length=200, label="Run name")
+    name = forms.CharField(required=False, max_length=RUN_NAME_LENGTH, label="Run name")
     visibility = forms.ChoiceField(choices=VISIBILITY_CHOICES, initial="private")
-    team = forms.ModelChoiceField(queryset=None, required=False, empty_label="no team")
+    team = TeamField()
 
     def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["sample"].choices = [("", "")] + _sample_choices()
         self.fields["team"].queryset = _teams_of(user)
+        self.fields["graph_text"].help_text = (f"Up to {pasted_text_limit()}; choose a bigger "
+                                               "graph as a file.")
 
     def clean(self):
         cleaned = super().clean()
@@ -182,29 +206,49 @@ class UploadForm(forms.Form):
 
 class RunSettingsForm(forms.Form):
     """What the owner may change on a finished or running run: its name, tags and sharing."""
-    name = forms.CharField(required=False, max_length=200, label="Name")
-    tags = forms.CharField(required=False, max_length=500, label="Tags",
-                           help_text="Separated by commas.")
+    name = forms.CharField(required=False, max_length=RUN_NAME_LENGTH, label="Name")
+    # No length of its own: the tags' rules (clean_tags) say what is too long, and how.
+    tags = forms.CharField(required=False, label="Tags",
+                           help_text=f"Separated by commas: at most {MAX_TAGS} tags of at most "
+                                     f"{MAX_TAG_LENGTH} characters.")
     visibility = forms.ChoiceField(choices=VISIBILITY_CHOICES, label="Shared with")
-    team = forms.ModelChoiceField(queryset=None, required=False, empty_label="no team")
+    team = TeamField()
 
-    def __init__(self, *args, user=None, **kwargs):
+    def __init__(self, *args, user=None, run=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["team"].queryset = _teams_of(user)
+        self.run = run
 
     @classmethod
     def for_run(cls, run, user) -> RunSettingsForm:
-        return cls(user=user, initial={"name": run.name, "tags": ", ".join(run.tags),
-                                       "visibility": run.visibility, "team": run.team_id})
+        return cls(user=user, run=run,
+                   initial={"name": run.name, "tags": ", ".join(run.tags),
+                            "visibility": run.visibility, "team": run.team_id})
 
     def clean_tags(self) -> list[str]:
         tags = [tag.strip() for tag in self.cleaned_data["tags"].split(",")]
-        return list(dict.fromkeys(tag for tag in tags if tag))
+        tags = list(dict.fromkeys(tag for tag in tags if tag))
+        if len(tags) > MAX_TAGS:
+            raise forms.ValidationError(f"At most {MAX_TAGS} tags: these are {len(tags)}.")
+        long = [tag for tag in tags if len(tag) > MAX_TAG_LENGTH]
+        if long:
+            raise forms.ValidationError(
+                f"A tag holds at most {MAX_TAG_LENGTH} characters: "
+                f"'{long[0][:MAX_TAG_LENGTH]}…' has {len(long[0])}.")
+        return tags
 
     def clean(self):
         cleaned = super().clean()
         if cleaned.get("visibility") == "team" and not cleaned.get("team"):
             self.add_error("team", "A run shared with a team needs the team.")
+        team, run = cleaned.get("team"), self.run
+        if team is not None and cleaned.get("visibility") in ("team", "public") \
+                and run is not None and run.graph_id is not None:
+            # Sharing a run's upload with a team takes room in the team's quota.
+            try:
+                check_quota(run.owner, run.graph_id, run.graph.size, run.filename, team)
+            except QuotaExceeded as error:
+                self.add_error("team", error.message)
         return cleaned
 
     def apply(self, run) -> None:

@@ -111,24 +111,35 @@ def delete(sha256: str) -> None:
     graph_storage().delete(file_name(sha256))
 
 
+def prune_failed_uploads(now=None) -> list[str]:
+    """Let go of the uploads of runs that failed more than FAILED_RUN_UPLOADS_KEPT_S ago
+    (Run.remove_failed_uploads: the runs stay, saying so; a file goes with the last run that
+    holds it); the ids of those runs. Every worker's sweeper does it (workers/presence.py), and
+    `prune`."""
+    from explorer.models import Run
+
+    now = now or timezone.now()
+    return Run.remove_failed_uploads(
+        now - timedelta(seconds=settings.FAILED_RUN_UPLOADS_KEPT_S))
+
+
 def prune(grace: timedelta = timedelta(hours=1),
           temporary_grace: timedelta = timedelta(days=1)) -> dict[str, int]:
-    """Remove what the store keeps for nothing, and say how much of each: rows no run points at
-    (the runs of a deleted user go without their graph's row) with their files, files no row
-    names (stored by a request whose transaction then failed), and temporary files of uploads
-    cut off by a killed process. Only what is older than `grace` (`temporary_grace` for
-    temporary files), so that an upload being stored right now is left alone."""
-    from explorer.models import GraphBlob, Run
+    """Remove what the store keeps for nothing, and say how much of each: the uploads of runs
+    that failed long ago (`prune_failed_uploads`), rows no run points at (the runs of a deleted
+    user go without their graph's row) with their files, files no row names (stored by a
+    request whose transaction then failed), and temporary files of uploads cut off by a killed
+    process. Only what is older than `grace` (`temporary_grace` for temporary files), so that
+    an upload being stored right now is left alone."""
+    from explorer.models import GraphBlob
 
     now = timezone.now()
-    pruned = {"rows": 0, "files": 0, "temporary files": 0}
-    unused = GraphBlob.objects.filter(created__lt=now - grace).exclude(
-        pk__in=Run.objects.values("graph_id")).values_list("pk", flat=True)
+    pruned = {"failed runs' uploads": len(prune_failed_uploads(now)), "rows": 0, "files": 0,
+              "temporary files": 0}
+    unused = GraphBlob.unused().filter(created__lt=now - grace).values_list("pk", flat=True)
     for key in list(unused):
         with transaction.atomic():   # as Run.delete_with_graph: the row, then its file
-            if GraphBlob.objects.filter(pk=key).exclude(
-                    pk__in=Run.objects.values("graph_id")).delete()[0]:
-                delete(key)
+            if GraphBlob.release(key):
                 pruned["rows"] += 1
     storage = graph_storage()
     for first in storage.listdir("")[0]:

@@ -32,3 +32,8 @@ reuse_port = True
 # WEB_CONTROL_SOCKET names another.
 control_socket = os.environ.get("WEB_CONTROL_SOCKET") or os.path.join(
     tempfile.gettempdir(), f"fusion-explorer-gunicorn-{os.getpid()}.ctl")
+# Gunicorn's own lines (worker boots, exits, timeouts) as JSON like the app's, at LOG_LEVEL.
+from explorer.env import env_str  # noqa: E402
+from explorer.logs import logging_config  # noqa: E402
+
+logconfig_dict = logging_config(env_str("LOG_LEVEL", default="INFO").upper())

@@ -10,8 +10,8 @@ benchmarks/README.md). Here they are plain `SELECT * FROM table WHERE column = %
 column conversions the ORM applies. Nothing else about the rows changes: related rows (a run's
 owner) load when first used, as ever, and every other query goes through the ORM.
 
-`ModelBackend` is Django's, with the user read this way (AUTHENTICATION_BACKENDS); the session
-store is in explorer/sessions.py (SESSION_ENGINE).
+`ModelBackend` is Django's, with the user read this way (AUTHENTICATION_BACKENDS). Sessions are
+Django's cached_db ones, read from Redis (SESSION_ENGINE).
 """
 from __future__ import annotations
 

@@ -187,11 +187,16 @@ class Job(models.Model):
         """Queue a failed job again with a fresh count of attempts (the owner's "retry");
         False when the job is not failed (already retried, or never failed). The caller
         sends its message once this commits."""
-        return cls.objects.filter(pk=pk, status=cls.FAILED).update(
+        return cls.objects.filter(cls.retryable(), pk=pk, status=cls.FAILED).update(
             status=cls.QUEUED, error="", error_stage="", stage="", progress_done=0,
             progress_total=0, stages=[], stage_detail="", started=None, finished=None,
             claim_token="", claimed_by="", lease_expires=None, attempts=0,
             enqueued_at=None) == 1
+
+    @classmethod
+    def retryable(cls) -> Q:
+        """Which failed jobs `retry` may queue again: any, unless a job kind says otherwise."""
+        return Q()
 
     @classmethod
     def _mark_done(cls, pk, token: str, **fields) -> None:
@@ -226,7 +231,7 @@ class GraphBlob(models.Model):
     write (half a second for 38 MB in SQLite) and the memory to hold it in the web process.
     Runs point at the row, so the same file uploaded for several runs (other devices, other
     owners) is stored once, and the file goes when the last run that points at it is deleted
-    (`Run.delete_with_graph`)."""
+    (`Run.delete_with_graph`) or lets go of it (`Run.remove_failed_uploads`): `release`."""
     sha256 = models.CharField(primary_key=True, max_length=64, editable=False)
     size = models.PositiveBigIntegerField()
     created = models.DateTimeField(auto_now_add=True)
@@ -261,6 +266,30 @@ class GraphBlob(models.Model):
         return key
 
     @classmethod
+    def unused(cls) -> models.QuerySet:
+        """The rows no run points at."""
+        return cls.objects.exclude(pk__in=Run.objects.filter(graph__isnull=False)
+                                   .values("graph_id"))
+
+    @classmethod
+    def release(cls, key: str) -> bool:
+        """Delete the row of `key` and its file if no run points at it any longer; whether it
+        did. Call it inside the transaction that let go of it: the row goes, then the file, so
+        a failure before keeps both, and an upload of the same bytes meanwhile (`store`) waits
+        for the transaction or finds no row and stores the file anew."""
+        if not cls.unused().filter(pk=key).delete()[0]:
+            return False
+        graph_store.delete(key)
+        return True
+
+    @classmethod
+    def bytes_held(cls, runs: models.QuerySet) -> int:
+        """The size of the files `runs` point at, each file once however many of them point
+        at it (what a storage quota counts)."""
+        files = cls.objects.filter(pk__in=runs.filter(graph__isnull=False).values("graph_id"))
+        return files.aggregate(total=models.Sum("size"))["total"] or 0
+
+    @classmethod
     def data_of(cls, key: str) -> bytes:
         """The stored bytes (checked against their SHA-256); GraphUnavailable, an
         InputError saying what to do, when the file is missing or damaged."""
@@ -285,6 +314,10 @@ def graph_sha256(data: bytes, filename: str) -> str:
 
 
 RUNTIME_CHOICES = [(name, RUNTIME_LABELS[name]) for name in RUNTIMES]
+# A run's labels, as every way in takes them (the upload and settings forms, the API): a name of
+# at most RUN_NAME_LENGTH characters, at most MAX_TAGS tags of at most MAX_TAG_LENGTH each.
+RUN_NAME_LENGTH = 200
+MAX_TAGS, MAX_TAG_LENGTH = 20, 50
 
 
 class Run(Job):
@@ -299,12 +332,16 @@ class Run(Job):
     team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.SET_NULL,
                              related_name="runs")
     visibility = models.CharField(max_length=10, choices=VISIBILITIES, default=PRIVATE)
-    name = models.CharField(max_length=200, blank=True)
+    name = models.CharField(max_length=RUN_NAME_LENGTH, blank=True)
     tags = models.JSONField(default=list, blank=True)
 
     filename = models.CharField(max_length=255)
-    # The uploaded bytes, stored by content (read them through `graph_bytes`).
-    graph = models.ForeignKey(GraphBlob, on_delete=models.PROTECT, related_name="runs")
+    # The uploaded bytes, stored by content (read them through `graph_bytes`); none once the
+    # run let go of them (a failed run's, FAILED_RUN_UPLOADS_KEPT_S after it failed:
+    # `remove_failed_uploads`), which `upload_removed` says when.
+    graph = models.ForeignKey(GraphBlob, on_delete=models.PROTECT, related_name="runs",
+                              null=True, blank=True)
+    upload_removed = models.DateTimeField(null=True, blank=True)
     # The SHA-256 of the graph, decompressed (`graph_sha256`), set when the run is first
     # saved: runs of the same graph are found by it (compare's candidates) without reading or
     # comparing the graphs' bytes.
@@ -353,7 +390,11 @@ class Run(Job):
         pending = self.__dict__.get("_new_graph")
         if isinstance(pending, StagedFile):
             return pending.head(pending.size)
-        return pending if pending is not None else GraphBlob.data_of(self.graph_id)
+        if pending is not None:
+            return pending
+        if self.graph_id is None:
+            raise graph_store.GraphUnavailable(f"the uploaded graph {self.upload_removed_why}")
+        return GraphBlob.data_of(self.graph_id)
 
     @graph_bytes.setter
     def graph_bytes(self, data: bytes) -> None:
@@ -393,9 +434,48 @@ class Run(Job):
         with transaction.atomic():
             graph_id = self.graph_id
             self.delete()
-            if not Run.objects.filter(graph_id=graph_id).exists():
-                GraphBlob.objects.filter(pk=graph_id).delete()
-                graph_store.delete(graph_id)
+            if graph_id is not None:
+                GraphBlob.release(graph_id)
+
+    @property
+    def upload_removed_why(self) -> str:
+        """When and why the run's upload was removed, for its page and its errors."""
+        days = settings.FAILED_RUN_UPLOADS_KEPT_S / 86400
+        kept = f"{days:g} day{'s' if days != 1 else ''}" if days >= 1 \
+            else f"{settings.FAILED_RUN_UPLOADS_KEPT_S} s"
+        when = f" on {self.upload_removed:%Y-%m-%d}" if self.upload_removed else ""
+        return (f"was removed{when}: a failed run keeps its upload for {kept} "
+                f"(FAILED_RUN_UPLOADS_KEPT_S), to free the room it took; upload the graph again "
+                f"to compile it")
+
+    @classmethod
+    def retryable(cls) -> Q:
+        """A failed run whose upload was removed cannot be compiled again."""
+        return Q(graph__isnull=False)
+
+    @classmethod
+    def remove_failed_uploads(cls, failed_before) -> list[str]:
+        """Let go of the uploads of the runs that failed before `failed_before` (the runs stay,
+        saying so: `upload_removed`), each graph's row and file going with the last run that
+        holds it; the ids of those runs. Each run is one conditional UPDATE (it must still be
+        failed, with the same graph): two workers doing this at once, or an owner retrying
+        the run meanwhile, change nothing twice."""
+        stale = cls.objects.filter(status=cls.FAILED, finished__lt=failed_before,
+                                   graph__isnull=False).values_list("pk", "graph_id")
+        removed = []
+        for pk, graph_id in list(stale):
+            with transaction.atomic():
+                if cls.objects.filter(pk=pk, status=cls.FAILED, graph_id=graph_id).update(
+                        graph=None, upload_removed=timezone.now()):
+                    GraphBlob.release(graph_id)
+                    removed.append(pk)
+        return removed
+
+    @classmethod
+    def shared_with(cls, team) -> models.QuerySet:
+        """The team's runs: shared with it (visibility "team", or "public" with the team
+        named); a run its owner keeps private is not the team's even if it names the team."""
+        return cls.objects.filter(team=team, visibility__in=(cls.TEAM, cls.PUBLIC))
 
     def __str__(self) -> str:
         return f"{self.id} {self.title}"
@@ -681,17 +761,6 @@ class ApiToken(models.Model):
         return token.user if token else None
 
 
-class LoginFailure(models.Model):
-    """A failed log-in (explorer/throttle.py counts them to lock out password guessing)."""
-
-    username = models.CharField(max_length=150)       # as typed, lower-cased
-    ip = models.GenericIPAddressField(null=True)
-    at = models.DateTimeField(auto_now_add=True, db_index=True)
-
-    class Meta:
-        indexes = [models.Index(fields=["username", "ip", "at"])]
-
-
-# Invites and sign-up attempts (explorer/account_models.py), imported here so that Django finds
-# them with the app's other models.
-from explorer.account_models import Invite, SignupAttempt  # noqa: E402,F401
+# Invites (explorer/account_models.py), imported here so that Django finds them with the app's
+# other models.
+from explorer.account_models import Invite  # noqa: E402,F401

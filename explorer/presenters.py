@@ -251,6 +251,13 @@ def comparison_rows(device_result: dict) -> list[dict]:
     return rows
 
 
+def shown_runtimes(rows: list[dict]) -> list[str | None]:
+    """The runtimes the comparison's rows have figures for: those of its first plan that is
+    available (an unavailable one has no totals under any runtime)."""
+    available = [row for row in rows if not row["unavailable"]]
+    return [runtime for runtime, _ in available[0]["by_runtime"]] if available else []
+
+
 def runtime_figures(total: dict) -> dict:
     """A plan's totals under each runtime: {runtime: {"proj_us", "launch_us", "learned_us",
     "measured_us"}}; {None: ...} (its totals as they are) for an artifact compiled before
@@ -299,7 +306,7 @@ def verdicts(rows: list[dict], learned: dict | None) -> list[dict]:
     learned model's or the measurement's pick differs, the verdict says so. A model that has a
     total for fewer than two plans picks nothing."""
     figures = {row["strategy"]: dict(row["by_runtime"]) for row in rows}
-    runtimes = [runtime for runtime, _ in rows[0]["by_runtime"]] if rows else []
+    runtimes = shown_runtimes(rows)
     held_out = held_out_errors(learned)
     out = []
     for runtime in runtimes:
@@ -419,7 +426,7 @@ def comparison_charts(rows: list[dict], eager_us: float | None = None
     """Per runtime of the rows (`comparison_rows`' by_runtime), grouped bars (an inline SVG,
     explorer/charts.py) of each strategy's SOL, projected and (where there are some) learned
     and measured totals, and the measured eager baseline as a dashed line across them."""
-    runtimes = [runtime for runtime, _ in rows[0]["by_runtime"]] if rows else []
+    runtimes = shown_runtimes(rows)
     charted = []
     for runtime in runtimes:
         figures = [dict(row["by_runtime"]).get(runtime) or {} for row in rows]

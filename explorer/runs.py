@@ -25,11 +25,12 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
+from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
 from compiler.cost.launch import DEFAULT_RUNTIME, parse_runtime
-from compiler.errors import InputError
+from compiler.errors import InputError, LimitError
 from compiler.fusion.graph_layout import plan_layout
 from compiler.fusion.graph_view import fusion_graph, kernel_entries
 from compiler.importers import sniff_reach, sniff_upload
@@ -37,7 +38,8 @@ from compiler.pipeline import canonical_options, import_graph
 from compiler.version import compiler_version
 from explorer import presenters
 from explorer.graph_store import GraphUnavailable, StagedFile
-from explorer.models import Measurement, Membership, PlanGraph, Run, graph_sha256, uploaded
+from explorer.models import (GraphBlob, Measurement, Membership, PlanGraph, Run, Team,
+                             graph_sha256, uploaded)
 from explorer.uploads import upload_file_name
 
 logger = logging.getLogger(__name__)
@@ -108,13 +110,69 @@ def check_upload(graph: StagedFile, filename: str) -> None:
         import_graph(head, filename)
 
 
+class QuotaExceeded(LimitError):
+    """An upload that would take its owner's stored uploads, or its team's, past their storage
+    quota (STORAGE_QUOTA_BYTES, TEAM_STORAGE_QUOTA_BYTES): nothing is stored. A LimitError, so
+    that the JSON API answers it 413 as any input past a limit."""
+
+
+def storage_used(owner) -> int:
+    """The bytes the user's runs hold in the graph store, each file once (a file the user
+    uploaded for several runs counts once; one another user uploaded too counts for each of
+    them); runs whose upload was removed hold none."""
+    return GraphBlob.bytes_held(Run.objects.filter(owner=owner))
+
+
+def team_storage_used(team) -> int:
+    """The bytes the runs shared with the team hold, each file once."""
+    return GraphBlob.bytes_held(Run.shared_with(team))
+
+
+def storage_usage(user) -> dict:
+    """What the API keys page shows: the user's usage and quota, and each of their teams'."""
+    teams = Team.objects.filter(memberships__user=user).order_by("name")
+    return {"used": storage_used(user), "quota": settings.STORAGE_QUOTA_BYTES,
+            "teams": [{"team": team, "used": team_storage_used(team),
+                       "quota": settings.TEAM_STORAGE_QUOTA_BYTES} for team in teams]}
+
+
+def check_quota(owner, graph_key: str, size: int, filename: str, team=None) -> None:
+    """QuotaExceeded unless `size` more bytes (an upload whose SHA-256 is `graph_key`) fit the
+    owner's storage quota, and the team's for a run shared with `team`. A file the owner's runs
+    (or the team's) already hold takes no more room. Two uploads at the very same moment may
+    both fit alone and pass the quota together, by one upload at most each."""
+    if not Run.objects.filter(owner=owner, graph_id=graph_key).exists():
+        used, quota = storage_used(owner), settings.STORAGE_QUOTA_BYTES
+        if used + size > quota:
+            raise QuotaExceeded(
+                f"storage quota: your runs' uploads take {_size(used)} of your {_size(quota)} "
+                f"(STORAGE_QUOTA_BYTES), and this file is {_size(size)}; nothing was stored. "
+                "Delete runs you no longer need (a run's upload goes with it), or ask the "
+                "site's administrators for more room", filename)
+    if team is not None and not Run.shared_with(team).filter(graph_id=graph_key).exists():
+        used, quota = team_storage_used(team), settings.TEAM_STORAGE_QUOTA_BYTES
+        if used + size > quota:
+            raise QuotaExceeded(
+                f"storage quota: the runs shared with the team {team.name} take {_size(used)} "
+                f"of its {_size(quota)} (TEAM_STORAGE_QUOTA_BYTES), and this file is "
+                f"{_size(size)}; nothing was stored. Share the run with fewer people, or ask "
+                "the team's owners to delete runs it no longer needs", filename)
+
+
+def _size(count: int) -> str:
+    if count < 1024:
+        return f"{count:,} bytes"
+    return f"{filesizeformat(count)} ({count:,} bytes)".replace("\xa0", " ")
+
+
 def submit_run(owner, data: bytes | StagedFile, filename: str, devices, strategies,
                name: str = "", tags=(), visibility: str = Run.PRIVATE, team=None,
                runtime: str = DEFAULT_RUNTIME) -> Run:
     """The run of this upload: an existing one with the same id, or a new queued one whose
     compile job is enqueued once the transaction commits. InputError (with file:line:col) when
-    an option is unknown or `check_upload` refuses the file; nothing is stored then.
-    ValueError for visibility "team" without a team."""
+    an option is unknown or `check_upload` refuses the file, QuotaExceeded (an InputError too)
+    when a new run's upload does not fit `check_quota`; nothing is stored then. ValueError for
+    visibility "team" without a team."""
     return submit(owner, data, filename, devices, strategies, name, tags, visibility, team,
                   runtime)[0]
 
@@ -149,6 +207,8 @@ def _submit(owner, graph: StagedFile, filename: str, devices, strategies, name: 
     existing = Run.objects.filter(pk=identifier).first()
     if existing is not None:
         return existing, False
+    shared = team if visibility in (Run.TEAM, Run.PUBLIC) else None
+    check_quota(owner, graph.sha256, graph.size, filename, shared)
     try:
         with transaction.atomic():
             run = Run(id=identifier, owner=owner, team=team, visibility=visibility, name=name,

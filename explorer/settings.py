@@ -8,7 +8,8 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from explorer.env import env_bool, env_int, env_list, env_str, parse_database_url
+from explorer.env import (env_bool, env_int, env_list, env_str, next_redis_database,
+                          parse_database_url)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -58,15 +59,23 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     # Swagger UI's built files, for the API docs page (explorer/api_docs.py).
     "drf_spectacular_sidecar",
+    # Log-in locks (explorer/throttle.py); before the app, whose admin module edits axes' admin.
+    "axes",
     "explorer.apps.ExplorerConfig",
 ]
 
-# Sessions in the database, and users by Django's model backend: each read in plain SQL, the
-# two reads every logged-in request makes first (explorer/sessions.py, explorer/lookups.py).
-SESSION_ENGINE = "explorer.sessions"
-AUTHENTICATION_BACKENDS = ["explorer.lookups.ModelBackend"]
+# Sessions: Django's cached_db engine, read from the shared cache (Redis, CACHES below) and
+# kept in the database too, so that a cache emptied or down loses none. Users by Django's model
+# backend, read in plain SQL (explorer/lookups.py), after axes' check that the log-in is not
+# locked (explorer/throttle.py).
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+SESSION_CACHE_ALIAS = "shared"
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend",
+                           "explorer.lookups.ModelBackend"]
 
 MIDDLEWARE = [
+    # First: every line logged while serving a request carries its id (explorer/logs.py).
+    "explorer.logs.RequestId",
     "django.middleware.security.SecurityMiddleware",
     # Static files (our CSS and JS; STATIC_ROOT below says how), before
     # everything else so a stylesheet costs no session or database work.
@@ -87,6 +96,9 @@ MIDDLEWARE = [
     "explorer.middleware.ApiJsonErrors",
     # A NUL character in the path or the query string refused (PostgreSQL would not take it).
     "explorer.middleware.RefuseNulCharacters",
+    # A log-in refused by a lock answers 429 (explorer/throttle.py lockout_response); last, as
+    # axes asks.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "explorer.urls"
@@ -232,8 +244,18 @@ API_RATE_WINDOW_S = env_int("API_RATE_WINDOW_S", default=60, minimum=1)
 # Celery reads every CELERY_* setting here (workers/celery.py uses namespace="CELERY").
 REDIS_URL = env_str("REDIS_URL", default="redis://127.0.0.1:6379/0")
 CELERY_BROKER_URL = REDIS_URL
+# "shared": what every web process and machine must see alike: sessions and the sign-up and
+# password-reset limits (explorer/throttle.py). In Redis, by default in the database after
+# REDIS_URL's (redis://127.0.0.1:6379/1), apart from the queues.
+CACHE_REDIS_URL = (env_str("CACHE_REDIS_URL") if "CACHE_REDIS_URL" in os.environ
+                   else next_redis_database(REDIS_URL))
+CACHES["shared"] = {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                    "LOCATION": CACHE_REDIS_URL}
 CELERY_RESULT_BACKEND = REDIS_URL
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker logs through LOGGING below (JSON lines) instead of replacing the root logger's
+# handlers with its own plain-text ones.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Compile tasks run for seconds to minutes; prefetching more than one would leave jobs waiting
 # behind a busy process while another worker is idle.
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -275,6 +297,18 @@ X_FRAME_OPTIONS = "DENY"
 # bigger one is imported by the compile worker, which fails the run with the same message.
 UPLOAD_INLINE_IMPORT_BYTES = env_int("UPLOAD_INLINE_IMPORT_BYTES", default=256 * 1024,
                                      minimum=0)
+# Storage quotas (explorer/runs.py check_quota): the bytes of uploaded graph files a user's runs
+# may hold, each file counted once however many of the user's runs use it, and the same for the
+# runs shared with a team (which count for their owner too). An upload past either is refused
+# before anything is stored (the form says so; the API answers 413); the API keys page shows
+# each user's usage.
+STORAGE_QUOTA_BYTES = env_int("STORAGE_QUOTA_BYTES", default=2 * 1024**3, minimum=0)
+TEAM_STORAGE_QUOTA_BYTES = env_int("TEAM_STORAGE_QUOTA_BYTES", default=10 * 1024**3, minimum=0)
+# A failed run keeps its upload this long after it failed (for its owner to retry it), then
+# lets go of it: the run stays, saying so, and the file goes with the last run that used it
+# (every worker's sweeper, and `manage.py prune_graphs`).
+FAILED_RUN_UPLOADS_KEPT_S = env_int("FAILED_RUN_UPLOADS_KEPT_S", default=7 * 24 * 3600,
+                                    minimum=0)
 
 # workers.compile_run: past the soft limit a run fails with a message; the hard limit kills a
 # worker process stuck past it. A running job renews its lease of the run as it reports
@@ -290,7 +324,8 @@ COMPILE_LEASE_S = env_int("COMPILE_LEASE_S", default=120, minimum=1)
 # worker died (explorer/sweeper.py).
 JOB_SWEEP_INTERVAL_S = env_int("JOB_SWEEP_INTERVAL_S", default=30, minimum=1)
 # A job stored this long ago and never sent is sent (its send failed: the broker was down),
-# and a queued job sent this long ago whose queue is empty is sent again (its message was lost).
+# and a queued job sent this long ago whose queue is empty is sent again (its message was lost;
+# one sent before the broker's Redis last started is sent again at once).
 JOB_SEND_GRACE_S = env_int("JOB_SEND_GRACE_S", default=30, minimum=1)
 JOB_RESEND_S = env_int("JOB_RESEND_S", default=300, minimum=1)
 COMPILE_MAX_ATTEMPTS = env_int("COMPILE_MAX_ATTEMPTS", default=3, minimum=1)
@@ -332,20 +367,45 @@ COMPILE_TEST_CODEGEN_DELAY_S = env_int("COMPILE_TEST_CODEGEN_DELAY_S", default=0
 # Structured logs (JSON lines on stderr) of every 500 and failed job, with the traceback.
 from explorer.logs import logging_config  # noqa: E402
 
+LOGGING_CONFIG = "explorer.logs.configure"
 LOGGING = logging_config(env_str("LOG_LEVEL", default="INFO").upper())
+# On when a proxy in front sets X-Request-ID on every request: log lines then carry its id.
+# Off, a client could choose the ids of its own requests' lines, so each gets one of ours.
+TRUST_REQUEST_ID_HEADER = env_bool("TRUST_REQUEST_ID_HEADER", default=False)
 
-# Log-in throttling (explorer/throttle.py): failures allowed per username and address, per
-# address whatever the usernames, within this many seconds.
+# The client's address (explorer/throttle.py client_address): REMOTE_ADDR, or behind this many
+# proxies, each appending to X-Forwarded-For, the address the outermost one saw.
+TRUSTED_PROXIES = env_int("TRUSTED_PROXIES", default=0, minimum=0)
+
+# Log-in locks (django-axes, explorer/throttle.py): a username tried from one address is locked
+# after LOGIN_FAILURES_ALLOWED failures, an address after LOGIN_FAILURES_PER_ADDRESS whatever
+# the usernames, until LOGIN_LOCKOUT_S seconds after the last failure that counted.
 LOGIN_FAILURES_ALLOWED = env_int("LOGIN_FAILURES_ALLOWED", default=5, minimum=1)
 LOGIN_FAILURES_PER_ADDRESS = env_int("LOGIN_FAILURES_PER_ADDRESS", default=30, minimum=1)
 LOGIN_LOCKOUT_S = env_int("LOGIN_LOCKOUT_S", default=900, minimum=1)
+AXES_HANDLER = "explorer.throttle.LoginLocks"
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+AXES_FAILURE_LIMIT = "explorer.throttle.failures_per_address"
+AXES_COOLOFF_TIME = "explorer.throttle.lockout_period"
+AXES_CLIENT_IP_CALLABLE = "explorer.throttle.client_address"
+AXES_USERNAME_CALLABLE = "explorer.throttle.attempted_username"
+AXES_LOCKOUT_CALLABLE = "explorer.throttle.lockout_response"
+# Tries while locked are refused unchecked and not counted: they do not extend the lock.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+# Failures only (as warnings, the username and address masked); successful log-ins are not
+# recorded, and no banner starts every process's log.
+AXES_DISABLE_ACCESS_LOG = True
+AXES_VERBOSE = False
 
 # Sign-up (explorer/accounts.py). SIGNUP_INVITE_ONLY: only with an invite link, a team's or one
 # staff made. The sign-up form may be sent SIGNUP_ATTEMPTS_ALLOWED times per address within
-# SIGNUP_WINDOW_S seconds.
+# SIGNUP_WINDOW_S seconds, and the password-reset form PASSWORD_RESETS_ALLOWED times within
+# PASSWORD_RESET_WINDOW_S (each may send an e-mail), counted in the shared cache.
 SIGNUP_INVITE_ONLY = env_bool("SIGNUP_INVITE_ONLY", default=False)
 SIGNUP_ATTEMPTS_ALLOWED = env_int("SIGNUP_ATTEMPTS_ALLOWED", default=10, minimum=1)
 SIGNUP_WINDOW_S = env_int("SIGNUP_WINDOW_S", default=3600, minimum=1)
+PASSWORD_RESETS_ALLOWED = env_int("PASSWORD_RESETS_ALLOWED", default=5, minimum=1)
+PASSWORD_RESET_WINDOW_S = env_int("PASSWORD_RESET_WINDOW_S", default=3600, minimum=1)
 
 # E-mail (password-reset links): printed on the web server's console by default. EMAIL_BACKEND
 # takes "console", "smtp" (with EMAIL_HOST, EMAIL_PORT, EMAIL_HOST_USER, EMAIL_HOST_PASSWORD,

@@ -6,10 +6,16 @@ empty (`make run`'s Redis keeps nothing), or a worker was killed holding one (th
 it back only after its visibility timeout, an hour by default). `sweep` sends again:
 - a queued job never sent, stored more than JOB_SEND_GRACE_S ago (settings; on_commit sends
   at once, so such a job's send failed);
+- queued jobs sent before the broker last started, when their queue is empty: a Redis that
+  restarted empty lost their messages (`make run`'s keeps nothing), so they are sent at the
+  next sweep, within JOB_SWEEP_INTERVAL_S of the broker coming back. The broker's start is
+  its uptime (Redis INFO) back from now; under normal operation no job was sent before it,
+  so this sends nothing twice;
 - queued jobs sent more than JOB_RESEND_S ago, when their queue in the broker is empty (their
-  messages are gone: a queue that still holds messages is a backlog, and sending more would
-  only grow it; a message a busy worker has reserved is not in the queue either, hence the
-  wait, which bounds such duplicates to one per job every JOB_RESEND_S);
+  messages are gone some other way: a FLUSHALL, a worker killed holding one it had reserved.
+  A queue that still holds messages is a backlog, and sending more would only grow it; a
+  message a busy worker has reserved is not in the queue either, hence the wait, which
+  bounds such duplicates to one per job every JOB_RESEND_S);
 - a running job whose lease expired (its worker died) and that was not sent since: the next
   worker claims it within about one lease (Job.claim takes an expired lease over).
 A job sent twice is claimed once (Job.claim is one conditional UPDATE); the other message
@@ -20,7 +26,7 @@ starts the thread), so sweeping needs no extra process.
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db.models import F, Q
@@ -31,7 +37,6 @@ from explorer.models import Measurement, Run
 logger = logging.getLogger(__name__)
 
 
-
 def _jobs() -> tuple:
     """Each job kind with its broker queue (the routes in settings) and how it is sent."""
     from explorer.runs import enqueue_compile, enqueue_measure
@@ -40,36 +45,52 @@ def _jobs() -> tuple:
     return ((Run, "compile", enqueue_compile), (Measurement, GPU_QUEUE, enqueue_measure))
 
 
-def queue_lengths() -> dict[str, int] | None:
-    """Messages waiting in each job queue of the broker (Redis lists named after the queues);
-    None when the broker cannot be read."""
+# Redis counts its uptime in whole seconds, as the difference of two clock readings in whole
+# seconds: the start it gives is within this much of the true one, either way.
+UPTIME_GRAIN = timedelta(seconds=1)
+
+
+def broker_state(now) -> tuple[dict[str, int], datetime] | None:
+    """Messages waiting in each job queue of the broker (Redis lists named after the queues),
+    and a time no earlier than the broker's start: `now` less its uptime, plus UPTIME_GRAIN,
+    so that no job sent before the start is taken for one sent after it (a job sent within
+    that second after it may be sent once more: a duplicate, which finds its run claimed, and
+    only right after a restart). None when the broker cannot be read."""
     import redis
 
     from workers.presence import redis_client
 
     try:
         client = redis_client(timeout_s=2)
-        return {queue: int(client.llen(queue)) for _, queue, _ in _jobs()}
+        lengths = {queue: int(client.llen(queue)) for _, queue, _ in _jobs()}
+        uptime_s = int(client.info("server")["uptime_in_seconds"])
     except redis.RedisError as error:
         logger.warning("sweeper: cannot read the broker's queues: %s", error)
         return None
+    return lengths, now - timedelta(seconds=uptime_s) + UPTIME_GRAIN
 
 
-def sweep(now=None, lengths: dict[str, int] | None = None) -> dict[str, list]:
+def sweep(now=None, lengths: dict[str, int] | None = None,
+          broker_started: datetime | None = None) -> dict[str, list]:
     """Send again the jobs whose messages are missing (module docstring); {kind: [pk, ...]}
-    of those sent. `lengths`: the broker's queue lengths (read from Redis when None); with
-    none at all, nothing is sent (the broker is down: sending would fail anyway)."""
+    of those sent. `lengths` and `broker_started`: the broker's queue lengths and start (both
+    read from Redis when `lengths` is None); with none at all, nothing is sent (the broker is
+    down: sending would fail anyway)."""
     now = now or timezone.now()
-    lengths = queue_lengths() if lengths is None else lengths
     if lengths is None:
-        return {}
+        state = broker_state(now)
+        if state is None:
+            return {}
+        lengths, broker_started = state
     sent: dict[str, list] = {}
     for model, queue, enqueue in _jobs():
         lost = Q(status=model.QUEUED, enqueued_at__isnull=True,
                  created__lt=now - timedelta(seconds=settings.JOB_SEND_GRACE_S))
         if lengths.get(queue, 0) == 0:
-            lost |= Q(status=model.QUEUED,
-                      enqueued_at__lt=now - timedelta(seconds=settings.JOB_RESEND_S))
+            resend_before = now - timedelta(seconds=settings.JOB_RESEND_S)
+            if broker_started is not None:
+                resend_before = max(resend_before, broker_started)
+            lost |= Q(status=model.QUEUED, enqueued_at__lt=resend_before)
         lost |= Q(status=model.RUNNING, lease_expires__lt=now) & (
             Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=F("lease_expires")))
         pks = list(model.objects.filter(lost).order_by("created").values_list("pk", flat=True))

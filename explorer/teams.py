@@ -139,7 +139,7 @@ def _render_team(request: HttpRequest, membership: Membership, link_form=None,
 
 def shared_runs(team: Team) -> QuerySet[Run]:
     """The team's runs: those shared with it (see the module docstring)."""
-    return Run.objects.filter(team=team, visibility__in=(Run.TEAM, Run.PUBLIC))
+    return Run.shared_with(team)
 
 
 # The review's filters: the query parameter and what it matches.

@@ -1,9 +1,13 @@
 from django.contrib import admin
 from django.contrib.auth.views import LoginView
-from django.urls import include, path
+from django.urls import include, path, register_converter
 
 from explorer import accounts, api_docs, gallery, teams, views
+from explorer.converters import RowIdConverter
 from explorer.throttle import ThrottledLoginForm
+
+# Ids in addresses are <id:...>: a number past any id answers 404 (explorer/converters.py).
+register_converter(RowIdConverter, "id")
 
 urlpatterns = [
     path("", views.index, name="explorer-index"),
@@ -27,14 +31,14 @@ urlpatterns = [
     path("account/api-tokens", views.api_tokens, name="explorer-api-tokens"),
     path("cost-models", views.cost_models, name="explorer-cost-models"),
     path("teams", teams.teams, name="explorer-teams"),
-    path("teams/invitations/<int:invite_id>", teams.invitation, name="explorer-invitation"),
-    path("teams/<int:team_id>", teams.team_page, name="explorer-team"),
-    path("teams/<int:team_id>/invites", teams.team_invite, name="explorer-team-invite"),
-    path("teams/<int:team_id>/invites/<int:invite_id>/revoke", teams.team_invite_revoke,
+    path("teams/invitations/<id:invite_id>", teams.invitation, name="explorer-invitation"),
+    path("teams/<id:team_id>", teams.team_page, name="explorer-team"),
+    path("teams/<id:team_id>/invites", teams.team_invite, name="explorer-team-invite"),
+    path("teams/<id:team_id>/invites/<id:invite_id>/revoke", teams.team_invite_revoke,
          name="explorer-team-invite-revoke"),
-    path("teams/<int:team_id>/members/<int:user_id>", teams.team_member,
+    path("teams/<id:team_id>/members/<id:user_id>", teams.team_member,
          name="explorer-team-member"),
-    path("teams/<int:team_id>/leave", teams.team_leave, name="explorer-team-leave"),
+    path("teams/<id:team_id>/leave", teams.team_leave, name="explorer-team-leave"),
     path("invite/<str:key>", accounts.invite_page, name="explorer-invite"),
     path("api/", api_docs.api_root, name="explorer-api-root"),
     path("api/docs", api_docs.api_docs, name="explorer-api-docs"),
@@ -43,9 +47,13 @@ urlpatterns = [
     path("accounts/login/", LoginView.as_view(authentication_form=ThrottledLoginForm),
          name="login"),
     path("accounts/signup/", accounts.signup, name="explorer-signup"),
+    # Django's password reset, limited per address (before django.contrib.auth.urls' own).
+    path("accounts/password_reset/", accounts.password_reset, name="password_reset"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
 ]
 
-# The site's own 404 page, which shows no exception of Django's (explorer/views.py).
+# The site's own 404 page, which shows no exception of Django's (explorer/views.py), and its 400
+# page, which answers pasted text past the form's limit on the upload page.
 handler404 = views.not_found
+handler400 = views.bad_request

@@ -7,7 +7,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import (Http404, HttpRequest, HttpResponse, HttpResponseBadRequest,
@@ -15,21 +15,24 @@ from django.http import (Http404, HttpRequest, HttpResponse, HttpResponseBadRequ
 from django.middleware.csrf import get_token
 from django.core.cache import cache, caches
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import filesizeformat
 from django.template.loader import render_to_string
 from django.urls import Resolver404, resolve, reverse
 from django.utils.safestring import mark_safe
+from django.views import defaults
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from compiler.cost.devices import get_device
 from compiler.cost.launch import DEFAULT_RUNTIME, RUNTIME_LABELS, RUNTIMES
 from compiler.errors import InputError
+from compiler.limits import Limits
 from explorer import documents, presenters
-from explorer.forms import RunSettingsForm, UploadForm, samples
+from explorer.forms import RunSettingsForm, UploadForm, pasted_text_limit, samples
 from explorer.lookups import by_pk
 from explorer.models import ApiToken, KernelSource, Measurement, Run
-from explorer.runs import (PlanUnavailable, graph_digest, holding, plan_choice, plan_graph,
-                           request_measurement, results_stamp, retry_run, submit,
-                           upload_text, viewable_runs)
+from explorer.runs import (PlanUnavailable, QuotaExceeded, graph_digest, holding, plan_choice,
+                           plan_graph, request_measurement, results_stamp, retry_run,
+                           storage_usage, submit, upload_text, viewable_runs)
 from workers.presence import gpu_status
 
 
@@ -73,6 +76,7 @@ def index(request: HttpRequest) -> HttpResponse:
 @login_required
 def _upload(request: HttpRequest) -> HttpResponse:
     form = UploadForm(request.POST, request.FILES, user=request.user)
+    status = 400
     if form.is_valid():
         data, filename = form.graph()
         asked = {"name": form.cleaned_data["name"],
@@ -86,6 +90,7 @@ def _upload(request: HttpRequest) -> HttpResponse:
                                   **asked)
         except InputError as error:
             form.add_error(None, str(error))
+            status = 413 if isinstance(error, QuotaExceeded) else 400
         else:
             changed = [] if created else _labels_changed(run, asked)
             if changed:
@@ -93,7 +98,26 @@ def _upload(request: HttpRequest) -> HttpResponse:
                     "run": run, "asked": asked, "changed": changed})
             return redirect("explorer-run", run_id=run.pk)
     return render(request, "explorer/index.html", {"form": form, "samples": samples()},
-                  status=400)
+                  status=status)
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """The site's 400 page (handler400). A form whose fields besides its files hold more than
+    DATA_UPLOAD_MAX_MEMORY_SIZE (pasted text past 2.5 MB) is refused by Django as it parses
+    the request (in the CSRF check, which reads the form before the view), with nothing kept
+    of it (RequestDataTooBig): on the upload page the form is shown again, empty, with the
+    limit and what to do (413). Any other bad request gets Django's own page."""
+    user = getattr(request, "user", None)   # none when a middleware before the login's failed
+    if isinstance(exception, RequestDataTooBig) and user is not None and user.is_authenticated \
+            and request.path_info == reverse("explorer-index"):
+        error = (f"Graph text: the form's text fields hold more than {pasted_text_limit()}, "
+                 f"so nothing was read of them: save the pasted text as a file and choose "
+                 f"the file instead (a file may be up to "
+                 f"{filesizeformat(Limits.from_env().max_input_bytes)}).")
+        return render(request, "explorer/index.html", {
+            "form": UploadForm(user=user), "samples": samples(), "upload_error": error},
+            status=413)
+    return defaults.bad_request(request, exception)
 
 
 def _labels_changed(run: Run, asked: dict) -> list[str]:
@@ -438,7 +462,7 @@ def _same_graph_runs(user, run: Run, besides: Run | None = None) -> list[Run]:
 def run_settings(request: HttpRequest, run: Run) -> HttpResponse:
     """The owner renames, tags or shares the run; anyone else who can see it is refused."""
     _owner_only(request, run, "change it")
-    form = RunSettingsForm(request.POST, user=request.user)
+    form = RunSettingsForm(request.POST, user=request.user, run=run)
     if not form.is_valid():
         return _render_run(request, run, form, status=400)
     form.apply(run)
@@ -457,9 +481,12 @@ def _owner_only(request: HttpRequest, run: Run, action: str) -> None:
 @require_POST
 @_run_view
 def run_retry(request: HttpRequest, run: Run) -> HttpResponse:
-    """The owner queues a failed run again; a run that is not failed is left as it is."""
+    """The owner queues a failed run again; a run that is not failed is left as it is, and one
+    whose upload was removed says why it cannot be."""
     _owner_only(request, run, "retry it")
-    retry_run(run)
+    if not retry_run(run) and run.upload_removed:
+        messages.error(request, f"This run cannot be compiled again: the uploaded graph "
+                                f"{run.upload_removed_why}.")
     return redirect("explorer-run", run_id=run.pk)
 
 
@@ -743,7 +770,8 @@ NEW_KEY_SESSION = "explorer-new-api-key"
 def api_tokens(request: HttpRequest) -> HttpResponse:
     """The user's API keys: make one, with its scope and lifetime, or revoke one. A new key is
     shown once: the POST keeps it in the session and redirects, and the next GET shows it and
-    forgets it (a refresh makes no second key), with the page marked not to be cached."""
+    forgets it (a refresh makes no second key), with the page marked not to be cached. The page
+    also shows how much of their storage quota the user's runs, and their teams', take."""
     if request.method == "POST":
         if "revoke" in request.POST:
             revoke = request.POST["revoke"]
@@ -762,7 +790,7 @@ def api_tokens(request: HttpRequest) -> HttpResponse:
     tokens = ApiToken.objects.filter(user=request.user)
     response = render(request, "explorer/api_tokens.html", {
         "tokens": tokens, "new_key": new_key, "scopes": ApiToken.SCOPES,
-        "lifetimes": list(TOKEN_LIFETIMES_DAYS)})
+        "lifetimes": list(TOKEN_LIFETIMES_DAYS), "storage": storage_usage(request.user)})
     response["Cache-Control"] = "no-store"
     return response
 

@@ -151,11 +151,14 @@ fi
 echo "Loading the sample runs:"
 "$VENV_BIN/python" manage.py load_samples
 
+# The workers' logs are JSON lines (explorer/logs.py); --quiet leaves out the plain-text banner
+# a worker prints at start.
 # Compiles run at a lower CPU priority than the web server (nice 10, COMPILE_WORKER_NICE): on a
 # machine that serves pages too, a compile takes whatever CPU the pages leave and never the
 # other way round (benchmarks/load.py: run page p95 with a compile running).
 nice -n "${COMPILE_WORKER_NICE:-10}" \
-    "$VENV_BIN/celery" -A workers worker -Q compile -n "compile@%h" -l info >"$CELERY_LOG" 2>&1 &
+    "$VENV_BIN/celery" -A workers --quiet worker -Q compile -n "compile@%h" -l info \
+        >"$CELERY_LOG" 2>&1 &
 worker_pid=$!
 echo "Started a Celery worker on the compile queue (log: $CELERY_LOG)."
 
@@ -170,7 +173,7 @@ except Exception as error:
 raise SystemExit(0 if count > 0 else "no CUDA device")
 '
 if gpu_check=$("$VENV_BIN/python" -c "$GPU_CHECK" 2>&1); then
-    "$VENV_BIN/celery" -A workers worker -Q gpu -n "gpu@%h" --concurrency 1 -l info \
+    "$VENV_BIN/celery" -A workers --quiet worker -Q gpu -n "gpu@%h" --concurrency 1 -l info \
         >"$GPU_CELERY_LOG" 2>&1 &
     gpu_worker_pid=$!
     echo "CuPy finds a GPU: started a Celery worker on the gpu queue (log: $GPU_CELERY_LOG)."

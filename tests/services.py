@@ -7,6 +7,7 @@ own Redis on 6379, and everything is stopped when the run ends. Workers use the 
 file (tests/conftest.py) and short lease and visibility timeouts, so a job whose worker was
 killed is redelivered within seconds instead of an hour.
 """
+import json
 import os
 import shutil
 import signal
@@ -38,6 +39,18 @@ class RunningWorker:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+    def log_entries(self) -> list[dict]:
+        """The log's lines, parsed; the test fails on one that is not a JSON object (README:
+        the logs are JSON lines)."""
+        log = self.log()
+        entries = []
+        for number, text in enumerate(log.splitlines(), 1):
+            try:
+                entries.append(json.loads(text))
+            except json.JSONDecodeError:
+                pytest.fail(f"line {number} of the worker's log is not JSON: {text!r}\n{log}")
+        return entries
 
     def kill(self) -> None:
         """SIGKILL the worker and its pool: it dies mid-job without acknowledging anything."""
@@ -122,7 +135,8 @@ def start_worker(env: dict[str, str], log_path: Path, name: str,
     """A Celery worker on `queues` (the compile queue unless told), ready to consume, in a
     process group of its own (so that `kill` reaches its pool process too)."""
     command = [
-        sys.executable, "-m", "celery", "-A", "workers", "worker",
+        # --quiet: no plain-text banner, so the log holds JSON lines only, as make run's do.
+        sys.executable, "-m", "celery", "-A", "workers", "--quiet", "worker",
         "-Q", queues, "-l", "info", "--concurrency", "1",
         "--hostname", f"{name}-{os.getpid()}@%h",
         # A lone worker has no peers to sync with; skipping these saves seconds of start-up.

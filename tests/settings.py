@@ -27,3 +27,10 @@ from explorer.settings import *  # noqa: E402,F401,F403
 # set-up) and prove nothing the tests check. The app's own hashers are what explorer/settings.py
 # says; tests/explorer/test_password_views.py and the sign-up tests work with either.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# The shared cache (sessions, the sign-up and password-reset limits) is a Redis database in a
+# deployment; most tests run with no Redis server, so here it is this process's memory, as
+# Django's locmem cache keeps it (the live server of the browser tests is a thread of the test
+# process, so it shares it too). tests/explorer/test_shared_cache.py runs it on a real Redis.
+CACHES = {**CACHES, "shared": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+                               "LOCATION": "shared"}}

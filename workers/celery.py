@@ -14,7 +14,9 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 # workers/ is not a Django app, so name it: the default list comes from INSTALLED_APPS.
 app.autodiscover_tasks(["workers"])
 
-# gpu-queue workers announce themselves in Redis (workers/presence.py).
-from workers.presence import connect_signals  # noqa: E402  (needs Django set up)
+# gpu-queue workers announce themselves in Redis (workers/presence.py), and a task's log lines
+# carry its id and name (workers/logs.py).
+from workers import logs, presence  # noqa: E402  (needs Django set up)
 
-connect_signals()
+presence.connect_signals()
+logs.connect_signals()

@@ -10,7 +10,8 @@ Reading is one SCAN and one MGET on Redis. Asking the workers themselves (Celery
 would make every page wait for replies that may never come.
 
 Every worker also runs the job sweeper (explorer/sweeper.py) in a daemon thread from the same
-signal, every JOB_SWEEP_INTERVAL_S seconds.
+signal, every JOB_SWEEP_INTERVAL_S seconds, and lets go of the uploads of runs that failed long
+ago (explorer/graph_store.py prune_failed_uploads).
 """
 from __future__ import annotations
 
@@ -138,7 +139,8 @@ def consumes_gpu_queue(consumer) -> bool:
 
 class Sweeping:
     """Runs explorer.sweeper.sweep every `interval_s` in a daemon thread of the worker, so
-    lost and abandoned jobs are sent again without a separate process."""
+    lost and abandoned jobs are sent again without a separate process, and
+    explorer.graph_store.prune_failed_uploads."""
 
     def __init__(self, interval_s: float):
         self.interval_s = interval_s
@@ -152,15 +154,17 @@ class Sweeping:
     def _run(self) -> None:
         from django.db import connection
 
+        from explorer.graph_store import prune_failed_uploads
         from explorer.sweeper import sweep
 
+        chores = (("job sweep", sweep), ("failed runs' uploads prune", prune_failed_uploads))
         while not self.stopped.wait(self.interval_s):
-            try:
-                sweep()
-            except Exception:  # noqa: BLE001 - the database restarting: try again next time
-                logger.exception("job sweep failed")
-            finally:
-                connection.close()   # this thread's own connection, not kept between sweeps
+            for name, chore in chores:
+                try:
+                    chore()
+                except Exception:  # noqa: BLE001 - the database restarting: try again next time
+                    logger.exception("%s failed", name)
+            connection.close()   # this thread's own connection, not kept between sweeps
 
     def stop(self) -> None:
         self.stopped.set()

@@ -5,6 +5,7 @@ whose worker dies is delivered again, and soft and hard time limits so a stuck j
 """
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 import time
@@ -22,6 +23,7 @@ from compiler.measure import measure_graph
 from compiler.pipeline import STAGES as COMPILE_STAGES
 from compiler.pipeline import compile_graph
 from compiler.runtime.gpu import GpuUnavailable
+from explorer.logs import log_context
 from explorer.models import ClaimLost, Job, Measurement, Run
 from explorer.runs import plan_graphs
 from workers.celery import app
@@ -48,6 +50,13 @@ class JobTask(Task):
     abstract = True
     model: type[Job] = Job
     time_limit_setting = ""
+    # The log field that names the job on every line the task logs (`run_id`).
+    log_field = ""
+
+    def __call__(self, *args, **kwargs):
+        fields = {self.log_field: args[0]} if args else {}
+        with log_context(**fields):
+            return super().__call__(*args, **kwargs)
 
     def on_failure(self, exc, task_id, args, kwargs, einfo):
         """Celery calls this when the job ended with an exception the task did not handle;
@@ -67,12 +76,14 @@ class CompileTask(JobTask):
     abstract = True
     model = Run
     time_limit_setting = "COMPILE_TIME_LIMIT_S"
+    log_field = "run_id"
 
 
 class MeasureTask(JobTask):
     abstract = True
     model = Measurement
     time_limit_setting = "MEASURE_TIME_LIMIT_S"
+    log_field = "measurement_id"
 
 
 class _ProgressRecorder:
@@ -178,17 +189,19 @@ def measure_run(self, measurement_id: int) -> str:
     run = Measurement.objects.select_related("run").get(pk=measurement_id).run
     progress = _ProgressRecorder(Measurement, measurement_id, token, settings.MEASURE_LEASE_S,
                                  MEASURE_STAGES)
-    try:
-        return _work(Measurement, measurement_id, token, progress,
-                     settings.MEASURE_SOFT_TIME_LIMIT_S,
-                     lambda: (measure_graph(run.graph_bytes, run.filename, run.devices,
-                                            run.strategies, progress=progress,
-                                            runtime=run.runtime),),
-                     settings.MEASURE_LEASE_S, settings.MEASURE_MAX_ATTEMPTS)
-    except GpuUnavailable as error:
-        Measurement.fail(measurement_id, f"The GPU worker {hostname} cannot measure: {error}.",
-                         "gpu", token)
-        return Measurement.FAILED
+    with log_context(run_id=run.pk):
+        try:
+            return _work(Measurement, measurement_id, token, progress,
+                         settings.MEASURE_SOFT_TIME_LIMIT_S,
+                         lambda: (measure_graph(run.graph_bytes, run.filename, run.devices,
+                                                run.strategies, progress=progress,
+                                                runtime=run.runtime),),
+                         settings.MEASURE_LEASE_S, settings.MEASURE_MAX_ATTEMPTS)
+        except GpuUnavailable as error:
+            message = f"The GPU worker {hostname} cannot measure: {error}."
+            _log_failure(logging.WARNING, Measurement, measurement_id, "gpu", message)
+            Measurement.fail(measurement_id, message, "gpu", token)
+            return Measurement.FAILED
 
 
 class _LeaseKeeper:
@@ -200,7 +213,9 @@ class _LeaseKeeper:
     def __init__(self, model: type[Job], pk, token: str, lease_s: int):
         self.model, self.pk, self.token, self.lease_s = model, pk, token, lease_s
         self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self._beat, name=f"lease-{pk}", daemon=True)
+        # In the job's log context, so that its warnings name the task and the job too.
+        self.thread = threading.Thread(target=contextvars.copy_context().run, args=(self._beat,),
+                                       name=f"lease-{pk}", daemon=True)
 
     def __enter__(self) -> _LeaseKeeper:
         self.thread.start()
@@ -247,22 +262,33 @@ def _work(model: type[Job], pk, token: str, progress: _ProgressRecorder, soft_li
                        model.__name__, pk)
         return "claim lost"
     except InputError as error:
-        model.fail(pk, str(error), progress.stage or "import", token)
+        # The user's graph, not a bug: a warning, with where the importer stopped.
+        stage = progress.stage or "import"
+        _log_failure(logging.WARNING, model, pk, stage, str(error))
+        model.fail(pk, str(error), stage, token)
         return model.FAILED
     except SoftTimeLimitExceeded:
-        model.fail(pk, f"The job took longer than the limit of {soft_limit_s} s.",
-                   progress.stage, token)
+        message = f"The job took longer than the limit of {soft_limit_s} s."
+        _log_failure(logging.WARNING, model, pk, progress.stage, message)
+        model.fail(pk, message, progress.stage, token)
         return model.FAILED
     except GpuUnavailable:
         raise
     except TRANSIENT_ERRORS as error:
         return _requeue(model, pk, token, progress, error, max_attempts)
     except Exception as error:  # a compiler bug: tell the user, keep the worker going
-        logger.exception("%s %s failed in stage %s", model.__name__, pk, progress.stage)
+        _log_failure(logging.ERROR, model, pk, progress.stage, "internal compiler error")
         model.fail(pk, f"Internal compiler error ({type(error).__name__}: {error}). This is "
                        "a bug; please report it with the run's link.", progress.stage, token)
         return model.FAILED
     return model.DONE
+
+
+def _log_failure(level: int, model: type[Job], pk, stage: str, reason: str) -> None:
+    """The line of a failed job, with the exception being handled (its traceback) and the
+    stage; the task's and the job's ids come from the log context."""
+    logger.log(level, "%s %s failed in stage %s: %s", model.__name__, pk, stage, reason,
+               exc_info=True, extra={"stage": stage})
 
 
 def _requeue(model: type[Job], pk, token: str, progress: _ProgressRecorder, error: Exception,
@@ -276,6 +302,8 @@ def _requeue(model: type[Job], pk, token: str, progress: _ProgressRecorder, erro
     reason = f"{type(error).__name__}: {error}"
     attempts = model.objects.filter(pk=pk).values_list("attempts", flat=True).first() or 0
     if attempts >= max_attempts:
+        _log_failure(logging.ERROR, model, pk, progress.stage,
+                     f"{max_attempts} attempts stopped by transient errors")
         model.fail(pk, f"Every one of the {max_attempts} attempts to {model.VERB} was stopped "
                        f"by a transient error; the last: {reason}. Retry it later.",
                    progress.stage, token)

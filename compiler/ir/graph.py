@@ -19,12 +19,13 @@ array for constants (None when the dump elided it). Attributes a stage does not 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any, Iterator
 
 from compiler.errors import InputError, SourceLoc
 from compiler.ir.shapes import ArrayShape, Shape
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 # Attribute keys whose values name computations in `graph.computations`.
 COMPUTATION_ATTRS = (
@@ -168,6 +169,10 @@ class Graph:
 
         Edges carry `index`, the operand position, so an op reading one value twice keeps both.
         """
+        # Imported here: nothing else needs networkx, and every process that imports the
+        # compiler (web, workers, CLI) would pay its import (0.1-0.2 s) at start for nothing.
+        import networkx as nx
+
         g = nx.MultiDiGraph(name=self.name)
         for node in self.nodes.values():
             g.add_node(

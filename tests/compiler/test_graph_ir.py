@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -102,3 +104,13 @@ def test_a_real_training_step_has_the_dots_of_its_layers():
     assert summary["ops"]["dot"] >= 2 * 6 * 3  # 2 layers x 6 matmuls x (forward + 2 grads)
     assert summary["ops"]["convert"] > 30  # the bf16 casts
     assert summary["flops"] > 0
+
+
+def test_importing_the_compiler_does_not_import_networkx():
+    # Only to_networkx() needs it; the web app, the workers and the CLI import the compiler at
+    # start, and networkx would add 0.1-0.2 s to each. A fresh interpreter: this one has it.
+    code = ("import sys, compiler.pipeline, compiler.measure, compiler.cli; "
+            "print('networkx' in sys.modules)")
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           cwd=Path(__file__).parents[2], check=True)
+    assert found.stdout.strip() == "False"

@@ -41,10 +41,11 @@ get their values from ARGUMENTS by name; a route with a new parameter name needs
 
 Left out on purpose: Django's admin (its own staff-only access, tests/explorer/test_admin.py)
 and static-file routes (WhiteNoise serves those from middleware; none are in the URL conf with
-DEBUG off). Django's auth views are in the matrix, GET only (and the log-out POST): their forms
-are Django's, the log-in POST is tested in test_login_throttle.py. `accounts/login/` appears
-twice in the URL conf (the project's throttled log-in, then django.contrib.auth.urls' own); a
-route shadowed by an earlier one with the same path is never reached and is not listed.
+DEBUG off). Django's auth views are in the matrix, GET only (and the log-out and password-reset
+POSTs): their forms are Django's, the log-in POST is tested in test_login_throttle.py.
+`accounts/login/` and `accounts/password_reset/` appear twice in the URL conf (the project's
+throttled views, then django.contrib.auth.urls' own); a route shadowed by an earlier one with
+the same path is never reached and is not listed.
 
 Team routes have rules of their own (TEAM, TEAM_OWNER, INVITEE): in the matrix the owner is the
 team's owner and the teammate a member who is not (a third member, not an asker, is an owner
@@ -241,6 +242,10 @@ def upload_form(case, run) -> dict:
             "visibility": Run.PRIVATE, "name": "uploaded by the access matrix"}
 
 
+def password_reset_form(case, run) -> dict:
+    return {"email": "owner@example.org"}
+
+
 def api_submission(case, run) -> dict:
     return {"filename": "matrix.hlo", "text": SOFTMAX.read_text(), "devices": ["h100"],
             "strategies": ["unfused"]}
@@ -334,7 +339,8 @@ ROUTES: dict[str, tuple[Access, ...]] = {
     "logout": (Access(Rule.PUBLIC, "POST", 302),),
     "password_change": (Access(Rule.LOGIN),),
     "password_change_done": (Access(Rule.LOGIN),),
-    "password_reset": (Access(Rule.PUBLIC),),
+    "password_reset": (Access(Rule.PUBLIC),
+                       Access(Rule.PUBLIC, "POST", 302, body=password_reset_form)),
     "password_reset_done": (Access(Rule.PUBLIC),),
     "password_reset_confirm": (Access(Rule.PUBLIC),),
     "password_reset_complete": (Access(Rule.PUBLIC),),
@@ -357,6 +363,8 @@ ARGUMENTS: dict[str, object] = {
 
 # A run id no run has: a denied request must read exactly like a request about it.
 MISSING_RUN = "m" * 22
+# An id no database holds: past 2**63 - 1, the largest 64-bit integer.
+HUGE_ID = 99999999999999999999
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 CSRF_TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="[^"]*"')
 
@@ -555,6 +563,31 @@ class AccessMatrixTests(AccessTestCase):
                     self.assertEqual(response.status_code, 405,
                                      f"{route} answers {method}: declare it in ROUTES")
 
+    # --- Ids past 64 bits --------------------------------------------------------------------
+
+    def test_an_id_past_64_bits_in_any_address_answers_404(self):
+        """SQLite binds no integer past 64 bits (OverflowError): a route must refuse such an
+        id before a query sees it, for every method it declares, asked by the team's and the
+        run's owner."""
+        checked = 0
+        for route in url_routes():
+            ids = re.findall(r"<(?:int|id):(\w+)>", route.path)
+            for access in ROUTES.get(route.name, ()) if ids else ():
+                run = self.runs[access.state][Run.PRIVATE]
+                for huge in ids:
+                    with self.subTest(route=route.name, method=access.method, id=huge):
+                        url = "/" + re.sub(r"<(?:\w+:)?(\w+)>", lambda match: str(
+                            HUGE_ID if match[1] == huge else self.argument(match[1], run)),
+                            route.path)
+                        cell = Cell(route, access, PAGE_ASKERS[0], Run.PRIVATE)
+                        self.assertEqual(self.ask(cell, url, run).status_code, 404, url)
+                        checked += 1
+        self.assertGreater(checked, 5)
+
+    def argument(self, parameter: str, run: Run):
+        value = ARGUMENTS[parameter]
+        return value(self, run) if callable(value) else value
+
     # --- Beyond the matrix: teams one is not in, other users' keys -----------------------------
     # (In this class rather than their own so the users and runs are made once.)
 
@@ -568,7 +601,7 @@ class AccessMatrixTests(AccessTestCase):
         response = self.client.post(reverse("explorer-index"), {
             **upload_form(self, None), "visibility": Run.TEAM, "team": self.team.pk})
 
-        self.assertContains(response, "Select a valid choice", status_code=400)
+        self.assertContains(response, "Choose one of your teams", status_code=400)
         self.assertEqual(self.runs_now(), before)
 
     def test_the_api_refuses_a_team_named_or_numbered_that_the_caller_is_not_in(self):

@@ -1,5 +1,9 @@
-"""The Django admin for staff: its run and measurement lists open for staff, and only for them."""
+"""The Django admin for staff: its run and measurement lists open for staff, and only for them;
+log-in locks lifted there (axes' access attempts)."""
+from axes.models import AccessAttempt
+from django.conf import settings
 from django.contrib.auth.models import User
+from django.test import Client
 from django.urls import reverse
 
 from explorer.models import Measurement, Run
@@ -32,3 +36,22 @@ class AdminTests(AccessTestCase):
 
         self.assertEqual(response.status_code, 302)
         self.assertIn(reverse("admin:login"), response["Location"])
+
+    def test_staff_lift_a_log_in_lock_by_deleting_its_access_attempts(self):
+        def log_in(password: str) -> bool:
+            client = Client(REMOTE_ADDR="203.0.113.7")
+            client.post(reverse("login"), {"username": "owner", "password": password})
+            return "_auth_user_id" in client.session
+
+        for _ in range(settings.LOGIN_FAILURES_ALLOWED):
+            log_in("guess")
+        self.assertFalse(log_in("owner-password"))
+        self.client.force_login(self.staff)
+        listing = reverse("admin:axes_accessattempt_changelist")
+        self.assertContains(self.client.get(listing), "203.0.113.7")
+
+        self.client.post(listing, {"action": "delete_selected", "post": "yes",
+                                   "_selected_action": [AccessAttempt.objects.get().pk]})
+
+        self.assertFalse(AccessAttempt.objects.exists())
+        self.assertTrue(log_in("owner-password"))

@@ -92,3 +92,15 @@ class ApiTokensViewTests(AccessTestCase):
             self.assertEqual(self.client.post(self.url, fields).status_code, 400)
         self.assertFalse(ApiToken.objects.exists())
 
+
+    def test_it_shows_the_storage_the_users_runs_and_teams_take_of_their_quotas(self):
+        self.make_run("k" * 22, Run.TEAM)
+        self.client.force_login(self.owner)
+        with self.settings(STORAGE_QUOTA_BYTES=2 * 1024**3, TEAM_STORAGE_QUOTA_BYTES=10 * 1024**3):
+            response = self.client.get(self.url)
+
+        self.assertContains(response, "Your runs' uploaded graphs take <strong>1.5\xa0KB</strong> "
+                                      "of your\n      2.0\xa0GB")
+        self.assertContains(response, ">kernels</a>\n        take 1.5\xa0KB of its 10.0\xa0GB")
+        self.client.force_login(self.stranger)
+        self.assertContains(self.client.get(self.url), "take <strong>0\xa0bytes</strong>")

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from explorer.env import env_bool, env_int, env_list, env_str, parse_database_url
+from explorer.env import (env_bool, env_int, env_list, env_str, next_redis_database,
+                          parse_database_url)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -152,6 +153,47 @@ def test_settings_refuse_both_database_url_and_database_path():
     loaded = _settings_databases(DATABASE_URL="postgres://db/explorer", DATABASE_PATH="/tmp/x")
     assert loaded.returncode != 0
     assert "DATABASE_URL and DATABASE_PATH are both set" in loaded.stderr
+
+
+@pytest.mark.parametrize("url, cache", [
+    ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/1"),
+    ("redis://:secret@redis.internal:6380/3", "redis://:secret@redis.internal:6380/4"),
+    ("rediss://redis.internal", "rediss://redis.internal/1"),
+])
+def test_the_shared_cache_defaults_to_the_redis_database_after_the_queues(url, cache):
+    assert next_redis_database(url) == cache
+
+
+@pytest.mark.parametrize("url", ["unix:///run/redis.sock", "redis://h:6379/0?db=2",
+                                 "redis://:secret@h/queues"])
+def test_a_redis_url_of_another_form_asks_for_cache_redis_url(url):
+    with pytest.raises(ImproperlyConfigured, match="set CACHE_REDIS_URL") as error:
+        next_redis_database(url)
+    assert "secret" not in str(error.value)
+
+
+def _throttle_settings(**env) -> subprocess.CompletedProcess:
+    """The shared cache's place and TRUSTED_PROXIES as a fresh process loads them with `env`
+    added (and none of these variables of ours)."""
+    ours = ("REDIS_URL", "CACHE_REDIS_URL", "TRUSTED_PROXIES")
+    clean = {key: value for key, value in os.environ.items() if key not in ours}
+    return subprocess.run(
+        [sys.executable, "-c", "import explorer.settings as s; "
+                               "print(s.CACHES['shared']['LOCATION'], s.TRUSTED_PROXIES)"],
+        cwd=REPO_ROOT, env={**clean, **env}, capture_output=True, text=True, timeout=60)
+
+
+def test_the_shared_cache_and_the_trusted_proxies_read_the_environment():
+    default = _throttle_settings()
+    assert default.returncode == 0, default.stderr
+    assert default.stdout.split() == ["redis://127.0.0.1:6379/1", "0"]
+    moved = _throttle_settings(REDIS_URL="redis://queues:6379/0", TRUSTED_PROXIES="2")
+    assert moved.stdout.split() == ["redis://queues:6379/1", "2"]
+    named = _throttle_settings(REDIS_URL="unix:///run/redis.sock",
+                               CACHE_REDIS_URL="redis://cache:6379/0")
+    assert named.stdout.split() == ["redis://cache:6379/0", "0"]
+    refused = _throttle_settings(TRUSTED_PROXIES="-1")
+    assert "TRUSTED_PROXIES=-1 is below the minimum of 0" in refused.stderr
 
 
 def _learned_settings(**env) -> subprocess.CompletedProcess:

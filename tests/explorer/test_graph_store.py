@@ -7,9 +7,11 @@ files of their own bytes rather than count the store's.
 """
 import gzip
 import hashlib
+import io
 import os
 import tempfile
 import time
+from datetime import timedelta
 from pathlib import Path
 from unittest import mock
 
@@ -17,7 +19,9 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import override_settings
 from django.urls import reverse
+from django.utils import timezone
 
 from explorer import graph_store
 from explorer.graph_store import GraphUnavailable, StagedFile
@@ -307,3 +311,64 @@ class PruneTests(AccessTestCase):
         self.assertEqual(graph_store.prune()["files"], 0)
         self.assertTrue(stray.exists())
         stray.unlink()
+
+
+@override_settings(FAILED_RUN_UPLOADS_KEPT_S=7 * 24 * 3600)
+class FailedRunUploadTests(AccessTestCase):
+    """A failed run lets go of its upload FAILED_RUN_UPLOADS_KEPT_S after it failed: the run
+    stays, the file goes with the last run that holds it."""
+
+    def failed(self, run_id: str, days_ago: float, data: bytes | None = None) -> Run:
+        run = Run.objects.create(id=run_id, owner=self.owner, status=Run.FAILED,
+                                 error="ptxas died", error_stage="build", filename="g.hlo",
+                                 graph_bytes=data or SOFTMAX.read_bytes(),
+                                 compiler_version="test")
+        Run.objects.filter(pk=run.pk).update(
+            finished=timezone.now() - timedelta(days=days_ago))
+        return run
+
+    def test_a_run_failed_longer_ago_lets_go_of_its_upload_and_its_file_goes(self):
+        data = big_hlo(4096, "failed long ago")
+        run = self.failed("f" * 22, days_ago=8, data=data)
+
+        self.assertEqual(graph_store.prune_failed_uploads(), [run.pk])
+
+        run.refresh_from_db()
+        self.assertEqual((run.status, run.graph_id), (Run.FAILED, None))
+        self.assertIsNotNone(run.upload_removed)
+        self.assertFalse(stored_path(data).exists())
+        self.assertFalse(GraphBlob.objects.filter(pk=stored_path(data).name).exists())
+        with self.assertRaisesMessage(GraphUnavailable, "the uploaded graph was removed on "):
+            run.graph_bytes
+        self.assertEqual(graph_store.prune_failed_uploads(), [])
+
+    def test_a_file_another_run_holds_stays_with_it(self):
+        done = self.make_done_run("d" * 22)
+        failed = self.failed("f" * 22, days_ago=30)
+
+        graph_store.prune_failed_uploads()
+
+        failed.refresh_from_db()
+        self.assertIsNone(failed.graph_id)
+        self.assertTrue(stored_path(SOFTMAX.read_bytes()).exists())
+        self.assertEqual(Run.objects.get(pk=done.pk).graph_bytes, SOFTMAX.read_bytes())
+
+    def test_recent_failures_and_runs_that_did_not_fail_keep_their_uploads(self):
+        recent = self.failed("f" * 22, days_ago=6)
+        done = self.make_done_run("d" * 22)
+        queued = self.make_run("q" * 22)
+        Run.objects.filter(pk__in=[done.pk, queued.pk]).update(
+            finished=timezone.now() - timedelta(days=300))
+
+        self.assertEqual(graph_store.prune_failed_uploads(), [])
+        self.assertEqual(Run.objects.filter(graph__isnull=True).count(), 0)
+        self.assertEqual(Run.objects.get(pk=recent.pk).graph_bytes, SOFTMAX.read_bytes())
+
+    def test_prune_graphs_does_it_too_and_says_how_many(self):
+        self.failed("f" * 22, days_ago=8, data=big_hlo(4096, "pruned by the command"))
+        output = io.StringIO()
+
+        call_command("prune_graphs", stdout=output)
+
+        self.assertIn("1 failed runs' uploads", output.getvalue())
+        self.assertIsNone(Run.objects.get(pk="f" * 22).graph_id)

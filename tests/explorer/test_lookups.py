@@ -1,5 +1,6 @@
-"""The rows every request reads first, in plain SQL (explorer/lookups.py, explorer/sessions.py):
-the same instances the ORM builds, and the same rules for sessions and users."""
+"""The rows every request reads first, in plain SQL (explorer/lookups.py): the same instances
+the ORM builds, and the same rules for users; and the sessions they are read for (Django's
+cached_db engine: from the shared cache, the database when the cache has lost them)."""
 from datetime import timedelta
 from importlib import import_module
 
@@ -8,6 +9,9 @@ from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_K
 from django.contrib.auth.models import User
 from django.contrib.sessions.backends import db as django_db_sessions
 from django.contrib.sessions.models import Session
+from django.core.cache import caches
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -49,12 +53,14 @@ class RowTests(AccessTestCase):
 
 
 class SessionTests(AccessTestCase):
-    def session_of(self, user, engine=settings.SESSION_ENGINE) -> str:
+    def session_of(self, user, engine=settings.SESSION_ENGINE, expires=None) -> str:
         """A logged-in session of `user` as `engine` stores it, set as the client's cookie."""
         session = import_module(engine).SessionStore()
         session[SESSION_KEY] = str(user.pk)
-        session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
+        session[BACKEND_SESSION_KEY] = "explorer.lookups.ModelBackend"
         session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+        if expires is not None:
+            session.set_expiry(expires)
         session.create()
         self.client.cookies[settings.SESSION_COOKIE_NAME] = session.session_key
         return session.session_key
@@ -65,14 +71,20 @@ class SessionTests(AccessTestCase):
         self.assertEqual(response.status_code, 200)
         self.assertEqual(response.wsgi_request.user, self.owner)
 
-    def test_a_session_stored_by_djangos_own_engine_still_logs_in(self):
+    def test_a_live_session_is_read_from_the_cache_not_the_database(self):
+        self.session_of(self.owner)
+        with CaptureQueriesContext(connection) as queries:
+            self.client.get(HISTORY)
+        self.assertFalse([query for query in queries if "django_session" in query["sql"]])
+
+    def test_a_session_the_cache_lost_is_read_from_the_database(self):
+        """As every session made before the switch to cached_db: no one is logged out."""
         self.session_of(self.owner, engine=django_db_sessions.__name__)
+        caches[settings.SESSION_CACHE_ALIAS].clear()
         self.assertEqual(self.client.get(HISTORY).wsgi_request.user, self.owner)
 
     def test_an_expired_session_is_no_session(self):
-        key = self.session_of(self.owner)
-        Session.objects.filter(session_key=key).update(
-            expire_date=timezone.now() - timedelta(seconds=1))
+        self.session_of(self.owner, expires=timezone.now() - timedelta(seconds=1))
 
         response = self.client.get(HISTORY)
         self.assertEqual(response.status_code, 302)

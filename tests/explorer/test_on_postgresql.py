@@ -11,12 +11,13 @@ not installed.
 ON_POSTGRESQL is chosen for what it covers per second (the whole suite has a time budget): every
 route's access rules, which read runs, teams, invites and keys in every way the views do
 (test_access_matrix.py, most of the time); the models' claims and conditional updates; uploads
-(streamed into the graph store, stored by content, bundles; test_graph_store.py); the API's
-answers and exports; the run page; the team flows (row locks on memberships, names unique
-whatever their case) and sign-up; and what PostgreSQL found (test_json_key_order.py,
-test_nul_characters.py); and the plain-SQL reads of sessions, users, runs and keys
-(test_lookups.py). The child hashes passwords with Django's fast test hasher, as every
-test session does (tests/settings.py). It adds about 80 s to `make test` on the shared 2-core
+(streamed into the graph store, stored by content, bundles, quotas; test_graph_store.py,
+test_storage_quota.py); the API's answers and exports; the run page; the team flows (row locks
+on memberships, names unique whatever their case), sign-up and the log-in locks (axes keeps
+addresses in an `inet` column there); and what PostgreSQL found (test_json_key_order.py,
+test_nul_characters.py); and the plain-SQL reads of users, runs and keys, and sessions
+(test_lookups.py). The child hashes passwords with Django's fast test hasher, as every test
+session does (tests/settings.py). It adds about 80 s to `make test` on the shared 2-core
 machine; the history, compare and gallery pages' tests are left to SQLite.
 """
 import os
@@ -40,11 +41,13 @@ ON_POSTGRESQL = [
     "tests/explorer/test_run_view.py",
     "tests/explorer/test_run_lifecycle.py",
     "tests/explorer/test_graph_store.py",
+    "tests/explorer/test_storage_quota.py",
     "tests/explorer/test_sweeper.py",
     "tests/explorer/test_teams_view.py",
     "tests/explorer/test_team_review.py",
     "tests/explorer/test_invites.py",
     "tests/explorer/test_signup_view.py",
+    "tests/explorer/test_login_throttle.py",
     "tests/explorer/test_api_tokens.py",
     "tests/explorer/test_json_key_order.py",
     "tests/explorer/test_nul_characters.py",

@@ -1,6 +1,6 @@
 """Django's account views in the app's style (templates/registration/): the log-in page's links,
-a password reset by e-mail end to end (through the locmem backend the tests use), a password
-change, and the e-mail settings read from the environment."""
+a password reset by e-mail end to end (through the locmem backend the tests use) and its limit
+per address, a password change, and the e-mail settings read from the environment."""
 import os
 import re
 import subprocess
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from django.contrib.auth.models import User
 from django.core import mail
-from django.test import TestCase
+from django.test import TestCase, override_settings
 from django.urls import reverse
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -75,6 +75,44 @@ class PasswordResetTests(TestCase):
         self.assertContains(response, "This password is too short")
         self.user.refresh_from_db()
         self.assertTrue(self.user.check_password("old-password-kept"))
+
+
+@override_settings(PASSWORD_RESETS_ALLOWED=2, PASSWORD_RESET_WINDOW_S=3600)
+class PasswordResetThrottleTests(TestCase):
+    """Each reset form sent may e-mail someone: an address may send so many, then waits."""
+
+    @classmethod
+    def setUpTestData(cls):
+        User.objects.create_user("ada", "ada@example.org", "old-password-kept")
+
+    def reset(self, address: str, **headers):
+        return self.client.post(reverse("password_reset"), {"email": "ada@example.org"},
+                                REMOTE_ADDR=address, **headers)
+
+    def test_an_address_past_its_resets_is_told_how_long_to_wait_and_nothing_is_sent(self):
+        for _ in range(2):
+            self.assertRedirects(self.reset("203.0.113.9"), reverse("password_reset_done"))
+        refused = self.reset("203.0.113.9")
+
+        self.assertContains(refused, "Too many password resets asked for from your address. "
+                                     "Try again in 60 minutes.", status_code=429)
+        self.assertContains(refused, 'value="ada@example.org"', status_code=429)
+        self.assertEqual(len(mail.outbox), 2)
+        # Another address may still ask.
+        self.assertRedirects(self.reset("198.51.100.4"), reverse("password_reset_done"))
+        self.assertEqual(len(mail.outbox), 3)
+
+    @override_settings(TRUSTED_PROXIES=1)
+    def test_behind_a_trusted_proxy_each_client_has_its_own_count(self):
+        proxy = "10.0.0.2"
+        for _ in range(2):
+            self.reset(proxy, HTTP_X_FORWARDED_FOR="203.0.113.9")
+
+        refused = self.reset(proxy, HTTP_X_FORWARDED_FOR="198.51.100.4, 203.0.113.9")
+        other = self.reset(proxy, HTTP_X_FORWARDED_FOR="198.51.100.4")
+
+        self.assertEqual(refused.status_code, 429)
+        self.assertRedirects(other, reverse("password_reset_done"))
 
 
 class PasswordChangeTests(TestCase):

@@ -2,12 +2,14 @@
 to import in the request imported by the worker instead, a failed run retried and a run
 deleted by its owner (pages and API), and a job stopped by a transient error queued again."""
 import gzip
+from datetime import timedelta
 from unittest import mock
 
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import OperationalError
 from django.test import override_settings
 from django.urls import reverse
+from django.utils import timezone
 
 from compiler.pipeline import import_graph
 from explorer.models import GraphBlob, KernelSource, Measurement, Run
@@ -143,6 +145,29 @@ class RetryAndDeleteTests(AccessTestCase):
         run.refresh_from_db()
         self.assertEqual((run.status, run.error, run.attempts), (Run.QUEUED, "", 0))
         enqueue.assert_called_once_with(run.pk)
+
+    def test_a_failed_run_whose_upload_was_removed_says_so_and_cannot_be_retried(
+            self, enqueue):
+        run = self.failed_run()
+        Run.objects.filter(pk=run.pk).update(finished=timezone.now() - timedelta(days=8))
+        with self.settings(FAILED_RUN_UPLOADS_KEPT_S=7 * 24 * 3600):
+            Run.remove_failed_uploads(timezone.now() - timedelta(days=7))
+            self.client.force_login(self.owner)
+            page = self.client.get(reverse("explorer-run", args=[run.pk]))
+            source = self.client.get(reverse("explorer-run-source", args=[run.pk]))
+            retried = self.client.post(reverse("explorer-run-retry", args=[run.pk]),
+                                       follow=True)
+
+        removed = (f"The uploaded graph\n      was removed on {timezone.now():%Y-%m-%d}: a "
+                   "failed run keeps its upload for 7 days (FAILED_RUN_UPLOADS_KEPT_S)")
+        self.assertContains(page, removed)
+        self.assertContains(page, "upload the graph again to compile it")
+        self.assertNotContains(page, 'id="retry-form"')
+        self.assertContains(source, "The uploaded graph was removed on")
+        self.assertContains(retried, "This run cannot be compiled again: the uploaded graph was "
+                                     "removed on")
+        self.assertEqual(Run.objects.get(pk=run.pk).status, Run.FAILED)
+        enqueue.assert_not_called()
 
     def test_a_teammate_may_not_retry_and_sees_no_button(self, enqueue):
         run = self.failed_run()

@@ -2,7 +2,7 @@
 from django.test import Client
 from django.urls import reverse
 
-from explorer.models import Run
+from explorer.models import MAX_TAG_LENGTH, MAX_TAGS, Membership, Run, Team
 from tests.explorer.access import AccessTestCase
 
 
@@ -40,6 +40,63 @@ class RunSettingsViewTests(AccessTestCase):
         self.assertContains(response, "needs the team", status_code=400)
         self.shared.refresh_from_db()
         self.assertEqual(self.shared.name, "softmax")
+
+    def test_twenty_tags_of_fifty_characters_are_kept_as_the_api_keeps_them(self):
+        tags = [f"{number:02d}" + "t" * (MAX_TAG_LENGTH - 2) for number in range(MAX_TAGS)]
+        self.assertRedirects(self.post(self.owner, tags=", ".join(tags)),
+                             reverse("explorer-run", args=[self.shared.pk]))
+
+        self.shared.refresh_from_db()
+        self.assertEqual(self.shared.tags, tags)
+
+    def test_more_than_twenty_tags_are_refused_saying_how_many(self):
+        response = self.post(self.owner, tags=", ".join(f"tag{number}" for number in range(120)))
+
+        self.assertContains(response, "At most 20 tags: these are 120.", status_code=400)
+        self.shared.refresh_from_db()
+        self.assertEqual((self.shared.tags, self.shared.name), ([], "softmax"))
+
+    def test_a_tag_past_fifty_characters_is_refused_naming_it(self):
+        response = self.post(self.owner, tags="nightly, " + "x" * 400)
+
+        self.assertContains(response, "A tag holds at most 50 characters: &#x27;xxxxx",
+                            status_code=400)
+        self.assertContains(response, "has 400.", status_code=400)
+        self.shared.refresh_from_db()
+        self.assertEqual(self.shared.tags, [])
+
+    def test_a_name_too_long_is_refused_next_to_the_name(self):
+        response = self.post(self.owner, name="n" * 201)
+
+        self.assertEqual(response.context["settings_form"].errors, {"name": [
+            "Ensure this value has at most 200 characters (it has 201)."]})
+        self.assertContains(response, "at most 200 characters (it has 201)", status_code=400)
+        self.shared.refresh_from_db()
+        self.assertEqual(self.shared.name, "softmax")
+
+    def test_a_team_of_others_is_not_one_of_yours(self):
+        others = Team.objects.create(name="others")
+        response = self.post(self.owner, visibility="team", team=others.pk)
+
+        self.assertContains(response, "Choose one of your teams", status_code=400)
+
+    def test_sharing_with_a_team_whose_quota_is_full_is_refused_by_the_team(self):
+        private = self.make_done_run("p" * 22, Run.PRIVATE)
+        others = Team.objects.create(name="others")
+        Membership.objects.create(team=others, user=self.owner)
+        self.client.force_login(self.owner)
+        url = reverse("explorer-run-settings", args=[private.pk])
+        fields = {"name": "", "tags": "", "visibility": "team"}
+        with self.settings(TEAM_STORAGE_QUOTA_BYTES=100):
+            refused = self.client.post(url, {**fields, "team": others.pk})
+            # The team "kernels" holds the same file already (the run shared with it).
+            kept = self.client.post(url, {**fields, "team": self.team.pk})
+
+        self.assertContains(refused, "storage quota: the runs shared with the team others take "
+                                     "0 bytes of its 100 bytes", status_code=400)
+        self.assertEqual(kept.status_code, 302)
+        private.refresh_from_db()
+        self.assertEqual(private.team, self.team)
 
     def test_the_run_page_shows_the_owner_the_settings_form_with_its_values(self):
         self.client.force_login(self.owner)

@@ -1,6 +1,7 @@
 """The sweeper (explorer/sweeper.py) and jobs stored while the broker is down: nothing a user
 submits is lost, and a job whose message or worker is gone is sent again."""
 
+import threading
 from datetime import timedelta
 from unittest import mock
 
@@ -61,6 +62,45 @@ def test_queued_jobs_are_sent_again_only_when_their_queue_is_empty(owner):
 
 
 @pytest.mark.django_db
+def test_a_job_sent_before_the_broker_restarted_empty_is_sent_at_the_next_sweep(owner):
+    now = timezone.now()
+    run = _run(owner, enqueued_at=now - timedelta(seconds=10))
+    restarted = now - timedelta(seconds=2)
+    with mock.patch("explorer.runs.enqueue_compile") as enqueue:
+        # A Redis that kept its data (an append-only file) still holds the message.
+        sweeper.sweep(now=now, lengths={"compile": 1, "gpu": 0}, broker_started=restarted)
+        enqueue.assert_not_called()
+        sweeper.sweep(now=now, lengths={"compile": 0, "gpu": 0}, broker_started=restarted)
+    enqueue.assert_called_once_with(run.pk)
+
+
+@pytest.mark.django_db
+def test_a_job_sent_since_the_broker_started_is_not_sent_twice_before_job_resend_s(owner):
+    # Its queue is empty because a worker has reserved its message: sending it again would
+    # only make a duplicate.
+    now = timezone.now()
+    _run(owner, enqueued_at=now - timedelta(seconds=settings.JOB_RESEND_S - 5))
+    with mock.patch("explorer.runs.enqueue_compile") as enqueue:
+        sweeper.sweep(now=now, lengths={"compile": 0, "gpu": 0},
+                      broker_started=now - timedelta(hours=1))
+    enqueue.assert_not_called()
+
+
+def test_the_brokers_start_is_now_less_its_uptime_in_whole_seconds_and_one_more():
+    client = mock.Mock(**{"llen.return_value": 0,
+                          "info.return_value": {"uptime_in_seconds": 7}})
+    now = timezone.now()
+    with mock.patch("workers.presence.redis_client", return_value=client):
+        lengths, started = sweeper.broker_state(now)
+
+    assert lengths == {"compile": 0, "gpu": 0}
+    # Uptime 7 s: Redis started between 8 and 6 s ago; jobs sent before 6 s ago count as sent
+    # before it.
+    assert started == now - timedelta(seconds=6)
+    client.info.assert_called_once_with("server")
+
+
+@pytest.mark.django_db
 def test_a_running_job_whose_worker_died_is_sent_once_after_its_lease(owner):
     now = timezone.now()
     run = _run(owner, status=Run.RUNNING, enqueued_at=now - timedelta(minutes=10),
@@ -81,3 +121,20 @@ def test_with_the_broker_unreadable_nothing_is_sent(owner, settings):
     with mock.patch("explorer.runs.enqueue_compile") as enqueue:
         assert sweeper.sweep() == {}
     enqueue.assert_not_called()
+
+
+def test_every_workers_sweeping_thread_also_lets_go_of_old_failed_runs_uploads():
+    from workers.presence import Sweeping
+
+    called = {"prune_failed_uploads": threading.Event()}
+    with mock.patch("explorer.sweeper.sweep", side_effect=RuntimeError("Redis restarting")), \
+            mock.patch("explorer.graph_store.prune_failed_uploads",
+                       side_effect=lambda: called["prune_failed_uploads"].set()) as prune:
+        sweeping = Sweeping(interval_s=0.01).start()
+        try:
+            # A sweep that fails (the broker restarting) does not keep the pruning from running.
+            assert called["prune_failed_uploads"].wait(10)
+        finally:
+            sweeping.stop()
+            sweeping.thread.join(10)
+    assert prune.called

@@ -326,3 +326,15 @@ class TeamPageAccessTests(TeamTestCase):
         url = reverse("explorer-team", args=[self.team.pk])
         self.assertRedirects(self.client.get(url), f"{reverse('login')}?next={url}",
                              fetch_redirect_response=False)
+
+    def test_an_id_past_64_bits_is_no_team_and_answers_the_sites_404(self):
+        self.client.force_login(self.owner)
+        huge = "99999999999999999999"
+        for method, url in (("get", f"/teams/{huge}"), ("post", f"/teams/{huge}/leave"),
+                            ("post", f"/teams/{self.team.pk}/members/{huge}"),
+                            ("post", f"/teams/invitations/{huge}")):
+            with self.subTest(url=url):
+                response = getattr(self.client, method)(url)
+                self.assertEqual(response.status_code, 404)
+                self.assertTemplateUsed(response, "404.html")
+        self.assertEqual(self.role(self.owner), OWNER)

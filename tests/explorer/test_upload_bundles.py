@@ -10,10 +10,12 @@ from unittest import mock
 
 import onnx
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import SimpleTestCase
 from django.urls import reverse
 
 from compiler.pipeline import import_graph
 from explorer.models import Run
+from explorer.uploads import upload_file_name
 from tests.explorer.access import AccessTestCase
 
 MLP = Path(__file__).resolve().parents[1] / "data" / "onnx" / "mlp_layernorm.dynamo.onnx"
@@ -92,6 +94,18 @@ class UploadBundleTests(AccessTestCase):
         self.assertEqual(response.status_code, 413)
         self.assertIn("FUSION_EXPLORER_MAX_INPUT_BYTES", response.json()["error"])
 
+    def test_a_zipped_models_name_keeps_no_folder_control_character_or_excess(self, enqueue):
+        # A zip's member names are the archive's, not the browser's: nothing cleaned them.
+        name = "..\\..\\exports\\\x1b[31m" + "m" * 300 + ".onnx"
+        response = self.client.post(reverse("explorer-index"), {
+            "graph_file": SimpleUploadedFile("export.zip", zipped({name: self.model})),
+            "devices": ["h100"], "strategies": ["xla"], "visibility": "private"})
+
+        run = Run.objects.get()
+        self.assertEqual(response.status_code, 302)
+        self.assertEqual(run.filename, "[31m" + "m" * 246 + ".onnx")
+        self.assertEqual(len(run.filename), 255)
+
     def test_the_form_names_the_problem_at_the_file_field(self, enqueue):
         response = self.client.post(reverse("explorer-index"), {
             "graph_file": [SimpleUploadedFile("a.hlo", b"x"), SimpleUploadedFile("b.hlo", b"y")],
@@ -99,3 +113,26 @@ class UploadBundleTests(AccessTestCase):
 
         self.assertEqual(response.status_code, 400)
         self.assertIn("exactly one .onnx file", str(response.context["form"].errors["graph_file"]))
+
+
+class UploadFileNameTests(SimpleTestCase):
+    """One rule for an upload's name whichever way it comes in (explorer/uploads.py)."""
+
+    def test_it_keeps_the_last_path_component_of_either_separator(self):
+        self.assertEqual(upload_file_name("../../etc/passwd"), "passwd")
+        self.assertEqual(upload_file_name("C:\\models\\m.onnx"), "m.onnx")
+
+    def test_it_drops_control_and_direction_characters(self):
+        self.assertEqual(upload_file_name("a\x00b\x1b[1m\u202ec.hlo\n"), "ab[1mc.hlo")
+
+    def test_a_long_name_is_cut_to_255_characters_before_its_suffixes(self):
+        kept = upload_file_name("x" * 300 + ".onnx.gz")
+
+        self.assertEqual((len(kept), kept[-10:]), (255, "xx.onnx.gz"))
+        self.assertEqual(upload_file_name(kept), kept)
+        self.assertEqual(upload_file_name("y" * 300), "y" * 255)
+
+    def test_a_name_with_nothing_left_is_upload(self):
+        for name in ("", "..", "dir/", "\x07"):
+            with self.subTest(name=name):
+                self.assertEqual(upload_file_name(name), "upload")

@@ -2,6 +2,7 @@
 from unittest import mock
 
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client, override_settings
 from django.urls import reverse
 
 from explorer.models import Run
@@ -140,6 +141,86 @@ class UploadViewTests(AccessTestCase):
 
         self.assertEqual(response.status_code, 400)
         self.assertFalse(Run.objects.exists())
+
+    def test_a_file_name_keeps_neither_folders_nor_more_than_255_characters(self, enqueue):
+        for sent, kept in (("../../etc/passwd", "passwd"),
+                           ("s" * 296 + ".hlo", "s" * 251 + ".hlo")):
+            with self.subTest(sent=sent[:20]):
+                Run.objects.all().delete()
+                self.post(self.owner, graph_file=SimpleUploadedFile(sent, SOFTMAX.read_bytes()))
+
+                self.assertEqual(Run.objects.get().filename, kept)
+
+    def test_a_name_too_long_is_refused_next_to_the_name(self, enqueue):
+        response = self.post(self.owner, sample="hlo/softmax.hlo", name="n" * 201)
+
+        self.assertEqual(response.context["form"].errors, {"name": [
+            "Ensure this value has at most 200 characters (it has 201)."]})
+        self.assertContains(response, "at most 200 characters (it has 201)", status_code=400)
+        self.assertFalse(Run.objects.exists())
+
+    def test_an_unknown_visibility_is_refused_next_to_the_visibility(self, enqueue):
+        response = self.post(self.owner, sample="hlo/softmax.hlo", visibility="everyone")
+
+        self.assertContains(response, "everyone is not one of the available choices",
+                            status_code=400)
+        self.assertFalse(Run.objects.exists())
+
+    def test_an_unknown_sample_is_refused_saying_so(self, enqueue):
+        response = self.post(self.owner, sample="hlo/nothing.hlo")
+
+        self.assertContains(response, "Sample: Select a valid choice. hlo/nothing.hlo",
+                            status_code=400)
+
+    def test_a_team_of_others_or_an_id_past_64_bits_is_not_one_of_yours(self, enqueue):
+        for user, team in ((self.stranger, self.team.pk), (self.owner, 99999999999999999999)):
+            with self.subTest(user=user.username, team=team):
+                response = self.post(user, sample="hlo/softmax.hlo", visibility="team",
+                                     team=team)
+
+                self.assertContains(response, "Choose one of your teams: you are not a member "
+                                               "of that one.", status_code=400)
+        self.assertFalse(Run.objects.exists())
+
+    @override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=10_000)
+    def test_pasted_text_past_the_forms_limit_gets_the_form_again_with_the_limit(self, enqueue):
+        # Django refuses the request as it parses it, in the CSRF check before any view: the
+        # upload page answers with the limit, and nothing is stored.
+        client = Client(enforce_csrf_checks=True)
+        client.force_login(self.owner)
+        token = client.get(URL).context["csrf_token"]
+        text = SOFTMAX.read_text() + "\n// padding" * 2_000
+        response = client.post(URL, {"csrfmiddlewaretoken": token, "graph_text": text,
+                                     "devices": ["h100"], "strategies": ["xla"],
+                                     "visibility": "private"})
+
+        self.assertEqual(response.status_code, 413)
+        self.assertTemplateUsed(response, "explorer/index.html")
+        self.assertContains(response, 'id="upload-form"', status_code=413)
+        self.assertContains(response, "Graph text: the form&#x27;s text fields hold more than "
+                                      "9.8\xa0KB (10,000 bytes, DATA_UPLOAD_MAX_MEMORY_SIZE)",
+                            status_code=413)
+        self.assertContains(response, "choose the file instead", status_code=413)
+        self.assertFalse(Run.objects.exists())
+
+    def test_an_upload_past_the_storage_quota_is_refused_with_the_usage_and_what_to_do(
+            self, enqueue):
+        graph = SimpleUploadedFile("softmax.hlo", SOFTMAX.read_bytes())
+        with self.settings(STORAGE_QUOTA_BYTES=100):
+            response = self.post(self.owner, graph_file=graph)
+
+        self.assertEqual(response.status_code, 413)
+        self.assertContains(response, "softmax.hlo: storage quota: your runs&#x27; uploads take "
+                                      "0 bytes of your 100 bytes (STORAGE_QUOTA_BYTES)",
+                            status_code=413)
+        self.assertContains(response, "Delete runs you no longer need", status_code=413)
+        self.assertFalse(Run.objects.exists())
+
+    def test_the_form_says_how_much_text_may_be_pasted(self, enqueue):
+        self.client.force_login(self.owner)
+
+        self.assertContains(self.client.get(URL), "Up to 2.5\xa0MB (2,621,440 bytes, "
+                                                  "DATA_UPLOAD_MAX_MEMORY_SIZE)")
 
     def test_an_anonymous_upload_is_sent_to_log_in(self, enqueue):
         response = self.client.post(URL, {"sample": "hlo/softmax.hlo", "devices": ["h100"],

@@ -99,6 +99,32 @@ def test_a_bad_graph_fails_with_the_importers_message_at_stage_import(
     assert run.artifact is None
 
 
+def test_a_failed_job_is_a_json_line_with_its_task_run_stage_and_traceback(
+        owner, celery_env, redis_url, worker_factory):
+    # A worker of its own (its own broker database): its whole log is this test's to read.
+    broker_url = redis_url.rsplit("/", 1)[0] + "/6"
+    worker = worker_factory("jsonlog", {**celery_env, "REDIS_URL": broker_url})
+    run = Run.objects.create(id="J" * 22, owner=owner, filename="bad.hlo",
+                             graph_bytes=SOFTMAX[: len(SOFTMAX) // 2], devices=["h100"],
+                             strategies=["xla"], compiler_version="test")
+    with app.connection_for_write(broker_url) as connection:
+        task_id = compile_run.apply_async((run.id,), connection=connection).id
+
+    run = wait_for(run.id, finished, "failed", [worker.log])
+
+    assert run.status == Run.FAILED
+    lines = worker.log_entries()
+    (failure,) = [entry for entry in lines if entry["message"].startswith(f"Run {run.id} failed")]
+    assert failure["level"] == "WARNING" and failure["logger"] == "workers.tasks"
+    assert (failure["task_id"], failure["task_name"]) == (task_id, "workers.compile_run")
+    assert (failure["run_id"], failure["stage"]) == (run.id, "import")
+    assert failure["traceback"].startswith("Traceback (most recent call last)")
+    assert "compiler.errors.InputError: bad.hlo:" in failure["traceback"]
+    # Celery's own lines about the task are JSON too, and name it.
+    assert any(entry["logger"] == "celery.worker.strategy" and task_id in entry["message"]
+               for entry in lines)
+
+
 def test_the_worker_reads_a_gzip_upload_from_the_graph_store_and_fails_one_whose_file_is_gone(
         owner, compile_worker, redis_url, monkeypatch):
     """The web process stores the upload's file (explorer/graph_store.py) and the worker, a

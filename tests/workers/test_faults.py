@@ -10,6 +10,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from explorer import runs
 from explorer.models import Run
@@ -18,6 +19,10 @@ from tests.services import _free_loopback_port, _stop, finished, send_to, start_
 from workers.tasks import compile_run
 
 RUN_TIMEOUT_S = 60
+# A run whose message a Redis restarted empty lost is sent again within this long of a worker
+# that sweeps every second being ready: its first sweep (about a second), with room for a
+# loaded machine; far less than JOB_RESEND_S, the 5 minutes it took before.
+RESEND_BOUND_S = 20
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -37,6 +42,19 @@ def owner(transactional_db):
 
 def other_broker(redis_url: str, database: int) -> str:
     return f"{redis_url.rsplit('/', 1)[0]}/{database}"
+
+
+def enqueue_to(broker: str):
+    """An enqueue function for explorer.runs that sends to `broker` the way the app sends
+    (runs._enqueue: a broker down leaves the job unsent; a sent one gets its enqueued_at)."""
+    class ToThisBroker:     # what runs._enqueue sends with: the task, on this broker
+        @staticmethod
+        def delay(pk):
+            from workers import app
+            with app.connection_for_write(broker) as connection:
+                compile_run.apply_async((pk,), connection=connection,
+                                        retry_policy={"max_retries": 1})
+    return lambda pk: runs._enqueue(Run, pk, ToThisBroker)
 
 
 def test_a_live_worker_keeps_its_job_through_a_long_silent_stage_and_a_duplicate_delivery(
@@ -98,16 +116,7 @@ def test_a_run_submitted_while_redis_is_down_is_kept_and_compiled_once_it_is_bac
                                             "JOB_SWEEP_INTERVAL_S": "1",
                                             "JOB_SEND_GRACE_S": "1"})
         _stop(redis_server)
-
-        class ToThisBroker:     # what runs._enqueue sends with: the task, on this broker
-            @staticmethod
-            def delay(pk):
-                from workers import app
-                with app.connection_for_write(broker) as connection:
-                    compile_run.apply_async((pk,), connection=connection,
-                                            retry_policy={"max_retries": 1})
-        monkeypatch.setattr(runs, "enqueue_compile",
-                            lambda pk: runs._enqueue(Run, pk, ToThisBroker))
+        monkeypatch.setattr(runs, "enqueue_compile", enqueue_to(broker))
 
         run = runs.submit_run(owner, _softmax(), "softmax.hlo", ["h100"], ["xla"])
         stored = Run.objects.get(pk=run.pk)
@@ -120,5 +129,36 @@ def test_a_run_submitted_while_redis_is_down_is_kept_and_compiled_once_it_is_bac
         run = wait_for(run.id, finished, "done", [worker.log])
         assert run.status == Run.DONE, run.error
         assert run.attempts == 1
+    finally:
+        _stop(redis_server)
+
+
+def test_a_run_queued_before_redis_restarted_empty_is_sent_again_at_the_next_sweep(
+        owner, celery_env, worker_factory, tmp_path, monkeypatch):
+    # The run's message waits in Redis for a worker; Redis restarts empty. The first sweep
+    # after it is back sends the run again (it was sent before the broker started), not
+    # JOB_RESEND_S after it was first sent (5 minutes by default; 2 here, past the test's
+    # wait for the run); and only once.
+    port = _free_loopback_port()
+    broker = f"redis://127.0.0.1:{port}/0"
+    redis_server = start_redis(tmp_path, port)
+    try:
+        monkeypatch.setattr(runs, "enqueue_compile", enqueue_to(broker))
+        run = runs.submit_run(owner, _softmax(), "softmax.hlo", ["h100"], ["xla"])
+        assert Run.objects.get(pk=run.pk).enqueued_at is not None     # sent, and waiting
+        _stop(redis_server)
+        redis_server = start_redis(tmp_path, port)   # back, and empty
+
+        worker = worker_factory("after-restart", {**celery_env, "REDIS_URL": broker,
+                                                  "JOB_SWEEP_INTERVAL_S": "1",
+                                                  "JOB_RESEND_S": str(2 * RUN_TIMEOUT_S)})
+        ready = timezone.now()
+        run = wait_for(run.id, finished, "done", [worker.log])
+
+        assert run.status == Run.DONE, run.error
+        assert run.attempts == 1
+        resent_after_s = (run.enqueued_at - ready).total_seconds()
+        assert resent_after_s < RESEND_BOUND_S, worker.log()
+        assert worker.log().count("Run job(s) again") == 1
     finally:
         _stop(redis_server)

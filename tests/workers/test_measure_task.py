@@ -81,6 +81,12 @@ def test_a_measurement_waits_for_a_gpu_worker_which_takes_it_later(
     assert failed.error.startswith("The GPU worker gpu-") and "no GPU" in failed.error
     assert failed.attempts == 1 and failed.result is None
     assert worker.process.poll() is None  # the worker lives on
+    # Its log is JSON lines; the failure's names the task, the job and its run, and the stage.
+    (failure,) = [entry for entry in worker.log_entries()
+                  if entry["message"].startswith(f"Measurement {measurement.pk} failed")]
+    assert failure["task_name"] == "workers.measure_run" and failure["task_id"]
+    assert (failure["measurement_id"], failure["run_id"]) == (measurement.pk, done_run.pk)
+    assert failure["stage"] == "gpu" and "GpuUnavailable" in failure["traceback"]
 
     worker.process.terminate()
     worker.process.wait(20)

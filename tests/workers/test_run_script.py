@@ -1,5 +1,6 @@
 """`make run`'s script (scripts/run.sh) as a user runs it: on the ports it is given, serving,
 and on SIGTERM stopping everything it started, the Redis it started included."""
+import json
 import os
 import signal
 import socket
@@ -58,6 +59,16 @@ def test_it_serves_on_the_ports_given_and_stops_all_it_started_on_sigterm(script
         assert redis.Redis(port=broker).ping()
         assert f"Started Redis on 127.0.0.1:{broker}" in log()
         assert f"http://127.0.0.1:{web}/" in log()
+        # The compile worker's log holds JSON lines only, and the web server's lines are JSON.
+        worker_log = tmp_path / "celery.log"
+        while "ready." not in worker_log.read_text(errors="replace"):
+            if time.monotonic() > deadline:
+                pytest.fail(f"the compile worker never got ready:\n{worker_log.read_text()}")
+            time.sleep(0.5)
+        for text in worker_log.read_text().splitlines():
+            assert text.startswith("{") and isinstance(json.loads(text), dict), text
+        server_lines = [json.loads(text) for text in log().splitlines() if text.startswith("{")]
+        assert any(entry["logger"] == "gunicorn.error" for entry in server_lines), log()
 
         script.send_signal(signal.SIGTERM)
         script.wait(STOP_TIMEOUT_S)

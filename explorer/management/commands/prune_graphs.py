@@ -1,7 +1,9 @@
 """`python manage.py prune_graphs [--grace-hours N]`: remove from the graph store what no run
-needs (explorer/graph_store.py `prune`): rows no run points at with their files, files no row
-names, and temporary files of uploads cut off more than a day ago. Safe to run at any time,
-e.g. daily from cron: nothing younger than the grace period (an hour) is touched."""
+needs (explorer/graph_store.py `prune`): the uploads of runs that failed more than
+FAILED_RUN_UPLOADS_KEPT_S ago (the workers' sweeper does that too), rows no run points at with
+their files, files no row names, and temporary files of uploads cut off more than a day ago.
+Safe to run at any time, e.g. daily from cron: nothing younger than the grace period (an hour)
+is touched."""
 from datetime import timedelta
 
 from django.core.management.base import BaseCommand, CommandError

@@ -1,0 +1,63 @@
+"""The shared cache on a real Redis, as a deployment has it (explorer/settings.py: CACHES
+"shared", the database after REDIS_URL's): sessions, through Django's cached_db engine, and the
+sign-up limit are kept there, where every web process and machine reads them, and a session
+outlives the cache. (The other tests keep the shared cache in their process's memory,
+tests/settings.py.)"""
+import pytest
+import redis
+from django.contrib.auth.models import User
+from django.contrib.sessions.models import Session
+from django.core.management import call_command
+
+from explorer.env import next_redis_database
+
+ADDRESS = "203.0.113.9"
+
+
+@pytest.fixture
+def shared_redis(redis_url, settings) -> redis.Redis:
+    """The shared cache in the test Redis; a client of that database, as another process
+    would see it."""
+    location = next_redis_database(redis_url)
+    settings.CACHES = {**settings.CACHES, "shared": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": location}}
+    other = redis.Redis.from_url(location)
+    other.flushdb()
+    yield other
+    other.flushdb()
+    other.close()
+
+
+def keys(other: redis.Redis, part: str) -> list[bytes]:
+    return [key for key in other.keys() if part.encode() in key]
+
+
+def test_a_log_in_keeps_the_session_in_redis_and_in_the_database(shared_redis, client, db):
+    User.objects.create_user("ada", password="the-right-password")
+    client.post("/accounts/login/", {"username": "ada", "password": "the-right-password"},
+                REMOTE_ADDR=ADDRESS)
+    session_key = client.cookies["sessionid"].value
+
+    assert keys(shared_redis, f"django.contrib.sessions.cached_db{session_key}")
+    assert Session.objects.filter(session_key=session_key).exists()
+    # Redis emptied (restarted, evicted): the session is read from the database again.
+    shared_redis.flushdb()
+    assert client.get("/runs").wsgi_request.user.username == "ada"
+
+
+def test_the_sign_up_limit_is_counted_in_redis_and_lifted_there(shared_redis, client, db,
+                                                                settings):
+    settings.SIGNUP_ATTEMPTS_ALLOWED = 2
+
+    def sign_up():
+        return client.post("/accounts/signup/", {"username": "grace"}, REMOTE_ADDR=ADDRESS)
+
+    assert [sign_up().status_code for _ in range(3)] == [400, 400, 429]
+    # Django's key ":<version>:<key>": the tries counted, the refused one too (harmless: the
+    # window's end does not move).
+    assert int(shared_redis.get(f":1:throttle:signup:{ADDRESS}")) == 3
+
+    call_command("unlock_address", ADDRESS)
+
+    assert keys(shared_redis, "throttle:signup") == []
+    assert sign_up().status_code == 400
