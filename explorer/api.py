@@ -281,10 +281,10 @@ def answers(*entries: tuple, public: bool = False, **more) -> dict:
     401 unless it is `public` (`more`: other arguments of the operation)."""
     entries = (*entries, TOO_MANY) if public else (*entries, UNAUTHORIZED, TOO_MANY)
     extra = more.pop("openapi_extra", {})
+    responses = {status: {"description": description, **extra.get("responses", {}).get(
+        status, {})} for status, _, description in entries}
     return {"response": {status: model for status, model, _ in entries},
-            "openapi_extra": {**extra, "responses": {
-                status: {"description": description} for status, _, description in entries}},
-            **more}
+            "openapi_extra": {**extra, "responses": responses}, **more}
 
 
 UNAUTHORIZED = (401, schemas.Error, "No session and no valid `Authorization: Bearer <key>`.")

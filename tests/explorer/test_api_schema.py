@@ -119,6 +119,12 @@ class SchemaDocumentTests(AccessTestCase):
         self.assertEqual((listing["per_page"]["minimum"], listing["per_page"]["maximum"]),
                          (1, 200))
 
+    def test_the_csv_export_is_documented_as_csv(self):
+        answer = DOCUMENT["paths"]["/runs/{run_id}/export.csv"]["get"]["responses"]["200"]
+
+        self.assertEqual(list(answer["content"]), ["text/csv"])
+        self.assertIn("device, strategy, kernel", answer["description"])
+
     def test_anonymous_operations_say_so_and_the_others_need_credentials(self):
         for path, method, operation in operations():
             security = operation.get("security")
