@@ -141,7 +141,8 @@ class Session:
 class RateLimit(BaseThrottle):
     """At most settings.API_RATE_LIMIT requests per API_RATE_WINDOW_S seconds (0: no limit)
     from each API key, else each logged-in user, else each address: counted in fixed windows
-    in the "api-rate" cache (an add and an increment per request)."""
+    in the "api-rate" cache, each web process's memory (an add and an increment, about 5 µs;
+    the shared Redis cache would cost 0.45 ms a request in three round trips)."""
 
     def allow_request(self, request: HttpRequest) -> bool:
         limit, window = settings.API_RATE_LIMIT, settings.API_RATE_WINDOW_S
@@ -306,11 +307,11 @@ def routes() -> list[URLPattern]:
     """The API's routes, one per path (ninja makes one per operation, all alike), named as
     the operations' url_name says; a method the path does not take is a JSON 405 whose Allow
     lists those it does."""
-    patterns, routes = [], set()
+    patterns, seen = [], set()
     for pattern in api.urls[0]:
         route = str(pattern.pattern)
-        if route and route not in routes:
-            routes.add(route)
+        if route and route not in seen:      # "" is ninja's own root page: not ours
+            seen.add(route)
             patterns.append(path(route, _json_405(pattern.callback), name=pattern.name))
     return patterns
 
