@@ -6,8 +6,8 @@ Run:  .venv/bin/python benchmarks/chain_compile.py [--ops 100000] [--variant uni
 
 Writes an HLO module of OPS chained elementwise ops on f32[256], then, each in a fresh
 process with an empty nvcc build cache:
-1. compiler.pipeline.compile_graph (what the compile worker runs for an upload), for the H100
-   and the strategies (default: our four), timing each stage from its progress reports:
+1. compiler.stages.pipeline.compile_graph (what the compile worker runs for an upload), for the
+   H100 and the strategies (default: our four), timing each stage from its progress reports:
    import, explore, codegen (CUDA source for every kernel of every plan), build (one nvcc batch
    for all of them, its front end and ptxas apart) and cost;
 2. `python -m compiler codegen FILE --strategy S --json` (the command-line contract), whole.
@@ -65,7 +65,7 @@ def chain_module(ops: int, variant: str) -> str:
 def pipeline_child(path: str, strategies: list[str]) -> dict:
     """compile_graph on the file, with the time of every progress report's stage change."""
     sys.path.insert(0, str(REPO))
-    from compiler.pipeline import compile_graph
+    from compiler.stages.pipeline import compile_graph
 
     events: list[tuple[float, str, str]] = []
     last: list[str] = [""]

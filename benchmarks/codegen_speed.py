@@ -32,8 +32,8 @@ def measure(module: str) -> dict:
     sys.path.insert(0, str(HERE.parent))
     from compiler.toolchain import build_batch
     from compiler.codegen.check import PRELUDE_DIR
-    from compiler.codegen.stage import generate
-    from compiler.cost.devices import get_device
+    from compiler.stages.codegen import generate
+    from compiler.target.devices import get_device
     from compiler.fusion.explore import explore
     from compiler.importers import load_graph
 

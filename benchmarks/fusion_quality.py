@@ -10,7 +10,7 @@ zoo benchmarks/data/zoo/*.gz (benchmarks/models/gen_zoo.py). A file holding seve
 (`// -----`) contributes each of them, named FILE#i.
 
 For every module this runs `explore` with all four strategies (unfused, xla, stitch, cost), the
-kernels launched as --runtime says (compiler/cost/launch.py: a CUDA graph replay, the default,
+kernels launched as --runtime says (compiler/target/launch.py: a CUDA graph replay, the default,
 or stream launches; the cost search decides under it), and records per strategy the kernel
 count, the total SOL, projected device work, launch and projected times, the explore wall time
 and the outlier kernels: projected above 20x the kernel's SOL and above 20 µs, each with the
@@ -43,8 +43,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere: `compiler` is the repo's package
 
-from compiler.cost.devices import DEVICES  # noqa: E402  (needs the sys.path entry above)
-from compiler.cost.launch import DEFAULT_RUNTIME, RUNTIMES  # noqa: E402
+from compiler.target.devices import DEVICES  # noqa: E402  (needs the sys.path entry above)
+from compiler.target.launch import DEFAULT_RUNTIME, RUNTIMES  # noqa: E402
 from compiler.errors import InputError  # noqa: E402
 
 STRATEGIES = ["unfused", "xla", "stitch", "cost"]

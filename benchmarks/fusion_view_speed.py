@@ -7,8 +7,8 @@ the `cost` plan, whose kernels are explored once beforehand): what the compile w
 stage does for one plan (the view is stored with the run, and `GET /api/v1/runs/<id>/graph`
 serves it). It has three parts:
 - the upload imported again;
-- the view object (compiler/fusion/graph_view.py);
-- its layout (compiler/fusion/graph_layout.py);
+- the view object (compiler/stages/graph_view.py);
+- its layout (compiler/stages/graph_layout.py);
 
 and the JSON's size.
 
@@ -40,8 +40,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from compiler.fusion.explore import exploration_to_dict, explore  # noqa: E402
-from compiler.fusion.graph_layout import plan_layout  # noqa: E402
-from compiler.fusion.graph_view import fusion_graph  # noqa: E402
+from compiler.stages.graph_layout import plan_layout  # noqa: E402
+from compiler.stages.graph_view import fusion_graph  # noqa: E402
 from compiler.importers import import_bytes  # noqa: E402
 from compiler.ir.summary import summarize  # noqa: E402
 

@@ -44,7 +44,7 @@ Steps, in order (the results of each go to OUT/<step>.json; `--steps` picks some
   copy          device-to-device copy bandwidth: the ceiling of a bandwidth-bound kernel
   launch        benchmarks/launch_probe.cu built with the toolchain and run: empty and spinning
                 kernels alone, back to back in a stream and replayed as a CUDA graph (the launch
-                terms of compiler/cost/launch.py; benchmarks/launch_calibration.py fits them)
+                terms of compiler/target/launch.py; benchmarks/launch_calibration.py fits them)
   dataset       `collect-costmodel-data` on the modules (measured; synthetic in a dry run)
   train         `train-costmodel` on it; the held-out table
   plans:<m>     every strategy's plan: each kernel checked against the interpreter and timed
@@ -86,7 +86,7 @@ import numpy as np  # noqa: E402
 import gpu_campaign_ncu as ncu  # noqa: E402
 from gpu_campaign_modules import MODULES, SIZES  # noqa: E402
 
-from compiler.cost.devices import get_device  # noqa: E402
+from compiler.target.devices import get_device  # noqa: E402
 from compiler.errors import InputError  # noqa: E402
 from compiler.toolchain.locate import CUDA_ROOT_VARIABLE  # noqa: E402
 
@@ -264,7 +264,7 @@ class Campaign:
     def gpu(self):
         """The GpuRunner (GpuUnavailable without a GPU), started once."""
         if self.runner is None:
-            from compiler.measure import gpu_matches_device
+            from compiler.stages.measure import gpu_matches_device
             from compiler.runtime.gpu import GpuRunner
 
             self.runner = GpuRunner()
@@ -395,7 +395,7 @@ class Campaign:
         """`collect-costmodel-data` one module at a time, each into its own file with its
         summary beside it: a run stopped inside this step (the slowest) keeps the modules it
         finished, and the next run collects only the others."""
-        from compiler.cost.learned.collect import added_up, collect_dataset
+        from compiler.stages.learned.collect import added_up, collect_dataset
 
         self.require("modules")
         folder = self.folder.root / "dataset"
@@ -448,13 +448,13 @@ class Campaign:
     # plans
 
     def plans(self, name: str) -> dict:
-        from compiler.codegen.stage import built_resources, emulate, generate
+        from compiler.stages.codegen import built_resources, emulate, generate
         from compiler.cost.calibrate import make_record
-        from compiler.cost.launch import terms_for
+        from compiler.target.launch import terms_for
         from compiler.cost.learned.predict import attach_learned
         from compiler.fusion.explore import exploration_to_dict, explore
         from compiler.ir.summary import summarize
-        from compiler.pipeline import attach_codes
+        from compiler.stages.pipeline import attach_codes
         from compiler.runtime.gpu import run_plan
         from compiler.toolchain import arch_for_device
 
@@ -511,7 +511,7 @@ class Campaign:
         """The cost plan's kept kernels (keep_kernels' list); built again when their cubins
         are gone (the committed results keep only the list): the compiler is deterministic,
         so the functions are the ones the plans step measured."""
-        from compiler.codegen.stage import generate
+        from compiler.stages.codegen import generate
         from compiler.fusion.explore import explore
         from compiler.toolchain import arch_for_device
 
@@ -805,7 +805,7 @@ def torch_event_timing(torch, call, runs: int = 20, warmup: int = 3):
 
 def synthetic_plan_run(module: str, plan, codes, kernels: list[dict]):
     """A dry run's PlanRun: each kernel's CPU-emulator check, SYNTHETIC timings."""
-    from compiler.cost.launch import terms_for
+    from compiler.target.launch import terms_for
     from compiler.runtime.gpu import KernelRun, PlanRun
 
     runs = []
@@ -836,7 +836,7 @@ def plan_result(entry: dict, run, alone_us: float) -> dict:
 
     A kernel is measured alone, so its predictions here are of a kernel timed alone: each
     model's device work and `alone_us`, what a lone launch adds on the device
-    (compiler/cost/launch.py); "device_us" is the projected device work. (Results of the
+    (compiler/target/launch.py); "device_us" is the projected device work. (Results of the
     campaigns before 2026-11-29 have no "device_us": their predictions carried a constant
     3.0 µs launch instead.) The plan's "proj_us" adds its kernels' alone predictions, to
     compare with the sum of their times alone; "proj_stream_us" is its projected total as

@@ -1,5 +1,5 @@
 """How nvcc's time grows with the size of one generated kernel: the measurement behind
-MAX_KERNEL_NODES (compiler/fusion/plan.py), the most nodes a fused kernel may compute.
+MAX_KERNEL_NODES (compiler/kernels/plan.py), the most nodes a fused kernel may compute.
 
 Run:  .venv/bin/python benchmarks/kernel_size.py [--sizes 0,250,500,1000,2000,4000]
                                                  [--repeat 3] [--write]
@@ -68,11 +68,11 @@ def chain_lines(ops: int, mix: str):
 
 def one_kernel_source(ops: int, mix: str) -> tuple[str, int, str]:
     """(CUDA source, statements, schedule) of the whole chain as one generated kernel."""
-    from compiler.codegen.stage import emit_code
-    from compiler.cost.devices import get_device
-    from compiler.cost.sol import SolModel
-    from compiler.fusion.grouping import FUSIBLE, node_role
-    from compiler.fusion.plan import KernelSpec, build_plan
+    from compiler.stages.codegen import emit_code
+    from compiler.target.devices import get_device
+    from compiler.target.sol import SolModel
+    from compiler.kernels.grouping import FUSIBLE, node_role
+    from compiler.kernels.plan import KernelSpec, build_plan
     from compiler.importers import import_bytes
 
     (graph,) = import_bytes(chain_module(ops, mix).encode(), "chain.hlo")

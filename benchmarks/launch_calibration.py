@@ -1,11 +1,11 @@
-"""The launch terms of compiler/cost/launch.py, fitted from what a GPU campaign measured.
+"""The launch terms of compiler/target/launch.py, fitted from what a GPU campaign measured.
 
     .venv/bin/python benchmarks/launch_calibration.py [--campaign DIR] [--write]
 
 reads DIR/plans/*.json (every plan's kernels timed alone and the plan run back to back, by
 benchmarks/gpu_campaign.py; default benchmarks/results/gpu-campaign-h200) and, when the
 campaign ran its `launch` step, DIR/launch.json (benchmarks/launch_probe.cu's figures), and
-prints each launch figure beside the one compiler/cost/launch.py holds:
+prints each launch figure beside the one compiler/target/launch.py holds:
 
 - alone_us: `launch.fit_alone` over the kernels of at most TINY_KERNEL_US of projected device
   work (their time alone less that work);
@@ -35,7 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from compiler.cost.launch import (TINY_KERNEL_US, fit_alone, fit_stream_gap,  # noqa: E402
+from compiler.target.launch import (TINY_KERNEL_US, fit_alone, fit_stream_gap,  # noqa: E402
                                   terms_for)
 from compiler.cost.learned.features import FEATURE_LAUNCH_US  # noqa: E402
 

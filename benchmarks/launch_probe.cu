@@ -1,5 +1,5 @@
 // What launching a kernel costs on this GPU, from C++ (the host side of XLA's runtime and of
-// PyTorch's launches is C++ too): the figures compiler/cost/launch.py models. One JSON object on
+// PyTorch's launches is C++ too): the figures compiler/target/launch.py models. One JSON object on
 // stdout; `benchmarks/gpu_campaign.py --steps launch` builds and runs it (nvcc from the toolkit
 // or the pip wheel; libcudart linked statically), and benchmarks/launch_calibration.py fits the
 // launch terms from it.

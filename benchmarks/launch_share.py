@@ -1,5 +1,5 @@
 """How much of the cost plan's lead over XLA:GPU's own plan is kernel launches, under each
-runtime (compiler/cost/launch.py): a CUDA graph replay (XLA's default) and stream launches.
+runtime (compiler/target/launch.py): a CUDA graph replay (XLA's default) and stream launches.
 
     .venv/bin/python benchmarks/launch_share.py [--device h200] [--only NAME] [--no-write]
 
@@ -29,11 +29,11 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
-from compiler.cost.launch import RUNTIMES, terms_for  # noqa: E402
+from compiler.target.launch import RUNTIMES, terms_for  # noqa: E402
 from compiler.fusion.attribution import explain, summary_text  # noqa: E402
 from compiler.fusion.explore import exploration_to_dict, explore  # noqa: E402
 from compiler.ir.summary import summarize  # noqa: E402
-from compiler.pipeline import import_graph  # noqa: E402
+from compiler.stages.pipeline import import_graph  # noqa: E402
 
 RESULTS = HERE / "results" / "launch_share.json"
 STRATEGIES = ["xla", "stitch", "cost", "xla-gpu"]

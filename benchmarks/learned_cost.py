@@ -6,7 +6,7 @@ Run:  .venv/bin/python benchmarks/learned_cost.py [--epochs 6] [--write]
 The data: every program that imports among tests/data/hlo/*.hlo, tests/data/xla/*.hlo
 (XLA's test inputs, vendored) and benchmarks/data/transformer_12l.hlo.gz, each
 cut into kernels by all four strategies, each kernel under every CodeGen plan the projected
-model ranks (dataset.program_samples with top_k=None), on the H100 model. Targets come from
+model ranks (samples.program_samples with top_k=None), on the H100 model. Targets come from
 synthetic.label (seed 0): a known nonlinear function of the projected time, block size and
 node count with 5 % noise. The figures show that the pipeline learns such a function fast
 enough on a CPU; they say nothing about accuracy on a GPU.
@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from compiler.codegen.elemental import CodegenUnsupported  # noqa: E402
 from compiler.cost.learned import synthetic  # noqa: E402
-from compiler.cost.learned.dataset import program_samples  # noqa: E402
+from compiler.stages.learned.samples import program_samples  # noqa: E402
 from compiler.cost.learned.experiment import (best_readout, readout_experiments,  # noqa: E402
                                               split)
 from compiler.cost.learned.model import ModelConfig  # noqa: E402

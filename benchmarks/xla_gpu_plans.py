@@ -27,11 +27,11 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
-from compiler.cost.devices import get_device  # noqa: E402
+from compiler.target.devices import get_device  # noqa: E402
 from compiler.fusion import xla_gpu  # noqa: E402
 from compiler.fusion.explore import explore  # noqa: E402
 from compiler.importers.hlo_text import import_hlo  # noqa: E402
-from compiler.pipeline import import_graph  # noqa: E402
+from compiler.stages.pipeline import import_graph  # noqa: E402
 
 RESULTS = HERE / "results" / "xla_gpu_plans.json"
 REFERENCE = HERE / "results" / "xla_fusion_counts.json"

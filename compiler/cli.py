@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compiler.cost.launch import DEFAULT_RUNTIME, RUNTIMES
+from compiler.cost.calibrate import fit, load_records
 from compiler.errors import InputError
 from compiler.fusion.explore import exploration_to_dict, explore, parse_strategies
 from compiler.fusion.pricing import DEFAULT_MODEL, PRICERS
@@ -31,6 +31,12 @@ from compiler.importers import load_graphs, pick_module
 from compiler.ir.interpreter import InterpreterOptions, evaluate
 from compiler.ir.summary import format_summary, summarize
 from compiler.limits import ConfigurationError, Limits
+from compiler.runtime.gpu import GpuUnavailable
+from compiler.stages.codegen import emulate, generate
+from compiler.stages.learned.collect import collect_dataset
+from compiler.stages.pipeline import attach_codes, has_source
+from compiler.target.devices import get_device
+from compiler.target.launch import DEFAULT_RUNTIME, RUNTIMES
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -296,10 +302,6 @@ def _explore(args) -> int:
 
 
 def _codegen(args) -> int:
-    from compiler.codegen.stage import emulate, generate
-    from compiler.cost.devices import get_device
-    from compiler.pipeline import attach_codes, has_source
-
     strategies = parse_strategies(args.strategy)
     graph, _ = _load(args)
     device = get_device(args.device)
@@ -329,7 +331,6 @@ def _predictor(args):
     """The learned model --learned-model names (checked before any work), or None."""
     if not args.learned_model:
         return None
-    from compiler.cost.devices import get_device
     from compiler.cost.learned.predict import LearnedPredictor
 
     predictor = LearnedPredictor.load(args.learned_model)
@@ -347,9 +348,6 @@ def _attach_learned(result: dict, graph, plans: dict, predictor, codes=None) -> 
 
 
 def _calibrate(args) -> int:
-    from compiler.cost.calibrate import fit, load_records
-    from compiler.cost.devices import get_device
-
     device = get_device(args.device)
     _, report = fit(device, load_records(args.records))
     result = {"device": device.name, **report}
@@ -381,9 +379,6 @@ def _print(result: dict, as_json: bool, format_text) -> None:
 
 
 def _collect_costmodel_data(args) -> int:
-    from compiler.cost.learned.collect import collect_dataset
-    from compiler.runtime.gpu import GpuUnavailable
-
     strategies = parse_strategies(args.strategy)
 
     def progress(stage: str, done: int, total: int, detail: str = "") -> None:

@@ -688,7 +688,7 @@ def measure_run(request: HttpRequest, run_id: str) -> JsonResponse:
                    (404, schemas.Error, "No such run or measurement (or not the caller's to "
                                         "see).")))
 def run_measurement(request: HttpRequest, run_id: str, measurement_id: int) -> JsonResponse:
-    """One measurement with its result (compiler.measure's MEASUREMENTS) once done."""
+    """One measurement with its result (compiler.stages.measure's MEASUREMENTS) once done."""
     run = _viewable_run(request, run_id)
     measurement = run.measurements.filter(pk=measurement_id).first()
     if measurement is None:
@@ -735,7 +735,7 @@ def run_kernel(request: HttpRequest, run_id: str, device: str, strategy: str,
                    openapi_extra=OPEN))
 def run_graph(request: HttpRequest, run_id: str,
               plan: Query[schemas.PlanQuery]) -> JsonResponse:
-    """The uploaded graph with one plan's kernels on it (compiler/fusion/graph_view.py):
+    """The uploaded graph with one plan's kernels on it (compiler/stages/graph_view.py):
     `?device=D&strategy=S`, by default the run's first device and its fastest plan (the
     lowest projected total)."""
     run = _done_run(request, run_id)

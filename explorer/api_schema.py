@@ -15,11 +15,11 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
                       PlainValidator, StringConstraints, WithJsonSchema, model_validator)
 from pydantic_core import PydanticCustomError
 
-from compiler.cost.devices import DEVICES
-from compiler.cost.launch import DEFAULT_RUNTIME, RUNTIMES
 from compiler.cost.outliers import OUTLIER_MIN_US, OUTLIER_RATIO
 from compiler.fusion.explore import STRATEGIES
 from compiler.fusion.pricing import PRICERS
+from compiler.target.devices import DEVICES
+from compiler.target.launch import DEFAULT_RUNTIME, RUNTIMES
 from explorer.uploads import MAX_FILE_NAME_LENGTH, upload_file_name
 
 DEFAULT_DEVICES = ["h100"]
@@ -393,7 +393,7 @@ class LayoutEntry(BaseModel):
 
 
 class Layout(BaseModel):
-    """Where to draw each node (compiler/fusion/graph_layout.py): layers top-down and x
+    """Where to draw each node (compiler/stages/graph_layout.py): layers top-down and x
     positions in units of one box, at the plan level and inside each kernel."""
     top: list[LayoutEntry] = Field(description="The plan level: each kernel and each node no "
                                                "kernel computes.")
@@ -433,7 +433,7 @@ class GraphKernel(Open):
 
 
 class FusionGraph(BaseModel):
-    """The uploaded graph with one plan's kernels on it (compiler/fusion/graph_view.py)."""
+    """The uploaded graph with one plan's kernels on it (compiler/stages/graph_view.py)."""
     id: str
     device: str
     strategy: str

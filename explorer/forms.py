@@ -9,9 +9,9 @@ from django import forms
 from django.conf import settings
 from django.template.defaultfilters import filesizeformat
 
-from compiler.cost.devices import DEVICES
-from compiler.cost.launch import DEFAULT_RUNTIME, RUNTIMES
 from compiler.errors import InputError
+from compiler.target.devices import DEVICES
+from compiler.target.launch import DEFAULT_RUNTIME, RUNTIMES
 from explorer.graph_store import StagedFile
 from explorer.models import MAX_TAG_LENGTH, MAX_TAGS, RUN_NAME_LENGTH
 from explorer.presenters import STRATEGY_ORDER

@@ -18,7 +18,7 @@ from django.db import IntegrityError, OperationalError, connections, models, tra
 from django.db.models import F, Q
 from django.utils import timezone
 
-from compiler.cost.launch import DEFAULT_RUNTIME, RUNTIME_LABELS, RUNTIMES
+from compiler.target.launch import DEFAULT_RUNTIME, RUNTIMES, RUNTIME_LABELS
 from explorer import graph_store
 from explorer.graph_store import StagedFile
 
@@ -348,7 +348,7 @@ class Run(Job):
     graph_sha256 = models.CharField(max_length=64, blank=True, db_index=True, editable=False)
     devices = models.JSONField(default=list)
     strategies = models.JSONField(default=list)
-    # How the plans' kernels are launched (compiler/cost/launch.py): the runtime the cost
+    # How the plans' kernels are launched (compiler/target/launch.py): the runtime the cost
     # strategy decides under and whose launch terms the plans' times carry first.
     runtime = models.CharField(max_length=10, choices=RUNTIME_CHOICES, default=DEFAULT_RUNTIME)
     compiler_version = models.CharField(max_length=64)
@@ -363,7 +363,7 @@ class Run(Job):
 
     @property
     def artifact(self) -> dict | None:
-        """The ARTIFACT of compiler.pipeline.compile_graph without "sources" (those are
+        """The ARTIFACT of compiler.stages.pipeline.compile_graph without "sources" (those are
         KernelSource rows); None until the run is done. It lives in its own table
         (`RunArtifact`), read here on first use and kept on the instance."""
         if "_artifact" not in self.__dict__:
@@ -600,7 +600,7 @@ def in_compiled_order(artifact: dict | None) -> dict | None:
 
 class Measurement(Job):
     """One request to time a run's plans on a GPU: a job on the `gpu` queue
-    (workers.measure_run) and, once done, its result: compiler.measure.measure_graph's
+    (workers.measure_run) and, once done, its result: compiler.stages.measure.measure_graph's
     MEASUREMENTS (the GPU's name, every plan's kernels checked and timed, the eager
     baseline)."""
     VERB = "measure this run"

@@ -1,7 +1,7 @@
 """View-ready data and charts (inline SVG, explorer/charts.py) from a run's artifact.
 
-Pure functions: they take the ARTIFACT compiler.pipeline.compile_graph returns (or one device's
-part of it, or one kernel's entry) and return plain dicts and lists a template renders, or
+Pure functions: they take the ARTIFACT compiler.stages.pipeline.compile_graph returns (or one
+device's part of it, or one kernel's entry) and return plain dicts and lists a template renders, or
 a chart's SVG markup. They never recompute what the compiler decided; the occupancy curves and the
 roofline ask compiler.cost for the same formulas the projected model used.
 """
@@ -16,13 +16,13 @@ from collections import defaultdict
 
 from django.utils.safestring import SafeString
 
-from compiler.cost.devices import Device
-from compiler.cost.launch import (RUNTIME_DETAILS, RUNTIME_LABELS, RUNTIMES,
-                                  device_work_of_alone, terms_for)
-from compiler.cost.occupancy import LaunchLimitError, occupancy
-from compiler.fusion.attribution import explain, summary_text
 from compiler.cost.outliers import OUTLIER_MIN_US, OUTLIER_RATIO
 from compiler.cost.projected import Breakdown
+from compiler.fusion.attribution import explain, summary_text
+from compiler.target.devices import Device
+from compiler.target.launch import (RUNTIMES, RUNTIME_DETAILS, RUNTIME_LABELS,
+                                    device_work_of_alone, terms_for)
+from compiler.target.occupancy import LaunchLimitError, occupancy
 from compiler.toolchain.nvcc import BuildResult
 from explorer import charts
 
@@ -73,9 +73,9 @@ def measurement_state(measurement, gpu: dict | None, run_version: str = "") -> d
 
 def apply_measurement(devices: dict, result: dict | None) -> dict:
     """The artifact's "devices" with the measured fields filled in from a measurement's
-    MEASUREMENTS (compiler/measure.py): each kernel's "measured_us" (timed alone), its device
-    work "measured_device_us" (that time less what a lone launch adds on the device,
-    compiler/cost/launch.py) and its whole record under "measured", each plan's total
+    MEASUREMENTS (compiler/stages/measure.py): each kernel's "measured_us" (timed alone), its
+    device work "measured_device_us" (that time less what a lone launch adds on the device,
+    compiler/target/launch.py) and its whole record under "measured", each plan's total
     "measured_us" (the plan run back to back in a stream) and, per device, "eager" (the
     unfused CuPy baseline) and "measured_on". New dicts: `devices` is unchanged."""
     if not result:
@@ -206,7 +206,7 @@ def comparison_rows(device_result: dict) -> list[dict]:
     over the unfused and the XLA plans (their total over this one's), projected and, where
     both were measured, measured, and who decided its fusions (`decided_by`).
 
-    `by_runtime` is [(runtime, figures)] for every runtime (compiler/cost/launch.py) the
+    `by_runtime` is [(runtime, figures)] for every runtime (compiler/target/launch.py) the
     artifact has totals for; an artifact compiled before launch terms were separate has one
     entry, (None, its totals). Measured totals are plans run back to back in a stream, so
     they fill the stream figures only. `fastest` names the runtimes under which the row has
@@ -1149,7 +1149,7 @@ def best_totals(artifact: dict | None) -> list[dict]:
 # --- The uploaded text -----------------------------------------------------------------------------
 
 def nodes_by_line(view: dict) -> dict[int, list[dict]]:
-    """Line of the upload -> the nodes defined there (compiler/fusion/graph_view.py's
+    """Line of the upload -> the nodes defined there (compiler/stages/graph_view.py's
     entries), for the nodes whose line is known."""
     lines: dict[int, list[dict]] = defaultdict(list)
     for node in view["nodes"]:

@@ -29,12 +29,12 @@ from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
-from compiler.cost.launch import DEFAULT_RUNTIME, parse_runtime
 from compiler.errors import InputError, LimitError
-from compiler.fusion.graph_layout import plan_layout
-from compiler.fusion.graph_view import fusion_graph, kernel_entries
 from compiler.importers import sniff_reach, sniff_upload
-from compiler.pipeline import canonical_options, import_graph
+from compiler.stages.graph_layout import plan_layout
+from compiler.stages.graph_view import fusion_graph, kernel_entries
+from compiler.stages.pipeline import canonical_options, import_graph
+from compiler.target.launch import DEFAULT_RUNTIME, parse_runtime
 from compiler.version import compiler_version
 from explorer import presenters
 from explorer.graph_store import GraphUnavailable, StagedFile
@@ -326,7 +326,7 @@ def results_stamp(run: Run) -> str:
 
 def plan_graph(run: Run, artifact: dict, measurement: Measurement | None, device: str,
                strategy: str) -> dict:
-    """compiler/fusion/graph_view.py's object for one plan of a done run (`artifact`: its
+    """compiler/stages/graph_view.py's object for one plan of a done run (`artifact`: its
     artifact with `measurement`'s timings), with its layout: the one the compile worker
     stored (PlanGraph), its kernels' figures taken from `artifact`; else worked out from the
     upload and stored. Cached under a key that names everything it shows. PlanUnavailable

@@ -22,10 +22,10 @@ from django.utils.safestring import mark_safe
 from django.views import defaults
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from compiler.cost.devices import get_device
-from compiler.cost.launch import DEFAULT_RUNTIME, RUNTIME_LABELS, RUNTIMES
 from compiler.errors import InputError
 from compiler.limits import Limits
+from compiler.target.devices import get_device
+from compiler.target.launch import DEFAULT_RUNTIME, RUNTIMES, RUNTIME_LABELS
 from explorer import documents, presenters
 from explorer.forms import RunSettingsForm, UploadForm, pasted_text_limit, samples
 from explorer.lookups import by_pk

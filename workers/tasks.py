@@ -18,11 +18,9 @@ from django.utils import timezone
 from redis.exceptions import RedisError
 
 from compiler.errors import InputError
-from compiler.measure import STAGES as MEASURE_STAGES
-from compiler.measure import measure_graph
-from compiler.pipeline import STAGES as COMPILE_STAGES
-from compiler.pipeline import compile_graph
 from compiler.runtime.gpu import GpuUnavailable
+from compiler.stages.measure import STAGES as MEASURE_STAGES, measure_graph
+from compiler.stages.pipeline import STAGES as COMPILE_STAGES, compile_graph
 from explorer.logs import log_context
 from explorer.models import ClaimLost, Job, Measurement, Run
 from explorer.runs import plan_graphs
@@ -179,8 +177,8 @@ def learned_models(devices: list[str]) -> dict[str, str]:
           time_limit=settings.MEASURE_TIME_LIMIT_S, max_retries=None,
           ignore_result=True)
 def measure_run(self, measurement_id: int) -> str:
-    """Time the plans of a measurement's run on this worker's GPU (compiler.measure) and store
-    the result on the Measurement. A worker without a GPU fails the job with the reason."""
+    """Time the plans of a measurement's run on this worker's GPU (compiler.stages.measure) and
+    store the result on the Measurement. A worker without a GPU fails the job with the reason."""
     hostname = self.request.hostname or ""
     token = Measurement.claim(measurement_id, hostname, settings.MEASURE_LEASE_S,
                               settings.MEASURE_MAX_ATTEMPTS)

@@ -31,6 +31,7 @@ from compiler.codegen.emit import SCRATCH, EmittedKernel
 from compiler.ir.dtypes import dtype as dtype_named
 from compiler.ir.error_bound import error_bounds
 from compiler.ir.graph import Graph
+from compiler.toolchain.emulate import compile_for_emulation
 
 PRELUDE_DIR = Path(__file__).resolve().parent
 
@@ -68,7 +69,6 @@ def from_memory(flat: np.ndarray, dims, minor_to_major) -> np.ndarray:
 
 def emulate_kernel(graph: Graph, emitted: EmittedKernel, values: dict) -> dict[str, np.ndarray]:
     """{output node: value} computed by running the kernel's source on the CPU emulator."""
-    from compiler.runtime.emulate import compile_for_emulation
 
     module = compile_for_emulation(emitted.source, [emitted.name], [str(PRELUDE_DIR)])
     return launch_emulated(graph, module, emitted, values)

@@ -29,12 +29,12 @@ from typing import Iterator
 
 import numpy as np
 
+from compiler.codegen.indexing import Index, Ix, delinearize, linear_expr, linearize, reshape_index
+from compiler.codegen.plan import SCRATCH
 from compiler.ir.dtypes import S32 as _S32, DType, accumulation_dtype
 from compiler.ir.graph import Graph, Node
+from compiler.ir.interpreter import _Window
 from compiler.ir.ops import OPS
-from compiler.codegen.indexing import (Index, Ix, delinearize, linear_expr, linearize,
-                                       reshape_index)
-from compiler.codegen.plan import SCRATCH
 
 
 class CodegenUnsupported(Exception):
@@ -775,7 +775,6 @@ class Elemental:
         skipped); the operand position along d is q = o * stride + k * window_dilation -
         pad_low, valid when 0 <= q <= (n - 1) * base_dilation and q % base_dilation == 0, and
         reads element q / base_dilation. 16-bit floats accumulate in f32, rounded once."""
-        from compiler.ir.interpreter import _Window
 
         reducer = node.attrs.get("reducer")
         if reducer is None or len(node.operands) != 2:

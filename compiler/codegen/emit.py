@@ -25,9 +25,9 @@ from compiler.codegen.elemental import (Body, CodegenUnsupported, Elemental, c_i
                                         storage_ctype)
 from compiler.codegen.plan import SCRATCH, CodeGenPlan
 from compiler.codegen.schedules import emitter_of
-from compiler.fusion.plan import Kernel
 from compiler.ir.dtypes import dtype as dtype_named
 from compiler.ir.graph import Graph
+from compiler.kernels.plan import Kernel
 
 PRELUDE = "fx_prelude.cuh"
 

@@ -1,7 +1,7 @@
 // fx_prelude.cuh: what every kernel Fusion Explorer generates includes first.
 //
 // The same text compiles with nvcc for the GPU and with g++ -std=c++17 -DFX_EMULATION for the
-// CPU emulator (compiler/runtime/cuda_emu.h), which is how the tests run generated kernels
+// CPU emulator (compiler/toolchain/cuda_emu.h), which is how the tests run generated kernels
 // without a GPU. Shared memory and the grid barrier are reached only through FX_SHARED_MEMORY
 // and fx_grid_sync() so the emulator can provide them (notes/cuda_contract.md).
 //

@@ -39,8 +39,8 @@ import math
 from dataclasses import asdict, dataclass
 from functools import cached_property, lru_cache
 
-from compiler.fusion.plan import Kernel
 from compiler.ir.graph import Graph
+from compiler.kernels.plan import Kernel
 
 BLOCK_SIZES = (128, 256, 512, 1024)
 VECTOR_WIDTHS = (1, 2, 4)

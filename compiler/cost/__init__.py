@@ -1,9 +1,5 @@
-"""Cost models, cheapest first: speed of light (`sol`), then projected and learned models.
-
-Every model reads its device figures from `devices`, the one table to extend for a new GPU.
+"""Cost models above the speed of light (compiler/target/sol.py): what a kernel's generated
+code does (`workload`, read off its CodeGen plan), the projected time of that on a device
+(`projected`, with occupancy, waves and latency; `outliers` says why a kernel is far above its
+SOL), the constants fitted to measured times (`calibrate`) and the learned model (`learned/`).
 """
-
-from compiler.cost.devices import DEVICES, Device, get_device
-from compiler.cost.sol import SolEstimate, SolModel
-
-__all__ = ["DEVICES", "Device", "get_device", "SolEstimate", "SolModel"]

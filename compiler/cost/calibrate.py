@@ -10,7 +10,7 @@ reads them:
      "spill_bytes": 0}, "measured_us": 12.5}
 
 Measured times are of kernels timed alone, so the model's time compared with them is its device
-work plus what a lone launch adds on the device (compiler/cost/launch.py, `alone_us`).
+work plus what a lone launch adds on the device (compiler/target/launch.py, `alone_us`).
 
 `fit` minimises the mean squared error of log(projected / measured) over the four constants of
 `Derating` by coordinate descent (a golden-section search per constant within its bounds,
@@ -28,12 +28,12 @@ import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from compiler.cost.devices import Device
-from compiler.cost.launch import terms_for
 from compiler.cost.projected import Derating, ProjectedModel, Resources
-from compiler.cost.workload import Workload
+from compiler.cost.workload import Workload, kernel_workload
 from compiler.errors import InputError
 from compiler.limits import decode_utf8, read_limited
+from compiler.target.devices import Device
+from compiler.target.launch import terms_for
 
 # Each constant's search interval: wide enough for any sane device, narrow enough that a fit
 # on few records cannot run off to a degenerate corner.
@@ -217,7 +217,6 @@ def make_record(graph, kernel, plan, device: Device, resources: Resources,
     """The record of `kernel` (a fusion-plan Kernel) measured under CodeGen plan `plan`.
     `name` identifies the kernel across records (plans of one kernel share it; default the
     kernel's name, which is unique within one fusion plan only)."""
-    from compiler.cost.workload import kernel_workload
 
     return Record(device.name, name or kernel.name, plan.key(),
                   kernel_workload(graph, kernel, plan, device), resources, measured_us)

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from compiler.cost.sol import SolEstimate
+from compiler.target.sol import SolEstimate
 
-if TYPE_CHECKING:  # projected.py reads codegen, which reads fusion plans, which read this
+if TYPE_CHECKING:  # projected.py reads this module to fill a breakdown's fields
     from compiler.cost.projected import Breakdown
 
 OUTLIER_RATIO = 20.0

@@ -8,7 +8,7 @@ under one CodeGenPlan on one device, from its workload (workload.py) and its res
     projected time  = max(throughput time, latency time) + grid barriers
 
   That is the kernel's device work: what launching it adds depends on how the plan is run
-  (a stream, a CUDA graph) and is priced by compiler/cost/launch.py.
+  (a stream, a CUDA graph) and is priced by compiler/target/launch.py.
 
 - The busiest SM runs ceil(blocks / SMs) of the blocks (the block scheduler hands blocks out
   round-robin): a kernel with fewer blocks than SMs leaves SMs idle, and its pipe time is that
@@ -39,9 +39,12 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 
-from compiler.cost.devices import Device
-from compiler.cost.occupancy import occupancy
-from compiler.cost.workload import PIPES, Workload
+from compiler.cost.outliers import outlier_reason, ratio_to_sol
+from compiler.cost.workload import PIPES, Workload, kernel_workload
+from compiler.target.devices import Device
+from compiler.target.launch import DEFAULT_RUNTIME, RUNTIMES, terms_for
+from compiler.target.occupancy import occupancy
+from compiler.target.sol import SolEstimate
 
 # [A100-WP]: "A100 L2 cache read bandwidth: 5120 bytes/clk", V100: 2048 bytes/clk.
 L2_BYTES_PER_CYCLE = {"v100": 2048, "a100": 5120}
@@ -117,6 +120,44 @@ class Breakdown:
         out["utilisation"] = {k: round(v, 2) for k, v in self.utilisation.items()}
         out["terms_us"] = {k: round(v, 4) for k, v in self.terms_us.items()}
         return out
+
+    def kernel_fields(self, sol: SolEstimate | None = None, schedule: str | None = None, *,
+                      device: str, runtime: str = DEFAULT_RUNTIME) -> dict:
+        """This breakdown's fields in its kernel's JSON entry (`projected_fields`)."""
+        return projected_fields(self, sol, schedule, device=device, runtime=runtime)
+
+
+def projected_fields(breakdown: Breakdown | None, sol: SolEstimate | None = None,
+                     schedule: str | None = None, *, device: str,
+                     runtime: str = DEFAULT_RUNTIME) -> dict:
+    """The kernel-entry fields a projected breakdown fills (none when there is none): the
+    device work ("device_us"), the launch term under `runtime` ("launch_us") and under every
+    runtime ("launch"), their sum ("proj_us"), the limiter ("launch" when the launch term is
+    the larger part, else the device work's, kept as "device_limiter"); with the kernel's SOL,
+    how far above it the device work is and, for an outlier, why
+    (outliers.py), naming the CodeGen plan's schedule when given."""
+    if breakdown is None:
+        return {}
+    ratio = ratio_to_sol(breakdown, sol)
+    device_us = breakdown.projected_us
+    terms = terms_for(device)
+    launches = {name: terms.launch(name).us(device_us) for name in RUNTIMES}
+    launch_us = launches[runtime]
+    fields = {"proj_us": round(device_us + launch_us, 4), "device_us": round(device_us, 4),
+              "launch_us": round(launch_us, 4),
+              "launch": {name: round(us, 4) for name, us in launches.items()},
+              "limiter": "launch" if launch_us > device_us else breakdown.limiter,
+              "device_limiter": breakdown.limiter,
+              "occupancy": breakdown.occupancy, "waves": breakdown.waves,
+              "block_size": breakdown.block, "grid_size": breakdown.grid,
+              "proj_over_sol": None if ratio is None else round(ratio, 2),
+              "outlier_reason": outlier_reason(breakdown, sol, schedule),
+              "projected": breakdown.to_dict()}
+    if schedule is not None:
+        fields["schedule"] = schedule
+    if breakdown.registers_source == "ptxas":  # an estimate is not ptxas' figure
+        fields.update(registers=breakdown.registers, shared_bytes=breakdown.shared_bytes)
+    return fields
 
 
 def l2_bytes_per_second(device: Device) -> float:
@@ -274,7 +315,6 @@ def project_kernel(graph, kernel, plan, device: Device, resources: Resources | N
                    memo: dict | None = None) -> Breakdown:
     """The breakdown of `kernel` (a fusion-plan Kernel) under CodeGenPlan `plan`; registers
     are estimated when `resources` is None. `sol` is the kernel's SolEstimate, if known."""
-    from compiler.cost.workload import kernel_workload
 
     workload = kernel_workload(graph, kernel, plan, device, memo)
     sol = sol if sol is not None else getattr(kernel, "sol", None)
@@ -290,7 +330,6 @@ def rank_key(graph, kernel, plan, device: Device, memo: dict | None = None
     """`ProjectedModel.rank_key` of `kernel` under `plan` with estimated registers: the time
     `project_kernel` gives, and the slack that breaks ties, without the breakdown. ValueError
     where project_kernel raises it."""
-    from compiler.cost.workload import kernel_workload
 
     workload = kernel_workload(graph, kernel, plan, device, memo)
     resources = Resources(registers=estimate_registers(workload), source="estimated")
@@ -363,22 +402,3 @@ def project_library(kernel, device: Device, derating: Derating | None = None) ->
         block=None, sol_us=sol.total_us,
         arithmetic_intensity=sol.flops / sol.dram_bytes if sol.dram_bytes else None,
         flops=sol.flops, terms_us=terms)
-
-
-def project_plan(graph, plan, device: Device, derating: Derating | None = None) -> None:
-    """Sets `kernel.projected` for every kernel of a FusionPlan: library kernels from their
-    SOL estimate, generated ones under the CodeGen plan `choose_plan`'s heuristic picks, with
-    estimated registers (the quick projection `explore` shows; `codegen` ranks every candidate
-    and uses ptxas' registers). Kernels the workload model does not cover stay None."""
-    from compiler.codegen.elemental import CodegenUnsupported
-    from compiler.codegen.schedules import choose_plan, enumerate_plans
-
-    for kernel in plan.kernels:
-        if kernel.kind == "library":
-            kernel.projected = project_library(kernel, device, derating)
-            continue
-        try:
-            chosen = choose_plan(enumerate_plans(graph, kernel))
-            kernel.projected = project_kernel(graph, kernel, chosen, device, derating=derating)
-        except (ValueError, CodegenUnsupported):
-            kernel.projected = None  # no plan (a type codegen does not handle) or no model

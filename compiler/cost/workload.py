@@ -34,15 +34,15 @@ from dataclasses import asdict, dataclass, field
 
 from compiler.codegen.plan import (COLUMN_SCHEDULE, HORIZONTAL_SCHEDULE, PHASED_SCHEDULE,
                                    ROW_SCHEDULES, SPLIT_SCHEDULES, TRANSPOSE_SCHEDULE, WARP,
-                                   CodeGenPlan, column_reductions, column_split,
-                                   derived_values, global_reductions, phase_loops,
-                                   row_cache_reads, row_loop_outputs, row_split, row_values)
+                                   CodeGenPlan, column_reductions, column_split, derived_values,
+                                   global_reductions, phase_loops, row_cache_reads,
+                                   row_loop_outputs, row_split, row_values)
 from compiler.codegen.schedules.horizontal import horizontal_parts, part_key
-from compiler.cost.devices import Device
-from compiler.fusion.plan import Kernel
 from compiler.ir.dtypes import accumulation_dtype
 from compiler.ir.graph import Graph, Node
 from compiler.ir.ops import OPS
+from compiler.kernels.plan import Kernel
+from compiler.target.devices import Device
 
 PIPES = ("fma", "alu", "xu", "fp64", "conv", "lsu", "shfl")
 SECTOR_BYTES = 32  # the unit of L1/L2 and DRAM transfers on every NVIDIA GPU since Maxwell

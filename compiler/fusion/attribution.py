@@ -11,7 +11,7 @@ one of:
   different graphs, or nodes one plan folded away).
 
 Each kernel's projected time is split into causes: its launch term (under the runtime asked
-for, compiler/cost/launch.py), its grid barriers, and its busy time, charged to what bounds it
+for, compiler/target/launch.py), its grid barriers, and its busy time, charged to what bounds it
 (the projected breakdown's limiter): DRAM, L2 and on-chip traffic (L2, load/store issue,
 shuffles), the compute pipes (FP32, integer, MUFU, FP64, conversions, tensor cores) or latency
 (no unit busy enough: waiting on memory round trips and dependent arithmetic). A region's

@@ -58,7 +58,7 @@ speed of light)", "not a legal kernel: ...".
 What one kernel may be (`_Analysis`)
 ------------------------------------
 A kernel's nodes fall into *components*: sets joined by data flow inside the kernel. Each
-component gets a kind from AStitch's block-locality labels (compiler/fusion/locality.py, as
+component gets a kind from AStitch's block-locality labels (compiler/kernels/locality.py, as
 `stitch.py`: a node is invariant, one value per row of a reduction, row-aligned, the rows
 of any length, or needs data of other blocks; whole rows moved by a transpose count as the
 latter here, the row schedules having their results at other rows' places); the kind says
@@ -117,20 +117,22 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from compiler.cost.sol import SolEstimate, SolModel
-from compiler.fusion.grouping import (FUSIBLE, LIBRARY, GroupGraph, WindowTooWide,
-                                      graph_output_sources, node_role, value_readers)
-from compiler.fusion.plan import (MAX_KERNEL_PARAMETERS, Decision, FusionPlan, Kernel, KernelSpec,
-                                  build_plan, make_kernel, too_many_nodes)
 from compiler.fusion.pricing import Price, Pricer, ProjectedPricer, plan_price
 from compiler.fusion.recut import recut_chains
-from compiler.fusion.locality import (GRID, INV, RowSpace, full_label, map_rows, reduce_space,
-                                      row_label)
-from compiler.fusion.stitch import ELEMENTS_PER_THREAD, regional_rows_per_block
+from compiler.fusion.stitch import stitch_fusion
 from compiler.fusion.unfused import unfused
+from compiler.fusion.xla import xla_fusion
 from compiler.gc_pause import cyclic_gc_paused
 from compiler.ir.dtypes import accumulation_dtype
 from compiler.ir.graph import Graph, Node
+from compiler.kernels.grouping import (FUSIBLE, LIBRARY, GroupGraph, WindowTooWide,
+                                       graph_output_sources, node_role, value_readers)
+from compiler.kernels.locality import (GRID, INV, RowSpace, full_label, map_rows, reduce_space,
+                                       row_label)
+from compiler.kernels.plan import (MAX_KERNEL_PARAMETERS, Decision, FusionPlan, Kernel, KernelSpec,
+                                   build_plan, make_kernel, too_many_nodes)
+from compiler.kernels.stitch_launch import ELEMENTS_PER_THREAD, regional_rows_per_block
+from compiler.target.sol import SolEstimate, SolModel
 
 STRATEGY = "cost"
 TOP_K = 4                   # patterns kept per group
@@ -241,9 +243,6 @@ def _specs(plan: FusionPlan) -> list[KernelSpec]:
 
 
 def _other_plans(graph: Graph, model: SolModel) -> dict[str, FusionPlan]:
-    from compiler.fusion.stitch import stitch_fusion
-    from compiler.fusion.xla import xla_fusion
-
     return {"xla": xla_fusion(graph, model), "stitch": stitch_fusion(graph, model)}
 
 

@@ -18,15 +18,15 @@ from importlib import import_module
 from multiprocessing.connection import Connection
 from typing import Hashable
 
-from compiler.cost.devices import get_device
-from compiler.cost.launch import DEFAULT_RUNTIME, parse_runtime, terms_for
-from compiler.cost.sol import SolModel
 from compiler.errors import InputError
-from compiler.fusion.plan import FusionPlan, StrategyUnavailable
 from compiler.fusion.pricing import (DEFAULT_MODEL, Price, Pricer, ProjectedPricer, make_pricer,
                                      price_plan)
 from compiler.gc_pause import cyclic_gc_paused
 from compiler.ir.graph import Graph
+from compiler.kernels.plan import FusionPlan, StrategyUnavailable
+from compiler.target.devices import get_device
+from compiler.target.launch import DEFAULT_RUNTIME, parse_runtime, terms_for
+from compiler.target.sol import SolModel
 
 # Strategy name -> (module, function). Imported on first use, so one strategy's import cost
 # is not paid by runs that do not ask for it.
@@ -66,7 +66,7 @@ def explore(graph: Graph, device: str = "h100", strategies=OUR_STRATEGIES,
     """One plan per strategy, each with the wall time its strategy took (explore_ms) and every
     kernel's projected breakdown under its best CodeGen plan (`pricing.price_plan`).
 
-    `runtime` says how the plans' kernels are launched (compiler/cost/launch.py: "graph", a
+    `runtime` says how the plans' kernels are launched (compiler/target/launch.py: "graph", a
     CUDA graph replay, or "stream"): every price's launch term, and so the cost search's
     decisions and every plan's total, are that runtime's.
 
@@ -329,7 +329,7 @@ class _RulesInBackground:
 
 def exploration_to_dict(summary: dict, device: str, plans: dict[str, FusionPlan]) -> dict:
     """The `explore --json` object: {"graph", "device", "runtime", "launch": the device's
-    launch figures with their sources (compiler/cost/launch.py), "strategies": {name: plan}}.
+    launch figures with their sources (compiler/target/launch.py), "strategies": {name: plan}}.
     """
     strategies = {name: plan.to_dict() for name, plan in plans.items()}
     baseline = plans.get("unfused")

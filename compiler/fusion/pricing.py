@@ -1,7 +1,7 @@
 """What a candidate kernel costs: the one price every fusion decision and every plan total uses.
 
 A price is the kernel's device work under a cost model plus its launch term under the runtime
-the plan is run with (compiler/cost/launch.py: a CUDA graph by default, or stream launches):
+the plan is run with (compiler/target/launch.py: a CUDA graph by default, or stream launches):
 merging two kernels saves one launch term, which counts for more under stream launches.
 
 The fuser asks a `Pricer` for the time of each kernel it considers; `explore` asks the same
@@ -44,15 +44,17 @@ from typing import Hashable
 
 import numpy as np
 
+from compiler.codegen.elemental import CodegenUnsupported
 from compiler.codegen.plan import CodeGenPlan
-from compiler.cost.devices import Device
-from compiler.cost.launch import DEFAULT_RUNTIME, Launch, device_work_of_alone, launch_for
-from compiler.cost.projected import (Breakdown, Derating, project_kernel, project_library,
-                                     rank_key)
-from compiler.cost.sol import SolEstimate, SolModel
+from compiler.codegen.schedules import choose_plan, enumerate_plans
+from compiler.cost.learned.features import kernel_sample
+from compiler.cost.projected import Breakdown, Derating, project_kernel, project_library, rank_key
 from compiler.errors import InputError
-from compiler.fusion.plan import FusionPlan, Kernel
 from compiler.ir.graph import COMPUTATION_ATTRS, Graph
+from compiler.kernels.plan import FusionPlan, Kernel
+from compiler.target.devices import Device
+from compiler.target.launch import DEFAULT_RUNTIME, Launch, device_work_of_alone, launch_for
+from compiler.target.sol import SolEstimate, SolModel
 
 DEFAULT_MODEL = "projected"
 # The projected pricer first scores each family of plans (`_family`) at the block size nearest
@@ -203,7 +205,7 @@ def _layouts(shape) -> tuple:
 
 class Pricer:
     """Prices kernels of one graph on one device with one model and one runtime (how the
-    plan's kernels are launched: compiler/cost/launch.py), cached by structure."""
+    plan's kernels are launched: compiler/target/launch.py), cached by structure."""
 
     name = "abstract"
 
@@ -359,8 +361,6 @@ class ProjectedPricer(Pricer):
         is known (the plan may be another of the same time than `rank_plans`' tie-break would
         pick). A third of a transformer step's candidate kernels are DRAM-bound at the floor
         under the first plan scored."""
-        from compiler.codegen.elemental import CodegenUnsupported
-        from compiler.codegen.schedules import choose_plan, enumerate_plans
 
         try:
             plans = enumerate_plans(self.graph, kernel)
@@ -446,8 +446,7 @@ class LearnedPricer(ProjectedPricer):
         projected = super()._price(kernel)
         if kernel.kind == "library" or projected.plan is None:
             return dataclasses.replace(projected, model="projected")
-        from compiler.cost.learned.features import kernel_sample
-        from compiler.cost.learned.model import predict_us
+        from compiler.cost.learned.model import predict_us  # torch
 
         shortlist, samples = [], []
         for plan, breakdown in self.best_plans(kernel, LEARNED_SHORTLIST):

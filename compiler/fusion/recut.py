@@ -16,9 +16,9 @@ lower, or the same with less DRAM traffic (cost_based._recut).
 
 from __future__ import annotations
 
-from compiler.fusion.grouping import graph_output_sources, value_readers
-from compiler.fusion.plan import MAX_KERNEL_NODES, MAX_KERNEL_PARAMETERS, FusionPlan, KernelSpec
 from compiler.ir.graph import Graph
+from compiler.kernels.grouping import graph_output_sources, value_readers
+from compiler.kernels.plan import MAX_KERNEL_NODES, MAX_KERNEL_PARAMETERS, FusionPlan, KernelSpec
 
 
 def recut_chains(graph: Graph, plan: FusionPlan) -> list[KernelSpec] | None:

@@ -29,7 +29,7 @@ then the stitching scheme), from its *dominant* op:
   the reduced ones. A reduction is a *row* reduction when its reduced dimensions are the
   innermost ones (size-1 dimensions ignored, row-major order); a reduction whose reduced
   dimensions all have size 1 moves no data and is treated like a reshape.
-- Block locality (compiler/fusion/locality.py, shared with the cost strategy). Every node of
+- Block locality (compiler/kernels/locality.py, shared with the cost strategy). Every node of
   a group gets a label: `inv` (depends on no reduction of the group: any block computes the
   elements it needs from memory), `row` (one value per row of a row space), `full` (element
   i belongs to row i // length; the rows of the reductions it reads, a length of its own),
@@ -94,9 +94,10 @@ the search linear. A merge whose cycle check would visit more than MERGE_BUDGET 
 refused ("too far apart"): a value every layer reads would else make every attempt to join
 it walk the graph between two layers.
 
-Thresholds: ELEMENTS_PER_THREAD = 8 (the per-thread work cap: rows up to 1024 x 8 = 8192
-elements are regional), REGIONAL_BLOCK_THREADS = 256, GLOBAL_BLOCK_THREADS = 512 and
-GLOBAL_REGISTERS_PER_THREAD = 32 (the launch the deadlock guard assumes); the device's
+Thresholds (compiler/kernels/stitch_launch.py): ELEMENTS_PER_THREAD = 8 (the per-thread work
+cap: rows up to 1024 x 8 = 8192 elements are regional), REGIONAL_BLOCK_THREADS = 256,
+GLOBAL_BLOCK_THREADS = 512 and GLOBAL_REGISTERS_PER_THREAD = 32 (the launch the deadlock guard
+assumes); the device's
 `shared_memory_per_block_bytes` (the opt-in maximum, 227 KiB on an H100) bounds a block's rows.
 
 Every merge and refusal goes into the decision log with the scheme and the figure that decided
@@ -110,26 +111,20 @@ import heapq
 import math
 from dataclasses import dataclass, field
 
-from compiler.cost.sol import SolModel
-from compiler.fusion.grouping import (FUSIBLE, LEAF, LIBRARY, PLUMBING, GroupGraph,
-                                      WindowTooWide, graph_output_sources, is_duplicable,
-                                      node_role, plumbing_sources)
-from compiler.fusion.locality import (GRID, INV, RowSpace, full_label, map_rows, reduce_space,
-                                      row_label)
-from compiler.fusion.plan import (LIBRARY_OPERAND_VIEWS, MAX_KERNEL_NODES, MAX_KERNEL_PARAMETERS,
-                                  Decision, FusionPlan, KernelSpec, build_plan, too_many_nodes)
 from compiler.ir.dtypes import accumulation_dtype
 from compiler.ir.graph import Graph, Node
 from compiler.ir.ops import OPS
+from compiler.kernels.grouping import (FUSIBLE, LEAF, LIBRARY, PLUMBING, GroupGraph, WindowTooWide,
+                                       graph_output_sources, is_duplicable, node_role,
+                                       plumbing_sources)
+from compiler.kernels.locality import (GRID, INV, RowSpace, full_label, map_rows, reduce_space,
+                                       row_label)
+from compiler.kernels.plan import (LIBRARY_OPERAND_VIEWS, MAX_KERNEL_NODES, MAX_KERNEL_PARAMETERS,
+                                   Decision, FusionPlan, KernelSpec, build_plan, too_many_nodes)
+from compiler.kernels.stitch_launch import (ELEMENTS_PER_THREAD, GLOBAL_BLOCK_THREADS,
+                                            global_blocks_per_sm, regional_rows_per_block)
+from compiler.target.sol import SolModel
 
-# The per-thread work cap: a thread of a stitched kernel handles at most this many elements of
-# the dominant's row (regional) or iteration space (global).
-ELEMENTS_PER_THREAD = 8
-# Regional kernels pack short rows together into blocks of about this many threads.
-REGIONAL_BLOCK_THREADS = 256
-# The launch shape of a global-stitch kernel, for the co-residency (deadlock) guard.
-GLOBAL_BLOCK_THREADS = 512
-GLOBAL_REGISTERS_PER_THREAD = 32
 
 STRATEGY = "stitch"
 # Groups merge only when checking the merge for a cycle visits at most this many groups. A
@@ -776,23 +771,6 @@ class _Stitcher:
 
     def _log(self, action: str, subject: str, reason: str) -> None:
         self.decisions.append(Decision(action, subject, reason))
-
-
-def global_blocks_per_sm(device) -> int:
-    """Blocks of a globally stitched kernel resident on one SM at once (GLOBAL_BLOCK_THREADS
-    threads of GLOBAL_REGISTERS_PER_THREAD registers each): the grid barrier's bound."""
-    return min(device.max_blocks_per_sm,
-               device.max_threads_per_sm // GLOBAL_BLOCK_THREADS,
-               device.registers_per_sm // (GLOBAL_BLOCK_THREADS * GLOBAL_REGISTERS_PER_THREAD))
-
-
-def regional_rows_per_block(device, length: int) -> int:
-    """Rows a regional-stitch block of REGIONAL_BLOCK_THREADS threads holds: a row of `length`
-    gets a whole number of warps, ELEMENTS_PER_THREAD elements per thread."""
-    warp = device.warp_size
-    row_threads = min(device.max_threads_per_block,
-                      max(warp, -(-length // ELEMENTS_PER_THREAD // warp) * warp))
-    return max(1, REGIONAL_BLOCK_THREADS // row_threads)
 
 
 def stitch_fusion(graph: Graph, model: SolModel) -> FusionPlan:

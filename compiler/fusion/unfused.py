@@ -11,11 +11,11 @@ make a kernel of over MAX_KERNEL_NODES nodes (a chain of thousands of reshapes).
 
 from __future__ import annotations
 
-from compiler.cost.sol import SolModel
-from compiler.fusion.grouping import FUSIBLE, LIBRARY, node_role
-from compiler.fusion.plan import (LIBRARY_OPERAND_VIEWS, MAX_KERNEL_NODES, Decision, FusionPlan,
-                                  KernelSpec, build_plan)
 from compiler.ir.graph import Graph
+from compiler.kernels.grouping import FUSIBLE, LIBRARY, node_role
+from compiler.kernels.plan import (LIBRARY_OPERAND_VIEWS, MAX_KERNEL_NODES, Decision, FusionPlan,
+                                   KernelSpec, build_plan)
+from compiler.target.sol import SolModel
 
 VIEWS = ("reshape", "bitcast", "broadcast")
 

@@ -74,16 +74,16 @@ import dataclasses
 import heapq
 from itertools import chain
 
-from compiler.cost.sol import SolModel
-from compiler.fusion.grouping import (FUSIBLE, LEAF, LIBRARY, PLUMBING, GroupGraph,
-                                      graph_output_sources, is_duplicable, node_role,
-                                      plumbing_sources, value_readers)
-from compiler.fusion.plan import (LIBRARY_OPERAND_VIEWS, Decision, FusionPlan, KernelSpec,
-                                  build_plan, too_many_nodes)
 from compiler.fusion.unfused import VIEWS
 from compiler.gc_pause import cyclic_gc_paused
 from compiler.ir.graph import Graph, Node
 from compiler.ir.ops import OPS
+from compiler.kernels.grouping import (FUSIBLE, LEAF, LIBRARY, PLUMBING, GroupGraph,
+                                       graph_output_sources, is_duplicable, node_role,
+                                       plumbing_sources, value_readers)
+from compiler.kernels.plan import (LIBRARY_OPERAND_VIEWS, Decision, FusionPlan, KernelSpec,
+                                   build_plan, too_many_nodes)
+from compiler.target.sol import SolModel
 
 # gpu_fusible.h: the cap on a fusion's operands plus outputs (kernel parameters).
 MAX_OPERANDS_AND_OUTPUTS = 96

@@ -57,14 +57,16 @@ import sys
 from pathlib import Path
 
 from compiler.codegen.schedules.horizontal import part_kind
-from compiler.cost.devices import Device
-from compiler.cost.sol import SolModel
-from compiler.fusion.grouping import FUSIBLE, LIBRARY, is_duplicable, node_role
-from compiler.fusion.plan import (LIBRARY_OPERAND_VIEWS, Decision, FusionPlan, KernelSpec,
-                                  PlanError, StrategyUnavailable, build_plan)
+from compiler.importers.hlo_text import import_hlo
 from compiler.ir.graph import Graph, Node
-from compiler.ir.shapes import ArrayShape
 from compiler.ir.printer import hlo_names, print_graph, unique_name
+from compiler.ir.shapes import ArrayShape
+from compiler.kernels.grouping import FUSIBLE, LIBRARY, is_duplicable, node_role
+from compiler.kernels.plan import (LIBRARY_OPERAND_VIEWS, Decision, FusionPlan, KernelSpec,
+                                   PlanError, StrategyUnavailable, build_plan)
+from compiler.target.devices import Device, get_device
+from compiler.target.sol import SolModel
+from compiler.toolchain.cache import BuildCache, cache_key
 
 STRATEGY = "xla-gpu"
 COMPILE_TIMEOUT_S = 600
@@ -93,7 +95,6 @@ def xla_gpu_fusion(graph: Graph, model: SolModel) -> FusionPlan:
                                           "is XLA's optimised output; its own fusions are "
                                           "the kernels"))
         return plan
-    from compiler.importers.hlo_text import import_hlo
 
     optimised = import_hlo(compile_optimised(graph, model.device), "xla-gpu-optimised.hlo")
     return plan_from_launches(graph, xla_kernels(optimised, printed_names(graph)), model)
@@ -164,7 +165,6 @@ def _bitcast_as_ops(node: Node, source: ArrayShape, taken: set[str]) -> list[Nod
 
 def compile_optimised(graph: Graph, device: Device) -> str:
     """XLA:GPU's optimised module for `graph` (text), from the cache or the child process."""
-    from compiler.toolchain.cache import BuildCache, cache_key
 
     text = named_hlo(graph)
     key = cache_key("xla-gpu-optimised", text, device.name, _jaxlib_version())
@@ -315,7 +315,6 @@ class _Missing(RuntimeError):
 def main(argv: list[str]) -> int:
     """The child process: HLO text on stdin, the optimised module on stdout; a failure is its
     reason on stderr (`_report`) and exit code 3 (XLA refused) or 4 (cannot compile)."""
-    from compiler.cost.devices import get_device
 
     device = get_device(argv[0])
     text = sys.stdin.read()

@@ -14,6 +14,10 @@ import zlib
 
 from compiler.errors import InputError, LimitError
 from compiler.gc_pause import cyclic_gc_paused
+from compiler.importers.hlo_text import import_hlo_modules
+from compiler.importers.json_graph import import_json
+from compiler.importers.modules import pick_module
+from compiler.importers.stablehlo import import_stablehlo
 from compiler.ir.graph import Graph
 from compiler.limits import Limits, check_input_size, decode_utf8, read_limited
 
@@ -39,13 +43,6 @@ def load_graph(path: str, module: int = 0, limits: Limits | None = None) -> Grap
     return pick_module(load_graphs(path, limits), module, path)
 
 
-def pick_module(graphs: list[Graph], module: int, where: str) -> Graph:
-    if not 0 <= module < len(graphs):
-        raise InputError(f"module {module} requested but the file holds {len(graphs)} "
-                         "module(s)", where)
-    return graphs[module]
-
-
 def import_bytes(data: bytes, filename: str, limits: Limits | None = None,
                  fmt: str | None = None) -> list[Graph]:
     """Import an uploaded file's bytes (the web app's entry point, no file on disk needed)."""
@@ -64,22 +61,19 @@ def import_bytes(data: bytes, filename: str, limits: Limits | None = None,
 
 def _import(data: bytes, filename: str, limits: Limits, fmt: str) -> list[Graph]:
     if fmt == "onnx":
+        # The onnx package takes a second to load; only ONNX uploads pay for it.
         from compiler.importers.onnx import import_onnx
         return [import_onnx(data, filename, limits)]
     if fmt == "stablehlo" and data.startswith(MLIR_BYTECODE):
-        from compiler.importers.stablehlo import import_stablehlo
         return [import_stablehlo(data, filename, limits)]
     if fmt == "unknown":   # before decoding: a zip archive is not text, and should not be
         raise unknown_format(data, filename)
     text = decode_utf8(data, filename)
     if fmt == "json":
-        from compiler.importers.json_graph import import_json
         return [import_json(text, filename, limits)]
     if fmt == "hlo":
-        from compiler.importers.hlo_text import import_hlo_modules
         return import_hlo_modules(text, filename, limits)
     if fmt == "stablehlo":
-        from compiler.importers.stablehlo import import_stablehlo
         return [import_stablehlo(text, filename, limits)]
     raise InputError(f"unknown format '{fmt}' (known: {', '.join(FORMATS)})", filename)
 

@@ -27,6 +27,7 @@ import ml_dtypes
 import numpy as np
 
 from compiler.errors import InputError, LimitError, SourceLoc, UnsupportedError
+from compiler.importers.modules import pick_module
 from compiler.ir.dtypes import DTYPES
 from compiler.ir.graph import Graph, Node
 from compiler.ir.ops import OPS
@@ -957,5 +958,4 @@ def import_hlo_modules(text: str, filename: str = "<hlo>",
 def import_hlo(text: str, filename: str = "<hlo>", limits: Limits | None = None,
                module: int = 0) -> Graph:
     """One module of an HLO text file (the first unless `module` says otherwise)."""
-    from compiler.importers import pick_module
     return pick_module(import_hlo_modules(text, filename, limits), module, filename)

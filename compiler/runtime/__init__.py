@@ -1,5 +1,4 @@
-"""Running generated kernels: the CPU emulator (emulate.py, cuda_emu.h) for tests without a GPU."""
-
-from compiler.runtime.emulate import EmulatedModule, EmulationError, compile_for_emulation
-
-__all__ = ["EmulatedModule", "EmulationError", "compile_for_emulation"]
+"""Running generated kernels on a GPU: a fusion plan's kernels checked and timed with CuPy
+(`gpu`) and the unfused eager baseline (`eager`). The CPU emulator the tests run kernels on
+without a GPU is compiler/toolchain/emulate.py.
+"""

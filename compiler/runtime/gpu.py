@@ -47,9 +47,10 @@ import numpy as np
 
 from compiler.codegen.check import Mismatch, compare, from_memory, max_abs_error, to_memory
 from compiler.codegen.plan import SCRATCH
-from compiler.fusion.plan import FusionPlan, Kernel
 from compiler.ir.dtypes import dtype as dtype_named
 from compiler.ir.graph import Graph
+from compiler.ir.interpreter import evaluate_all, scatter_targets
+from compiler.kernels.plan import FusionPlan, Kernel
 
 WARMUP_RUNS = 3
 TIMED_RUNS = 20
@@ -370,7 +371,6 @@ def run_plan(graph: Graph, plan: FusionPlan, codes: list, inputs: Sequence,
         runner = GpuRunner()
     if [code.kernel.name for code in codes] != [kernel.name for kernel in plan.kernels]:
         raise ValueError(f"codes do not match the {plan.strategy} plan's kernels")
-    from compiler.ir.interpreter import evaluate_all
 
     values = evaluate_all(graph, inputs)
     buffers = _Buffers(runner.cupy, graph, values)
@@ -605,7 +605,6 @@ def _scatter_step(torch, graph: Graph, kernel: Kernel, buffers: _Buffers) -> _St
     the indices (so views the kernel applies to the indices need no device code), and
     uploaded: the timed device work is the copy and the combine, not the index arithmetic,
     which XLA's scatter kernel does inside the same launch."""
-    from compiler.ir.interpreter import scatter_targets
 
     (name,) = kernel.nodes
     node = graph.nodes[name]

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from compiler.cost.devices import get_device
+from compiler.target.devices import get_device
 
 # What must exist under nvidia/cu13/, and the pip package that installs it.
 REQUIRED_FILES: tuple[tuple[str, str], ...] = (

@@ -1,5 +1,5 @@
 """Runs get `runtime`: how their plans' kernels are launched (a CUDA graph replay or stream
-launches, compiler/cost/launch.py). Runs compiled before were priced with one launch constant
+launches, compiler/target/launch.py). Runs compiled before were priced with one launch constant
 in every kernel; they read as CUDA-graph runs, the default, and their pages say their figures
 have no launch terms until they are compiled again."""
 

@@ -1,7 +1,7 @@
 // The fusion view (run page, #fusion-graph): the uploaded op graph with one plan's kernels drawn
 // as boxes around their ops, on a canvas.
 //
-// The server lays the graph out once per plan (compiler/fusion/graph_layout.py): the plan level,
+// The server lays the graph out once per plan (compiler/stages/graph_layout.py): the plan level,
 // with layers and x positions for each kernel and each node no kernel computes; and the same
 // inside each kernel, for its ops. This file turns those into pixels with each box's size, so
 // expanding a kernel only moves boxes, without a new layout. It draws only what is on screen,

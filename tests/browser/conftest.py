@@ -68,7 +68,7 @@ def store_done_run(owner, run_id: str, artifact: dict, hlo: Path = LAYER_NORM_BW
 @pytest.fixture
 def layer_norm_run(users) -> Run:
     """layer_norm_bwd.hlo compiled for the H100 with every strategy, stored as done."""
-    from compiler.pipeline import compile_graph
+    from compiler.stages.pipeline import compile_graph
 
     artifact = compile_graph(LAYER_NORM_BWD.read_bytes(), LAYER_NORM_BWD.name, ["h100"],
                              STRATEGIES)

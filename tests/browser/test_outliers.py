@@ -9,7 +9,7 @@ compiler flags them (tests/explorer/outliers.py): no worker compiles it."""
 import pytest
 from playwright.sync_api import expect
 
-from compiler.pipeline import compile_graph
+from compiler.stages.pipeline import compile_graph
 from explorer.models import Run
 from tests.browser.conftest import LAYER_NORM_BWD, STRATEGIES, store_done_run
 from tests.browser.test_upload_flow import assert_no_js_errors, log_in

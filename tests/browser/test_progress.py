@@ -10,7 +10,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from compiler.pipeline import STAGES
+from compiler.stages.pipeline import STAGES
 from explorer.models import Run
 from tests.browser.conftest import LAYER_NORM_BWD
 from tests.browser.test_upload_flow import assert_no_js_errors, log_in

@@ -26,12 +26,12 @@ def pytest_terminal_summary(terminalreporter):
 
 import numpy as np  # noqa: E402
 
-from compiler.runtime.inputs import random_inputs  # noqa: E402
+from compiler.kernels.inputs import random_inputs  # noqa: E402
 
 
 def assert_plan_computes_the_graph(graph, plan, inputs) -> None:
     """Invariants hold, and running the plan kernel by kernel gives the graph's own results."""
-    from compiler.fusion.plan import check_plan, execute_plan
+    from compiler.kernels.plan import check_plan, execute_plan
     from compiler.ir.interpreter import evaluate
 
     check_plan(graph, plan)

@@ -42,16 +42,16 @@ from typing import Any, Protocol, Sequence, TypeVar
 
 import onnx
 
-from compiler.codegen.stage import emit_code
-from compiler.cost.devices import get_device
 from compiler.errors import InputError
 from compiler.fusion.explore import OUR_STRATEGIES, explore
-from compiler.fusion.plan import check_plan
 from compiler.importers import decompressed, import_bytes
 from compiler.importers.json_graph import export_json
 from compiler.ir.interpreter import InterpreterOptions, evaluate
+from compiler.kernels.inputs import random_inputs
+from compiler.kernels.plan import check_plan
 from compiler.limits import Limits
-from compiler.runtime.inputs import random_inputs
+from compiler.stages.codegen import emit_code
+from compiler.target.devices import get_device
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"

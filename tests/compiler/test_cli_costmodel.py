@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from compiler.cost.launch import device_work_of_alone, launch_for
 from compiler.cli import main
 from compiler.cost.learned import synthetic
-from compiler.cost.learned.dataset import (dataset_header, program_samples, read_dataset,
-                                           write_dataset)
-from compiler.pipeline import import_graph
+from compiler.cost.learned.dataset import dataset_header, read_dataset, write_dataset
 from compiler.runtime.gpu import gpu_available
+from compiler.stages.learned.samples import program_samples
+from compiler.stages.pipeline import import_graph
+from compiler.target.launch import device_work_of_alone, launch_for
 
 ROOT = Path(__file__).resolve().parents[2]
 HLO = ROOT / "tests" / "data" / "hlo"

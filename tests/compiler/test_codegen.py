@@ -26,14 +26,14 @@ from compiler.codegen.emit import emit_kernel
 from compiler.codegen.indexing import Ix, delinearize, linear_expr, linearize
 from compiler.codegen.plan import COOPERATIVE_GRIDS, ROW_SCHEDULES
 from compiler.codegen.schedules import choose_plan, enumerate_plans
-from compiler.cost.devices import get_device
 from compiler.cost.projected import rank_plans
-from compiler.cost.sol import SolModel
-from compiler.fusion.grouping import FUSIBLE, node_role
-from compiler.fusion.plan import KernelSpec, build_plan
 from compiler.importers.hlo_text import import_hlo
 from compiler.ir.interpreter import evaluate_all
-from compiler.runtime.inputs import random_inputs
+from compiler.kernels.grouping import FUSIBLE, node_role
+from compiler.kernels.inputs import random_inputs
+from compiler.kernels.plan import KernelSpec, build_plan
+from compiler.target.devices import get_device
+from compiler.target.sol import SolModel
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "hlo"
 H100 = get_device("h100")
@@ -41,7 +41,7 @@ H100 = get_device("h100")
 
 def _emulator():
     try:
-        from compiler.runtime.emulate import compile_for_emulation
+        from compiler.toolchain.emulate import compile_for_emulation
     except ImportError as err:  # the emulator is written alongside; skip until it exists
         pytest.skip(f"CPU emulator not available: {err}")
     return compile_for_emulation

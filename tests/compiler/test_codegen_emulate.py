@@ -1,5 +1,5 @@
-"""`codegen --emulate` checks every kernel on its own (compiler/codegen/stage.emulate): made-up
-values of its inputs (compiler/runtime/inputs.kernel_inputs), the interpreter on the kernel's
+"""`codegen --emulate` checks every kernel on its own (compiler/stages/codegen.emulate): made-up
+values of its inputs (compiler/kernels/inputs.kernel_inputs), the interpreter on the kernel's
 sub-graph only. A dump with elided constants (`constant({...})`) or with an op the interpreter
 cannot evaluate outside the kernels is checked kernel by kernel instead of aborting; a kernel
 that would need an elided constant's value says so."""
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from compiler.importers.hlo_text import import_hlo
-from compiler.runtime.inputs import kernel_inputs, random_inputs
+from compiler.kernels.inputs import kernel_inputs, random_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 STRATEGIES = ("unfused", "xla", "stitch")

@@ -27,15 +27,15 @@ from compiler.codegen.emit import emit_kernel
 from compiler.codegen.plan import HORIZONTAL_SCHEDULE, ROW_SCHEDULES, SPLIT_SCHEDULES
 from compiler.codegen.schedules import choose_plan, enumerate_plans
 from compiler.codegen.schedules.horizontal import horizontal_parts
-from compiler.cost.devices import get_device
 from compiler.cost.learned.features import KERNEL_FEATURES, SCHEDULES, kernel_sample
 from compiler.cost.projected import rank_plans
-from compiler.cost.sol import SolModel
 from compiler.cost.workload import kernel_workload
-from compiler.fusion.plan import KernelSpec, build_plan
 from compiler.importers.hlo_text import import_hlo
 from compiler.ir.interpreter import evaluate_all
-from compiler.runtime.inputs import random_inputs
+from compiler.kernels.inputs import random_inputs
+from compiler.kernels.plan import KernelSpec, build_plan
+from compiler.target.devices import get_device
+from compiler.target.sol import SolModel
 from test_codegen import _nvcc, check_all_plans, one_kernel, run_emitted
 
 H100 = get_device("h100")
@@ -224,7 +224,7 @@ def test_a_softmax_beside_an_unrelated_convert_gets_a_row_schedule_for_its_softm
 def test_the_device_work_of_softmax_beside_convert_is_the_two_kernels_together(
         rows, length, converts):
     """The horizontal kernel does the two kernels' work in one launch (the launch it saves is
-    priced apart from device work, compiler/cost/launch.py): no longer than the two one after
+    priced apart from device work, compiler/target/launch.py): no longer than the two one after
     the other, and no shorter than the longer of them (shorter than their sum where their
     latency overlaps on the SMs, the small sizes). Before the horizontal schedule
     the elementwise one reduced every softmax row once per element of it: thousands of times

@@ -32,11 +32,11 @@ from compiler.codegen.check import PRELUDE_DIR, compare, launch_emulated
 from compiler.codegen.emit import emit_kernel
 from compiler.codegen.plan import PHASED_SCHEDULE, ROW_SCHEDULES, derived_values, phase_loops
 from compiler.codegen.schedules import choose_plan, enumerate_plans
-from compiler.cost.devices import get_device
 from compiler.cost.projected import project_kernel, rank_plans
 from compiler.importers.hlo_text import import_hlo
 from compiler.ir.interpreter import evaluate_all
-from compiler.runtime.inputs import random_inputs
+from compiler.kernels.inputs import random_inputs
+from compiler.target.devices import get_device
 from test_codegen import _emulator, _nvcc, one_kernel, run_emitted
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "hlo"

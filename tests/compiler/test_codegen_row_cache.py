@@ -20,12 +20,12 @@ from compiler.codegen.check import PRELUDE_DIR
 from compiler.codegen.emit import emit_kernel
 from compiler.codegen.plan import ROW_CACHE_MAX, ROW_SCHEDULES
 from compiler.codegen.schedules import choose_plan, enumerate_plans
-from compiler.cost.devices import get_device
 from compiler.cost.projected import rank_plans
 from compiler.cost.workload import kernel_workload
-from compiler.fusion.plan import KernelSpec, build_plan
-from compiler.cost.sol import SolModel
 from compiler.importers.hlo_text import import_hlo
+from compiler.kernels.plan import KernelSpec, build_plan
+from compiler.target.devices import get_device
+from compiler.target.sol import SolModel
 from test_codegen import TWO_LAYERS, _nvcc, check_all_plans, one_kernel
 
 H100 = get_device("h100")

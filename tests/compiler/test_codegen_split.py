@@ -25,7 +25,7 @@ from compiler.codegen.schedules.split import split_scratch
 from compiler.importers.hlo_text import import_hlo
 from compiler.ir.dtypes import dtype as dtype_named
 from compiler.ir.interpreter import evaluate_all
-from compiler.runtime.inputs import random_inputs
+from compiler.kernels.inputs import random_inputs
 from test_codegen import (_column_reduce, _emulator, _nvcc, _row_reduce, check_all_plans,
                           one_kernel)
 

@@ -22,7 +22,7 @@ from compiler.codegen.schedules import choose_plan, enumerate_plans
 from compiler.codegen.schedules.transpose import transpose_tile
 from compiler.importers.hlo_text import import_hlo
 from compiler.ir.interpreter import evaluate_all
-from compiler.runtime.inputs import random_inputs
+from compiler.kernels.inputs import random_inputs
 from test_codegen import _nvcc, check_all_plans, one_kernel, run_emitted
 
 

@@ -18,12 +18,12 @@ import pytest
 from compiler.codegen.check import PRELUDE_DIR, aligned_copy, compare
 from compiler.codegen.emit import emit_kernel
 from compiler.codegen.schedules import choose_plan, enumerate_plans
-from compiler.cost.devices import get_device
-from compiler.cost.sol import SolModel
-from compiler.fusion.plan import KernelSpec, build_plan
 from compiler.importers.hlo_text import import_hlo
 from compiler.ir.interpreter import evaluate_all
-from compiler.runtime.inputs import random_inputs
+from compiler.kernels.inputs import random_inputs
+from compiler.kernels.plan import KernelSpec, build_plan
+from compiler.target.devices import get_device
+from compiler.target.sol import SolModel
 from test_codegen import _emulator, _nvcc, one_kernel, run_emitted
 
 LOAD = re.compile(r"fx_load_vec<(\d)>\((\w+) \+")
@@ -328,7 +328,7 @@ extern "C" __global__ void vector_store_at(const int* __restrict__ at, __half* _
 
 
 def test_a_misaligned_vector_access_is_an_emulator_error():
-    from compiler.runtime.emulate import EmulationError
+    from compiler.toolchain.emulate import EmulationError
 
     compile_for_emulation = _emulator()
     module = compile_for_emulation(MISALIGNED, ["vector_copy", "vector_store_at"],

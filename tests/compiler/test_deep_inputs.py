@@ -11,13 +11,13 @@ import json
 import pytest
 from onnx import TensorProto, helper
 
-from compiler.codegen.stage import generate
-from compiler.cost.devices import get_device
 from compiler.errors import LimitError
 from compiler.fusion.explore import OUR_STRATEGIES, explore
-from compiler.fusion.plan import check_plan
 from compiler.importers import import_bytes
+from compiler.kernels.plan import check_plan
 from compiler.limits import Limits
+from compiler.stages.codegen import generate
+from compiler.target.devices import get_device
 
 LIMITS = Limits()
 
@@ -105,7 +105,7 @@ def test_a_chain_past_the_recursive_emitters_depth_still_computes_the_graph():
     """The elemental emitter computes a deep elementwise chain without recursion
     (codegen/elemental.py, DEEP_CHAIN); the kernel matches the interpreter on the emulator."""
     from compiler.codegen.elemental import DEEP_CHAIN
-    from compiler.codegen.stage import emulate
+    from compiler.stages.codegen import emulate
 
     (graph,) = import_bytes(elementwise_chain(DEEP_CHAIN + 150), "chain.hlo")
     plan = explore(graph, "h100", ["xla"])["xla"]

@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
-from compiler.cost.devices import DEVICES, Device, get_device
 from compiler.errors import InputError
+from compiler.target.devices import DEVICES, Device, get_device
 
 TERA = 1e12
 KIB = 1024

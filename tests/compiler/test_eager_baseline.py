@@ -24,10 +24,10 @@ from compiler.errors import InputError
 from compiler.importers.hlo_text import import_hlo
 from compiler.ir.graph import Graph
 from compiler.ir.interpreter import evaluate_all
-from compiler.runtime.eager import (EagerUnsupported, eager_program, eager_supported,
-                                    run_eager, time_eager)
+from compiler.kernels.inputs import random_inputs
+from compiler.runtime.eager import (EagerUnsupported, eager_program, eager_supported, run_eager,
+                                    time_eager)
 from compiler.runtime.gpu import GpuUnavailable, gpu_available
-from compiler.runtime.inputs import random_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "hlo"

@@ -13,8 +13,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from compiler.runtime import emulate
-from compiler.runtime.emulate import EmulationError, compile_for_emulation
+from compiler.toolchain import emulate
+from compiler.toolchain.emulate import EmulationError, compile_for_emulation
 
 LOCAL_PRELUDE = r"""
 #pragma once

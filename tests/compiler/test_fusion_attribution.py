@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from compiler.cost.launch import RUNTIMES
 from compiler.fusion.attribution import (CAUSES, cause_of, explain, kernel_causes, regions,
                                          summary_text)
 from compiler.fusion.explore import exploration_to_dict, explore
 from compiler.importers import load_graph
 from compiler.ir.summary import summarize
+from compiler.target.launch import RUNTIMES
 
 HLO = Path(__file__).parents[2] / "tests" / "data" / "hlo"
 

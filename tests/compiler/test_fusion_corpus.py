@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from compiler.cost import SolModel, get_device
 from compiler.errors import UnsupportedError
 from compiler.fusion.explore import explore
-from compiler.fusion.plan import check_plan
 from compiler.fusion.pricing import ProjectedPricer, plan_price
 from compiler.importers import load_graphs
 from compiler.importers.hlo_text import split_modules
+from compiler.kernels.plan import check_plan
+from compiler.target import SolModel, get_device
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "xla"
 REJECTED = {"print_indexing_test.hlo"}  # invalid HLO (test_hlo_import.py)

@@ -18,16 +18,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compiler.cost.launch import launch_for
-from compiler.cost import SolModel, get_device
 from compiler.fusion import cost_based
 from compiler.fusion.cost_based import cost_fusion, refine
-from compiler.fusion.plan import KernelSpec, build_plan
 from compiler.fusion.pricing import ProjectedPricer, SolPricer, plan_price
 from compiler.fusion.stitch import stitch_fusion
 from compiler.fusion.unfused import unfused
 from compiler.fusion.xla import xla_fusion
 from compiler.importers import import_bytes, load_graph
+from compiler.kernels.plan import KernelSpec, build_plan
+from compiler.target import SolModel, get_device
+from compiler.target.launch import launch_for
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 JAX_FILES = sorted((DATA / "hlo").glob("*.hlo"))

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from compiler.fusion.explore import explore, parse_strategies
 from compiler.errors import InputError
+from compiler.fusion.explore import explore, parse_strategies
 from compiler.importers import load_graph
 
 ROOT = Path(__file__).parents[2]
@@ -168,8 +168,8 @@ def test_an_error_in_the_background_process_is_raised_here(monkeypatch):
 def _assisted_pricer(name: str):
     """A projected pricer of a module's graph with a background process as its assistant (no
     rule-based strategy to run first), and the module's kernels to price."""
-    from compiler.cost.devices import get_device
-    from compiler.cost.sol import SolModel
+    from compiler.target.devices import get_device
+    from compiler.target.sol import SolModel
     from compiler.fusion.explore import _RulesInBackground
     from compiler.fusion.pricing import ProjectedPricer
 

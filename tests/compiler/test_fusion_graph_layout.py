@@ -1,4 +1,4 @@
-"""The fusion view's layout (compiler/fusion/graph_layout.py): every node placed once per
+"""The fusion view's layout (compiler/stages/graph_layout.py): every node placed once per
 kernel that computes it, every edge going down, no two boxes of a layer overlapping. It is
 checked against the graph's own edges and the plans `explore` makes, not against the code's
 intermediate steps."""
@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from compiler.fusion.explore import explore
-from compiler.fusion.graph_layout import plan_layout
-from compiler.fusion.graph_view import fusion_graph
 from compiler.importers import load_graph
+from compiler.stages.graph_layout import plan_layout
+from compiler.stages.graph_view import fusion_graph
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 # Recomputation (layer norm backward), a bf16 training step, an ONNX model.

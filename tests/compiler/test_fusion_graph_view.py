@@ -1,4 +1,4 @@
-"""The fusion view's graph (compiler/fusion/graph_view.py): every node of the upload with the
+"""The fusion view's graph (compiler/stages/graph_view.py): every node of the upload with the
 kernel that computes it, the edges between them and which of them go through memory, checked
 against the plans `explore` makes and the graph itself."""
 from pathlib import Path
@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from compiler.fusion.explore import explore
-from compiler.fusion.graph_view import fusion_graph
 from compiler.importers import load_graph
+from compiler.stages.graph_view import fusion_graph
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 # A softmax, a layer norm's backward (recomputation), a bf16 training step and an ONNX model.

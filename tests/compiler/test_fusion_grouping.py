@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.fusion.grouping import (FUSIBLE, LEAF, LIBRARY, PLUMBING, SPACING, GroupGraph,
-                                      WindowTooWide, is_duplicable, node_role)
 from compiler.importers.hlo_text import import_hlo
+from compiler.kernels.grouping import (FUSIBLE, LEAF, LIBRARY, PLUMBING, SPACING, GroupGraph,
+                                       WindowTooWide, is_duplicable, node_role)
 
 
 def chain_graph(edges: list[tuple[int, int]], n: int):

@@ -6,14 +6,13 @@ import math
 
 import pytest
 
-from compiler.codegen.stage import emulate, generate
-from compiler.cost.devices import get_device
-from compiler.cost.sol import SolModel
 from compiler.fusion.explore import OUR_STRATEGIES, explore
-from compiler.fusion.grouping import FUSIBLE, node_role
-from compiler.fusion.plan import (MAX_KERNEL_NODES, KernelSpec, PlanError, build_plan,
-                                  check_plan)
 from compiler.importers import import_bytes
+from compiler.kernels.grouping import FUSIBLE, node_role
+from compiler.kernels.plan import MAX_KERNEL_NODES, KernelSpec, PlanError, build_plan, check_plan
+from compiler.stages.codegen import emulate, generate
+from compiler.target.devices import get_device
+from compiler.target.sol import SolModel
 
 PAST_THE_CAP = MAX_KERNEL_NODES * 5 // 2
 

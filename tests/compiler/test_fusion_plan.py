@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compiler.cost.devices import get_device
-from compiler.cost.sol import SolModel
-from compiler.fusion.plan import KernelSpec, PlanError, build_plan, check_plan, execute_plan
 from compiler.fusion.unfused import unfused
 from compiler.importers import load_graph
 from compiler.importers.hlo_text import import_hlo
+from compiler.kernels.plan import KernelSpec, PlanError, build_plan, check_plan, execute_plan
+from compiler.target.devices import get_device
+from compiler.target.sol import SolModel
 
 DATA = Path(__file__).parents[1] / "data"
 

@@ -16,15 +16,14 @@ from pathlib import Path
 import pytest
 
 from compiler.codegen.schedules import enumerate_plans
-from compiler.cost import SolModel, get_device
-from compiler.cost.launch import launch_for
 from compiler.cost.projected import rank_plans
 from compiler.errors import InputError
 from compiler.fusion.explore import explore
-from compiler.fusion.plan import KernelSpec, build_plan
-from compiler.fusion.pricing import (ProjectedPricer, Signature, SolPricer, make_pricer,
-                                     plan_price)
+from compiler.fusion.pricing import ProjectedPricer, Signature, SolPricer, make_pricer, plan_price
 from compiler.importers import import_bytes, load_graph
+from compiler.kernels.plan import KernelSpec, build_plan
+from compiler.target import SolModel, get_device
+from compiler.target.launch import launch_for
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 

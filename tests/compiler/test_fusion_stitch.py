@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from compiler.cost import SolModel, get_device
-from compiler.fusion.plan import check_plan
 from compiler.fusion.stitch import stitch_fusion
 from compiler.fusion.unfused import unfused
 from compiler.importers import import_bytes, load_graph
 from compiler.importers.onnx import import_onnx
+from compiler.kernels.plan import check_plan
+from compiler.target import SolModel, get_device
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 JAX_MODULES = sorted(p.stem for p in (DATA / "hlo").glob("*.hlo"))

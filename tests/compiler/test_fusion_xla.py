@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compiler.cost import SolModel, get_device
 from compiler.fusion.unfused import unfused
 from compiler.fusion.xla import MAX_OPERANDS_AND_OUTPUTS, xla_fusion
 from compiler.importers import load_graph
 from compiler.importers.hlo_text import import_hlo
+from compiler.target import SolModel, get_device
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 JAX_MODULES = sorted(DATA.glob("hlo/*.hlo"))

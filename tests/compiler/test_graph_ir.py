@@ -109,7 +109,7 @@ def test_a_real_training_step_has_the_dots_of_its_layers():
 def test_importing_the_compiler_does_not_import_networkx():
     # Only to_networkx() needs it; the web app, the workers and the CLI import the compiler at
     # start, and networkx would add 0.1-0.2 s to each. A fresh interpreter: this one has it.
-    code = ("import sys, compiler.pipeline, compiler.measure, compiler.cli; "
+    code = ("import sys, compiler.stages.pipeline, compiler.stages.measure, compiler.cli; "
             "print('networkx' in sys.modules)")
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            cwd=Path(__file__).parents[2], check=True)

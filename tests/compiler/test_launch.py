@@ -1,4 +1,4 @@
-"""Launch terms (compiler/cost/launch.py): their formulas, their fit against what the committed
+"""Launch terms (compiler/target/launch.py): their formulas, their fit against what the committed
 H200 campaign measured, and what they do to plans: every kernel's time is its device work plus
 its runtime's launch term, plan totals add up under both runtimes, and the cost search decides
 under the runtime it is given."""
@@ -14,15 +14,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.cost.devices import DEVICES, get_device
-from compiler.cost.launch import (RUNTIMES, TERMS, LaunchTerms, fit_alone, fit_stream_gap,
-                                  launch_for, parse_runtime, terms_for)
-from compiler.cost.sol import SolModel
 from compiler.errors import InputError
 from compiler.fusion.explore import exploration_to_dict, explore
 from compiler.fusion.pricing import ProjectedPricer, plan_price
 from compiler.importers import load_graph
 from compiler.ir.summary import summarize
+from compiler.target.devices import DEVICES, get_device
+from compiler.target.launch import (RUNTIMES, TERMS, LaunchTerms, fit_alone, fit_stream_gap,
+                                    launch_for, parse_runtime, terms_for)
+from compiler.target.sol import SolModel
 
 ROOT = Path(__file__).parents[2]
 HLO = ROOT / "tests" / "data" / "hlo"

@@ -1,4 +1,4 @@
-"""Collecting the learned cost model's data (compiler/cost/learned/collect.py) without a GPU:
+"""Collecting the learned cost model's data (compiler/stages/learned/collect.py) without a GPU:
 synthetic targets on kernels really built with nvcc, the file, and the errors. The measured
 path's bookkeeping runs here on a stand-in for the GPU runner; tests/gpu/ runs it for real."""
 
@@ -7,20 +7,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compiler.toolchain import arch_for_device, build_kernels
 from compiler.codegen.check import PRELUDE_DIR, Mismatch
 from compiler.codegen.emit import emit_kernel
 from compiler.codegen.schedules import enumerate_plans
-from compiler.cost.learned import collect
-from compiler.cost.learned.collect import collect_dataset, collect_program
-from compiler.cost.learned.dataset import ALL_STRATEGIES, read_dataset
+from compiler.cost.learned.dataset import read_dataset
 from compiler.cost.learned.features import KERNEL_FEATURES
 from compiler.cost.learned.synthetic import synthetic_target_us
 from compiler.errors import InputError
 from compiler.fusion.explore import explore
-from compiler.pipeline import import_graph
+from compiler.kernels.inputs import random_inputs
 from compiler.runtime.gpu import GpuUnavailable, KernelRun, PlanRun, Timing, gpu_available
-from compiler.runtime.inputs import random_inputs
+from compiler.stages.learned import collect
+from compiler.stages.learned.collect import collect_dataset, collect_program
+from compiler.stages.learned.samples import ALL_STRATEGIES
+from compiler.stages.pipeline import import_graph
+from compiler.toolchain import arch_for_device, build_kernels
 
 HLO = Path(__file__).resolve().parents[1] / "data" / "hlo"
 PROGRAMS = ("softmax", "layer_norm_fwd")

@@ -17,17 +17,16 @@ import pytest
 import torch
 
 from compiler.codegen.schedules import enumerate_plans
-from compiler.cost.devices import get_device
-from compiler.cost.learned.features import (FEATURE_LAUNCH_US, KERNEL_FEATURES,
-                                            NODE_FEATURES, OPCODES, kernel_sample, opcode_id)
+from compiler.cost.learned.features import (FEATURE_LAUNCH_US, KERNEL_FEATURES, NODE_FEATURES,
+                                            OPCODES, kernel_sample, opcode_id)
 from compiler.cost.learned.model import READOUTS, CostModel, ModelConfig, predict_us
 from compiler.cost.learned.train import (TrainConfig, evaluate, load_model, metrics,
-                                         pairwise_rank_loss, save_model, split_by_program,
-                                         train)
+                                         pairwise_rank_loss, save_model, split_by_program, train)
 from compiler.cost.projected import rank_plans
 from compiler.errors import InputError
 from compiler.fusion.explore import explore
-from compiler.pipeline import import_graph
+from compiler.stages.pipeline import import_graph
+from compiler.target.devices import get_device
 
 HLO = Path(__file__).resolve().parents[1] / "data" / "hlo"
 PROGRAMS = ("attention_block", "layer_norm_fwd", "layer_norm_bwd", "softmax", "adam",

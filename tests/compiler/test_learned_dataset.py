@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 
 from compiler.codegen.schedules import enumerate_plans
-from compiler.cost.devices import get_device
 from compiler.cost.learned import synthetic
-from compiler.cost.learned.dataset import (dataset_header, family_of, program_candidates,
-                                           program_samples, read_dataset, write_dataset)
+from compiler.cost.learned.dataset import dataset_header, family_of, read_dataset, write_dataset
 from compiler.cost.learned.features import KERNEL_FEATURES
 from compiler.cost.projected import rank_plans
 from compiler.errors import InputError
 from compiler.fusion.explore import explore
-from compiler.pipeline import import_graph
+from compiler.stages.learned.samples import program_candidates, program_samples
+from compiler.stages.pipeline import import_graph
+from compiler.target.devices import get_device
 
 HLO = Path(__file__).resolve().parents[1] / "data" / "hlo"
 

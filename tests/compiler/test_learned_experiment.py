@@ -14,17 +14,17 @@ import numpy as np
 import pytest
 
 from compiler.cost.learned import synthetic
-from compiler.cost.learned.dataset import dataset_header, program_samples, write_dataset
+from compiler.cost.learned.dataset import dataset_header, write_dataset
 from compiler.cost.learned.experiment import (best_readout, load_datasets, origin_of,
                                               run_experiment, split, train_costmodel)
-from compiler.cost.learned.features import KernelSample
+from compiler.cost.learned.features import KernelSample, other_features
 from compiler.cost.learned.model import CostModel, ModelConfig
-from compiler.cost.learned.features import other_features
 from compiler.cost.learned.registry import (SHIPPED, ModelFile, active_model, model_files,
                                             next_model_path, reading_dirs)
 from compiler.cost.learned.train import TrainConfig, load_model, metrics, save_model
 from compiler.errors import InputError
-from compiler.pipeline import import_graph
+from compiler.stages.learned.samples import program_samples
+from compiler.stages.pipeline import import_graph
 
 HLO = Path(__file__).resolve().parents[1] / "data" / "hlo"
 # Five programs of four families: layer_norm_fwd and layer_norm_bwd are one family.

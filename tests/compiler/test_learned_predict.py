@@ -1,4 +1,5 @@
-"""Learned predictions in the compiler (compiler/cost/learned/predict.py, compiler/pipeline.py).
+"""Learned predictions in the compiler (compiler/cost/learned/predict.py,
+compiler/stages/pipeline.py).
 
 A tiny model is trained on the synthetic target (compiler/cost/learned/synthetic.py): the
 times it predicts mean nothing on a GPU; these tests check which kernels get a prediction, that
@@ -12,11 +13,7 @@ import numpy as np
 import pytest
 
 from compiler.codegen.schedules import enumerate_plans
-from compiler.codegen.stage import generate
-from compiler.cost.devices import get_device
-from compiler.cost.launch import launch_for, terms_for
 from compiler.cost.learned import synthetic
-from compiler.cost.learned.dataset import program_samples
 from compiler.cost.learned.features import kernel_sample
 from compiler.cost.learned.model import ModelConfig, predict_us
 from compiler.cost.learned.predict import LearnedPredictor, attach_learned
@@ -25,7 +22,11 @@ from compiler.cost.projected import rank_plans
 from compiler.errors import InputError
 from compiler.fusion.explore import exploration_to_dict, explore
 from compiler.ir.summary import summarize
-from compiler.pipeline import compile_graph, import_graph
+from compiler.stages.codegen import generate
+from compiler.stages.learned.samples import program_samples
+from compiler.stages.pipeline import compile_graph, import_graph
+from compiler.target.devices import get_device
+from compiler.target.launch import launch_for, terms_for
 
 HLO = Path(__file__).resolve().parents[1] / "data" / "hlo"
 DEVICE = get_device("h100")

@@ -1,4 +1,4 @@
-"""Training samples from the web app's measurements (compiler/cost/learned/records.py).
+"""Training samples from the web app's measurements (compiler/stages/learned/records.py).
 
 The run is a real compile_graph artifact of softmax.hlo; its measurement is fabricated with
 the GPU runner's own result classes (tests/explorer/measurements.py), since no GPU is here.
@@ -13,10 +13,10 @@ import pytest
 
 from compiler.cost.learned.dataset import family_of
 from compiler.cost.learned.features import KERNEL_FEATURES
-from compiler.cost.learned.records import (DUPLICATE, MISMATCHED, NOT_MEASURED, OTHER_COMPILER,
-                                           OTHER_GPU, PLAN_DIFFERS, measurement_samples)
 from compiler.errors import InputError
-from compiler.pipeline import compile_graph
+from compiler.stages.learned.records import (DUPLICATE, MISMATCHED, NOT_MEASURED, OTHER_COMPILER,
+                                             OTHER_GPU, PLAN_DIFFERS, measurement_samples)
+from compiler.stages.pipeline import compile_graph
 from tests.explorer.measurements import measurement_result
 
 SOFTMAX = Path(__file__).resolve().parents[1] / "data" / "hlo" / "softmax.hlo"

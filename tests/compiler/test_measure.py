@@ -1,12 +1,12 @@
-"""compiler.measure without a GPU: it refuses at once with the reason (the GPU worker turns that
-into the measurement's error), and it knows a device model in the driver's GPU names. The
+"""compiler.stages.measure without a GPU: it refuses at once with the reason (the GPU worker turns
+that into the measurement's error), and it knows a device model in the driver's GPU names. The
 measurement itself runs in tests/gpu/test_measure_gpu.py."""
 from pathlib import Path
 
 import pytest
 
-from compiler.measure import gpu_matches_device, measure_graph
 from compiler.runtime.gpu import GpuUnavailable, gpu_available
+from compiler.stages.measure import gpu_matches_device, measure_graph
 
 SOFTMAX = Path(__file__).resolve().parents[1] / "data" / "hlo" / "softmax.hlo"
 

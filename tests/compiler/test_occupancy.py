@@ -19,13 +19,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from compiler.target.devices import DEVICES, KIB, get_device
+from compiler.target.occupancy import (LIMITS, REGISTERS_PER_BLOCK, REGISTERS_PER_THREAD,
+                                       SHARED_MEMORY_CARVEOUTS_KIB, SHARED_MEMORY_PER_BLOCK,
+                                       SUB_PARTITIONS_PER_SM, THREADS_PER_BLOCK, LaunchLimitError,
+                                       occupancy)
+from compiler.toolchain.emulate import COMPILER
 from compiler.toolchain.locate import default_root
-from compiler.cost.devices import DEVICES, KIB, get_device
-from compiler.cost.occupancy import (
-    LIMITS, REGISTERS_PER_BLOCK, REGISTERS_PER_THREAD, SHARED_MEMORY_CARVEOUTS_KIB,
-    SHARED_MEMORY_PER_BLOCK, SUB_PARTITIONS_PER_SM, THREADS_PER_BLOCK, LaunchLimitError,
-    occupancy)
-from compiler.runtime.emulate import COMPILER
 
 INT_MAX = 2**31 - 1
 

@@ -1,4 +1,5 @@
-"""compiler.pipeline.compile_graph: the whole compiler in one call, as the workers run it."""
+"""compiler.stages.pipeline.compile_graph: the whole compiler in one call, as the workers run
+it."""
 import json
 from pathlib import Path
 
@@ -6,7 +7,7 @@ import pytest
 
 from compiler.errors import InputError
 from compiler.fusion.explore import STRATEGIES
-from compiler.pipeline import STAGES, compile_graph
+from compiler.stages.pipeline import STAGES, compile_graph
 from compiler.version import compiler_version
 
 SOFTMAX_PATH = Path(__file__).resolve().parents[1] / "data/hlo/softmax.hlo"

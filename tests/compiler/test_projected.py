@@ -25,15 +25,14 @@ from compiler.codegen.plan import CodeGenPlan
 from compiler.codegen.schedules import enumerate_plans
 from compiler.cost.calibrate import (Record, errors, fit, kendall_tau, load_records,
                                      record_from_dict)
-from compiler.cost.devices import DEVICES, get_device
-from compiler.cost.launch import launch_for, terms_for
-from compiler.cost.projected import (Derating, ProjectedModel, Resources, project_kernel,
-                                     rank_plans)
-from compiler.cost.sol import SolModel
+from compiler.cost.projected import Derating, ProjectedModel, Resources, project_kernel, rank_plans
 from compiler.cost.workload import kernel_workload
 from compiler.errors import InputError
-from compiler.fusion.plan import KernelSpec, build_plan
 from compiler.importers.hlo_text import import_hlo
+from compiler.kernels.plan import KernelSpec, build_plan
+from compiler.target.devices import DEVICES, get_device
+from compiler.target.launch import launch_for, terms_for
+from compiler.target.sol import SolModel
 
 ROOT = Path(__file__).resolve().parents[2]
 H100 = get_device("h100")
@@ -294,7 +293,7 @@ ENTRY main {
 
 
 def test_codegen_emits_the_fastest_projected_plan_and_reports_ptxas_resources():
-    from compiler.codegen.stage import generate
+    from compiler.stages.codegen import generate
     from compiler.fusion.explore import explore
 
     graph = import_hlo((ROOT / "tests/data/hlo/layer_norm_fwd.hlo").read_text(), "ln.hlo")

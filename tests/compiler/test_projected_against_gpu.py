@@ -8,7 +8,7 @@ by its plan, strategy, name, kind and DRAM bytes (a plan made differently now is
 with another's kernel); it is priced with the best plan of the schedule the GPU ran (the code
 generator may choose another schedule now, which the GPU has not timed). The kernels were
 timed alone, so a prediction is the device work and what a lone launch adds on the H200
-(compiler/cost/launch.py's alone_us). The reference is the GPU's median time, not anything
+(compiler/target/launch.py's alone_us). The reference is the GPU's median time, not anything
 the model computes.
 
 The bar: the mean absolute percentage error stays within 20 %, and no kernel is off by 10x
@@ -26,11 +26,11 @@ from pathlib import Path
 
 import pytest
 
-from compiler.codegen.stage import emit_code
-from compiler.cost.devices import get_device
-from compiler.cost.launch import terms_for
 from compiler.fusion.explore import explore
 from compiler.importers.hlo_text import import_hlo
+from compiler.stages.codegen import emit_code
+from compiler.target.devices import get_device
+from compiler.target.launch import terms_for
 
 REPO = Path(__file__).resolve().parents[2]
 CAMPAIGN = REPO / "benchmarks" / "results" / "gpu-campaign-h200"

@@ -1,4 +1,4 @@
-"""Values of a normalisation's rows moved within each row (compiler/fusion/locality.py).
+"""Values of a normalisation's rows moved within each row (compiler/kernels/locality.py).
 
 RMSNorm followed by a rotary embedding (RoPE) as JAX lowers a Llama block's: the hidden
 vector reshaped to heads, each head's halves sliced, one negated, joined again, multiplied by
@@ -27,14 +27,14 @@ from compiler.codegen.emit import emit_kernel
 from compiler.codegen.indexing import Ix, delinearize, reshape_index
 from compiler.codegen.plan import ROW_SCHEDULES
 from compiler.codegen.schedules import enumerate_plans
-from compiler.cost import SolModel, get_device
 from compiler.fusion.cost_based import cost_fusion
 from compiler.fusion.explore import explore
-from compiler.fusion.locality import GRID, INV, RowSpace, full_label, map_rows
 from compiler.fusion.stitch import stitch_fusion
 from compiler.importers.hlo_text import import_hlo
 from compiler.ir.interpreter import evaluate_all
-from compiler.runtime.inputs import random_inputs
+from compiler.kernels.inputs import random_inputs
+from compiler.kernels.locality import GRID, INV, RowSpace, full_label, map_rows
+from compiler.target import SolModel, get_device
 from test_codegen import _nvcc, run_emitted
 
 ADD = """

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from compiler.cost.devices import DEVICES, get_device
-from compiler.cost.sol import SolModel
 from compiler.importers.hlo_text import import_hlo
+from compiler.target.devices import DEVICES, get_device
+from compiler.target.sol import SolModel
 
 DATA = Path(__file__).parents[1] / "data" / "hlo"
 H100 = get_device("h100")

@@ -16,17 +16,17 @@ import numpy as np
 import pytest
 
 from compiler.cli import main as cli_main
-from compiler.cost.devices import get_device
-from compiler.cost.sol import SolModel
 from compiler.fusion import xla_gpu
 from compiler.fusion.explore import OUR_STRATEGIES, explore, parse_strategies
-from compiler.fusion.graph_view import fusion_graph
-from compiler.fusion.grouping import FUSIBLE, LIBRARY, node_role
-from compiler.fusion.plan import check_plan, execute_plan
 from compiler.importers import import_bytes, load_graphs
 from compiler.ir.interpreter import evaluate
-from compiler.pipeline import import_graph
-from compiler.runtime.inputs import random_inputs
+from compiler.kernels.grouping import FUSIBLE, LIBRARY, node_role
+from compiler.kernels.inputs import random_inputs
+from compiler.kernels.plan import check_plan, execute_plan
+from compiler.stages.graph_view import fusion_graph
+from compiler.stages.pipeline import import_graph
+from compiler.target.devices import get_device
+from compiler.target.sol import SolModel
 
 HLO = Path(__file__).resolve().parents[1] / "data" / "hlo"
 CORPUS = HLO.parent / "xla"        # XLA's own HLO test inputs, vendored

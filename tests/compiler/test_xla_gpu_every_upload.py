@@ -18,14 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from compiler.cost.devices import get_device
 from compiler.fusion import xla_gpu
 from compiler.fusion.explore import explore
-from compiler.fusion.grouping import FUSIBLE, LIBRARY, node_role
-from compiler.fusion.plan import check_plan
 from compiler.importers.hlo_text import import_hlo
 from compiler.ir.printer import hlo_names
-from compiler.pipeline import import_graph
+from compiler.kernels.grouping import FUSIBLE, LIBRARY, node_role
+from compiler.kernels.plan import check_plan
+from compiler.stages.pipeline import import_graph
+from compiler.target.devices import get_device
 
 pytest.importorskip("jax_plugins.xla_cuda12", reason="the xla-gpu strategy needs "
                     "jax-cuda12-plugin (requirements.txt)")

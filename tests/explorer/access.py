@@ -1,7 +1,7 @@
 """The shared base of the view tests: an owner, a teammate and a stranger, and runs to show them.
 
-A finished run is made directly from an artifact that compiler.pipeline.compile_graph produced
-(compiled once per test process), without Celery.
+A finished run is made directly from an artifact that compiler.stages.pipeline.compile_graph
+produced (compiled once per test process), without Celery.
 """
 from functools import cache
 from pathlib import Path
@@ -9,7 +9,7 @@ from pathlib import Path
 from django.contrib.auth.models import User
 from django.test import TestCase
 
-from compiler.pipeline import compile_graph
+from compiler.stages.pipeline import compile_graph
 from explorer.models import KernelSource, Membership, Run, Team
 
 DATA = Path(__file__).resolve().parents[1] / "data"

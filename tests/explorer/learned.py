@@ -4,11 +4,11 @@ compiler/cost/learned/synthetic.py: the tests check files, pages and commands, n
 on a GPU."""
 
 from compiler.cost.learned import synthetic
-from compiler.cost.learned.dataset import program_samples
 from compiler.cost.learned.experiment import train_costmodel
 from compiler.cost.learned.model import ModelConfig
 from compiler.cost.learned.train import TrainConfig
-from compiler.pipeline import import_graph
+from compiler.stages.learned.samples import program_samples
+from compiler.stages.pipeline import import_graph
 from tests.explorer.access import DATA
 
 PROGRAMS = ("softmax", "rms_norm", "layer_norm_fwd")

@@ -1,6 +1,6 @@
-"""Measurement results shaped exactly as compiler.measure.measure_graph returns them, built from
-the GPU runner's own result classes (there is no GPU here to produce real ones). The timings are
-made-up inputs for the pages under test, never figures anything is checked against."""
+"""Measurement results shaped exactly as compiler.stages.measure.measure_graph returns them, built
+from the GPU runner's own result classes (there is no GPU here to produce real ones). The timings
+are made-up inputs for the pages under test, never figures anything is checked against."""
 from compiler.runtime.gpu import KernelRun, PlanRun, Timing
 
 GPU = "NVIDIA H100 80GB HBM3"
@@ -35,7 +35,7 @@ def measurement_result(artifact: dict, device: str = "h100", not_measured: set =
         strategies[strategy] = plan_run.to_dict()
     eager = Timing(tuple([50.0] * 20), 3)
     return {"gpu": GPU, "arch": "sm_90", "compiler_version": artifact["compiler_version"],
-            "inputs": "compiler.runtime.inputs.random_inputs, seed 0",
+            "inputs": "compiler.kernels.inputs.random_inputs, seed 0",
             "devices": {device: {"matches_gpu": True, "strategies": strategies,
                                  "eager": {"measured_us": eager.median_us,
                                            "timing": eager.to_dict(), "not_measured": None}}}}

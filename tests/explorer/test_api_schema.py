@@ -12,8 +12,8 @@ from django.urls import reverse
 from openapi_schema_validator import OAS31Validator
 from openapi_spec_validator import validate
 
-from compiler.cost.devices import DEVICES
 from compiler.fusion.explore import STRATEGIES
+from compiler.target.devices import DEVICES
 from explorer import api_urls
 from explorer.api import schema
 from explorer.models import Run

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django.urls import reverse
 
-from compiler.pipeline import compile_graph
+from compiler.stages.pipeline import compile_graph
 from explorer.models import KernelSource, Run
 from tests.explorer.access import AccessTestCase
 

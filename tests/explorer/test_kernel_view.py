@@ -4,7 +4,7 @@ import re
 
 from django.urls import reverse
 
-from compiler.pipeline import compile_graph
+from compiler.stages.pipeline import compile_graph
 from explorer.models import KernelSource, Run
 from explorer.presenters import sol_ratio
 from tests.explorer.access import DATA, AccessTestCase, softmax_artifact

@@ -1,7 +1,7 @@
 """Learned predictions on the run, panel, kernel and compare pages.
 
-The runs' artifacts come from compiler.pipeline.compile_graph with an untrained model file for
-h100 only (its times are whatever random weights give: the pages show them, nothing checks
+The runs' artifacts come from compiler.stages.pipeline.compile_graph with an untrained model file
+for h100 only (its times are whatever random weights give: the pages show them, nothing checks
 their accuracy), labelled synthetic or measured, and the run without any model that every
 other view test uses.
 """
@@ -12,10 +12,10 @@ from pathlib import Path
 
 from django.urls import reverse
 
-from compiler.cost.launch import terms_for
 from compiler.cost.learned.model import CostModel, ModelConfig
 from compiler.cost.learned.train import save_model
-from compiler.pipeline import compile_graph
+from compiler.stages.pipeline import compile_graph
+from compiler.target.launch import terms_for
 from explorer.models import KernelSource, Measurement, Run
 from explorer.templatetags.explorer_format import signed_percent, us
 from tests.explorer.access import DEVICES, SOFTMAX, STRATEGIES, AccessTestCase

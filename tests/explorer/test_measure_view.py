@@ -1,7 +1,7 @@
 """Asking for a measurement (explorer-run-measure, POST) and what the pages show of one."""
 from django.urls import reverse
 
-from compiler.cost.launch import terms_for
+from compiler.target.launch import terms_for
 from explorer import runs
 from explorer.templatetags.explorer_format import us
 from explorer.models import Measurement, Run

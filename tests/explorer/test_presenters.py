@@ -8,9 +8,9 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from compiler.cost.devices import get_device
-from compiler.cost.occupancy import occupancy
 from compiler.cost.outliers import OUTLIER_RATIO
+from compiler.target.devices import get_device
+from compiler.target.occupancy import occupancy
 from explorer import presenters
 from tests.explorer.svg_bars import bars
 from tests.explorer.outliers import before_cost_models, with_outliers

@@ -11,7 +11,7 @@ from django.test import override_settings
 from django.urls import reverse
 from django.utils import timezone
 
-from compiler.pipeline import import_graph
+from compiler.stages.pipeline import import_graph
 from explorer.models import GraphBlob, KernelSource, Measurement, Run
 from tests.explorer.access import SOFTMAX, AccessTestCase
 from workers import tasks

@@ -1,7 +1,7 @@
 """`manage.py train_costmodel` (explorer/management/commands/train_costmodel.py): samples from
 the web app's measurements and the dataset files, a versioned model in LEARNED_MODEL_DIR.
 
-The dataset file here is tiny and synthetic (dataset.program_samples + synthetic.label); the
+The dataset file here is tiny and synthetic (samples.program_samples + synthetic.label); the
 measurements are fabricated with the GPU runner's result classes (tests/explorer/measurements.py).
 Training runs 2 epochs: these tests are about what goes in and where the model goes, not about
 its accuracy.

@@ -13,7 +13,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import SimpleTestCase
 from django.urls import reverse
 
-from compiler.pipeline import import_graph
+from compiler.stages.pipeline import import_graph
 from explorer.models import Run
 from explorer.uploads import upload_file_name
 from tests.explorer.access import AccessTestCase

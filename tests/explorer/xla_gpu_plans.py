@@ -4,7 +4,7 @@ plan XLA refused is missing."""
 import importlib.util
 from functools import cache
 
-from compiler.pipeline import compile_graph
+from compiler.stages.pipeline import compile_graph
 from tests.explorer.access import SOFTMAX
 
 

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from compiler.codegen.check import PRELUDE_DIR
-from compiler.codegen.stage import generate
-from compiler.cost.devices import get_device
 from compiler.fusion.explore import explore
 from compiler.importers.hlo_text import import_hlo
 from compiler.runtime.gpu import TIMED_RUNS, GpuRunner, run_plan
+from compiler.stages.codegen import generate
+from compiler.target.devices import get_device
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "hlo"
 MODULES = ["layer_norm_fwd", "softmax", "layer_norm_bwd", "transformer_step_bf16"]

@@ -1,14 +1,14 @@
-"""compiler.cost.learned.collect on a real GPU: the learned cost model's measured data.
+"""compiler.stages.learned.collect on a real GPU: the learned cost model's measured data.
 Timings are reported (gpu_report), never asserted beyond being positive."""
 
 from pathlib import Path
 
 import pytest
 
-from compiler.cost.devices import DEVICES
-from compiler.cost.learned.collect import MISMATCH, collect_dataset
 from compiler.cost.learned.dataset import read_dataset
-from compiler.measure import gpu_matches_device
+from compiler.stages.learned.collect import MISMATCH, collect_dataset
+from compiler.stages.measure import gpu_matches_device
+from compiler.target.devices import DEVICES
 
 SOFTMAX = Path(__file__).resolve().parents[1] / "data" / "hlo" / "softmax.hlo"
 

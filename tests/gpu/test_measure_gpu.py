@@ -1,12 +1,12 @@
-"""compiler.measure.measure_graph on a real GPU: what a GPU worker stores for a measurement.
+"""compiler.stages.measure.measure_graph on a real GPU: what a GPU worker stores for a measurement.
 Timings are reported (gpu_report), never asserted beyond being positive."""
 import json
 from pathlib import Path
 
 import pytest
 
-from compiler.measure import gpu_matches_device, measure_graph
-from compiler.pipeline import compile_graph
+from compiler.stages.measure import gpu_matches_device, measure_graph
+from compiler.stages.pipeline import compile_graph
 
 SOFTMAX = Path(__file__).resolve().parents[1] / "data" / "hlo" / "softmax.hlo"
 STRATEGIES = ["unfused", "xla", "cost"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.contrib.auth import get_user_model
 
-from compiler.pipeline import compile_graph
+from compiler.stages.pipeline import compile_graph
 from explorer import runs
 from explorer.models import Measurement, Run
 from workers import app

@@ -21,10 +21,10 @@ from __future__ import annotations
 from types import ModuleType
 
 from compiler.codegen.plan import CodeGenPlan
-from compiler.codegen.schedules import (columns, elementwise, horizontal, phased, rows,
-                                        split, transpose)
-from compiler.fusion.plan import Kernel
+from compiler.codegen.schedules import (columns, elementwise, horizontal, phased, rows, split,
+                                        transpose)
 from compiler.ir.graph import Graph
+from compiler.kernels.plan import Kernel
 
 ENUMERATION: tuple[ModuleType, ...] = (horizontal, rows, columns, split, transpose, phased,
                                        elementwise)

@@ -17,11 +17,10 @@ from compiler.codegen.indexing import Ix
 from compiler.codegen.loops import (accumulate_columns, accumulator_ctype, depends_on,
                                     elementwise_loops)
 from compiler.codegen.plan import (COLUMN_BLOCK_SIZES, COLUMN_SCHEDULE, MAX_GRID, WARP,
-                                   CodeGenPlan, column_reductions, column_split,
-                                   next_power_of_two)
-from compiler.fusion.plan import Kernel
+                                   CodeGenPlan, column_reductions, column_split, next_power_of_two)
 from compiler.ir.dtypes import accumulation_dtype
 from compiler.ir.graph import Graph, Node
+from compiler.kernels.plan import Kernel
 
 SCHEDULES = (COLUMN_SCHEDULE,)
 REDUCING_KINDS = ("input", "stitch-regional", "stitch-global")

@@ -14,8 +14,8 @@ from compiler.codegen.elemental import Elemental
 from compiler.codegen.loops import elementwise_loops
 from compiler.codegen.plan import (BLOCK_SIZES, MAX_GRID, VECTOR_WIDTHS, CodeGenPlan,
                                    elementwise_size)
-from compiler.fusion.plan import Kernel
 from compiler.ir.graph import Graph, Node
+from compiler.kernels.plan import Kernel
 
 SCHEDULES = ("elementwise",)
 

@@ -1,6 +1,6 @@
 """The "horizontal" schedule: independent parts of one launch, each under a schedule of its own.
 
-A `horizontal` kernel (compiler/fusion/plan.py KINDS) packs parts that share no computed value
+A `horizontal` kernel (compiler/kernels/plan.py KINDS) packs parts that share no computed value
 into one launch, as XLA's horizontal loop fusion does. Each part is scheduled as if it were a
 kernel of its own, and runs on a range of the launch's blocks:
 
@@ -11,7 +11,7 @@ kernel of its own, and runs on a range of the launch's blocks:
   Parts are ordered by their first owned node's graph position. Each is a `Kernel`: its owned
   and recomputed nodes, the kernel's inputs it reads, the kernel's outputs it owns.
 - A part's kind is derived as the fusers derive it (the block locality of
-  compiler/fusion/locality.py, `moved` rows counting as read across rows, as the cost fuser
+  compiler/kernels/locality.py, `moved` rows counting as read across rows, as the cost fuser
   counts them): `loop` without a reduction that moves data; `input` when its reductions
   share one row space and nothing in the part reads their results; `stitch-regional` when
   their results are read, in rows that fit a block (a reduction of a `full` value, and what
@@ -53,11 +53,10 @@ from dataclasses import replace
 from compiler.codegen import schedules as registry
 from compiler.codegen.elemental import Elemental
 from compiler.codegen.plan import BLOCK_SIZES, HORIZONTAL_SCHEDULE, SCRATCH, CodeGenPlan
-from compiler.fusion.plan import Kernel
-from compiler.fusion.locality import (GRID, INV, full_label, map_rows, reduce_space,
-                                      row_label)
-from compiler.fusion.stitch import ELEMENTS_PER_THREAD
 from compiler.ir.graph import Graph
+from compiler.kernels.locality import GRID, INV, full_label, map_rows, reduce_space, row_label
+from compiler.kernels.plan import Kernel
+from compiler.kernels.stitch_launch import ELEMENTS_PER_THREAD
 
 SCHEDULES = (HORIZONTAL_SCHEDULE,)
 
@@ -140,7 +139,7 @@ def _part(graph: Graph, kernel: Kernel, k: int, names: list[str],
 def part_kind(graph: Graph, computed: tuple[str, ...],
               position: dict[str, int]) -> tuple[str, str | None]:
     """(kind, dominant reduction or None) of a part computing `computed` (module docstring),
-    `position` the graph position of each node: the labels of compiler/fusion/locality.py."""
+    `position` the graph position of each node: the labels of compiler/kernels/locality.py."""
     nodes = sorted(computed, key=position.__getitem__)
     spaces = {name: reduce_space(graph, graph.nodes[name]) for name in nodes
               if graph.nodes[name].op == "reduce" and not graph.nodes[name].shape.is_tuple}

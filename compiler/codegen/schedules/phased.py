@@ -51,17 +51,15 @@ import math
 from contextlib import contextmanager
 from typing import Iterator
 
-from compiler.codegen.elemental import (Elemental, reducer_functor, reducer_identity,
-                                        storage_ctype)
+from compiler.codegen.elemental import Elemental, reducer_functor, reducer_identity, storage_ctype
 from compiler.codegen.indexing import Index, Ix
 from compiler.codegen.loops import accumulator_ctype, elementwise_loops, finish_reduction
 from compiler.codegen.plan import (COOPERATIVE_GRIDS, PHASED_MIN_ELEMENTS, PHASED_SCHEDULE,
-                                   VECTOR_WIDTHS, WARP, CodeGenPlan, PhaseLoop,
-                                   cooperative_grids, derived_values, elementwise_size,
-                                   phase_loops, row_split)
-from compiler.fusion.plan import Kernel
+                                   VECTOR_WIDTHS, WARP, CodeGenPlan, PhaseLoop, cooperative_grids,
+                                   derived_values, elementwise_size, phase_loops, row_split)
 from compiler.ir.dtypes import accumulation_dtype
 from compiler.ir.graph import Graph, Node
+from compiler.kernels.plan import Kernel
 
 SCHEDULES = (PHASED_SCHEDULE,)
 PHASED_BLOCK_SIZES = (128, 256, 512)

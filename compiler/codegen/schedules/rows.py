@@ -40,12 +40,12 @@ from compiler.codegen.indexing import Ix
 from compiler.codegen.loops import (RowCache, depends_on, elementwise_loops, row_columns,
                                     row_phase, scratch_pointers, split_index)
 from compiler.codegen.plan import (BLOCK_SIZES, MAX_GRID, ROW_CACHE_MAX, ROW_SCHEDULES, WARP,
-                                   CodeGenPlan, column_split, cooperative_grids,
-                                   global_reductions, next_power_of_two, row_cache_reads,
-                                   row_loop_outputs, row_reductions, row_split, row_values)
+                                   CodeGenPlan, column_split, cooperative_grids, global_reductions,
+                                   next_power_of_two, row_cache_reads, row_loop_outputs,
+                                   row_reductions, row_split, row_values)
 from compiler.codegen.schedules.columns import emit_columns
-from compiler.fusion.plan import Kernel
 from compiler.ir.graph import Graph, Node
+from compiler.kernels.plan import Kernel
 
 SCHEDULES = ROW_SCHEDULES
 REDUCING_KINDS = ("input", "stitch-regional", "stitch-global")

@@ -46,9 +46,9 @@ from compiler.codegen.plan import (COOPERATIVE_GRIDS, SPLIT_SCHEDULES, WARP, Cod
                                    column_reductions, column_split, cooperative_grids,
                                    global_reductions, next_power_of_two, reduction_depths,
                                    row_split)
-from compiler.fusion.plan import Kernel
 from compiler.ir.dtypes import accumulation_dtype
 from compiler.ir.graph import Graph, Node
+from compiler.kernels.plan import Kernel
 
 SCHEDULES = SPLIT_SCHEDULES
 

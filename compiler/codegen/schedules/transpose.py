@@ -41,9 +41,9 @@ from compiler.codegen.elemental import CodegenUnsupported, Elemental, value_ctyp
 from compiler.codegen.indexing import Index, Ix, strides
 from compiler.codegen.loops import depends_on, elementwise_loops
 from compiler.codegen.plan import MAX_GRID, TRANSPOSE_SCHEDULE, WARP, CodeGenPlan
-from compiler.fusion.plan import Kernel
 from compiler.ir.graph import Graph, Node
 from compiler.ir.shapes import ArrayShape
+from compiler.kernels.plan import Kernel
 
 SCHEDULES = (TRANSPOSE_SCHEDULE,)
 

@@ -4,11 +4,10 @@ Model for Tensor Processing Units" (MLSys 2021), adapted to GPUs.
 
 NumPy only (the compiler builds samples without torch):
 - features.py: `kernel_sample(graph, kernel, plan, device, ...)`: one kernel under one plan;
-- dataset.py: the samples of a whole program (every kernel, its candidate plans) and the
-  dataset file (gzip JSON lines with a header naming the features);
-- synthetic.py: a known runtime function, to test the pipeline where nothing is measured;
-- collect.py: a dataset collected on a GPU (every candidate built, checked, timed alone);
-- records.py: samples from the web app's measurements of a run.
+- dataset.py: the dataset file (gzip JSON lines with a header naming the features);
+- synthetic.py: a known runtime function, to test the pipeline where nothing is measured.
+The data itself is made by running the compiler, a stage above this package
+(compiler/stages/learned/: a program's samples, GPU collection, the web app's measurements).
 
 torch + torch_geometric:
 - model.py: `CostModel`, `ModelConfig`, `collate`, `predict_us`;

@@ -32,7 +32,6 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-from compiler.cost.devices import get_device
 from compiler.cost.learned.dataset import read_dataset
 from compiler.cost.learned.features import KernelSample
 from compiler.cost.learned.model import READOUTS, CostModel, ModelConfig
@@ -40,6 +39,7 @@ from compiler.cost.learned.registry import ModelFile, next_model_path
 from compiler.cost.learned.train import (TrainConfig, draw_held_out, evaluate, metrics,
                                          read_header, save_model, split_by_program, train)
 from compiler.errors import InputError
+from compiler.target.devices import get_device
 
 SPLITS = ("program", "family")
 TEST_FRACTION = 0.25

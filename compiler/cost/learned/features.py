@@ -15,7 +15,7 @@ generates:
 - per kernel: the columns `KERNEL_FEATURES`: the CodeGenPlan (schedule, launch and thread
   mapping), the resources (ptxas' registers and shared memory when built, else estimates),
   occupancy and waves, flops and DRAM bytes, the SOL and projected times of the analytic
-  models (compiler/cost/sol.py, projected.py) and the device's headline figures.
+  models (compiler/target/sol.py, projected.py) and the device's headline figures.
 
 Sizes, bytes, flops and times are scaled by log2(1 + x) so kernels of very different sizes
 share one range; ratios (occupancy, tail fraction) stay in 0..1; categories are one-hot.
@@ -30,11 +30,11 @@ import numpy as np
 
 from compiler.codegen.plan import (COLUMN_SCHEDULE, ROW_SCHEDULES, SPLIT_SCHEDULES,
                                    TRANSPOSE_SCHEDULE, CodeGenPlan)
-from compiler.cost.devices import Device, get_device
 from compiler.cost.projected import Breakdown, Resources, project_kernel
-from compiler.fusion.plan import KINDS, Kernel
 from compiler.ir.graph import Graph, Node
 from compiler.ir.ops import OPS, Category
+from compiler.kernels.plan import KINDS, Kernel
+from compiler.target.devices import Device, get_device
 
 # Index 0 is every opcode the table does not know (a newer HLO op): the model still runs.
 UNKNOWN_OPCODE = "<unknown>"
@@ -51,7 +51,7 @@ LIMITERS = ("fma", "alu", "xu", "fp64", "conv", "lsu", "shfl", "dram", "l2", "la
 # a kernel timed alone, and every dataset and model so far was made when the analytic models
 # added this constant to every kernel. It is a convention of the features, kept so that those
 # models read the same numbers; what a lone launch really adds on a device is
-# compiler/cost/launch.py's alone_us.
+# compiler/target/launch.py's alone_us.
 FEATURE_LAUNCH_US = 3.0
 
 # One name per column of `KernelSample.node_features`, in order.

@@ -16,7 +16,7 @@ h100 model says nothing about an a100 plan, and asking it is an InputError.
 
 `attach_learned(strategy_result, graph, plan, codes, predictor)` writes the predictions into
 one strategy's entry of the JSON. The model predicts a kernel timed alone (its training
-targets are); what a lone launch adds on the device (compiler/cost/launch.py, alone_us) is
+targets are); what a lone launch adds on the device (compiler/target/launch.py, alone_us) is
 taken off to give its device work, to which the plan's launch term is added as to the
 projected device work:
 - each kernel's "learned_device_us" (device work) and "learned_us" (with the launch term of the
@@ -37,22 +37,33 @@ runs and are no GPU prediction; pages that show them say so.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Protocol
 
+from compiler.codegen.plan import CodeGenPlan
 from compiler.codegen.schedules import enumerate_plans
-from compiler.codegen.stage import KernelCode
-from compiler.cost.devices import Device, get_device
-from compiler.cost.launch import RUNTIMES, device_work_of_alone, terms_for
 from compiler.cost.learned.dataset import ORIGINS
 from compiler.cost.learned.features import KernelSample, kernel_sample
 from compiler.cost.learned.model import CostModel, predict_us
 from compiler.cost.learned.train import load_model
-from compiler.cost.projected import rank_plans
+from compiler.cost.projected import Breakdown, rank_plans
 from compiler.errors import InputError
-from compiler.fusion.plan import FusionPlan, Kernel
 from compiler.ir.graph import Graph
+from compiler.kernels.plan import FusionPlan, Kernel
+from compiler.target.devices import Device, get_device
+from compiler.target.launch import RUNTIMES, device_work_of_alone, terms_for
 
 # Decimal places of a learned time in the JSON, as for the projected times.
 _DIGITS = 4
+
+
+class KernelCode(Protocol):
+    """What the prediction reads of a kernel's generated code (compiler/stages/codegen.py's
+    KernelCode): the CodeGen plan codegen chose and its breakdown with ptxas' resources."""
+
+    @property
+    def chosen(self) -> CodeGenPlan | None: ...
+
+    breakdown: Breakdown | None
 
 
 class LearnedPredictor:

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from collections.abc import Sequence
 from pathlib import Path
 
-from compiler.cost.devices import get_device
 from compiler.cost.learned.features import other_features
 from compiler.cost.learned.train import read_header
 from compiler.errors import InputError
+from compiler.target.devices import get_device
 
 _NAME = re.compile(r"learned-(?P<device>[a-z0-9_]+)-v(?P<version>[0-9]+)\.pt")
 

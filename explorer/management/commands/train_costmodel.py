@@ -4,7 +4,7 @@ learned cost model from the GPU timings the web app holds and the dataset files 
 The samples:
 - from the measurements (unless --no-measurements): the newest finished measurement that
   yields any of every finished run planned for the device by this compiler version
-  (compiler.cost.learned.records; program = the run's id, family from its file name).
+  (compiler.stages.learned.records; program = the run's id, family from its file name).
   Older measurements of the same run would time the same kernels again: copies of one sample
   in one program, not more data.
 - from the dataset files for the device in settings.LEARNED_DATA_DIRS, or in the files and
@@ -22,13 +22,14 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from compiler.cost.devices import get_device
-from compiler.cost.learned import dataset, records
+from compiler.cost.learned import dataset
 from compiler.cost.learned.experiment import format_evaluation, load_datasets, train_costmodel
 from compiler.cost.learned.model import READOUTS, ModelConfig
 from compiler.cost.learned.registry import reading_dirs
 from compiler.cost.learned.train import TrainConfig
 from compiler.errors import InputError
+from compiler.stages.learned import records
+from compiler.target.devices import get_device
 from compiler.version import compiler_version
 from explorer.graph_store import GraphUnavailable
 from explorer.models import Measurement, Run

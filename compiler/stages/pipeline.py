@@ -22,16 +22,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from compiler.codegen.stage import KernelCode, build_codes, emit_code, project_code
-from compiler.codegen.stage import emulate as emulate_codes
-from compiler.cost.devices import DEVICES, get_device
-from compiler.cost.launch import DEFAULT_RUNTIME
 from compiler.errors import InputError
 from compiler.fusion.explore import STRATEGIES, exploration_to_dict, explore
-from compiler.fusion.plan import FusionPlan
 from compiler.importers import import_bytes, pick_module
 from compiler.ir.graph import Graph
 from compiler.ir.summary import summarize
+from compiler.kernels.plan import FusionPlan
+from compiler.stages.codegen import (KernelCode, build_codes, emit_code, emulate as emulate_codes,
+                                     project_code)
+from compiler.target.devices import DEVICES, get_device
+from compiler.target.launch import DEFAULT_RUNTIME
 from compiler.toolchain import arch_for_device
 from compiler.version import compiler_version
 
@@ -99,7 +99,7 @@ def compile_graph(data: bytes, filename: str, devices: list[str], strategies: li
     records the largest error (slow on big graphs).
     `learned_models`: the learned cost model file to predict each device's kernels with
     (devices without one get null learned times). `runtime`: how the plans' kernels are
-    launched, which the cost search decides under (compiler/cost/launch.py); every plan's
+    launched, which the cost search decides under (compiler/target/launch.py); every plan's
     totals are given under each runtime too."""
     progress = progress or no_progress
     devices, strategies = canonical_options(devices, strategies)

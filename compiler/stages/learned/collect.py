@@ -6,7 +6,7 @@ built and timed on a GPU, or, where there is none, labelled with the synthetic f
     summary = collect_dataset(paths, "h100", out, synthetic=True)     # anywhere, for tests
 
 Per program (`collect_program`):
-1. Candidates: `dataset.program_candidates`, every distinct generated kernel of the
+1. Candidates: `samples.program_candidates`, every distinct generated kernel of the
    strategies' fusion plans under its `top_k` fastest projected CodeGen plans, which are the
    plans codegen chooses from.
 2. Each candidate is emitted under its plan with a CUDA name of its own, and all of them are
@@ -17,7 +17,7 @@ Per program (`collect_program`):
    so that its sample holds what codegen sees for the kernel it builds
    (`registers_from_ptxas` is 1).
 4. Targets. Measured: the candidates run through `compiler.runtime.gpu.run_plan` on
-   `random_inputs(graph, seed=0)`, as compiler/measure.py runs plans: each one checked
+   `random_inputs(graph, seed=0)`, as compiler/stages/measure.py runs plans: each one checked
    against the reference interpreter, then timed alone (TIMED_RUNS runs bracketed by CUDA
    events after WARMUP_RUNS warm-ups, the L2 flushed before each run). `target_us` is the
    median and the sample keeps the whole timing. A candidate that does not match the
@@ -26,7 +26,7 @@ Per program (`collect_program`):
 
 `collect_dataset` does that for every program of some files and writes one dataset file
 (dataset.py describes the format). Before any work a measured collection finds its GPU
-(GpuUnavailable with the reason where there is none, as compiler/measure.py) and checks that
+(GpuUnavailable with the reason where there is none, as compiler/stages/measure.py) and checks that
 it is the device the plans are made for, since the file labels the timings with that device;
 every input file is read, and one that cannot be is an InputError naming it. A program that
 fails to import or to collect is reported in the summary's "errors" and the others' samples
@@ -40,23 +40,23 @@ from pathlib import Path
 
 from compiler.codegen.elemental import CodegenUnsupported, c_identifier
 from compiler.codegen.emit import emit_kernel
-from compiler.codegen.stage import KernelCode, build_codes, built_resources
-from compiler.cost.devices import DEVICES, get_device
-from compiler.cost.learned.dataset import (ALL_STRATEGIES, candidate_sample, dataset_header,
-                                           family_of, program_candidates, write_dataset)
+from compiler.cost.learned.dataset import dataset_header, family_of, write_dataset
 from compiler.cost.learned.features import KernelSample
-from compiler.cost.learned.synthetic import DESCRIPTION as SYNTHETIC_DESCRIPTION
-from compiler.cost.learned.synthetic import label as synthetic_label
+from compiler.cost.learned.synthetic import (DESCRIPTION as SYNTHETIC_DESCRIPTION,
+                                             label as synthetic_label)
 from compiler.cost.projected import project_kernel
 from compiler.errors import InputError
-from compiler.fusion.plan import FusionPlan
 from compiler.importers import import_bytes
 from compiler.ir.graph import Graph
+from compiler.kernels.inputs import random_inputs
+from compiler.kernels.plan import FusionPlan
 from compiler.limits import Limits, read_limited
-from compiler.measure import INPUT_SEED, gpu_matches_device
-from compiler.pipeline import Progress, StageCounter, canonical_options, no_progress
 from compiler.runtime.gpu import TIMED_RUNS, WARMUP_RUNS, GpuRunner, run_plan
-from compiler.runtime.inputs import random_inputs
+from compiler.stages.codegen import KernelCode, build_codes, built_resources
+from compiler.stages.learned.samples import ALL_STRATEGIES, candidate_sample, program_candidates
+from compiler.stages.measure import INPUT_SEED, gpu_matches_device
+from compiler.stages.pipeline import Progress, StageCounter, canonical_options, no_progress
+from compiler.target.devices import DEVICES, get_device
 from compiler.toolchain import arch_for_device
 
 # Why a candidate has no sample: the keys of a summary's "dropped" counts.
@@ -67,7 +67,7 @@ DID_NOT_RUN = "did not run"
 
 MEASURED_TARGET = (f"measured: median of {TIMED_RUNS} runs of the kernel alone, each timed "
                    f"with CUDA events after an L2 flush, after {WARMUP_RUNS} warm-up runs; "
-                   f"inputs compiler.runtime.inputs.random_inputs seed {INPUT_SEED}; every "
+                   f"inputs compiler.kernels.inputs.random_inputs seed {INPUT_SEED}; every "
                    f"kernel checked against the reference interpreter")
 
 

@@ -11,7 +11,7 @@ emitter cannot generate yet, or whose source does not compile, carries the reaso
 the rest of the plan still completes.
 
 `emulate` checks each kernel on its own: made-up values of its inputs
-(compiler/runtime/inputs.kernel_inputs), the interpreter on the kernel's sub-graph only, the
+(compiler/kernels/inputs.kernel_inputs), the interpreter on the kernel's sub-graph only, the
 emulated kernel compared with that. The graph is never evaluated as a whole, so a dump whose
 large constants are elided (`constant({...})`) can be checked: a constant is an input like any
 other. Only an input that cannot be made up (one that becomes an index through the kernel's
@@ -30,13 +30,11 @@ from compiler.codegen.emit import EmittedKernel, emit_kernel
 from compiler.codegen.plan import CodeGenPlan
 from compiler.codegen.schedules import choose_plan, enumerate_plans
 from compiler.cost.projected import (Breakdown, Resources, project_kernel, project_library,
-                                     rank_plans)
-# The kernel as a graph of its own: its inputs become parameters.
-from compiler.fusion.plan import _kernel_graph as kernel_graph
-from compiler.fusion.plan import FusionPlan, Kernel, projected_fields
+                                     projected_fields, rank_plans)
 from compiler.ir.graph import Graph
 from compiler.ir.interpreter import evaluate_all
-from compiler.runtime.inputs import kernel_inputs, kernel_rng, random_inputs
+from compiler.kernels.inputs import kernel_inputs, kernel_rng, random_inputs
+from compiler.kernels.plan import FusionPlan, Kernel, kernel_graph
 from compiler.toolchain import BuildResult, arch_for_device, build_kernels
 
 
@@ -115,7 +113,7 @@ def generate(graph: Graph, plan: FusionPlan, device, arch: str | None = None) ->
     return codes
 
 
-# generate's three phases, also run one by one by compiler/pipeline.py to report progress.
+# generate's three phases, also run one by one by compiler/stages/pipeline.py to report progress.
 
 def emit_code(graph: Graph, plan: FusionPlan, kernel: Kernel, device) -> KernelCode:
     """One kernel's CUDA source under the CodeGen plan the projected model ranks fastest."""

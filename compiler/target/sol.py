@@ -9,7 +9,7 @@ the peak of the pipe they use:
     total_us = max(dram_bytes / bandwidth, max over pipes (ops / pipe peak))
 
 That is device work alone: what launching the kernel adds depends on how the plan is run
-(a stream, a CUDA graph), and compiler/cost/launch.py prices it separately.
+(a stream, a CUDA graph), and compiler/target/launch.py prices it separately.
 
 What the bytes count:
 - inputs: each distinct value read from outside the kernel, once. Parameters and constants live
@@ -43,9 +43,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Iterable
 
-from compiler.cost.devices import Device
 from compiler.ir.graph import Graph
 from compiler.ir.ops import flop_count, transcendental_count
+from compiler.target.devices import Device
 
 PLUMBING_OPS = frozenset({"tuple", "get-tuple-element"})
 LIBRARY_MATMUL_OPS = frozenset({"dot", "convolution"})

@@ -3,12 +3,12 @@
     result = measure_graph(data, filename, devices, strategies, progress)
 
 This is what a GPU worker runs when someone asks for a run to be measured (workers.measure_run);
-`compile_graph` (compiler/pipeline.py) is its CPU-side sibling. Without a GPU it raises
+`compile_graph` (compiler/stages/pipeline.py) is its CPU-side sibling. Without a GPU it raises
 `GpuUnavailable` with the reason before doing any work, so a worker that cannot measure says so
 at once. It returns MEASUREMENTS, a plain JSON-ready dict:
 
     {"gpu": "NVIDIA H100 80GB HBM3", "arch": "sm_90", "compiler_version": "...",
-     "inputs": "compiler.runtime.inputs.random_inputs, seed 0",
+     "inputs": "compiler.kernels.inputs.random_inputs, seed 0",
      "devices": {"h100": {"matches_gpu": true,
                           "strategies": {"cost": <PlanRun.to_dict()>, ...},
                           "eager": {"measured_us": ..., "timing": ..., "not_measured": ...}}}}
@@ -29,15 +29,15 @@ How:
 
 from __future__ import annotations
 
-from compiler.codegen.stage import generate
-from compiler.cost.devices import get_device
-from compiler.cost.launch import DEFAULT_RUNTIME
 from compiler.fusion.explore import explore
-from compiler.pipeline import (Progress, StageCounter, canonical_options, import_graph,
-                               no_progress)
+from compiler.kernels.inputs import random_inputs
 from compiler.runtime.eager import EagerUnsupported, eager_program, time_eager
 from compiler.runtime.gpu import GpuRunner, run_plan
-from compiler.runtime.inputs import random_inputs
+from compiler.stages.codegen import generate
+from compiler.stages.pipeline import (Progress, StageCounter, canonical_options, import_graph,
+                                      no_progress)
+from compiler.target.devices import get_device
+from compiler.target.launch import DEFAULT_RUNTIME
 from compiler.toolchain import arch_for_device
 from compiler.version import compiler_version
 
@@ -85,7 +85,7 @@ def measure_graph(data: bytes, filename: str, devices: list[str], strategies: li
         results[device]["eager"] = eager
         counter.advance()
     return {"gpu": runner.name, "arch": runner.arch, "compiler_version": compiler_version(),
-            "inputs": f"compiler.runtime.inputs.random_inputs, seed {INPUT_SEED}",
+            "inputs": f"compiler.kernels.inputs.random_inputs, seed {INPUT_SEED}",
             "devices": results}
 
 

@@ -48,8 +48,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from compiler.cost.devices import KIB, Device
 from compiler.limits import format_bytes
+from compiler.target.devices import KIB, Device
 
 # Shared memory per SM that the L1/shared split can be set to, in KiB, per compute capability:
 # CUDA C++ Programming Guide, compute capability 7.x / 8.x / 9.0 sections ("Shared Memory"),

@@ -23,13 +23,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from compiler.cost.launch import DEFAULT_RUNTIME, RUNTIMES, terms_for
-from compiler.cost.outliers import outlier_reason, ratio_to_sol
-from compiler.cost.sol import SolEstimate, SolModel
-from compiler.fusion.grouping import (FUSIBLE, LEAF, LIBRARY, PLUMBING, graph_output_sources,
-                                      is_duplicable, node_role, plumbing_sources, value_readers)
 from compiler.ir.graph import Graph, Node
+from compiler.ir.interpreter import evaluate_all
 from compiler.ir.shapes import TupleShape
+from compiler.kernels.grouping import (FUSIBLE, LEAF, LIBRARY, PLUMBING, graph_output_sources,
+                                       is_duplicable, node_role, plumbing_sources, value_readers)
+from compiler.target.launch import DEFAULT_RUNTIME, RUNTIMES, terms_for
+from compiler.target.sol import SolEstimate, SolModel
 
 # Kernel kinds (DESIGN.md): what schedule the kernel's code will use.
 KINDS = ("loop", "input", "stitch-regional", "stitch-global", "horizontal", "library")
@@ -84,7 +84,9 @@ class Kernel:
     outputs: tuple[str, ...]        # owned values written to memory
     dominant: str | None
     sol: SolEstimate
-    projected: object = None        # compiler.cost.projected.Breakdown, once projected
+    # compiler.cost.projected.Breakdown, once projected: the pricer sets it, and the kernel's
+    # JSON entry takes its fields from it (`Breakdown.kernel_fields`).
+    projected: object = None
     schedule: str | None = None     # the schedule of the CodeGen plan `projected` is for
     xla_name: str | None = None     # XLA:GPU's launch it is (a part of), in xla-gpu plans
 
@@ -113,41 +115,10 @@ class Kernel:
             "waves": None, "block_size": None, "grid_size": None, "registers": None,
             "shared_bytes": None, "learned_us": None, "learned_device_us": None,
             "proj_over_sol": None, "outlier_reason": None, "schedule": None,
-            **projected_fields(self.projected, self.sol, self.schedule, device=device,
-                               runtime=runtime),
+            **(self.projected.kernel_fields(self.sol, self.schedule, device=device,
+                                            runtime=runtime)
+               if self.projected is not None else {}),
         }
-
-
-def projected_fields(breakdown, sol: SolEstimate | None = None, schedule: str | None = None,
-                     *, device: str, runtime: str = DEFAULT_RUNTIME) -> dict:
-    """The kernel-entry fields a projected breakdown fills (none when there is none): the
-    device work ("device_us"), the launch term under `runtime` ("launch_us") and under every
-    runtime ("launch"), their sum ("proj_us"), the limiter ("launch" when the launch term is
-    the larger part, else the device work's, kept as "device_limiter"); with the kernel's SOL,
-    how far above it the device work is and, for an outlier, why
-    (compiler/cost/outliers.py), naming the CodeGen plan's schedule when given."""
-    if breakdown is None:
-        return {}
-    ratio = ratio_to_sol(breakdown, sol)
-    device_us = breakdown.projected_us
-    terms = terms_for(device)
-    launches = {name: terms.launch(name).us(device_us) for name in RUNTIMES}
-    launch_us = launches[runtime]
-    fields = {"proj_us": round(device_us + launch_us, 4), "device_us": round(device_us, 4),
-              "launch_us": round(launch_us, 4),
-              "launch": {name: round(us, 4) for name, us in launches.items()},
-              "limiter": "launch" if launch_us > device_us else breakdown.limiter,
-              "device_limiter": breakdown.limiter,
-              "occupancy": breakdown.occupancy, "waves": breakdown.waves,
-              "block_size": breakdown.block, "grid_size": breakdown.grid,
-              "proj_over_sol": None if ratio is None else round(ratio, 2),
-              "outlier_reason": outlier_reason(breakdown, sol, schedule),
-              "projected": breakdown.to_dict()}
-    if schedule is not None:
-        fields["schedule"] = schedule
-    if breakdown.registers_source == "ptxas":  # an estimate is not ptxas' figure
-        fields.update(registers=breakdown.registers, shared_bytes=breakdown.shared_bytes)
-    return fields
 
 
 @dataclass(frozen=True)
@@ -179,7 +150,7 @@ class FusionPlan:
     # Why the strategy made no plan here (xla-gpu without XLA's CUDA plugin, ...): the plan
     # then has no kernels, and its totals are no figures.
     unavailable: str | None = None
-    # How the plan's kernels are launched (compiler/cost/launch.py): the launch term its
+    # How the plan's kernels are launched (compiler/target/launch.py): the launch term its
     # kernels' times include, and which the cost strategy's decisions were priced under.
     runtime: str = DEFAULT_RUNTIME
 
@@ -453,7 +424,6 @@ def execute_plan(graph: Graph, plan: FusionPlan, inputs: Sequence[Any]) -> list[
     Only parameters, constants and the values kernels write (their outputs) cross kernel
     boundaries, so a plan that forgets to write a value another kernel needs fails here.
     """
-    from compiler.ir.interpreter import evaluate_all
 
     memory: dict[str, Any] = {}
     for name, value in zip(graph.parameters, inputs):
@@ -473,7 +443,7 @@ def execute_plan(graph: Graph, plan: FusionPlan, inputs: Sequence[Any]) -> list[
         return memory[name]
 
     for kernel in plan.kernels:
-        sub = _kernel_graph(graph, kernel)
+        sub = kernel_graph(graph, kernel)
         values = evaluate_all(sub, [load(name) for name in kernel.inputs])
         for name in kernel.outputs:
             memory[name] = values[name]
@@ -489,7 +459,7 @@ def _flatten(values: list) -> list:
     return flat
 
 
-def _kernel_graph(graph: Graph, kernel: Kernel) -> Graph:
+def kernel_graph(graph: Graph, kernel: Kernel) -> Graph:
     """The kernel as a stand-alone graph: its inputs become parameters."""
     sub = Graph(name=kernel.name, computations=graph.computations, source=graph.source)
     for number, name in enumerate(kernel.inputs):

@@ -4,7 +4,7 @@ timed, as `KernelSample`s whose target is the measured median.
     samples, skipped = measurement_samples(data, filename, device, measurement, results,
                                            program)
 
-`measurement` is a finished measurement's result (compiler/measure.py's MEASUREMENTS) and
+`measurement` is a finished measurement's result (compiler/stages/measure.py's MEASUREMENTS) and
 `results` the run's artifact entry for `device` (compile_graph's ARTIFACT["devices"][device]).
 The fusion plans and each kernel's CodeGen plan are made again here by the calls
 compile_graph makes (explore, then emit_code): the compiler is deterministic, so for the
@@ -24,14 +24,15 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from compiler.codegen.stage import emit_code
-from compiler.cost.devices import get_device
-from compiler.cost.learned.dataset import kernel_key, family_of
+from compiler.cost.learned.dataset import family_of
 from compiler.cost.learned.features import KernelSample, kernel_sample
 from compiler.cost.projected import Resources
 from compiler.errors import InputError
 from compiler.fusion.explore import explore
-from compiler.pipeline import canonical_options, import_graph
+from compiler.stages.codegen import emit_code
+from compiler.stages.learned.samples import kernel_key
+from compiler.stages.pipeline import canonical_options, import_graph
+from compiler.target.devices import get_device
 from compiler.version import compiler_version
 
 # Why a kernel of a measured run is not a sample, as `measurement_samples` counts them.
