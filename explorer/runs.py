@@ -36,7 +36,7 @@ from compiler.fusion.graph_view import fusion_graph, kernel_entries
 from compiler.importers import sniff_reach, sniff_upload
 from compiler.pipeline import canonical_options, import_graph
 from compiler.version import compiler_version
-from explorer import presenters
+from explorer import presenters, queues
 from explorer.graph_store import GraphUnavailable, StagedFile
 from explorer.models import (GraphBlob, Measurement, Membership, PlanGraph, Run, Team,
                              graph_sha256, uploaded)
@@ -243,18 +243,17 @@ def retry_run(run: Run) -> bool:
 
 def enqueue_compile(identifier: str) -> bool:
     """Send the run's compile job to the `compile` queue (its route in settings)."""
-    from workers.tasks import compile_run
-
-    return _enqueue(Run, identifier, compile_run)
+    return _enqueue(Run, identifier, queues.COMPILE_RUN)
 
 
-def _enqueue(model, pk, task) -> bool:
-    """Hand the job's message to the broker and note when; whether it was sent. A broker that
-    cannot be reached (Redis down or restarting) leaves the job queued and unsent, with a
-    warning in the log: the sweeper (explorer/sweeper.py) sends it once the broker is back.
-    The job's row is already committed, so nothing the user submitted is lost."""
+def _enqueue(model, pk, task_name: str) -> bool:
+    """Hand the job's message to the broker (by its task's name: explorer/queues.py) and note
+    when; whether it was sent. A broker that cannot be reached (Redis down or restarting)
+    leaves the job queued and unsent, with a warning in the log: the sweeper
+    (workers/sweeper.py) sends it once the broker is back. The job's row is already
+    committed, so nothing the user submitted is lost."""
     try:
-        task.delay(pk)
+        queues.send_job(task_name, pk)
     except Exception as error:  # noqa: BLE001 - kombu's OperationalError, a socket error, ...
         logger.warning("could not send %s %s to the broker (%s: %s); the sweeper will",
                        model.__name__, pk, type(error).__name__, error)
@@ -286,9 +285,7 @@ def request_measurement(run: Run, user) -> tuple[Measurement, bool]:
 
 def enqueue_measure(measurement_id: int) -> bool:
     """Send the measurement job to the `gpu` queue (its route in settings)."""
-    from workers.tasks import measure_run
-
-    return _enqueue(Measurement, measurement_id, measure_run)
+    return _enqueue(Measurement, measurement_id, queues.MEASURE_RUN)
 
 
 # --- A plan on the uploaded graph -----------------------------------------------------------------

@@ -1,16 +1,17 @@
-"""Configures the Celery app and nothing else: settings come from Django (CELERY_* names)."""
+"""Configures the Celery app for the workers and nothing else: the app and its settings are the
+web app's (explorer/queues.py: Django's CELERY_* names), which sends jobs by name; here it
+learns the tasks and the workers' signals."""
 import os
 
 import django
-from celery import Celery
+
+from explorer.queues import app
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "explorer.settings")
 # Tasks import the explorer's models, so Django must be set up before workers.tasks is imported,
 # also in a process that only sends tasks (a script, a shell); a second call does nothing.
 django.setup()
 
-app = Celery("fusion_explorer")
-app.config_from_object("django.conf:settings", namespace="CELERY")
 # workers/ is not a Django app, so name it: the default list comes from INSTALLED_APPS.
 app.autodiscover_tasks(["workers"])
 

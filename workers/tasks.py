@@ -25,6 +25,7 @@ from compiler.pipeline import compile_graph
 from compiler.runtime.gpu import GpuUnavailable
 from explorer.logs import log_context
 from explorer.models import ClaimLost, Job, Measurement, Run
+from explorer.queues import COMPILE_RUN, MEASURE_RUN, time_limits
 from explorer.runs import plan_graphs
 from workers.celery import app
 
@@ -130,9 +131,8 @@ class _ProgressRecorder:
         entry["started"] = now
 
 
-@app.task(bind=True, base=CompileTask, name="workers.compile_run", acks_late=True,
-          reject_on_worker_lost=True, soft_time_limit=settings.COMPILE_SOFT_TIME_LIMIT_S,
-          time_limit=settings.COMPILE_TIME_LIMIT_S, max_retries=None,
+@app.task(bind=True, base=CompileTask, name=COMPILE_RUN, acks_late=True,
+          reject_on_worker_lost=True, **time_limits(COMPILE_RUN), max_retries=None,
           ignore_result=True)
 def compile_run(self, run_id: str) -> str:
     """Compile run `run_id` (explorer.models.Run) and store its artifact on it (so no result is
@@ -160,8 +160,8 @@ def learned_models(devices: list[str]) -> dict[str, str]:
     """The active learned cost model file of each of `devices` that has one
     (compiler/cost/learned/registry.py; settings LEARNED_MODEL_DIR and
     LEARNED_ALLOW_SYNTHETIC): what compile_graph predicts their kernels with."""
-    # Imported here: the registry reads model files with torch, seconds to import, and web
-    # processes import this module only to send tasks.
+    # Imported here: the registry reads model files with torch, seconds to import, and a
+    # process that imports this module need not compile (a gpu-queue worker, a ping).
     from compiler.cost.learned.registry import active_model, reading_dirs
 
     found = {}
@@ -174,9 +174,8 @@ def learned_models(devices: list[str]) -> dict[str, str]:
     return found
 
 
-@app.task(bind=True, base=MeasureTask, name="workers.measure_run", acks_late=True,
-          reject_on_worker_lost=True, soft_time_limit=settings.MEASURE_SOFT_TIME_LIMIT_S,
-          time_limit=settings.MEASURE_TIME_LIMIT_S, max_retries=None,
+@app.task(bind=True, base=MeasureTask, name=MEASURE_RUN, acks_late=True,
+          reject_on_worker_lost=True, **time_limits(MEASURE_RUN), max_retries=None,
           ignore_result=True)
 def measure_run(self, measurement_id: int) -> str:
     """Time the plans of a measurement's run on this worker's GPU (compiler.measure) and store

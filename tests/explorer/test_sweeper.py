@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from explorer import sweeper
 from explorer.models import Run
+from explorer.queues import COMPILE_RUN
 from explorer.runs import submit_run
 from tests.explorer.access import SOFTMAX
 
@@ -31,16 +32,16 @@ def _run(owner, strategies=("xla",), **fields) -> Run:
 def test_an_upload_while_the_broker_is_down_is_stored_queued_and_sent_later(owner):
     from kombu.exceptions import OperationalError
 
-    with mock.patch("workers.tasks.compile_run.delay",
+    with mock.patch("explorer.queues.send_job",
                     side_effect=OperationalError("Error 111 connecting to 127.0.0.1:6379")):
         run = submit_run(owner, SOFTMAX.read_bytes(), "softmax.hlo", ["h100"], ["xla"])
     run.refresh_from_db()
     assert (run.status, run.enqueued_at) == (Run.QUEUED, None)
 
     later = timezone.now() + timedelta(seconds=settings.JOB_SEND_GRACE_S + 1)
-    with mock.patch("workers.tasks.compile_run.delay") as delay:
+    with mock.patch("explorer.queues.send_job") as send:
         sent = sweeper.sweep(now=later, lengths={"compile": 0, "gpu": 0})
-    delay.assert_called_once_with(run.pk)
+    send.assert_called_once_with(COMPILE_RUN, run.pk)
     assert sent == {"Run": [run.pk]}
     run.refresh_from_db()
     assert run.enqueued_at is not None
@@ -107,10 +108,10 @@ def test_a_running_job_whose_worker_died_is_sent_once_after_its_lease(owner):
                lease_expires=now - timedelta(seconds=1))
     alive = _run(owner, strategies=("cost",), status=Run.RUNNING,
                  enqueued_at=now - timedelta(minutes=10), lease_expires=now + timedelta(seconds=60))
-    with mock.patch("workers.tasks.compile_run.delay") as delay:
+    with mock.patch("explorer.queues.send_job") as send:
         sweeper.sweep(lengths={"compile": 5, "gpu": 0})
         sweeper.sweep(lengths={"compile": 5, "gpu": 0})     # sent since the lease expired
-    assert [call.args[0] for call in delay.call_args_list] == [run.pk]
+    assert [call.args for call in send.call_args_list] == [(COMPILE_RUN, run.pk)]
     assert alive.pk != run.pk
 
 
