@@ -33,6 +33,8 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from explorer.models import Measurement, Run
+from explorer.presence import redis_client
+from explorer.queues import COMPILE_RUN, MEASURE_RUN, queue_of
 
 logger = logging.getLogger(__name__)
 
@@ -40,9 +42,9 @@ logger = logging.getLogger(__name__)
 def _jobs() -> tuple:
     """Each job kind with its broker queue (the routes in settings) and how it is sent."""
     from explorer.runs import enqueue_compile, enqueue_measure
-    from workers.presence import GPU_QUEUE
 
-    return ((Run, "compile", enqueue_compile), (Measurement, GPU_QUEUE, enqueue_measure))
+    return ((Run, queue_of(COMPILE_RUN), enqueue_compile),
+            (Measurement, queue_of(MEASURE_RUN), enqueue_measure))
 
 
 # Redis counts its uptime in whole seconds, as the difference of two clock readings in whole
@@ -57,8 +59,6 @@ def broker_state(now) -> tuple[dict[str, int], datetime] | None:
     that second after it may be sent once more: a duplicate, which finds its run claimed, and
     only right after a restart). None when the broker cannot be read."""
     import redis
-
-    from workers.presence import redis_client
 
     try:
         client = redis_client(timeout_s=2)

@@ -1,13 +1,11 @@
-"""Which GPU workers are online: what lets a page say "not measured — no GPU worker online".
+"""GPU workers announce themselves: what the pages read (explorer/presence.py, which defines the
+announcement's key and its fields) to say whether a measurement can be made.
 
-A worker that consumes the `gpu` queue announces itself in Redis when it is ready: one key per
-worker, `fusion-explorer:gpu-worker:<hostname>`, holding its GPU's name (or, for a worker on a
-machine without a usable GPU, why not) and expiring after three heartbeats; a daemon thread in
-the worker's main process renews it every GPU_WORKER_HEARTBEAT_S seconds and the worker deletes
-it when it shuts down. A worker killed outright disappears when its key expires.
-
-Reading is one SCAN and one MGET on Redis. Asking the workers themselves (Celery's `inspect`)
-would make every page wait for replies that may never come.
+A worker that consumes the queue measurement jobs go to announces itself in Redis when it is
+ready, holding its GPU's name (or, for a worker on a machine without a usable GPU, why not); a
+daemon thread in the worker's main process renews the key every GPU_WORKER_HEARTBEAT_S seconds
+and the worker deletes it when it shuts down. A worker killed outright disappears when its key
+expires, after three heartbeats.
 
 Every worker also runs the job sweeper (explorer/sweeper.py) in a daemon thread from the same
 signal, every JOB_SWEEP_INTERVAL_S seconds, and lets go of the uploads of runs that failed long
@@ -15,11 +13,9 @@ ago (explorer/graph_store.py prune_failed_uploads).
 """
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import threading
-import time
 from datetime import datetime, timezone
 
 import redis
@@ -27,74 +23,11 @@ from celery.signals import worker_ready, worker_shutdown
 from django.conf import settings
 
 from compiler.runtime.gpu import gpu_available
+from explorer.presence import KEY_PREFIX, redis_client
+from explorer.queues import MEASURE_RUN, queue_of
 
 logger = logging.getLogger(__name__)
 
-KEY_PREFIX = "fusion-explorer:gpu-worker:"
-GPU_QUEUE = "gpu"
-# How long a page waits for Redis before it says the GPU workers' state is unknown.
-READ_TIMEOUT_S = 0.5
-
-
-def redis_client(redis_url: str | None = None, timeout_s: float | None = None) -> redis.Redis:
-    """A client of the broker's Redis (REDIS_URL unless given) that gives up after
-    `timeout_s` seconds."""
-    return redis.Redis.from_url(redis_url or settings.REDIS_URL, socket_timeout=timeout_s,
-                                socket_connect_timeout=timeout_s)
-
-
-@functools.cache
-def _reader(redis_url: str) -> redis.Redis:
-    """One client (and connection pool) per process and URL for the pages: a fresh connection
-    per page view would cost more than the read itself."""
-    return redis_client(redis_url, READ_TIMEOUT_S)
-
-
-def gpu_workers(redis_url: str | None = None) -> list[dict] | None:
-    """The announcements of the workers on the gpu queue ({"hostname", "gpu", "reason",
-    "since"}), by hostname; None when Redis cannot be reached."""
-    try:
-        client = _reader(redis_url or settings.REDIS_URL)
-        keys = sorted(client.scan_iter(match=KEY_PREFIX + "*", count=100))
-        values = client.mget(keys) if keys else []
-    except redis.RedisError as error:
-        _warn_unreachable(error)
-        return None
-    return [json.loads(value) for value in values if value is not None]
-
-
-# A page view that finds Redis down logs it at most this often (seconds), not once per view.
-WARN_EVERY_S = 60
-_last_warning = 0.0
-
-
-def _warn_unreachable(error: Exception) -> None:
-    global _last_warning
-    now = time.monotonic()
-    if now - _last_warning >= WARN_EVERY_S:
-        _last_warning = now
-        logger.warning("cannot read the GPU workers' announcements: %s", error)
-
-
-def gpu_status(redis_url: str | None = None) -> dict:
-    """{"online": whether a worker with a GPU is announced, "workers": the announcements,
-    "summary": one line for a page}."""
-    workers = gpu_workers(redis_url)
-    if workers is None:
-        return {"online": False, "workers": [], "summary": "GPU workers unknown: Redis is "
-                                                            "unreachable"}
-    with_gpu = [worker for worker in workers if worker.get("gpu")]
-    if with_gpu:
-        names = ", ".join(f"{worker['hostname']} ({worker['gpu']})" for worker in with_gpu)
-        return {"online": True, "workers": workers, "summary": f"GPU worker online: {names}"}
-    summary = "no GPU worker online"
-    if workers:
-        summary += " (" + "; ".join(f"{worker['hostname']} listens on the gpu queue but cannot "
-                                    f"measure: {worker['reason']}" for worker in workers) + ")"
-    return {"online": False, "workers": workers, "summary": summary}
-
-
-# --- The worker side ---------------------------------------------------------------------------
 
 class Heartbeat:
     """Keeps one worker's announcement alive until `stop()`."""
@@ -134,7 +67,8 @@ _heartbeat: Heartbeat | None = None
 
 
 def consumes_gpu_queue(consumer) -> bool:
-    return GPU_QUEUE in consumer.app.amqp.queues.consume_from
+    """Whether the worker consumes the queue measurement jobs go to (`gpu`)."""
+    return queue_of(MEASURE_RUN) in consumer.app.amqp.queues.consume_from
 
 
 class Sweeping:

@@ -91,7 +91,7 @@ def test_the_brokers_start_is_now_less_its_uptime_in_whole_seconds_and_one_more(
     client = mock.Mock(**{"llen.return_value": 0,
                           "info.return_value": {"uptime_in_seconds": 7}})
     now = timezone.now()
-    with mock.patch("workers.presence.redis_client", return_value=client):
+    with mock.patch("explorer.sweeper.redis_client", return_value=client):
         lengths, started = sweeper.broker_state(now)
 
     assert lengths == {"compile": 0, "gpu": 0}
