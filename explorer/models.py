@@ -79,7 +79,7 @@ class Job(models.Model):
 
     created = models.DateTimeField(auto_now_add=True)
     # When the job's message was last handed to the broker; null while it never was (the
-    # broker was down when the job was stored): explorer/sweeper.py sends it then.
+    # broker was down when the job was stored): workers/sweeper.py sends it then.
     enqueued_at = models.DateTimeField(null=True, blank=True)
     started = models.DateTimeField(null=True, blank=True)
     finished = models.DateTimeField(null=True, blank=True)

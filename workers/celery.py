@@ -15,9 +15,10 @@ django.setup()
 # workers/ is not a Django app, so name it: the default list comes from INSTALLED_APPS.
 app.autodiscover_tasks(["workers"])
 
-# gpu-queue workers announce themselves in Redis (workers/presence.py), and a task's log lines
-# carry its id and name (workers/logs.py).
-from workers import logs, presence  # noqa: E402  (needs Django set up)
+# gpu-queue workers announce themselves in Redis (workers/presence.py), every worker sweeps for
+# lost jobs (workers/sweeper.py), and a task's log lines carry its id and name (workers/logs.py).
+from workers import logs, presence, sweeper  # noqa: E402  (needs Django set up)
 
 presence.connect_signals()
+sweeper.connect_signals()
 logs.connect_signals()

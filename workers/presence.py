@@ -6,10 +6,6 @@ ready, holding its GPU's name (or, for a worker on a machine without a usable GP
 daemon thread in the worker's main process renews the key every GPU_WORKER_HEARTBEAT_S seconds
 and the worker deletes it when it shuts down. A worker killed outright disappears when its key
 expires, after three heartbeats.
-
-Every worker also runs the job sweeper (explorer/sweeper.py) in a daemon thread from the same
-signal, every JOB_SWEEP_INTERVAL_S seconds, and lets go of the uploads of runs that failed long
-ago (explorer/graph_store.py prune_failed_uploads).
 """
 from __future__ import annotations
 
@@ -71,58 +67,18 @@ def consumes_gpu_queue(consumer) -> bool:
     return queue_of(MEASURE_RUN) in consumer.app.amqp.queues.consume_from
 
 
-class Sweeping:
-    """Runs explorer.sweeper.sweep every `interval_s` in a daemon thread of the worker, so
-    lost and abandoned jobs are sent again without a separate process, and
-    explorer.graph_store.prune_failed_uploads."""
-
-    def __init__(self, interval_s: float):
-        self.interval_s = interval_s
-        self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="job-sweeper", daemon=True)
-
-    def start(self) -> Sweeping:
-        self.thread.start()
-        return self
-
-    def _run(self) -> None:
-        from django.db import connection
-
-        from explorer.graph_store import prune_failed_uploads
-        from explorer.sweeper import sweep
-
-        chores = (("job sweep", sweep), ("failed runs' uploads prune", prune_failed_uploads))
-        while not self.stopped.wait(self.interval_s):
-            for name, chore in chores:
-                try:
-                    chore()
-                except Exception:  # noqa: BLE001 - the database restarting: try again next time
-                    logger.exception("%s failed", name)
-            connection.close()   # this thread's own connection, not kept between sweeps
-
-    def stop(self) -> None:
-        self.stopped.set()
-
-
-_sweeping: Sweeping | None = None
-
-
 def connect_signals() -> None:
-    """Make every worker of this app sweep for lost jobs, and announce itself when it consumes
-    the gpu queue."""
+    """Make every worker of this app that consumes the gpu queue announce itself."""
     worker_ready.connect(_announce, weak=False)
     worker_shutdown.connect(_retire, weak=False)
 
 
 def _announce(sender, **_kwargs) -> None:
-    global _heartbeat, _sweeping
+    global _heartbeat
     if consumes_gpu_queue(sender):
         _heartbeat = Heartbeat(sender.hostname, settings.GPU_WORKER_HEARTBEAT_S).start()
-    _sweeping = Sweeping(settings.JOB_SWEEP_INTERVAL_S).start()
 
 
 def _retire(sender, **_kwargs) -> None:
     if _heartbeat is not None:
         _heartbeat.stop()
-    if _sweeping is not None:
-        _sweeping.stop()

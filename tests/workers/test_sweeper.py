@@ -1,4 +1,4 @@
-"""The sweeper (explorer/sweeper.py) and jobs stored while the broker is down: nothing a user
+"""The sweeper (workers/sweeper.py) and jobs stored while the broker is down: nothing a user
 submits is lost, and a job whose message or worker is gone is sent again."""
 
 import threading
@@ -9,11 +9,11 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from explorer import sweeper
 from explorer.models import Run
 from explorer.queues import COMPILE_RUN
 from explorer.runs import submit_run
 from tests.explorer.access import SOFTMAX
+from workers import sweeper
 
 
 @pytest.fixture
@@ -91,7 +91,7 @@ def test_the_brokers_start_is_now_less_its_uptime_in_whole_seconds_and_one_more(
     client = mock.Mock(**{"llen.return_value": 0,
                           "info.return_value": {"uptime_in_seconds": 7}})
     now = timezone.now()
-    with mock.patch("explorer.sweeper.redis_client", return_value=client):
+    with mock.patch("workers.sweeper.redis_client", return_value=client):
         lengths, started = sweeper.broker_state(now)
 
     assert lengths == {"compile": 0, "gpu": 0}
@@ -125,13 +125,11 @@ def test_with_the_broker_unreadable_nothing_is_sent(owner, settings):
 
 
 def test_every_workers_sweeping_thread_also_lets_go_of_old_failed_runs_uploads():
-    from workers.presence import Sweeping
-
     called = {"prune_failed_uploads": threading.Event()}
-    with mock.patch("explorer.sweeper.sweep", side_effect=RuntimeError("Redis restarting")), \
+    with mock.patch("workers.sweeper.sweep", side_effect=RuntimeError("Redis restarting")), \
             mock.patch("explorer.graph_store.prune_failed_uploads",
                        side_effect=lambda: called["prune_failed_uploads"].set()) as prune:
-        sweeping = Sweeping(interval_s=0.01).start()
+        sweeping = sweeper.Sweeping(interval_s=0.01).start()
         try:
             # A sweep that fails (the broker restarting) does not keep the pruning from running.
             assert called["prune_failed_uploads"].wait(10)
