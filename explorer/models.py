@@ -8,7 +8,9 @@ plans on a GPU (workers.measure_run). The claim rules live here (`Job.claim`, `r
 """
 from __future__ import annotations
 
+import gzip
 import hashlib
+import json
 import secrets
 import time
 from datetime import timedelta
@@ -501,8 +503,8 @@ class Run(Job):
     def finish(cls, run_id: str, token: str, artifact: dict,
                plan_graphs: dict[tuple[str, str], bytes] | None = None) -> None:
         """Store the artifact (its "sources" as KernelSource rows) and the plans' fusion-view
-        objects ({(device, strategy): gzipped JSON}, as PlanGraph rows) and mark the run done,
-        all in one transaction: a run is never seen half-written."""
+        objects ({(device, strategy): PlanGraph.pack(view)}, as PlanGraph rows) and mark the
+        run done, all in one transaction: a run is never seen half-written."""
         sources = artifact.pop("sources", {})
         with transaction.atomic():
             cls._mark_done(run_id, token)
@@ -625,10 +627,11 @@ class Measurement(Job):
 
 
 class PlanGraph(models.Model):
-    """The fusion view's object of one plan of a run (explorer/runs.py `plan_graph`: the op
-    graph with the plan's kernels on it and its layout), as gzipped JSON. The compile worker
-    makes one per plan before it marks the run done, so the first look at a big plan need not
-    import the upload and lay it out (3-4 s for a 16,000-node step)."""
+    """The fusion view's object of one plan of a run (compiler/fusion/graph_view.py
+    `laid_out`: the op graph with the plan's kernels on it and its layout), as gzipped JSON
+    (`pack`). The compile worker makes one per plan before it marks the run done, so the
+    first look at a big plan need not import the upload and lay it out (3-4 s for a
+    16,000-node step)."""
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="plan_graphs")
     device = models.CharField(max_length=20)
     strategy = models.CharField(max_length=20)
@@ -637,6 +640,16 @@ class PlanGraph(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "device", "strategy"],
                                                name="one_graph_per_run_plan")]
+
+    @staticmethod
+    def pack(view: dict) -> bytes:
+        """The view as `data` holds it."""
+        return gzip.compress(json.dumps(view, separators=(",", ":")).encode(), compresslevel=6)
+
+    @staticmethod
+    def unpack(data) -> dict:
+        """The view `data` holds (bytes, or the memoryview a query gives)."""
+        return json.loads(gzip.decompress(bytes(data)))
 
 
 class KernelSource(models.Model):

@@ -18,21 +18,22 @@ from django.utils import timezone
 from redis.exceptions import RedisError
 
 from compiler.errors import InputError
+from compiler.fusion.graph_view import STAGE as LAYOUT_STAGE
+from compiler.fusion.graph_view import plan_views
 from compiler.measure import STAGES as MEASURE_STAGES
 from compiler.measure import measure_graph
 from compiler.pipeline import STAGES as COMPILE_STAGES
 from compiler.pipeline import compile_graph
 from compiler.runtime.gpu import GpuUnavailable
 from explorer.logs import log_context
-from explorer.models import ClaimLost, Job, Measurement, Run
+from explorer.models import ClaimLost, Job, Measurement, PlanGraph, Run
 from explorer.queues import COMPILE_RUN, MEASURE_RUN, time_limits
-from explorer.runs import plan_graphs
 from workers.celery import app
 
 logger = logging.getLogger(__name__)
 
 # A compile job's stages: the pipeline's, then laying out each plan's fusion view.
-RUN_STAGES = (*COMPILE_STAGES, "layout")
+RUN_STAGES = (*COMPILE_STAGES, LAYOUT_STAGE)
 
 # Progress is written at most this often (plus at every change of stage): a big graph has
 # thousands of kernels, and each write takes the database's write lock.
@@ -150,7 +151,8 @@ def compile_run(self, run_id: str) -> str:
                                  progress=progress, learned_models=learned_models(run.devices),
                                  runtime=run.runtime)
         # The fusion view's objects, laid out now so the first look at a big plan is quick.
-        return artifact, plan_graphs(data, run.filename, artifact, progress)
+        return artifact, {plan: PlanGraph.pack(view)
+                          for plan, view in plan_views(data, run.filename, artifact, progress)}
 
     return _work(Run, run_id, token, progress, settings.COMPILE_SOFT_TIME_LIMIT_S, compile_it,
                  settings.COMPILE_LEASE_S, settings.COMPILE_MAX_ATTEMPTS)
