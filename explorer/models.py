@@ -1,5 +1,5 @@
-"""Runs (an uploaded graph compiled for some devices and strategies), their kernels' sources,
-and the teams runs are shared with.
+"""Runs (an uploaded graph compiled for some devices and strategies), their kernels' sources
+and measurements, and API keys; the teams runs are shared with are explorer/account_models.py's.
 
 A run is a job and its result at once: workers.compile_run claims it, records its progress on
 it and stores the artifact on it. A Measurement is the same for a request to time a run's
@@ -22,31 +22,11 @@ from django.utils import timezone
 
 from compiler.cost.launch import DEFAULT_RUNTIME, RUNTIME_LABELS, RUNTIMES
 from explorer import graph_store
+# Teams, memberships and invites live below the runs (explorer/account_models.py), which are
+# shared with teams. Invite is imported too, so that Django finds it with the app's models and
+# this module names every model of the app.
+from explorer.account_models import Invite, Membership, Team  # noqa: F401
 from explorer.graph_store import StagedFile
-
-
-class Team(models.Model):
-    name = models.CharField(max_length=100, unique=True)
-
-    def __str__(self) -> str:
-        return self.name
-
-
-class Membership(models.Model):
-    MEMBER, ADMIN = "member", "admin"
-    ROLES = [(MEMBER, "member"), (ADMIN, "admin")]
-
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
-                             related_name="memberships")
-    role = models.CharField(max_length=10, choices=ROLES, default=MEMBER)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["team", "user"],
-                                               name="one_membership_per_team_and_user")]
-
-    def __str__(self) -> str:
-        return f"{self.user} in {self.team} ({self.role})"
 
 
 class ClaimLost(Exception):
@@ -772,8 +752,3 @@ class ApiToken(models.Model):
         """The active user a live key belongs to, or None."""
         token = cls.for_key(key)
         return token.user if token else None
-
-
-# Invites (explorer/account_models.py), imported here so that Django finds them with the app's
-# other models.
-from explorer.account_models import Invite  # noqa: E402,F401
