@@ -31,6 +31,7 @@ import logging
 import threading
 from datetime import datetime, timedelta
 
+import redis
 from celery.signals import worker_ready, worker_shutdown
 from django.conf import settings
 from django.db.models import F, Q
@@ -61,8 +62,6 @@ def broker_state(now) -> tuple[dict[str, int], datetime] | None:
     so that no job sent before the start is taken for one sent after it (a job sent within
     that second after it may be sent once more: a duplicate, which finds its run claimed, and
     only right after a restart). None when the broker cannot be read."""
-    import redis
-
     try:
         client = redis_client(timeout_s=2)
         lengths = {queue: int(client.llen(queue)) for _, queue, _ in _jobs()}
