@@ -1,11 +1,13 @@
-"""The compiler's import direction (docs/architecture.md): its packages form layers and an
-import only goes down; no circle among the packages, or among the modules of one package; and
-a function-level import of one of its own modules is there only to put off loading an optional
-heavy dependency (torch, onnx, ...).
+"""Which code may import which (docs/architecture.md). The compiler's packages form layers and
+an import only goes down; no circle among its packages, or among the modules of one package;
+the compiler imports nothing of the web app or the task queue; the workers import the web app,
+never the reverse; the accounts' models import nothing of the runs' models. And a
+function-level import of one of the compiler's own modules is there only to put off loading an
+optional heavy package (torch, onnx, ...).
 
-The first two are import-linter contracts (.importlinter); the tests run the tool itself, and
-show on a copy of the package that an upward import or a circle breaks them, with the message
-naming the import.
+All but the last are import-linter contracts (.importlinter), run by the tool itself on the
+source (an import inside a function counts too); the tests also show, on a copy of the
+packages, that breaking each kind of rule fails with a message naming the import.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("compiler", "explorer", "workers")
 COMPILER = ROOT / "compiler"
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
@@ -37,13 +40,16 @@ def _lint(root: Path) -> subprocess.CompletedProcess:
 def test_the_contracts_hold():
     result = _lint(ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "2 kept, 0 broken" in result.stdout
+    assert "5 kept, 0 broken" in result.stdout
 
 
 @pytest.fixture
 def copy(tmp_path: Path) -> Path:
-    shutil.copytree(COMPILER, tmp_path / "compiler",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.h", "*.cuh"))
+    """The packages and the contracts, copied: what a test breaks there leaves the checkout
+    alone."""
+    for package in PACKAGES:
+        shutil.copytree(ROOT / package, tmp_path / package,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.h", "*.cuh", "*.html"))
     shutil.copy(ROOT / ".importlinter", tmp_path / ".importlinter")
     return tmp_path
 
@@ -86,6 +92,32 @@ def test_a_circle_between_modules_of_one_package_breaks_the_contract(copy: Path)
     assert "No cycles are allowed in compiler.fusion" in result.stdout
     assert "- .stitch -> .cost_based (1 import)" in result.stdout
 
+
+
+def test_the_compiler_never_imports_the_web_app(copy: Path):
+    _add_import(copy, "compiler.stages.pipeline", "from django.conf import settings")
+    result = _lint(copy)
+    assert result.returncode == 1
+    assert "compiler is not allowed to import django" in result.stdout
+    assert "compiler.stages.pipeline -> django" in result.stdout
+
+
+def test_a_web_module_that_imports_a_task_breaks_the_contract(copy: Path):
+    # Even inside a function, where it would run only when a job is sent.
+    _add_import(copy, "explorer.runs",
+                "def _send(pk):\n    from workers.tasks import compile_run\n")
+    result = _lint(copy)
+    assert result.returncode == 1
+    assert "explorer is not allowed to import workers" in result.stdout
+    assert "explorer.runs -> workers.tasks" in result.stdout
+
+
+def test_an_accounts_model_that_imports_the_runs_models_breaks_the_contract(copy: Path):
+    _add_import(copy, "explorer.account_models", "from explorer.models import Run")
+    result = _lint(copy)
+    assert result.returncode == 1
+    assert "explorer.account_models is not allowed to import explorer.models" in result.stdout
+    assert "explorer.account_models -> explorer.models" in result.stdout
 
 def _module_name(path: Path) -> str:
     parts = path.relative_to(ROOT).with_suffix("").parts
