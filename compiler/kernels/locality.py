@@ -1,11 +1,12 @@
 """Block locality: which blocks can compute a value of a kernel, relative to the rows of its
-reductions (AStitch's regional stitching; stitch.py's module docstring says how the fusers use
-it).
+reductions (AStitch's regional stitching; compiler/fusion/stitch.py's module docstring says
+how the fusers use it).
 
-Every node of a candidate kernel gets a label from its operands' labels. The fusers (stitch.py,
-cost_based.py) and the horizontal schedule's part kinds (codegen/schedules/horizontal.py) all
-label with `map_rows`, here; each decides its reductions itself (whether a row fits a block is
-its own figure) and what it can do with a `moved` value.
+Every node of a candidate kernel gets a label from its operands' labels. The fusers
+(compiler/fusion/stitch.py, cost_based.py) and the horizontal schedule's part kinds
+(compiler/codegen/schedules/horizontal.py) all label with `map_rows`, here; each decides its
+reductions itself (whether a row fits a block is its own figure) and what it can do with a
+`moved` value.
 
 Labels are (kind, space, detail) tuples:
 - `INV`: depends on no reduction of the kernel; any block computes the elements it needs.
@@ -15,7 +16,7 @@ Labels are (kind, space, detail) tuples:
   the reductions it reads and a row length of its own: a slice of half of every row has half
   their length, a row concatenated with itself twice. A block holding whole rows computes it
   all the same, so "the same rows, another length" is still block-local (the row schedules
-  loop over each row's columns, whatever their number: codegen/schedules/rows.py).
+  loop over each row's columns, whatever their number: compiler/codegen/schedules/rows.py).
 - `("moved", space, (permutation, operand dims))`: whole rows of a full value of `space`, put at
   other places by a transpose.
 - `GRID`: needs values that other blocks computed.

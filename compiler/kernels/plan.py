@@ -54,8 +54,9 @@ MAX_KERNEL_PARAMETERS = 96
 # call) generate no code and are not bounded.
 MAX_KERNEL_NODES = 500
 
-# Plans made by someone else and shown as they are: XLA:GPU's own fusions (xla_gpu.py), which
-# XLA bounds by its own measure (kMaxIRSize), not by MAX_KERNEL_NODES.
+# Plans made by someone else and shown as they are: XLA:GPU's own fusions
+# (compiler/fusion/xla_gpu.py), which XLA bounds by its own measure (kMaxIRSize), not by
+# MAX_KERNEL_NODES.
 UNBOUNDED_STRATEGIES = ("xla-gpu",)
 
 # A library call (cuBLAS, cuDNN) can read a reshaped operand as it is (a different leading

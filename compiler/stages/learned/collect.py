@@ -25,12 +25,12 @@ Per program (`collect_program`):
    `synthetic.label` with the seed, no GPU, and the data is labelled origin "synthetic".
 
 `collect_dataset` does that for every program of some files and writes one dataset file
-(dataset.py describes the format). Before any work a measured collection finds its GPU
-(GpuUnavailable with the reason where there is none, as compiler/stages/measure.py) and checks that
-it is the device the plans are made for, since the file labels the timings with that device;
-every input file is read, and one that cannot be is an InputError naming it. A program that
-fails to import or to collect is reported in the summary's "errors" and the others' samples
-are still written.
+(compiler/cost/learned/dataset.py describes the format). Before any work a measured collection
+finds its GPU (GpuUnavailable with the reason where there is none, as
+compiler/stages/measure.py) and checks that it is the device the plans are made for, since the file
+labels the timings with that device; every input file is read, and one that cannot be is an
+InputError naming it. A program that fails to import or to collect is reported in the summary's
+"errors" and the others' samples are still written.
 """
 
 from __future__ import annotations
