@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from compiler.fusion.unfused import unfused
-from compiler.fusion.xla import MAX_OPERANDS_AND_OUTPUTS, xla_fusion
+from compiler.fusion.xla import xla_fusion
+from compiler.fusion.xla.fusible import MAX_OPERANDS_AND_OUTPUTS
 from compiler.importers import load_graph
 from compiler.importers.hlo_text import import_hlo
 from compiler.target import SolModel, get_device
