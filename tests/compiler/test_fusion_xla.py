@@ -15,6 +15,9 @@ import pytest
 from compiler.fusion.unfused import unfused
 from compiler.fusion.xla import xla_fusion
 from compiler.fusion.xla.fusible import MAX_OPERANDS_AND_OUTPUTS
+from compiler.fusion.xla.fusions import Fusions
+from compiler.fusion.xla.instruction import instruction_fusion
+from compiler.fusion.xla.multi_output import multi_output_fusion
 from compiler.importers import load_graph
 from compiler.importers.hlo_text import import_hlo
 from compiler.target import SolModel, get_device
@@ -136,8 +139,7 @@ ENTRY main {
         in reasons(plan, "fuse")
 
 
-def test_sibling_reductions_over_the_same_input_become_one_multi_output_fusion(plan_checker):
-    graph, plan = plan_for(ADD + """
+SIBLING_REDUCTIONS = ADD + """
 ENTRY main {
   p0 = f32[32,256] parameter(0)
   c = f32[] constant(0)
@@ -145,11 +147,26 @@ ENTRY main {
   sq = f32[32,256] multiply(p0, p0)
   s2 = f32[32] reduce(sq, c), dimensions={1}, to_apply=add
   ROOT t = (f32[32], f32[32]) tuple(s, s2)
-}""")
+}"""
+
+
+def test_sibling_reductions_over_the_same_input_become_one_multi_output_fusion(plan_checker):
+    graph, plan = plan_for(SIBLING_REDUCTIONS)
     plan_checker(graph, plan)
     [kernel] = plan.kernels
     assert kernel.kind == "input" and set(kernel.outputs) == {"s", "s2"}
     assert "xla: sibling multi-output fusion (both read p0)" in reasons(plan, "fuse")
+
+
+def test_each_pass_runs_alone_on_the_fusions_the_one_before_made():
+    graph = import_hlo("HloModule m\n" + SIBLING_REDUCTIONS, "test.hlo")
+    fusions = Fusions(graph, SolModel(graph, get_device("h100")))
+    instruction_fusion(fusions)
+    fusions.build_group_graph()
+    assert sorted(sorted(fusions.members[g]) for g in fusions.gg.groups()) == [["s"], ["s2", "sq"]]
+    multi_output_fusion(fusions)
+    assert [sorted(fusions.members[g]) for g in fusions.gg.groups()] == [["s", "s2", "sq"]]
+    assert fusions.decisions[-1].reason == "xla: sibling multi-output fusion (both read p0)"
 
 
 def test_sibling_reductions_of_different_shapes_stay_apart(plan_checker):

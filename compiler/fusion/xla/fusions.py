@@ -36,7 +36,7 @@ class Fusions:
         self.decisions: list[Decision] = []
 
         kernel_nodes = facts.kernel_nodes
-        self.head_of = {name: name for name in kernel_nodes}  # instruction fusion's
+        self.head_of = {name: name for name in kernel_nodes}  # node -> its fusion's head
         self.members = {name: [name] for name in kernel_nodes}
         self.recomputed: dict[str, set[str]] = {name: set() for name in kernel_nodes}
         self.inside = {name: {name} for name in kernel_nodes}
@@ -53,6 +53,7 @@ class Fusions:
         self.transposing: dict[str, bool] = {}
         self.bits: dict[str, int] = {}
         self.reach: dict[str, int] = {}
+        # Caches of outputs() and hero(), dropped for the two groups of each merge.
         self._outputs: dict[str, list[str]] = {}
         self._hero: dict[str, str] = {}
 
@@ -146,9 +147,6 @@ class Fusions:
             for successor in self.gg.succ[group]:
                 reach |= self.bits[successor] | self.reach[successor]
             self.reach[group] = reach
-
-    def groups(self) -> list[str]:
-        return [g for g in self.gg.groups() if g not in self.ghosts]
 
     def merge_or_cycle(self, a: str, b: str) -> str | None:
         """Merge group b into group a, the last step of every merge rule, and keep the books;
@@ -262,7 +260,7 @@ class Fusions:
         """One kernel per group, of XLA's kind: library, input (a reduction's), horizontal or
         loop."""
         specs = []
-        for group in self.groups():
+        for group in self.gg.groups():  # ghosts are not in it
             owned = self.members[group]
             recomputed = sorted(self.recomputed[group] - set(owned),
                                 key=self.facts.position.get)
