@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from compiler.codegen.check import PRELUDE_DIR, compare, emulate_kernel, max_abs_error
-from compiler.codegen.elemental import CodegenUnsupported, c_identifier
+from compiler.codegen.elemental import CodegenUnsupported, EmissionTooLarge, c_identifier
 from compiler.codegen.emit import EmittedKernel, emit_kernel
 from compiler.codegen.plan import CodeGenPlan
 from compiler.codegen.schedules import choose_plan, enumerate_plans
@@ -128,6 +128,8 @@ def emit_code(graph: Graph, plan: FusionPlan, kernel: Kernel, device) -> KernelC
             code.ranking = rank_plans(graph, kernel, code.candidates, device)
             chosen = code.ranking[0][0] if code.ranking else choose_plan(code.candidates)
             code.emitted = emit_kernel(graph, kernel, chosen, code.function)
+    except EmissionTooLarge as error:
+        code.error = f"not generated: {error}"
     except CodegenUnsupported as error:
         code.error = f"not generated yet: {error}"
     return code
