@@ -74,10 +74,11 @@ import dataclasses
 import heapq
 from itertools import chain
 
+from compiler.codegen.emission import first_refusal, emission_refusal
 from compiler.cost.sol import SolModel
 from compiler.fusion.grouping import (FUSIBLE, LEAF, LIBRARY, PLUMBING, GroupGraph,
-                                      graph_output_sources, is_duplicable, node_role,
-                                      plumbing_sources, value_readers)
+                                      graph_output_sources, is_duplicable, kernel_outputs,
+                                      node_role, plumbing_sources, value_readers)
 from compiler.fusion.plan import (LIBRARY_OPERAND_VIEWS, Decision, FusionPlan, KernelSpec,
                                   build_plan, too_many_nodes)
 from compiler.fusion.unfused import VIEWS
@@ -114,15 +115,35 @@ _SLOTS_CAP = 1 << 20  # duplication copies are estimated up to this many
 
 
 def xla_fusion(graph: Graph, model: SolModel) -> FusionPlan:
-    """The kernels XLA:GPU's fusion passes would make of `graph` (module docstring)."""
+    """The kernels XLA:GPU's fusion passes would make of `graph` (module docstring).
+
+    A fusion's code size is checked once the passes are done (codegen/emission.py): a walk
+    of the fusion per producer costs as much as the passes, and fusions that recompute their
+    values beyond the budget are rare. When one does, the passes run again with every fusion
+    decision checked, and the first run's fusion named in the log."""
     with cyclic_gc_paused():  # compiler/gc_pause.py: keeps planning time linear
-        fusion = _XlaFusion(graph, model)
-        fusion.instruction_fusion()
-        fusion.group_graph()
-        fusion.multi_output_fusion()
-        fusion.horizontal_loop_fusion()
-        fusion.horizontal_input_fusion()
-        return build_plan(graph, fusion.specs(), "xla", model, fusion.decisions)
+        plan = _xla_passes(graph, model, check_code=False)
+        found = first_refusal(graph, plan.kernels)
+        if found is None:
+            return plan
+        kernel, reason = found
+        first = Decision("refuse", f"the fusion of {kernel.dominant} ({len(kernel.computed)} "
+                                   f"ops)", f"xla: the fusion would result in an overly large "
+                                            f"code duplication: {reason}; fusions formed "
+                                            f"again, each checked")
+        return _xla_passes(graph, model, check_code=True, decisions=[first])
+
+
+def _xla_passes(graph: Graph, model: SolModel, check_code: bool,
+                decisions: list[Decision] = ()) -> FusionPlan:
+    fusion = _XlaFusion(graph, model, check_code)
+    fusion.decisions.extend(decisions)
+    fusion.instruction_fusion()
+    fusion.group_graph()
+    fusion.multi_output_fusion()
+    fusion.horizontal_loop_fusion()
+    fusion.horizontal_input_fusion()
+    return build_plan(graph, fusion.specs(), "xla", model, fusion.decisions)
 
 
 # -- per-node facts ---------------------------------------------------------------------------
@@ -218,9 +239,10 @@ class _XlaFusion:
     recomputes is a *ghost*: owned by no kernel.
     """
 
-    def __init__(self, graph: Graph, model: SolModel):
+    def __init__(self, graph: Graph, model: SolModel, check_code: bool = False):
         self.graph = graph
         self.model = model
+        self.check_code = check_code  # check each fusion's code size (`xla_fusion`)
         self.nodes = graph.nodes
         self.position = {name: i for i, name in enumerate(graph.nodes)}
         self.role = {name: node_role(node) for name, node in graph.nodes.items()}
@@ -471,6 +493,14 @@ class _XlaFusion:
         if after > MAX_OPERANDS_AND_OUTPUTS and after > before:
             return (f"xla: fusion would have {after} operands and outputs, over "
                     f"{MAX_OPERANDS_AND_OUTPUTS} (FusionFitsInBudget)")
+        if self.check_code:
+            owned = [*self.members[head], producer]
+            computed = inside | {producer}
+            too_much_code = emission_refusal(self.graph, computed, kernel_outputs(
+                owned, computed, self.all_readers, self.graph_outputs))
+            if too_much_code:
+                return (f"xla: the fusion would result in an overly large code duplication: "
+                        f"{too_much_code} (ProducerConsumerMergedTooLarge)")
         return None
 
     def _rereads(self, producer: str, head: str) -> bool:
@@ -680,6 +710,15 @@ class _XlaFusion:
         too_large = too_many_nodes(len(inside_a | inside_b))
         return too_large and f"xla: fusion too large: {too_large} (will generate too large IR)"
 
+    def too_much_code(self, a: str, b: str) -> str | None:
+        """Two fusions becoming one would take too much code to emit (`xla_fusion`)."""
+        if not self.check_code:
+            return None
+        refusal = emission_refusal(self.graph, self.inside[a] | self.inside[b],
+                                  self.outputs(a) + self.outputs(b))
+        return refusal and (f"xla: the fusion would result in an overly large code "
+                            f"duplication: {refusal} (will generate too large IR)")
+
     def over_budget(self, a: str, b: str) -> str | None:
         """gpu_fusible.cc FusionFitsInBudget for two fusions becoming one, and their code
         size."""
@@ -759,7 +798,7 @@ class _XlaFusion:
                 refusal = (self.shapes_incompatible(a, b)
                            or self.cycle_or_dependence(a, b, independent=True)
                            or self.over_budget(a, b) or self.leaves_value_unwritten(a, b)
-                           or self.merge_or_cycle(a, b))
+                           or self.too_much_code(a, b) or self.merge_or_cycle(a, b))
                 if refusal is None:
                     del siblings[j]
                     self.log("fuse", subject,
@@ -789,6 +828,7 @@ class _XlaFusion:
                        or self.cycle_or_dependence(consumer, producer, independent=False)
                        or self.over_budget(consumer, producer)
                        or self.leaves_value_unwritten(consumer, producer)
+                       or self.too_much_code(consumer, producer)
                        or self.merge_or_cycle(consumer, producer))
             if refusal is None:
                 self.log("fuse", subject, "xla: producer-consumer multi-output fusion "
@@ -869,6 +909,7 @@ class _XlaFusion:
                 refusal = (self.cycle_or_dependence(anchor, group, independent=True)
                            or self.too_large(anchor, group)
                            or self.leaves_value_unwritten(anchor, group)
+                           or self.too_much_code(anchor, group)
                            or self.merge_or_cycle(anchor, group))
                 if refusal:
                     self.log("refuse", subject, refusal)
@@ -942,6 +983,7 @@ class _XlaFusion:
                            or self.cycle_or_dependence(anchor, group, independent=True)
                            or self.over_budget(anchor, group)
                            or self.leaves_value_unwritten(anchor, group)
+                           or self.too_much_code(anchor, group)
                            or self.merge_or_cycle(anchor, group))
                 if refusal:
                     self.log("refuse", subject, refusal)
