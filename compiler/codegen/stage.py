@@ -7,8 +7,9 @@ registers: nothing is compiled to rank), the fastest one emitted, what ptxas rep
 (one nvcc batch for the whole plan), its projected breakdown with ptxas' registers, shared
 memory and spills, and — after `emulate(...)` — the largest error against the interpreter.
 Plans the workload model does not cover fall back to `choose_plan`'s heuristic. A kernel the
-emitter cannot generate yet, or whose source does not compile, carries the reason in `error`;
-the rest of the plan still completes.
+emitter cannot generate yet, whose code would pass the statement budget (codegen/emission.py:
+"not generated: ...", found before any of it is written), or whose source does not compile,
+carries the reason in `error`; the rest of the plan still completes.
 
 `emulate` checks each kernel on its own: made-up values of its inputs
 (compiler/runtime/inputs.kernel_inputs), the interpreter on the kernel's sub-graph only, the
