@@ -11,10 +11,11 @@ when the branch closes), is computed again each time, with everything it reads: 
 with the ways the kernel's outputs reach a value, not with its nodes. `jax.lax.associative_scan`
 is made of such reads: its up-sweep takes even and odd elements (strided slices), its
 down-sweep interleaves them again (interior pads, a concatenate), log2(length) levels deep, and
-each level reads the next one's results at two indices from two branches. Fused into one
-kernel, a selective scan over 256 steps would take some 600,000 statements per element (its
-gradient millions) for 152 nodes, which neither the emitter nor nvcc finishes; the workload
-model, which prices each node once per element, saw a kernel of a few µs.
+each level reads the next one's results at two indices from two branches, so the code grows
+fourfold with each doubling of the length. Fused into one kernel, a selective scan over 256
+steps takes some 600,000 statements per element for about 150 nodes (9,520 over 32 steps; its
+gradient more), which neither the emitter nor nvcc finishes; the workload model, which prices
+each node once per element, saw a kernel of a few µs.
 
 XLA's elemental emitter has the same property and its fusion passes refuse what it would make
 of it: GpuHloCostAnalysis::ProducerConsumerMergedTooLarge ("the fusion would result in an
@@ -41,17 +42,19 @@ generates nothing for it and says why (a plan of XLA:GPU's own fusions, or one a
 may hold such a kernel). Whatever kernel and plan it is given, `emit_kernel` stops after
 EMITTED_LINE_LIMIT lines. So codegen of any plan takes seconds.
 
-Counting by emitting costs what emitting does (some 30 µs a statement): too much for every
+Counting by emitting costs what emitting does (some 20 µs a statement): too much for every
 candidate a fusion search prices, where kernels are far below the budget. So
 `emission_refusal` first takes `statement_bound`, an upper bound that costs one walk over the
-kernel's nodes, and emits only when the bound passes the budget. The bound follows the cache
-rule above: an elementwise op reads its operands in its own context (index and scope); any
-other op makes a new context for each operand read each time it is computed (a new index, a
-branch or a loop of its own: XLA's "indexing users"); a value is computed at most once per
-context that reaches it, so at most the sum of the contexts made above it, each counted once
-however many elementwise paths carry it down; and each computation writes at most
-`_op_lines(node)` statements. tests/compiler/test_emission_budget.py holds the bound to the
-count on every kernel of every plan of tests/data.
+kernel's nodes (some 1 µs a node), and counts only when the bound passes the budget (3 of the
+corpus's 20,182 kernels), keeping that count with the graph. The bound follows the cache rule
+above: an elementwise op, or a view that keeps the index (a slice from the start), reads its
+operands in its own context (index and scope); any other op makes a new context for each
+operand read each time it is computed (a new index, a branch or a loop of its own: XLA's
+"indexing users"); a value is computed, or an input loaded, at most once per context that
+reaches it, so at most the sum of the contexts made above it, each counted once however many
+elementwise paths carry it down; and each computation writes at most `_op_lines(node)`
+statements. tests/compiler/test_emission_budget.py holds the bound to the count on every
+kernel of every plan of tests/data and of the scan.
 """
 
 from __future__ import annotations
@@ -66,22 +69,21 @@ from compiler.fusion.plan import Kernel
 from compiler.ir.graph import Graph, Node
 from compiler.ir.ops import OPS
 
-# The most statements a kernel's values may take (`emitted_statements`). The node cap
-# (plan.MAX_KERNEL_NODES = 500) keeps a kernel whose nodes are computed once to about a
-# statement each; a stitched kernel adds index arithmetic, branches and loops, up to 3,951
-# statements for the 500 nodes of gpt2_4l's largest stitch kernel, the most of any kernel of
-# any plan of the corpus, which nvcc builds in about 5 s (its phased code, 4,732 statements
-# with four vector lanes: 3.9 s in the front end and 1.5 s in ptxas, benchmarks/README.md,
-# "Kernel size and nvcc time"). Ten statements a node at the node cap, 5,000, leaves every
-# such kernel as it was and bounds a kernel's build to seconds, while a kernel that recomputes
-# its values through slices, pads and concatenates (a fused associative scan: hundreds of
-# thousands of statements) is refused long before the emitter or nvcc would stall on it.
+# The most statements a kernel's values may take (`emitted_statements`). A kernel whose values
+# are computed once each takes about a statement a node, a few more with index arithmetic,
+# branches and loops: over every plan of the corpus (tests/data, XLA's tests, the benchmark
+# modules and the zoo: 20,182 kernels) the most is 1,848, for the 500 nodes of gpt2_4l's
+# largest stitch kernel. Ten statements a node at the node cap (plan.MAX_KERNEL_NODES = 500),
+# 5,000, leaves all of them as they were and keeps a kernel to code that is emitted and built
+# in seconds (a scan over 32 steps fused whole, 9,531 statements, took 5 s), while a kernel that
+# recomputes its values through slices, pads and concatenates (a scan over 256 steps fused
+# whole: some 600,000) is refused long before the emitter or nvcc would stall on it.
 MAX_KERNEL_STATEMENTS = 5000
 
 # The most lines `emit_kernel` writes for one kernel under any CodeGen plan: a kernel within
 # MAX_KERNEL_STATEMENTS emits its values once per vector lane (up to four) inside its
-# schedule's loops and phases; over the corpus's plans no kernel emitted more than 3.9 times
-# its measure. Twice that headroom: only a plan the measure does not describe (a schedule
+# schedule's loops and phases; over the corpus's plans no kernel's body was longer than 4.6
+# times its measure. Nearly twice that: only a plan the measure does not describe (a schedule
 # that recomputes what the others compute once) reaches it, and is stopped.
 EMITTED_LINE_LIMIT = 8 * MAX_KERNEL_STATEMENTS
 
