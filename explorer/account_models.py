@@ -1,5 +1,8 @@
-"""Accounts beyond Django's own: invites (to a team, or to the site) and the rules for changing a
-team's members.
+"""Accounts beyond Django's own: teams and their members, invites (to a team, or to the site) and
+the rules for changing a team's members.
+
+These models sit below the runs (explorer/models.py imports them, to share a run with a team)
+and import nothing of the rest of the app.
 
 An invite is one of three kinds, told apart by its fields:
 - a team's link (`team` set, no `invitee`): whoever opens the link and signs up or logs in
@@ -31,7 +34,30 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 
-from explorer.models import Membership, Team
+
+class Team(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    MEMBER, ADMIN = "member", "admin"
+    ROLES = [(MEMBER, "member"), (ADMIN, "admin")]
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="memberships")
+    role = models.CharField(max_length=10, choices=ROLES, default=MEMBER)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["team", "user"],
+                                               name="one_membership_per_team_and_user")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team} ({self.role})"
+
 
 OWNER, MEMBER = Membership.ADMIN, Membership.MEMBER
 # What the pages call each role.

@@ -50,12 +50,12 @@ from explorer.documents import cached_gzip, digest, gzipped_response, json_bytes
 from explorer.graph_store import StagedFile
 from explorer.lookups import by_pk
 from explorer.models import ApiToken, KernelSource, Measurement, Run, Team
+from explorer.presence import gpu_status
 from explorer.presenters import apply_measurement, find_kernel
 from explorer.runs import (PlanUnavailable, holding, plan_choice, plan_graph,
                            request_measurement, retry_run, submit, viewable_runs)
 from explorer.throttle import client_address
 from explorer.uploads import graph_of
-from workers.presence import gpu_status
 
 # The columns of export.csv: one row per device × strategy × kernel.
 CSV_COLUMNS = ("device", "strategy", "kernel", "kind", "nodes", "dram_bytes", "sol_us",

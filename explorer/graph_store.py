@@ -114,7 +114,7 @@ def delete(sha256: str) -> None:
 def prune_failed_uploads(now=None) -> list[str]:
     """Let go of the uploads of runs that failed more than FAILED_RUN_UPLOADS_KEPT_S ago
     (Run.remove_failed_uploads: the runs stay, saying so; a file goes with the last run that
-    holds it); the ids of those runs. Every worker's sweeper does it (workers/presence.py), and
+    holds it); the ids of those runs. Every worker's sweeper does it (workers/sweeper.py), and
     `prune`."""
     from explorer.models import Run
 

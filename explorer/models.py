@@ -1,5 +1,5 @@
-"""Runs (an uploaded graph compiled for some devices and strategies), their kernels' sources,
-and the teams runs are shared with.
+"""Runs (an uploaded graph compiled for some devices and strategies), their kernels' sources
+and measurements, and API keys; the teams runs are shared with are explorer/account_models.py's.
 
 A run is a job and its result at once: workers.compile_run claims it, records its progress on
 it and stores the artifact on it. A Measurement is the same for a request to time a run's
@@ -8,7 +8,9 @@ plans on a GPU (workers.measure_run). The claim rules live here (`Job.claim`, `r
 """
 from __future__ import annotations
 
+import gzip
 import hashlib
+import json
 import secrets
 import time
 from datetime import timedelta
@@ -20,31 +22,11 @@ from django.utils import timezone
 
 from compiler.cost.launch import DEFAULT_RUNTIME, RUNTIME_LABELS, RUNTIMES
 from explorer import graph_store
+# Teams, memberships and invites live below the runs (explorer/account_models.py), which are
+# shared with teams. Invite is imported too, so that Django finds it with the app's models and
+# this module names every model of the app.
+from explorer.account_models import Invite, Membership, Team  # noqa: F401
 from explorer.graph_store import StagedFile
-
-
-class Team(models.Model):
-    name = models.CharField(max_length=100, unique=True)
-
-    def __str__(self) -> str:
-        return self.name
-
-
-class Membership(models.Model):
-    MEMBER, ADMIN = "member", "admin"
-    ROLES = [(MEMBER, "member"), (ADMIN, "admin")]
-
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
-                             related_name="memberships")
-    role = models.CharField(max_length=10, choices=ROLES, default=MEMBER)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["team", "user"],
-                                               name="one_membership_per_team_and_user")]
-
-    def __str__(self) -> str:
-        return f"{self.user} in {self.team} ({self.role})"
 
 
 class ClaimLost(Exception):
@@ -79,7 +61,7 @@ class Job(models.Model):
 
     created = models.DateTimeField(auto_now_add=True)
     # When the job's message was last handed to the broker; null while it never was (the
-    # broker was down when the job was stored): explorer/sweeper.py sends it then.
+    # broker was down when the job was stored): workers/sweeper.py sends it then.
     enqueued_at = models.DateTimeField(null=True, blank=True)
     started = models.DateTimeField(null=True, blank=True)
     finished = models.DateTimeField(null=True, blank=True)
@@ -501,8 +483,8 @@ class Run(Job):
     def finish(cls, run_id: str, token: str, artifact: dict,
                plan_graphs: dict[tuple[str, str], bytes] | None = None) -> None:
         """Store the artifact (its "sources" as KernelSource rows) and the plans' fusion-view
-        objects ({(device, strategy): gzipped JSON}, as PlanGraph rows) and mark the run done,
-        all in one transaction: a run is never seen half-written."""
+        objects ({(device, strategy): PlanGraph.pack(view)}, as PlanGraph rows) and mark the
+        run done, all in one transaction: a run is never seen half-written."""
         sources = artifact.pop("sources", {})
         with transaction.atomic():
             cls._mark_done(run_id, token)
@@ -625,10 +607,11 @@ class Measurement(Job):
 
 
 class PlanGraph(models.Model):
-    """The fusion view's object of one plan of a run (explorer/runs.py `plan_graph`: the op
-    graph with the plan's kernels on it and its layout), as gzipped JSON. The compile worker
-    makes one per plan before it marks the run done, so the first look at a big plan need not
-    import the upload and lay it out (3-4 s for a 16,000-node step)."""
+    """The fusion view's object of one plan of a run (compiler/fusion/graph_view.py
+    `laid_out`: the op graph with the plan's kernels on it and its layout), as gzipped JSON
+    (`pack`). The compile worker makes one per plan before it marks the run done, so the
+    first look at a big plan need not import the upload and lay it out (3-4 s for a
+    16,000-node step)."""
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="plan_graphs")
     device = models.CharField(max_length=20)
     strategy = models.CharField(max_length=20)
@@ -637,6 +620,16 @@ class PlanGraph(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "device", "strategy"],
                                                name="one_graph_per_run_plan")]
+
+    @staticmethod
+    def pack(view: dict) -> bytes:
+        """The view as `data` holds it."""
+        return gzip.compress(json.dumps(view, separators=(",", ":")).encode(), compresslevel=6)
+
+    @staticmethod
+    def unpack(data) -> dict:
+        """The view `data` holds (bytes, or the memoryview a query gives)."""
+        return json.loads(gzip.decompress(bytes(data)))
 
 
 class KernelSource(models.Model):
@@ -759,8 +752,3 @@ class ApiToken(models.Model):
         """The active user a live key belongs to, or None."""
         token = cls.for_key(key)
         return token.user if token else None
-
-
-# Invites (explorer/account_models.py), imported here so that Django finds them with the app's
-# other models.
-from explorer.account_models import Invite  # noqa: E402,F401

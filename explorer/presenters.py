@@ -45,7 +45,7 @@ def ordered_strategies(strategies: dict) -> list[str]:
 
 def measurement_state(measurement, gpu: dict | None, run_version: str = "") -> dict:
     """What the pages say about measuring a run: `measurement` is its latest Measurement (or
-    None), `gpu` workers/presence.gpu_status() (None when not asked), `run_version` the
+    None), `gpu` explorer/presence.gpu_status() (None when not asked), `run_version` the
     compiler version the run was compiled with. "text" explains an empty measured cell;
     "can_request" whether asking for a measurement makes sense now."""
     online = bool(gpu and gpu["online"])

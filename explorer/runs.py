@@ -15,7 +15,6 @@ filename are labels and do not enter the id.
 """
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import logging
@@ -31,12 +30,11 @@ from django.utils.crypto import salted_hmac
 
 from compiler.cost.launch import DEFAULT_RUNTIME, parse_runtime
 from compiler.errors import InputError, LimitError
-from compiler.fusion.graph_layout import plan_layout
-from compiler.fusion.graph_view import fusion_graph, kernel_entries
+from compiler.fusion.graph_view import kernel_entries, laid_out
 from compiler.importers import sniff_reach, sniff_upload
 from compiler.pipeline import canonical_options, import_graph
 from compiler.version import compiler_version
-from explorer import presenters
+from explorer import presenters, queues
 from explorer.graph_store import GraphUnavailable, StagedFile
 from explorer.models import (GraphBlob, Measurement, Membership, PlanGraph, Run, Team,
                              graph_sha256, uploaded)
@@ -243,18 +241,17 @@ def retry_run(run: Run) -> bool:
 
 def enqueue_compile(identifier: str) -> bool:
     """Send the run's compile job to the `compile` queue (its route in settings)."""
-    from workers.tasks import compile_run
-
-    return _enqueue(Run, identifier, compile_run)
+    return _enqueue(Run, identifier, queues.COMPILE_RUN)
 
 
-def _enqueue(model, pk, task) -> bool:
-    """Hand the job's message to the broker and note when; whether it was sent. A broker that
-    cannot be reached (Redis down or restarting) leaves the job queued and unsent, with a
-    warning in the log: the sweeper (explorer/sweeper.py) sends it once the broker is back.
-    The job's row is already committed, so nothing the user submitted is lost."""
+def _enqueue(model, pk, task_name: str) -> bool:
+    """Hand the job's message to the broker (by its task's name: explorer/queues.py) and note
+    when; whether it was sent. A broker that cannot be reached (Redis down or restarting)
+    leaves the job queued and unsent, with a warning in the log: the sweeper
+    (workers/sweeper.py) sends it once the broker is back. The job's row is already
+    committed, so nothing the user submitted is lost."""
     try:
-        task.delay(pk)
+        queues.send_job(task_name, pk)
     except Exception as error:  # noqa: BLE001 - kombu's OperationalError, a socket error, ...
         logger.warning("could not send %s %s to the broker (%s: %s); the sweeper will",
                        model.__name__, pk, type(error).__name__, error)
@@ -286,9 +283,7 @@ def request_measurement(run: Run, user) -> tuple[Measurement, bool]:
 
 def enqueue_measure(measurement_id: int) -> bool:
     """Send the measurement job to the `gpu` queue (its route in settings)."""
-    from workers.tasks import measure_run
-
-    return _enqueue(Measurement, measurement_id, measure_run)
+    return _enqueue(Measurement, measurement_id, queues.MEASURE_RUN)
 
 
 # --- A plan on the uploaded graph -----------------------------------------------------------------
@@ -328,7 +323,7 @@ def plan_graph(run: Run, artifact: dict, measurement: Measurement | None, device
                strategy: str) -> dict:
     """compiler/fusion/graph_view.py's object for one plan of a done run (`artifact`: its
     artifact with `measurement`'s timings), with its layout: the one the compile worker
-    stored (PlanGraph), its kernels' figures taken from `artifact`; else worked out from the
+    stored (PlanGraph), its kernels' figures taken from `artifact`; else laid out from the
     upload and stored. Cached under a key that names everything it shows. PlanUnavailable
     when the plan does not fit the upload."""
     measured = measurement.pk if measurement else 0
@@ -340,47 +335,17 @@ def plan_graph(run: Run, artifact: dict, measurement: Measurement | None, device
     stored = PlanGraph.objects.filter(run=run, device=device, strategy=strategy) \
         .values_list("data", flat=True).first()
     if stored is not None:
-        view = json.loads(gzip.decompress(bytes(stored)))
+        view = PlanGraph.unpack(stored)
         view["kernels"] = kernel_entries(kernels)
     else:
         try:
-            view = plan_graph_view(import_graph(bytes(run.graph_bytes), run.filename), kernels)
+            view = laid_out(import_graph(bytes(run.graph_bytes), run.filename), kernels)
         except (InputError, ValueError) as error:  # an upload or plan changed since
             raise PlanUnavailable(f"the run's graph cannot be shown: {error}") from error
         PlanGraph.objects.update_or_create(run=run, device=device, strategy=strategy,
-                                           defaults={"data": pack_view(view)})
+                                           defaults={"data": PlanGraph.pack(view)})
     cache.set(key, view, GRAPH_CACHE_S)
     return view
-
-
-def plan_graph_view(graph, kernels: list[dict]) -> dict:
-    """The fusion view's object of the plan whose kernel entries are `kernels`, laid out.
-    ValueError when the plan is not of this graph."""
-    view = fusion_graph(graph, kernels)
-    view["layout"] = plan_layout(view)
-    return view
-
-
-def pack_view(view: dict) -> bytes:
-    return gzip.compress(json.dumps(view, separators=(",", ":")).encode(), compresslevel=6)
-
-
-def plan_graphs(data: bytes, filename: str, artifact: dict,
-                progress=None) -> dict[tuple[str, str], bytes]:
-    """Every plan's fusion-view object, packed ({(device, strategy): gzipped JSON}): what the
-    compile worker stores with a finished run (Run.finish). `progress`: the pipeline's
-    callback, told of stage "layout" plan by plan."""
-    plans = [(device, strategy, result["kernels"])
-             for device, results in artifact["devices"].items()
-             for strategy, result in results["strategies"].items()]
-    say = progress or (lambda *args: None)
-    say("layout", 0, len(plans))
-    graph = import_graph(data, filename)
-    packed = {}
-    for done, (device, strategy, kernels) in enumerate(plans, 1):
-        packed[device, strategy] = pack_view(plan_graph_view(graph, kernels))
-        say("layout", done, len(plans))
-    return packed
 
 
 def upload_bytes(run: Run) -> bytes:

@@ -321,7 +321,7 @@ COMPILE_TIME_LIMIT_S = env_int(
 )
 COMPILE_LEASE_S = env_int("COMPILE_LEASE_S", default=120, minimum=1)
 # Every worker sends again, this often, the jobs whose broker messages were lost or whose
-# worker died (explorer/sweeper.py).
+# worker died (workers/sweeper.py).
 JOB_SWEEP_INTERVAL_S = env_int("JOB_SWEEP_INTERVAL_S", default=30, minimum=1)
 # A job stored this long ago and never sent is sent (its send failed: the broker was down),
 # and a queued job sent this long ago whose queue is empty is sent again (its message was lost;
@@ -340,7 +340,8 @@ MEASURE_TIME_LIMIT_S = env_int(
 MEASURE_LEASE_S = env_int("MEASURE_LEASE_S", default=300, minimum=1)
 MEASURE_MAX_ATTEMPTS = env_int("MEASURE_MAX_ATTEMPTS", default=2, minimum=1)
 # A GPU worker announces itself in Redis every GPU_WORKER_HEARTBEAT_S seconds; an announcement
-# not renewed for three times that is gone (workers/presence.py).
+# not renewed for three times that is gone (workers/presence.py writes it, explorer/presence.py
+# reads it).
 GPU_WORKER_HEARTBEAT_S = env_int("GPU_WORKER_HEARTBEAT_S", default=10, minimum=1)
 
 # The learned cost model (compiler/cost/learned/). Trained models are versioned files

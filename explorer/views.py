@@ -30,10 +30,10 @@ from explorer import documents, presenters
 from explorer.forms import RunSettingsForm, UploadForm, pasted_text_limit, samples
 from explorer.lookups import by_pk
 from explorer.models import ApiToken, KernelSource, Measurement, Run
+from explorer.presence import gpu_status
 from explorer.runs import (PlanUnavailable, QuotaExceeded, graph_digest, holding, plan_choice,
                            plan_graph, request_measurement, results_stamp, retry_run,
                            storage_usage, submit, upload_text, viewable_runs)
-from workers.presence import gpu_status
 
 
 class LoginNeeded(Exception):

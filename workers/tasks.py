@@ -18,20 +18,22 @@ from django.utils import timezone
 from redis.exceptions import RedisError
 
 from compiler.errors import InputError
+from compiler.fusion.graph_view import STAGE as LAYOUT_STAGE
+from compiler.fusion.graph_view import plan_views
 from compiler.measure import STAGES as MEASURE_STAGES
 from compiler.measure import measure_graph
 from compiler.pipeline import STAGES as COMPILE_STAGES
 from compiler.pipeline import compile_graph
 from compiler.runtime.gpu import GpuUnavailable
 from explorer.logs import log_context
-from explorer.models import ClaimLost, Job, Measurement, Run
-from explorer.runs import plan_graphs
+from explorer.models import ClaimLost, Job, Measurement, PlanGraph, Run
+from explorer.queues import COMPILE_RUN, MEASURE_RUN, time_limits
 from workers.celery import app
 
 logger = logging.getLogger(__name__)
 
 # A compile job's stages: the pipeline's, then laying out each plan's fusion view.
-RUN_STAGES = (*COMPILE_STAGES, "layout")
+RUN_STAGES = (*COMPILE_STAGES, LAYOUT_STAGE)
 
 # Progress is written at most this often (plus at every change of stage): a big graph has
 # thousands of kernels, and each write takes the database's write lock.
@@ -130,9 +132,8 @@ class _ProgressRecorder:
         entry["started"] = now
 
 
-@app.task(bind=True, base=CompileTask, name="workers.compile_run", acks_late=True,
-          reject_on_worker_lost=True, soft_time_limit=settings.COMPILE_SOFT_TIME_LIMIT_S,
-          time_limit=settings.COMPILE_TIME_LIMIT_S, max_retries=None,
+@app.task(bind=True, base=CompileTask, name=COMPILE_RUN, acks_late=True,
+          reject_on_worker_lost=True, **time_limits(COMPILE_RUN), max_retries=None,
           ignore_result=True)
 def compile_run(self, run_id: str) -> str:
     """Compile run `run_id` (explorer.models.Run) and store its artifact on it (so no result is
@@ -150,7 +151,8 @@ def compile_run(self, run_id: str) -> str:
                                  progress=progress, learned_models=learned_models(run.devices),
                                  runtime=run.runtime)
         # The fusion view's objects, laid out now so the first look at a big plan is quick.
-        return artifact, plan_graphs(data, run.filename, artifact, progress)
+        return artifact, {plan: PlanGraph.pack(view)
+                          for plan, view in plan_views(data, run.filename, artifact, progress)}
 
     return _work(Run, run_id, token, progress, settings.COMPILE_SOFT_TIME_LIMIT_S, compile_it,
                  settings.COMPILE_LEASE_S, settings.COMPILE_MAX_ATTEMPTS)
@@ -160,8 +162,8 @@ def learned_models(devices: list[str]) -> dict[str, str]:
     """The active learned cost model file of each of `devices` that has one
     (compiler/cost/learned/registry.py; settings LEARNED_MODEL_DIR and
     LEARNED_ALLOW_SYNTHETIC): what compile_graph predicts their kernels with."""
-    # Imported here: the registry reads model files with torch, seconds to import, and web
-    # processes import this module only to send tasks.
+    # Imported here: the registry reads model files with torch, seconds to import, and a
+    # process that imports this module need not compile (a gpu-queue worker, a ping).
     from compiler.cost.learned.registry import active_model, reading_dirs
 
     found = {}
@@ -174,9 +176,8 @@ def learned_models(devices: list[str]) -> dict[str, str]:
     return found
 
 
-@app.task(bind=True, base=MeasureTask, name="workers.measure_run", acks_late=True,
-          reject_on_worker_lost=True, soft_time_limit=settings.MEASURE_SOFT_TIME_LIMIT_S,
-          time_limit=settings.MEASURE_TIME_LIMIT_S, max_retries=None,
+@app.task(bind=True, base=MeasureTask, name=MEASURE_RUN, acks_late=True,
+          reject_on_worker_lost=True, **time_limits(MEASURE_RUN), max_retries=None,
           ignore_result=True)
 def measure_run(self, measurement_id: int) -> str:
     """Time the plans of a measurement's run on this worker's GPU (compiler.measure) and store

@@ -19,12 +19,23 @@
 
 Kernel entries are the plan's as `FusionPlan.to_dict` (and the later stages) write them, so the
 view shows what the pages show. Where each node is drawn is graph_layout.py's work (the
-object's "layout"); the browser turns that into pixels (static/explorer/fusion_view.js).
+object's "layout", added by `laid_out`); the browser turns that into pixels
+(static/explorer/fusion_view.js).
+
+`plan_views` is the stage after compiling (STAGE, "layout"): every plan of a compiled artifact
+laid out, which the compile worker stores with the run so that the first look at a big plan
+need not wait for it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
+from compiler.fusion.graph_layout import plan_layout
+from compiler.importers import import_bytes, pick_module
 from compiler.ir.graph import Graph
+
+STAGE = "layout"
 
 # The kernel-entry figures the view carries over (each may be null: not produced yet).
 KERNEL_FIGURES = ("proj_us", "device_us", "launch_us", "sol_us", "measured_us",
@@ -78,3 +89,30 @@ def _kernel(kernel: dict) -> dict:
             "nodes": len(kernel["nodes"]), "recomputed": len(kernel.get("recomputed", [])),
             "xla_name": kernel.get("xla_name"),
             **{figure: kernel.get(figure) for figure in KERNEL_FIGURES}}
+
+
+def laid_out(graph: Graph, kernels: list[dict]) -> dict:
+    """`fusion_graph(graph, kernels)` with its "layout" (graph_layout.py): what the fusion view
+    draws. ValueError when the plan is not of this graph."""
+    view = fusion_graph(graph, kernels)
+    view["layout"] = plan_layout(view)
+    return view
+
+
+def plan_views(data: bytes, filename: str, artifact: dict,
+               progress: Callable[..., None] | None = None
+               ) -> Iterator[tuple[tuple[str, str], dict]]:
+    """The layout stage: `laid_out` for every plan of `artifact` (compile_graph's, of the upload
+    `data` named `filename`), one ((device, strategy), view) at a time, so that a caller that
+    stores them need not hold every plan's view at once (each is several MB for a big graph).
+    `progress(stage, done, total)`: told of STAGE plan by plan, the first time before the
+    upload is imported, so that the import counts in this stage's time."""
+    plans = [(device, strategy, result["kernels"])
+             for device, results in artifact["devices"].items()
+             for strategy, result in results["strategies"].items()]
+    say = progress or (lambda *args: None)
+    say(STAGE, 0, len(plans))
+    graph = pick_module(import_bytes(data, filename), 0, filename)
+    for done, (device, strategy, kernels) in enumerate(plans, 1):
+        yield (device, strategy), laid_out(graph, kernels)
+        say(STAGE, done, len(plans))

@@ -244,8 +244,9 @@ class GroupGraph:
             if piece != place:
                 self.order.remove(piece)
         self.order.rename(place, head)
-        for piece in pieces - {head}:
-            self._absorb(head, piece)
+        for piece in ordered:
+            if piece != head:
+                self._absorb(head, piece)
         return head
 
     def _absorb(self, a: str, b: str) -> None:
@@ -300,8 +301,10 @@ class _Walk:
         self.end = self.sign * end
         # The pieces' own neighbours are taken one at a time, as the stack runs dry: a group
         # with a thousand consumers must not cost its walk a thousand steps up front when the
-        # other side's walk ends first.
-        self.start = (n for p in pieces for n in edges[p])
+        # other side's walk ends first. In rank order, not the set's (which follows the
+        # strings' hashes, different in every process): which walk ends first, and so whether
+        # a merge is refused as a cycle or as too wide to check, is the same in every run.
+        self.start = (n for p in sorted(pieces, key=rank.__getitem__) for n in edges[p])
         self.stack: list[str] = []
         self.seen: set[str] = set()
 

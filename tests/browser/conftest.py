@@ -157,13 +157,12 @@ def explored_run(owner, run_id: str, path: Path, strategies: list[str], name: st
                 "devices": {"h100": exploration_to_dict(summary, "h100", plans)}}
     run = store_done_run(owner, run_id, artifact, hlo=path, name=name)
     # As the compile worker does: each plan's fusion view laid out and stored with the run.
+    from compiler.fusion.graph_view import plan_views
     from explorer.models import PlanGraph
-    from explorer.runs import plan_graphs
 
     PlanGraph.objects.bulk_create(
-        PlanGraph(run=run, device=device, strategy=strategy, data=data)
-        for (device, strategy), data in plan_graphs(path.read_bytes(), path.name,
-                                                    artifact).items())
+        PlanGraph(run=run, device=device, strategy=strategy, data=PlanGraph.pack(view))
+        for (device, strategy), view in plan_views(path.read_bytes(), path.name, artifact))
     run.node_count = len(graph.nodes)
     return run
 

@@ -5,9 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from compiler.fusion.explore import explore
-from compiler.fusion.graph_view import fusion_graph
+from compiler.fusion.explore import exploration_to_dict, explore
+from compiler.fusion.graph_layout import plan_layout
+from compiler.fusion.graph_view import STAGE, fusion_graph, plan_views
 from compiler.importers import load_graph
+from compiler.ir.summary import summarize
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 # A softmax, a layer norm's backward (recomputation), a bf16 training step and an ONNX model.
@@ -97,3 +99,25 @@ def test_a_plan_of_another_graph_is_refused_by_name():
     entries = explore(other, "h100", ["unfused"], concurrent=False)["unfused"].to_dict()
     with pytest.raises(ValueError, match="not of this graph"):
         fusion_graph(softmax, entries["kernels"])
+
+
+def test_the_layout_stage_lays_out_every_plan_of_an_artifact_and_says_so_plan_by_plan():
+    path = DATA / "hlo/softmax.hlo"
+    graph = load_graph(path)
+    summary = summarize(graph)
+    artifact = {"devices": {
+        device: exploration_to_dict(summary, device, explore(graph, device, ["unfused", "xla"],
+                                                             concurrent=False))
+        for device in ("h100", "a100")}}
+    said = []
+
+    views = dict(plan_views(path.read_bytes(), path.name, artifact,
+                            lambda *args: said.append(args)))
+
+    assert sorted(views) == [(device, strategy) for device in ("a100", "h100")
+                             for strategy in ("unfused", "xla")]
+    for (device, strategy), view in views.items():
+        kernels = artifact["devices"][device]["strategies"][strategy]["kernels"]
+        expected = fusion_graph(graph, kernels)
+        assert view == {**expected, "layout": plan_layout(expected)}
+    assert said == [(STAGE, done, 4) for done in range(5)]

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compiler.fusion.grouping import (FUSIBLE, LEAF, LIBRARY, PLUMBING, SPACING, GroupGraph,
-                                      WindowTooWide, is_duplicable, node_role)
+                                      WindowTooWide, _Walk, is_duplicable, node_role)
 from compiler.importers.hlo_text import import_hlo
 
 
@@ -185,3 +185,19 @@ def test_a_merge_whose_cycle_check_would_walk_too_far_is_refused_untouched():
     assert groups.rank == before and len(groups.members) == len(before)
     assert groups.merge(a, b, budget=200) == a
     assert contracted_is_acyclic(graph, groups.group_of)
+
+
+def test_a_cycle_check_walks_from_the_pieces_in_rank_order_whatever_the_hash_seed():
+    # Which walk of a merge's cycle check ends first decides whether a refused merge is "would
+    # form cycle" or "too far apart", so the walk must not start in the pieces' set order,
+    # which follows the strings' hashes and changes from process to process. Here the piece
+    # this process's set yields first is given the higher rank: a walk in set order would
+    # start from its neighbour.
+    pieces = frozenset({"p", "q"})
+    first, second = list(pieces)
+    rank = {second: 0, first: 1, f"{second}-next": 2, f"{first}-next": 3}
+    edges = {second: [f"{second}-next"], first: [f"{first}-next"],
+             f"{second}-next": [], f"{first}-next": []}
+    walk = _Walk("forward", pieces, edges, rank, end=10)
+    assert walk.step() is None
+    assert walk.seen == {f"{second}-next"}

@@ -42,7 +42,6 @@ ON_POSTGRESQL = [
     "tests/explorer/test_run_lifecycle.py",
     "tests/explorer/test_graph_store.py",
     "tests/explorer/test_storage_quota.py",
-    "tests/explorer/test_sweeper.py",
     "tests/explorer/test_teams_view.py",
     "tests/explorer/test_team_review.py",
     "tests/explorer/test_invites.py",
@@ -52,6 +51,7 @@ ON_POSTGRESQL = [
     "tests/explorer/test_json_key_order.py",
     "tests/explorer/test_nul_characters.py",
     "tests/explorer/test_lookups.py",
+    "tests/workers/test_sweeper.py",
 ]
 # The child's own limit; this test's (pytest-timeout) leaves it time to report.
 CHILD_TIMEOUT_S = 540

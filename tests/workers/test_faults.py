@@ -12,11 +12,10 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from explorer import runs
+from explorer import queues, runs
 from explorer.models import Run
 from tests.explorer.access import SOFTMAX
 from tests.services import _free_loopback_port, _stop, finished, send_to, start_redis, wait_for_run
-from workers.tasks import compile_run
 
 RUN_TIMEOUT_S = 60
 # A run whose message a Redis restarted empty lost is sent again within this long of a worker
@@ -44,17 +43,16 @@ def other_broker(redis_url: str, database: int) -> str:
     return f"{redis_url.rsplit('/', 1)[0]}/{database}"
 
 
-def enqueue_to(broker: str):
-    """An enqueue function for explorer.runs that sends to `broker` the way the app sends
-    (runs._enqueue: a broker down leaves the job unsent; a sent one gets its enqueued_at)."""
-    class ToThisBroker:     # what runs._enqueue sends with: the task, on this broker
-        @staticmethod
-        def delay(pk):
-            from workers import app
-            with app.connection_for_write(broker) as connection:
-                compile_run.apply_async((pk,), connection=connection,
-                                        retry_policy={"max_retries": 1})
-    return lambda pk: runs._enqueue(Run, pk, ToThisBroker)
+def send_jobs_to(broker: str, monkeypatch) -> None:
+    """Make the app send its jobs to `broker`, the way it sends them (runs._enqueue: a broker
+    down leaves the job unsent; a sent one gets its enqueued_at; queues.send_job: by the task's
+    name), giving up on a broker that is down after one retry."""
+    send_job = queues.send_job
+
+    def to_this_broker(task_name: str, pk) -> None:
+        with queues.app.connection_for_write(broker) as connection:
+            send_job(task_name, pk, connection=connection, retry_policy={"max_retries": 1})
+    monkeypatch.setattr(queues, "send_job", to_this_broker)
 
 
 def test_a_live_worker_keeps_its_job_through_a_long_silent_stage_and_a_duplicate_delivery(
@@ -116,7 +114,7 @@ def test_a_run_submitted_while_redis_is_down_is_kept_and_compiled_once_it_is_bac
                                             "JOB_SWEEP_INTERVAL_S": "1",
                                             "JOB_SEND_GRACE_S": "1"})
         _stop(redis_server)
-        monkeypatch.setattr(runs, "enqueue_compile", enqueue_to(broker))
+        send_jobs_to(broker, monkeypatch)
 
         run = runs.submit_run(owner, _softmax(), "softmax.hlo", ["h100"], ["xla"])
         stored = Run.objects.get(pk=run.pk)
@@ -143,7 +141,7 @@ def test_a_run_queued_before_redis_restarted_empty_is_sent_again_at_the_next_swe
     broker = f"redis://127.0.0.1:{port}/0"
     redis_server = start_redis(tmp_path, port)
     try:
-        monkeypatch.setattr(runs, "enqueue_compile", enqueue_to(broker))
+        send_jobs_to(broker, monkeypatch)
         run = runs.submit_run(owner, _softmax(), "softmax.hlo", ["h100"], ["xla"])
         assert Run.objects.get(pk=run.pk).enqueued_at is not None     # sent, and waiting
         _stop(redis_server)

@@ -12,8 +12,8 @@ from django.contrib.auth import get_user_model
 from compiler.pipeline import compile_graph
 from explorer import runs
 from explorer.models import Measurement, Run
+from explorer.presence import gpu_status
 from workers import app
-from workers.presence import gpu_status
 from workers.tasks import measure_run
 
 SOFTMAX = Path(__file__).resolve().parents[1] / "data" / "hlo" / "softmax.hlo"

@@ -1,4 +1,4 @@
-"""The sweeper (explorer/sweeper.py) and jobs stored while the broker is down: nothing a user
+"""The sweeper (workers/sweeper.py) and jobs stored while the broker is down: nothing a user
 submits is lost, and a job whose message or worker is gone is sent again."""
 
 import threading
@@ -9,10 +9,11 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from explorer import sweeper
 from explorer.models import Run
+from explorer.queues import COMPILE_RUN
 from explorer.runs import submit_run
 from tests.explorer.access import SOFTMAX
+from workers import sweeper
 
 
 @pytest.fixture
@@ -31,16 +32,16 @@ def _run(owner, strategies=("xla",), **fields) -> Run:
 def test_an_upload_while_the_broker_is_down_is_stored_queued_and_sent_later(owner):
     from kombu.exceptions import OperationalError
 
-    with mock.patch("workers.tasks.compile_run.delay",
+    with mock.patch("explorer.queues.send_job",
                     side_effect=OperationalError("Error 111 connecting to 127.0.0.1:6379")):
         run = submit_run(owner, SOFTMAX.read_bytes(), "softmax.hlo", ["h100"], ["xla"])
     run.refresh_from_db()
     assert (run.status, run.enqueued_at) == (Run.QUEUED, None)
 
     later = timezone.now() + timedelta(seconds=settings.JOB_SEND_GRACE_S + 1)
-    with mock.patch("workers.tasks.compile_run.delay") as delay:
+    with mock.patch("explorer.queues.send_job") as send:
         sent = sweeper.sweep(now=later, lengths={"compile": 0, "gpu": 0})
-    delay.assert_called_once_with(run.pk)
+    send.assert_called_once_with(COMPILE_RUN, run.pk)
     assert sent == {"Run": [run.pk]}
     run.refresh_from_db()
     assert run.enqueued_at is not None
@@ -90,7 +91,7 @@ def test_the_brokers_start_is_now_less_its_uptime_in_whole_seconds_and_one_more(
     client = mock.Mock(**{"llen.return_value": 0,
                           "info.return_value": {"uptime_in_seconds": 7}})
     now = timezone.now()
-    with mock.patch("workers.presence.redis_client", return_value=client):
+    with mock.patch("workers.sweeper.redis_client", return_value=client):
         lengths, started = sweeper.broker_state(now)
 
     assert lengths == {"compile": 0, "gpu": 0}
@@ -107,10 +108,10 @@ def test_a_running_job_whose_worker_died_is_sent_once_after_its_lease(owner):
                lease_expires=now - timedelta(seconds=1))
     alive = _run(owner, strategies=("cost",), status=Run.RUNNING,
                  enqueued_at=now - timedelta(minutes=10), lease_expires=now + timedelta(seconds=60))
-    with mock.patch("workers.tasks.compile_run.delay") as delay:
+    with mock.patch("explorer.queues.send_job") as send:
         sweeper.sweep(lengths={"compile": 5, "gpu": 0})
         sweeper.sweep(lengths={"compile": 5, "gpu": 0})     # sent since the lease expired
-    assert [call.args[0] for call in delay.call_args_list] == [run.pk]
+    assert [call.args for call in send.call_args_list] == [(COMPILE_RUN, run.pk)]
     assert alive.pk != run.pk
 
 
@@ -124,13 +125,11 @@ def test_with_the_broker_unreadable_nothing_is_sent(owner, settings):
 
 
 def test_every_workers_sweeping_thread_also_lets_go_of_old_failed_runs_uploads():
-    from workers.presence import Sweeping
-
     called = {"prune_failed_uploads": threading.Event()}
-    with mock.patch("explorer.sweeper.sweep", side_effect=RuntimeError("Redis restarting")), \
+    with mock.patch("workers.sweeper.sweep", side_effect=RuntimeError("Redis restarting")), \
             mock.patch("explorer.graph_store.prune_failed_uploads",
                        side_effect=lambda: called["prune_failed_uploads"].set()) as prune:
-        sweeping = Sweeping(interval_s=0.01).start()
+        sweeping = sweeper.Sweeping(interval_s=0.01).start()
         try:
             # A sweep that fails (the broker restarting) does not keep the pruning from running.
             assert called["prune_failed_uploads"].wait(10)

@@ -19,30 +19,36 @@ it back only after its visibility timeout, an hour by default). `sweep` sends ag
 - a running job whose lease expired (its worker died) and that was not sent since: the next
   worker claims it within about one lease (Job.claim takes an expired lease over).
 A job sent twice is claimed once (Job.claim is one conditional UPDATE); the other message
-finds nothing to do. Every worker sweeps every JOB_SWEEP_INTERVAL_S (workers/presence.py
-starts the thread), so sweeping needs no extra process.
+finds nothing to do. Every worker sweeps every JOB_SWEEP_INTERVAL_S in a daemon thread
+(`Sweeping`, started when the worker is ready), so sweeping needs no extra process; the same
+thread lets go of the uploads of runs that failed long ago (explorer/graph_store.py
+prune_failed_uploads).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from datetime import datetime, timedelta
 
+import redis
+from celery.signals import worker_ready, worker_shutdown
 from django.conf import settings
 from django.db.models import F, Q
 from django.utils import timezone
 
+from explorer import graph_store, runs
 from explorer.models import Measurement, Run
+from explorer.presence import redis_client
+from explorer.queues import COMPILE_RUN, MEASURE_RUN, queue_of
 
 logger = logging.getLogger(__name__)
 
 
 def _jobs() -> tuple:
     """Each job kind with its broker queue (the routes in settings) and how it is sent."""
-    from explorer.runs import enqueue_compile, enqueue_measure
-    from workers.presence import GPU_QUEUE
-
-    return ((Run, "compile", enqueue_compile), (Measurement, GPU_QUEUE, enqueue_measure))
+    return ((Run, queue_of(COMPILE_RUN), runs.enqueue_compile),
+            (Measurement, queue_of(MEASURE_RUN), runs.enqueue_measure))
 
 
 # Redis counts its uptime in whole seconds, as the difference of two clock readings in whole
@@ -56,10 +62,6 @@ def broker_state(now) -> tuple[dict[str, int], datetime] | None:
     so that no job sent before the start is taken for one sent after it (a job sent within
     that second after it may be sent once more: a duplicate, which finds its run claimed, and
     only right after a restart). None when the broker cannot be read."""
-    import redis
-
-    from workers.presence import redis_client
-
     try:
         client = redis_client(timeout_s=2)
         lengths = {queue: int(client.llen(queue)) for _, queue, _ in _jobs()}
@@ -101,3 +103,53 @@ def sweep(now=None, lengths: dict[str, int] | None = None,
                            ", ".join(map(str, pks[:10])))
             sent[model.__name__] = pks
     return sent
+
+
+class Sweeping:
+    """Runs `sweep` every `interval_s` in a daemon thread of the worker, so lost and abandoned
+    jobs are sent again without a separate process, and
+    explorer.graph_store.prune_failed_uploads."""
+
+    def __init__(self, interval_s: float):
+        self.interval_s = interval_s
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="job-sweeper", daemon=True)
+
+    def start(self) -> Sweeping:
+        self.thread.start()
+        return self
+
+    def _run(self) -> None:
+        from django.db import connection
+
+        chores = (("job sweep", sweep),
+                  ("failed runs' uploads prune", graph_store.prune_failed_uploads))
+        while not self.stopped.wait(self.interval_s):
+            for name, chore in chores:
+                try:
+                    chore()
+                except Exception:  # noqa: BLE001 - the database restarting: try again next time
+                    logger.exception("%s failed", name)
+            connection.close()   # this thread's own connection, not kept between sweeps
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+
+_sweeping: Sweeping | None = None
+
+
+def connect_signals() -> None:
+    """Make every worker of this app sweep for lost jobs while it runs."""
+    worker_ready.connect(_start, weak=False)
+    worker_shutdown.connect(_stop, weak=False)
+
+
+def _start(sender, **_kwargs) -> None:
+    global _sweeping
+    _sweeping = Sweeping(settings.JOB_SWEEP_INTERVAL_S).start()
+
+
+def _stop(sender, **_kwargs) -> None:
+    if _sweeping is not None:
+        _sweeping.stop()
