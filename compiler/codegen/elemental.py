@@ -41,6 +41,11 @@ class CodegenUnsupported(Exception):
     """The kernel uses something the generator cannot emit yet; the message says what."""
 
 
+class EmissionTooLarge(CodegenUnsupported):
+    """The kernel's code would pass a statement budget (compiler/codegen/emission.py): the
+    emitter stopped writing it; the message says how far it got."""
+
+
 # -- C types --------------------------------------------------------------------------------
 
 _INT_CTYPES = {("sint", 8): "int8_t", ("sint", 16): "int16_t", ("sint", 32): "int32_t",
@@ -285,12 +290,18 @@ def convert_expr(source: DType, target: DType, x: str) -> str:
 
 @dataclass
 class Body:
-    """Lines of C inside a kernel, indented, each with the graph node it computes (or None)."""
+    """Lines of C inside a kernel, indented, each with the graph node it computes (or None).
+
+    `limit`: the most lines it takes; one more raises EmissionTooLarge, so a kernel whose
+    code would be too large is never written out whole (compiler/codegen/emission.py)."""
 
     lines: list[tuple[str, str | None]] = field(default_factory=list)
     depth: int = 1
+    limit: int | None = None
 
     def line(self, text: str, node: str | None = None) -> None:
+        if self.limit is not None and len(self.lines) >= self.limit:
+            raise EmissionTooLarge(f"over {self.limit} statements emitted")
         self.lines.append(("  " * self.depth + text, node))
 
     @contextmanager
@@ -333,7 +344,7 @@ class Elemental:
         self.grid_blocks = "gridDim.x"
         self.scratch = SCRATCH
         self.scopes: list[dict[tuple, str]] = [{}]
-        self.used_names: set[str] = set()
+        self.used_names = set()
         self.tags: dict[str, str] = {}
         self.load_log: list[tuple[str, Index]] | None = None  # see `dry_run`
         self._depth = 0   # nested `value` calls: see `_compute_chain`
@@ -350,13 +361,30 @@ class Elemental:
             self.tags[name] = f"v{len(self.tags)}_{c_identifier(op)}"
         return self.tags[name]
 
+    @property
+    def used_names(self) -> set[str]:
+        """The C names taken in the kernel so far (parameters, locals); a schedule adds its
+        own, or replaces the set (a horizontal kernel's parts each start afresh)."""
+        return self._used_names
+
+    @used_names.setter
+    def used_names(self, names: set[str]) -> None:
+        self._used_names = names
+        self._suffixes: dict[str, int] = {}
+
     def fresh(self, base: str) -> str:
+        """`base`, or the first of `base_1`, `base_2`, ... not taken yet. The suffix `fresh`
+        last gave a base is kept, and the search starts there: names are only ever added to
+        the set, so those before it are all taken (a value emitted thousands of times, as in
+        a fused scan, would otherwise make each new name a walk over all the earlier ones)."""
         base = c_identifier(base)
-        name, i = base, 1
-        while name in self.used_names:
-            name = f"{base}_{i}"
+        i = self._suffixes.get(base, 0)
+        name = f"{base}_{i}" if i else base
+        while name in self._used_names:
             i += 1
-        self.used_names.add(name)
+            name = f"{base}_{i}"
+        self._suffixes[base] = i
+        self._used_names.add(name)
         return name
 
     @contextmanager
@@ -364,16 +392,18 @@ class Elemental:
         """Emit into a scratch body, recording each buffer load as (node, index); afterwards the
         body, names, tags and value cache are as before. A schedule looks ahead with it at what
         its code will read (the elementwise schedule, to find loads it can vectorise)."""
-        saved = (self.body, self.scopes, self.used_names, self.tags, self.load_log)
-        self.body = Body(depth=self.body.depth)
+        saved = (self.body, self.scopes, self._used_names, self._suffixes, self.tags,
+                 self.load_log)
+        self.body = Body(depth=self.body.depth, limit=self.body.limit)
         self.scopes = [dict(scope) for scope in self.scopes]
-        self.used_names = set(self.used_names)
+        self._used_names, self._suffixes = set(self._used_names), dict(self._suffixes)
         self.tags = dict(self.tags)
         self.load_log = []
         try:
             yield self.load_log
         finally:
-            self.body, self.scopes, self.used_names, self.tags, self.load_log = saved
+            (self.body, self.scopes, self._used_names, self._suffixes, self.tags,
+             self.load_log) = saved
 
     @contextmanager
     def scope(self) -> Iterator[None]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from compiler.codegen.elemental import (Body, CodegenUnsupported, Elemental, c_identifier,
                                         storage_ctype)
+from compiler.codegen.emission import EMITTED_LINE_LIMIT
 from compiler.codegen.plan import SCRATCH, CodeGenPlan
 from compiler.codegen.schedules import emitter_of
 from compiler.ir.dtypes import dtype as dtype_named
@@ -77,7 +78,8 @@ class EmittedKernel:
 
 def emit_kernel(graph: Graph, kernel: Kernel, plan: CodeGenPlan | None,
                 name: str) -> EmittedKernel:
-    """The CUDA source of `kernel` under `plan`; CodegenUnsupported names what is missing."""
+    """The CUDA source of `kernel` under `plan`; CodegenUnsupported names what is missing
+    (EmissionTooLarge: the body passed EMITTED_LINE_LIMIT lines, and was not written out)."""
     if kernel.kind == "library":
         return EmittedKernel(name=name, source="", params=[], grid=(0, 0, 0), block=(0, 0, 0),
                              shared_bytes=0, cooperative=False, plan=None, library=True)
@@ -91,7 +93,7 @@ def emit_kernel(graph: Graph, kernel: Kernel, plan: CodeGenPlan | None,
     params, buffers, outputs = _params(graph, kernel)
     if plan.scratch_bytes:
         params.append(Param(SCRATCH, "", "u8", (plan.scratch_bytes,), "output"))
-    body = Body()
+    body = Body(limit=EMITTED_LINE_LIMIT)
     emitter = Elemental(graph, set(kernel.computed), buffers, body)
     emitter.used_names.update(p.name for p in params)
     output_nodes = [graph.nodes[n] for n in kernel.outputs]

@@ -704,6 +704,10 @@ class _Search:
             price = self.pricer.cached(found.structure)
             if price is None:
                 price = self.pricer.price(self._kernel_of(pieces, found), found.structure)
+            if price.refusal:  # no code for it: its code would be too large
+                found = self._cache[key] = _Kernel(False, math.inf, None,
+                                                   f"not a legal kernel: {price.refusal}", None)
+                return found
             found = self._cache[key] = dataclasses.replace(found, cost_us=price.us,
                                                            price=price, bound=False, sol=None)
         return found
@@ -871,6 +875,10 @@ class _Search:
                 if self.pricer.assistant is not None:
                     self._price_meanwhile(pieces, heap, taken)
                 gain, fused = self.gain(pieces, exact=True)
+                if gain is None:  # its code would be too large (`price`)
+                    if note:
+                        self._note(subject, ends, fused.reason, None)
+                    continue
                 if gain > MIN_GAIN_US:
                     heapq.heappush(heap, self._entry(gain, pieces, True, sink, shared, note))
                 elif note:

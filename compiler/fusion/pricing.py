@@ -44,7 +44,8 @@ from typing import Hashable
 
 import numpy as np
 
-from compiler.codegen.elemental import CodegenUnsupported
+from compiler.codegen.elemental import CodegenUnsupported, EmissionTooLarge
+from compiler.codegen.emission import emission_refusal
 from compiler.codegen.plan import CodeGenPlan
 from compiler.codegen.schedules import choose_plan, enumerate_plans
 from compiler.cost.learned.features import kernel_sample
@@ -79,6 +80,9 @@ class Price:
     model: str                       # "projected" | "sol" | "learned"
     plan: CodeGenPlan | None = None  # the winning plan (None: library call, SOL, no plan)
     breakdown: Breakdown | None = None
+    # Why no code can be generated for the kernel, which is then not a legal kernel: its code
+    # would pass the statement budget (compiler/codegen/emission.py).
+    refusal: str | None = None
 
     @property
     def launch_us(self) -> float:
@@ -299,10 +303,11 @@ class Pricer:
         return self.launch.kernel_us(sol.total_us)
 
     def price_at(self, kernel: Kernel, device_us: float, plan: CodeGenPlan | None = None,
-               breakdown: Breakdown | None = None, model: str | None = None) -> Price:
+               breakdown: Breakdown | None = None, model: str | None = None,
+               refusal: str | None = None) -> Price:
         """The price of `kernel` for `device_us` of device work under this pricer's runtime."""
         return Price(self.launch.kernel_us(device_us), device_us, kernel.sol.total_us,
-                     model or self.name, plan, breakdown)
+                     model or self.name, plan, breakdown, refusal)
 
     def _price(self, kernel: Kernel) -> Price:
         raise NotImplementedError
@@ -315,7 +320,9 @@ class SolPricer(Pricer):
     name = "sol"
 
     def _price(self, kernel: Kernel) -> Price:
-        return self.price_at(kernel, kernel.sol.total_us)
+        refusal = None if kernel.kind == "library" else \
+            emission_refusal(self.graph, kernel.computed, kernel.outputs)
+        return self.price_at(kernel, kernel.sol.total_us, refusal=refusal)
 
 
 class ProjectedPricer(Pricer):
@@ -339,7 +346,12 @@ class ProjectedPricer(Pricer):
         if kernel.kind == "library":
             breakdown = project_library(kernel, self.device)
             return self.price_at(kernel, breakdown.projected_us, None, breakdown)
-        best = self.best_plans(kernel, 1, floor_us=self.device_bound(kernel.sol))
+        try:
+            best = self.best_plans(kernel, 1, floor_us=self.device_bound(kernel.sol))
+        except EmissionTooLarge as error:
+            # No CodeGen plan: the emitter would not finish its code. The speed of light
+            # stands in for the time of what no plan holds, and the refusal says why.
+            return self.price_at(kernel, kernel.sol.total_us, refusal=str(error))
         if not best:
             # No plan the workload model covers (a type codegen does not emit): nothing better
             # is known than the speed of light, and the plan shows no projection.
@@ -364,6 +376,8 @@ class ProjectedPricer(Pricer):
 
         try:
             plans = enumerate_plans(self.graph, kernel)
+        except EmissionTooLarge:
+            raise
         except CodegenUnsupported:
             return []
         if not plans:

@@ -111,12 +111,13 @@ import heapq
 import math
 from dataclasses import dataclass, field
 
+from compiler.codegen.emission import emission_refusal, first_refusal
 from compiler.ir.dtypes import accumulation_dtype
 from compiler.ir.graph import Graph, Node
 from compiler.ir.ops import OPS
 from compiler.kernels.grouping import (FUSIBLE, LEAF, LIBRARY, PLUMBING, GroupGraph, WindowTooWide,
-                                       graph_output_sources, is_duplicable, node_role,
-                                       plumbing_sources)
+                                       graph_output_sources, is_duplicable, kernel_outputs,
+                                       node_role, plumbing_sources)
 from compiler.kernels.locality import (GRID, INV, RowSpace, full_label, map_rows, reduce_space,
                                        row_label)
 from compiler.kernels.plan import (LIBRARY_OPERAND_VIEWS, MAX_KERNEL_NODES, MAX_KERNEL_PARAMETERS,
@@ -166,8 +167,9 @@ class _Verdict:
 
 
 class _Stitcher:
-    def __init__(self, graph: Graph, model: SolModel):
+    def __init__(self, graph: Graph, model: SolModel, check_code: bool = False):
         self.graph = graph
+        self.check_code = check_code  # check each merge's code size (`stitch_fusion`)
         self.device = model.device
         self.model = model
         self.position = {name: i for i, name in enumerate(graph.nodes)}
@@ -247,15 +249,18 @@ class _Stitcher:
 
     def _bound_free_reads(self) -> None:
         """A node that reads many free nodes (a concatenate of a thousand broadcast constants)
-        would make a kernel of over MAX_KERNEL_NODES nodes on its own: the largest of them,
-        and the free nodes computed from those, are no longer free, but owned by kernels of
-        their own (a free node is computed from leaves and free nodes alone)."""
+        would make a kernel of over MAX_KERNEL_NODES nodes on its own, or of too much code (a
+        scan of a parameter's slices and pads): the largest of them, and the free nodes
+        computed from those, are no longer free, but owned by kernels of their own (a free
+        node is computed from leaves and free nodes alone)."""
         for node in self.graph:
             if self.role[node.name] != FUSIBLE or node.name in self.free:
                 continue
             while True:
                 read = [o for o in dict.fromkeys(node.operands) if o in self.free]
-                if too_many_nodes(1 + len(self._free_closure(read))) is None:
+                closure = self._free_closure(read)
+                if too_many_nodes(1 + len(closure)) is None and \
+                        (not closure or self._code_refusal([node.name], closure) is None):
                     break
                 self._unfree(max(read, key=lambda o: (len(self.closure[o]), self.position[o])))
 
@@ -439,6 +444,11 @@ class _Stitcher:
         if verdict.kind is None:
             self._log("refuse", subject, verdict.reason)
             return False
+        if self.check_code and self._merges(a, b):  # the costly check last
+            too_much_code = self._code_refusal(members[a] + members[b], merged.free)
+            if too_much_code:
+                self._log("refuse", subject, f"not a legal kernel: {too_much_code}")
+                return False
         try:
             kept = groups_graph.merge(a, b, MERGE_BUDGET)
         except WindowTooWide as error:
@@ -453,6 +463,24 @@ class _Stitcher:
         del self.groups[b if kept == a else a]
         self.groups[kept] = merged
         return True
+
+    def _merges(self, a: str, b: str) -> bool:
+        """Whether groups a and b may merge as far as the group graph is concerned (the walk
+        `GroupGraph.merge` makes, without merging)."""
+        try:
+            return self.groups_graph.check((a, b), MERGE_BUDGET) is None
+        except WindowTooWide:
+            return False
+
+    def _code_refusal(self, owned: list[str], recomputed) -> str | None:
+        """Why a kernel owning `owned` and recomputing `recomputed` would take too much code
+        to emit, or None (codegen/emission.py: the check every strategy makes); None
+        unchecked on the first pass (`stitch_fusion`)."""
+        if not self.check_code:
+            return None
+        computed = set(owned).union(recomputed)
+        outputs = kernel_outputs(owned, computed, self.users, self.outputs)
+        return emission_refusal(self.graph, computed, outputs)
 
     def _relabel(self, a: str, b: str) -> tuple[dict[str, _NodeState], str | None]:
         """New states of the nodes whose in-group operands change when a and b merge, and a
@@ -670,7 +698,7 @@ class _Stitcher:
                 continue
             elif readers <= {group} or not self._sinkable(name, readers, owner,
                                                          readers & library_kernels, loads) \
-                    or self._sinking_too_large(name, readers - {group}, computed):
+                    or self._sinking_too_large(name, readers - {group}, computed, kernels):
                 computed_by[name] = {group}
             else:
                 node = graph.nodes[name]
@@ -687,10 +715,10 @@ class _Stitcher:
                 computed_by[name] = readers
         return computed_by
 
-    def _sinking_too_large(self, name: str, readers: set[str],
-                           computed: dict[str, set[str]]) -> bool:
+    def _sinking_too_large(self, name: str, readers: set[str], computed: dict[str, set[str]],
+                           kernels: dict[str, list[str]]) -> bool:
         """Whether recomputing `name` (and the free nodes it reads) would make a reader's
-        kernel compute too many nodes (logged)."""
+        kernel compute too many nodes, or take too much code (logged)."""
         extra = self._recomputing(name)
         for reader in readers & computed.keys():  # library kernels generate no code
             kernel = computed[reader]
@@ -698,6 +726,13 @@ class _Stitcher:
                 self._log("refuse", f"{name} -> its readers",
                           f"not recomputed by its readers: {reader}'s kernel would compute "
                           f"over {MAX_KERNEL_NODES} ops")
+                return True
+            too_much_code = self._code_refusal(kernels[reader], (kernel | extra) -
+                                               set(kernels[reader]))
+            if too_much_code:
+                self._log("refuse", f"{name} -> its readers",
+                          f"not recomputed by its readers: {reader}'s kernel would not be a "
+                          f"legal kernel: {too_much_code}")
                 return True
         return False
 
@@ -774,5 +809,18 @@ class _Stitcher:
 
 
 def stitch_fusion(graph: Graph, model: SolModel) -> FusionPlan:
-    """Fuse memory-intensive ops across reduction boundaries by stitching (module docstring)."""
-    return _Stitcher(graph, model).run()
+    """Fuse memory-intensive ops across reduction boundaries by stitching (module docstring).
+
+    A kernel's code size is checked once it is formed (codegen/emission.py): a walk of a
+    kernel per merge costs as much as the rest of the pass, and kernels that recompute their
+    values beyond the budget are rare. When one does, the kernels are formed again with every
+    merge, sinking and free node checked, and the first pass's kernel named in the log."""
+    plan = _Stitcher(graph, model).run()
+    found = first_refusal(graph, plan.kernels)
+    if found is None:
+        return plan
+    kernel, reason = found
+    stitcher = _Stitcher(graph, model, check_code=True)
+    stitcher._log("refuse", f"the kernel of {kernel.dominant} ({len(kernel.computed)} ops)",
+                  f"not a legal kernel: {reason}; kernels formed again, each merge checked")
+    return stitcher.run()

@@ -34,10 +34,18 @@ interpreter's values of every node (`evaluate_all`), node by node:
   slices) moves the bounds with the values: the op applied to the bounds, with the real index
   operands. An index operand that carries a bound makes the result unbounded.
 
-Nodes computed from exact values by elementwise ops and data movement only get no bound
-(None): every implementation rounds the same ops on the same operands, and the per-dtype
-tolerance of compiler/codegen/check.py covers the ops' own last-bit differences. The checks add
-this bound to that tolerance.
+- A transcendental function (exp, log, tanh, sin, power, ...) is rounded by each
+  implementation's math library its own way: CUDA's expf, the host's, NumPy's may each be a
+  few ulps from the exact result, so their results may lie TRANSCENDENTAL_ULPS ulps apart. At
+  the function itself the per-dtype tolerance of compiler/codegen/check.py covers that; what
+  later ops make of it does not, when a sum cancels (in a fused selective scan, a * h + b
+  whose terms nearly cancel turns an ulp or two of an exp into hundreds of the result). So the function is a
+  source of a bound, as an accumulation is, and the bound propagates as above.
+
+Nodes computed from exact values by the other elementwise ops and data movement only get no
+bound (None): every implementation rounds the same IEEE operations on the same operands, and
+the per-dtype tolerance of compiler/codegen/check.py covers the ops' own last-bit differences.
+The checks add this bound to that tolerance.
 
 What the bound does not model gets inf (anything allowed, nothing can be said): ops that
 reinterpret bits or draw random numbers, control flow and general reducers whose computations
@@ -62,6 +70,11 @@ from compiler.ir.shapes import Shape
 
 # Each of two implementations may be gamma(n) * sum|x| away from the exact sum, on either side.
 ORDER_FACTOR = 2.0
+# How many units in the last place two implementations' transcendental functions may differ:
+# each may be a few ulps from the exact result, at most 4 for the CUDA math library's
+# single-precision functions (powf; expf, tanhf, sinf, cosf and erff 2: CUDA C++ Programming
+# Guide, "Mathematical Functions"), less for glibc's and NumPy's.
+TRANSCENDENTAL_ULPS = 8
 
 # None: exact (no accumulation upstream); an array of the node's shape (float64); a tuple of
 # those for tuple-shaped nodes.
@@ -166,7 +179,8 @@ def _bound(graph: Graph, node: Node, values: Mapping, bounds: dict) -> Bound:
     if node.called_computations():      # while, conditional, map, sort, ...
         accumulates = any(_accumulates(graph, name) for name in node.called_computations())
         return None if exact and not accumulates else _unbounded(node.shape)
-    if exact:
+    info = OPS.get(op)
+    if exact and not _rounds_its_own_way(node, info):
         return None
     if op == "tuple":
         return tuple(operand_bounds)
@@ -175,14 +189,33 @@ def _bound(graph: Graph, node: Node, values: Mapping, bounds: dict) -> Bound:
         return whole[node.attrs["index"]] if isinstance(whole, tuple) else None
     if op in _FORWARDING:
         return operand_bounds[0]
-    info = OPS.get(op)
     if info is None or op in _BIT_LEVEL:
         return _unbounded(node.shape)
     if info.is_elementwise:
-        return _elementwise(graph, node, values, operand_bounds)
+        bound = None if exact else _elementwise(graph, node, values, operand_bounds)
+        if _rounds_its_own_way(node, info):
+            bound = _dense(bound, values[node.name]) + _library_error(node, values[node.name])
+        return bound
     if info.category in _MOVEMENT:
         return _moved(graph, node, values, operand_bounds)
     return _unbounded(node.shape)
+
+
+def _rounds_its_own_way(node: Node, info) -> bool:
+    """A float transcendental function: each implementation's math library rounds it its own
+    way (module docstring)."""
+    return info is not None and info.transcendental and not node.shape.is_tuple and \
+        node.shape.dtype.is_float and node.shape.dtype.kind != "complex"
+
+
+def _library_error(node: Node, value) -> np.ndarray:
+    """How far two math libraries' results of `node` may lie apart: TRANSCENDENTAL_ULPS units
+    in the last place of the type it is computed in (f32 for 16-bit floats); none where the
+    result is infinite or NaN (an overflow, a domain error), which every library gives."""
+    magnitude = _magnitude(value)
+    finite = np.isfinite(magnitude)
+    return np.where(finite, TRANSCENDENTAL_ULPS * 2 * unit_roundoff(node.shape.dtype) *
+                    np.where(finite, magnitude, 0.0), 0.0)
 
 
 def _does_arithmetic(graph: Graph, name: str) -> bool:
@@ -373,7 +406,8 @@ def _elementwise(graph: Graph, node: Node, values: Mapping, operand_bounds: list
             step = np.ceil(bound).astype(value.dtype)
             choices.append((value - step, value + step))
         else:
-            choices.append((value - bound, value + bound))
+            with np.errstate(invalid="ignore"):   # inf +- inf: a NaN corner, see below
+                choices.append((value - bound, value + bound))
     centre = _as_float(apply_op(graph, node, centre_operands))
     largest = np.zeros(np.shape(centre))
     for corner in itertools.product(*choices):

@@ -25,7 +25,7 @@ a list", ESA 2002).
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable
+from typing import Container, Iterable
 
 from compiler.ir.graph import Graph, Node
 from compiler.ir.ops import OPS, Category
@@ -107,6 +107,15 @@ def value_readers(graph: Graph) -> dict[str, list[str]]:
                 for source in plumbing_sources(graph, operand, memo):
                     readers[source].append(node.name)
     return readers
+
+
+def kernel_outputs(owned: Iterable[str], computed: Container[str],
+                   users: dict[str, list[str]], graph_outputs: Container[str]) -> list[str]:
+    """The owned values a kernel computing `computed` writes, as `build_plan` decides for a
+    kernel alone: those the graph returns or a node outside the kernel reads (`users`:
+    `Graph.users()`). A strategy asks while it merges, before the other kernels are settled."""
+    return [name for name in owned
+            if name in graph_outputs or any(user not in computed for user in users[name])]
 
 
 def as_soon_as_possible(graph: Graph, names: Iterable[str]) -> list[str]:

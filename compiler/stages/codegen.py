@@ -7,8 +7,9 @@ registers: nothing is compiled to rank), the fastest one emitted, what ptxas rep
 (one nvcc batch for the whole plan), its projected breakdown with ptxas' registers, shared
 memory and spills, and — after `emulate(...)` — the largest error against the interpreter.
 Plans the workload model does not cover fall back to `choose_plan`'s heuristic. A kernel the
-emitter cannot generate yet, or whose source does not compile, carries the reason in `error`;
-the rest of the plan still completes.
+emitter cannot generate yet, whose code would pass the statement budget (codegen/emission.py:
+"not generated: ...", found before any of it is written), or whose source does not compile,
+carries the reason in `error`; the rest of the plan still completes.
 
 `emulate` checks each kernel on its own: made-up values of its inputs
 (compiler/kernels/inputs.kernel_inputs), the interpreter on the kernel's sub-graph only, the
@@ -25,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from compiler.codegen.check import PRELUDE_DIR, compare, emulate_kernel, max_abs_error
-from compiler.codegen.elemental import CodegenUnsupported, c_identifier
+from compiler.codegen.elemental import CodegenUnsupported, EmissionTooLarge, c_identifier
 from compiler.codegen.emit import EmittedKernel, emit_kernel
 from compiler.codegen.plan import CodeGenPlan
 from compiler.codegen.schedules import choose_plan, enumerate_plans
@@ -126,6 +127,8 @@ def emit_code(graph: Graph, plan: FusionPlan, kernel: Kernel, device) -> KernelC
             code.ranking = rank_plans(graph, kernel, code.candidates, device)
             chosen = code.ranking[0][0] if code.ranking else choose_plan(code.candidates)
             code.emitted = emit_kernel(graph, kernel, chosen, code.function)
+    except EmissionTooLarge as error:
+        code.error = f"not generated: {error}"
     except CodegenUnsupported as error:
         code.error = f"not generated yet: {error}"
     return code

@@ -30,11 +30,19 @@ from compiler.kernels.inputs import random_inputs  # noqa: E402
 
 
 def assert_plan_computes_the_graph(graph, plan, inputs) -> None:
-    """Invariants hold, and running the plan kernel by kernel gives the graph's own results."""
-    from compiler.kernels.plan import check_plan, execute_plan
+    """Invariants hold (and every generated kernel of a strategy's plan fits the code budget,
+    which check_plan, below the code generator, cannot ask), and running the plan kernel by
+    kernel gives the graph's own results."""
+    from compiler.codegen.emission import emission_refusal
+    from compiler.kernels.plan import UNBOUNDED_STRATEGIES, check_plan, execute_plan
     from compiler.ir.interpreter import evaluate
 
     check_plan(graph, plan)
+    if plan.strategy not in UNBOUNDED_STRATEGIES:
+        for kernel in plan.kernels:
+            if kernel.kind != "library":
+                refusal = emission_refusal(graph, kernel.computed, kernel.outputs)
+                assert refusal is None, f"{plan.strategy} {kernel.name}: {refusal}"
     expected = evaluate(graph, inputs)
     actual = execute_plan(graph, plan, inputs)
     assert len(actual) == len(expected)

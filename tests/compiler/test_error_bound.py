@@ -16,7 +16,7 @@ import pytest
 
 from compiler.codegen.check import compare
 from compiler.importers.hlo_text import import_hlo
-from compiler.ir.error_bound import error_bounds
+from compiler.ir.error_bound import TRANSCENDENTAL_ULPS, error_bounds
 from compiler.ir.interpreter import evaluate_all
 
 U32 = 2.0 ** -24        # f32's unit roundoff
@@ -102,16 +102,42 @@ def test_one_element_off_by_a_thousandth_in_a_4096_long_sum_fails_with_where_and
 def test_a_value_made_by_elementwise_ops_alone_keeps_the_tight_tolerance():
     graph = hlo("""
   x = f32[64] parameter(0)
-  ROOT e = f32[64] exponential(x)
+  y = f32[64] parameter(1)
+  ROOT s = f32[64] multiply(x, y)
 """)
-    x = np.random.default_rng(8).standard_normal(64).astype(np.float32)
-    values = evaluate_all(graph, [x])
-    assert error_bounds(graph, values, ["e"]) == {"e": None}
-    off = values["e"].copy()
+    x, y = np.random.default_rng(8).standard_normal((2, 64)).astype(np.float32)
+    values = evaluate_all(graph, [x, y])
+    assert error_bounds(graph, values, ["s"]) == {"s": None}
+    off = values["s"].copy()
     off[3] *= np.float32(1 + 1e-4)
-    (mismatch,) = compare(graph, {"e": off}, values)
+    (mismatch,) = compare(graph, {"s": off}, values)
     assert mismatch.where == (3,)
-    assert mismatch.allowed == pytest.approx(1e-6 + 1e-5 * abs(float(values["e"][3])))
+    assert mismatch.allowed == pytest.approx(1e-6 + 1e-5 * abs(float(values["s"][3])))
+
+
+def test_a_transcendental_function_may_differ_by_a_few_ulps_and_so_may_what_cancels_after_it():
+    """Math libraries round exp their own ways; a sum that cancels after it (a selective scan's
+    a * h + b) turns those ulps into many of its own result, which the bound allows, while an
+    error in the sum's own arithmetic is still caught."""
+    graph = hlo("""
+  x = f32[64] parameter(0)
+  b = f32[64] parameter(1)
+  e = f32[64] exponential(x)
+  ROOT s = f32[64] subtract(e, b)
+""")
+    x = np.random.default_rng(13).standard_normal(64).astype(np.float32)
+    b = np.exp(x.astype(np.float64)).astype(np.float32)    # e - b cancels to about an ulp of e
+    values = evaluate_all(graph, [x, b])
+    bounds = error_bounds(graph, values, ["e", "s"])
+    ulps = TRANSCENDENTAL_ULPS * np.spacing(np.float32(1)).astype(np.float64)
+    np.testing.assert_allclose(bounds["e"], ulps * np.abs(values["e"].astype(np.float64)))
+    np.testing.assert_allclose(bounds["s"], bounds["e"])
+    # Another library's exp, two ulps up: the difference is many ulps of the tiny result.
+    other = np.nextafter(np.nextafter(values["e"], np.inf), np.inf) - b
+    assert compare(graph, {"s": other}, values) == []
+    wrong = other.copy()
+    wrong[5] += np.float32(16) * ulps * abs(float(values["e"][5]))
+    assert [m.where for m in compare(graph, {"s": wrong}, values)] == [(5,)]
 
 
 # -- propagation through later ops ------------------------------------------------------------

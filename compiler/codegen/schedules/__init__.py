@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
+from compiler.codegen.emission import check_emission
 from compiler.codegen.plan import CodeGenPlan
 from compiler.codegen.schedules import (columns, elementwise, horizontal, phased, rows, split,
                                         transpose)
@@ -44,9 +45,12 @@ _EMITTERS = {name: module.emit for module in ENUMERATION for name in module.SCHE
 
 
 def enumerate_plans(graph: Graph, kernel: Kernel) -> list[CodeGenPlan]:
-    """Every valid plan for the kernel (empty for library kernels)."""
+    """Every valid plan for the kernel (empty for library kernels); EmissionTooLarge for a
+    kernel whose code would pass the statement budget (compiler/codegen/emission.py): no
+    schedule emits it."""
     if kernel.kind == "library":
         return []
+    check_emission(graph, kernel.computed, kernel.outputs)
     dominant = kernel.dominant or (kernel.outputs or kernel.nodes)[-1]
     return [plan for module in ENUMERATION for plan in module.candidates(graph, kernel,
                                                                           dominant)]

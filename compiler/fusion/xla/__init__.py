@@ -36,17 +36,39 @@ from compiler.fusion.xla.instruction import instruction_fusion
 from compiler.fusion.xla.multi_output import multi_output_fusion
 from compiler.gc_pause import cyclic_gc_paused
 from compiler.ir.graph import Graph
-from compiler.kernels.plan import FusionPlan, build_plan
+from compiler.codegen.emission import first_refusal
+from compiler.kernels.plan import Decision, FusionPlan, build_plan
 from compiler.target.sol import SolModel
 
 
 def xla_fusion(graph: Graph, model: SolModel) -> FusionPlan:
-    """The kernels XLA:GPU's fusion passes would make of `graph` (module docstring)."""
+    """The kernels XLA:GPU's fusion passes would make of `graph` (module docstring).
+
+    A fusion's code size is checked once the passes are done (codegen/emission.py): a walk
+    of the fusion per producer costs as much as the passes, and fusions that recompute their
+    values beyond the budget are rare. When one does, the passes run again with every fusion
+    decision checked, and the first run's fusion named in the log."""
     with cyclic_gc_paused():  # compiler/gc_pause.py: keeps planning time linear
-        fusions = Fusions(graph, model)
-        instruction_fusion(fusions)
-        fusions.build_group_graph()
-        multi_output_fusion(fusions)
-        horizontal_loop_fusion(fusions)
-        horizontal_input_fusion(fusions)
-        return build_plan(graph, fusions.specs(), "xla", model, fusions.decisions)
+        plan = _passes(graph, model, check_code=False)
+        found = first_refusal(graph, plan.kernels)
+        if found is None:
+            return plan
+        kernel, reason = found
+        first = Decision("refuse", f"the fusion of {kernel.dominant} ({len(kernel.computed)} "
+                                   f"ops)", f"xla: the fusion would result in an overly large "
+                                            f"code duplication: {reason}; fusions formed "
+                                            f"again, each checked")
+        return _passes(graph, model, check_code=True, decisions=[first])
+
+
+def _passes(graph: Graph, model: SolModel, check_code: bool,
+            decisions: list[Decision] = ()) -> FusionPlan:
+    """XLA's passes in XLA's order over one Fusions object."""
+    fusions = Fusions(graph, model, check_code)
+    fusions.decisions.extend(decisions)
+    instruction_fusion(fusions)
+    fusions.build_group_graph()
+    multi_output_fusion(fusions)
+    horizontal_loop_fusion(fusions)
+    horizontal_input_fusion(fusions)
+    return build_plan(graph, fusions.specs(), "xla", model, fusions.decisions)

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from compiler.codegen.emission import emission_refusal
 from compiler.fusion.unfused import VIEWS
 from compiler.ir.graph import Graph, Node
 from compiler.ir.ops import OPS
-from compiler.kernels.grouping import LIBRARY
+from compiler.kernels.grouping import LIBRARY, kernel_outputs
 from compiler.kernels.plan import too_many_nodes
 
 if TYPE_CHECKING:
@@ -158,6 +159,14 @@ def producer_consumer_refusal(fusions: Fusions, producer: str, head: str,
     if after > MAX_OPERANDS_AND_OUTPUTS and after > before:
         return (f"xla: fusion would have {after} operands and outputs, over "
                 f"{MAX_OPERANDS_AND_OUTPUTS} (FusionFitsInBudget)")
+    if fusions.check_code:
+        owned = [*fusions.members[head], producer]
+        computed = inside | {producer}
+        too_much_code = emission_refusal(facts.graph, computed, kernel_outputs(
+            owned, computed, facts.all_readers, facts.graph_outputs))
+        if too_much_code:
+            return (f"xla: the fusion would result in an overly large code duplication: "
+                    f"{too_much_code} (ProducerConsumerMergedTooLarge)")
     return None
 
 
@@ -248,6 +257,17 @@ def too_large(fusions: Fusions, a: str, b: str) -> str | None:
         return None  # their union is no larger
     reason = too_many_nodes(len(inside_a | inside_b))
     return reason and f"xla: fusion too large: {reason} (will generate too large IR)"
+
+
+def too_much_code(fusions: Fusions, a: str, b: str) -> str | None:
+    """Two fusions becoming one would take too much code to emit (checked only when
+    `fusions.check_code`: see `xla_fusion`)."""
+    if not fusions.check_code:
+        return None
+    refusal = emission_refusal(fusions.facts.graph, fusions.inside[a] | fusions.inside[b],
+                               fusions.outputs(a) + fusions.outputs(b))
+    return refusal and (f"xla: the fusion would result in an overly large code "
+                        f"duplication: {refusal} (will generate too large IR)")
 
 
 def over_budget(fusions: Fusions, a: str, b: str) -> str | None:

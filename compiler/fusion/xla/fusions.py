@@ -30,9 +30,10 @@ class Fusions:
     `build_group_graph` has run, with `merge_or_cycle`.
     """
 
-    def __init__(self, graph: Graph, model: SolModel):
+    def __init__(self, graph: Graph, model: SolModel, check_code: bool = False):
         self.facts = facts = GraphFacts(graph)
         self.model = model
+        self.check_code = check_code  # check each fusion's code size (`xla_fusion`)
         self.decisions: list[Decision] = []
 
         kernel_nodes = facts.kernel_nodes

@@ -11,7 +11,7 @@ the next anchor.
 from __future__ import annotations
 
 from compiler.fusion.xla.fusible import (is_multi_output_root, loop_dims, only_consumer,
-                                         over_budget, shapes_incompatible)
+                                         over_budget, shapes_incompatible, too_much_code)
 from compiler.fusion.xla.fusions import Fusions
 
 
@@ -40,6 +40,7 @@ def horizontal_input_fusion(fusions: Fusions) -> None:
                        or fusions.cycle_or_dependence(anchor, group, independent=True)
                        or over_budget(fusions, anchor, group)
                        or fusions.leaves_value_unwritten(anchor, group)
+                       or too_much_code(fusions, anchor, group)
                        or fusions.merge_or_cycle(anchor, group))
             if refusal:
                 fusions.log("refuse", subject, refusal)

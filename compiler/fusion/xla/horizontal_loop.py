@@ -15,7 +15,8 @@ kMaxCudaParamSize (4000 bytes of 8-byte parameters), and each span within the co
 
 from __future__ import annotations
 
-from compiler.fusion.xla.fusible import elements, is_loop_fusion, only_consumer, too_large
+from compiler.fusion.xla.fusible import (elements, is_loop_fusion, only_consumer, too_large,
+                                         too_much_code)
 from compiler.fusion.xla.fusions import Fusions
 from compiler.kernels.grouping import LEAF
 
@@ -87,6 +88,7 @@ def _fuse_operands(fusions: Fusions, consumer: str, sliced: bool) -> None:
             refusal = (fusions.cycle_or_dependence(anchor, group, independent=True)
                        or too_large(fusions, anchor, group)
                        or fusions.leaves_value_unwritten(anchor, group)
+                       or too_much_code(fusions, anchor, group)
                        or fusions.merge_or_cycle(anchor, group))
             if refusal:
                 fusions.log("refuse", subject, refusal)

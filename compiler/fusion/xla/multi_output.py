@@ -18,7 +18,7 @@ Values are walked from uses to definitions. For each:
 from __future__ import annotations
 
 from compiler.fusion.xla.fusible import (elements, is_multi_output_root, over_budget,
-                                         shapes_incompatible)
+                                         shapes_incompatible, too_much_code)
 from compiler.fusion.xla.fusions import Fusions
 from compiler.kernels.grouping import FUSIBLE
 
@@ -54,7 +54,7 @@ def _fuse_siblings(fusions: Fusions, parent: str) -> None:
             refusal = (shapes_incompatible(fusions, a, b)
                        or fusions.cycle_or_dependence(a, b, independent=True)
                        or over_budget(fusions, a, b) or fusions.leaves_value_unwritten(a, b)
-                       or fusions.merge_or_cycle(a, b))
+                       or too_much_code(fusions, a, b) or fusions.merge_or_cycle(a, b))
             if refusal is None:
                 del siblings[j]
                 fusions.log("fuse", subject,
@@ -84,6 +84,7 @@ def _fuse_producer_into_consumer(fusions: Fusions, value: str) -> None:
                    or fusions.cycle_or_dependence(consumer, producer, independent=False)
                    or over_budget(fusions, consumer, producer)
                    or fusions.leaves_value_unwritten(consumer, producer)
+                   or too_much_code(fusions, consumer, producer)
                    or fusions.merge_or_cycle(consumer, producer))
         if refusal is None:
             fusions.log("fuse", subject, "xla: producer-consumer multi-output fusion "
