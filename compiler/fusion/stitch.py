@@ -252,8 +252,12 @@ class _Stitcher:
         would make a kernel of over MAX_KERNEL_NODES nodes on its own, or of too much code (a
         scan of a parameter's slices and pads): the largest of them, and the free nodes
         computed from those, are no longer free, but owned by kernels of their own (a free
-        node is computed from leaves and free nodes alone)."""
-        for node in self.graph:
+        node is computed from leaves and free nodes alone). A node made owned is checked in
+        its turn, even when the walk has passed it: its own free reads may be too much code."""
+        names = list(self.graph.nodes)
+        pending = list(range(len(names)))  # positions, a heap: the graph's order
+        while pending:
+            node = self.graph.nodes[names[heapq.heappop(pending)]]
             if self.role[node.name] != FUSIBLE or node.name in self.free:
                 continue
             while True:
@@ -262,17 +266,23 @@ class _Stitcher:
                 if too_many_nodes(1 + len(closure)) is None and \
                         (not closure or self._code_refusal([node.name], closure) is None):
                     break
-                self._unfree(max(read, key=lambda o: (len(self.closure[o]), self.position[o])))
+                largest = max(read, key=lambda o: (len(self.closure[o]), self.position[o]))
+                for owned in self._unfree(largest):
+                    if self.position[owned] < self.position[node.name]:
+                        heapq.heappush(pending, self.position[owned])
 
-    def _unfree(self, name: str) -> None:
-        """Make free node `name`, and the free nodes computed from it, owned ones."""
-        stack = [name]
+    def _unfree(self, name: str) -> list[str]:
+        """Make free node `name`, and the free nodes computed from it, owned ones; returns
+        them."""
+        stack, unfreed = [name], []
         while stack:
             node = stack.pop()
             if node in self.free:
                 del self.free[node], self.closure[node]
                 self.view_chains.discard(node)
+                unfreed.append(node)
                 stack.extend(self.users[node])
+        return unfreed
 
     def _fits(self, reduction: str) -> bool:
         space = self.space[reduction]
