@@ -78,10 +78,10 @@ def test_an_upward_import_inside_a_function_breaks_the_layers(copy: Path):
 
 def test_independent_packages_stay_apart(copy: Path):
     # cost and runtime share a layer: the cost models never need the GPU runner.
-    _add_import(copy, "compiler.cost.workload", "import compiler.runtime.gpu")
+    _add_import(copy, "compiler.cost.projected", "import compiler.runtime.gpu")
     result = _lint(copy)
     assert result.returncode == 1
-    assert "compiler.cost.workload -> compiler.runtime.gpu" in result.stdout
+    assert "compiler.cost.projected -> compiler.runtime.gpu" in result.stdout
 
 
 def test_a_circle_between_modules_of_one_package_breaks_the_contract(copy: Path):

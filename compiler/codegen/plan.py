@@ -6,12 +6,12 @@ its `key()` joins the kernel's node names in a build-cache key. Each schedule li
 module under compiler/codegen/schedules/, which lists its candidates for a kernel (tens, not
 thousands), says which one its heuristic prefers and emits it; `schedules.enumerate_plans`
 and `schedules.choose_plan` walk them all. This module holds the plan itself, the constants
-the schedules share, and the analyses of a kernel that both the schedules and the workload
-model (compiler/cost/workload.py) read: which reductions are rows (`row_split`) or columns
-(`column_split`), which share a row or column loop, which outputs a row plan writes in which
-of its loops (`row_loop_outputs`) and which values of one element per row once per row
-(`row_values`), what a row cache holds, what a phased plan's levels loop over
-(`phase_loops`).
+the schedules share, and the analyses of a kernel that both the schedules' emitters and their
+workload counts (`count`, over compiler/codegen/workload.py) read: which reductions are rows
+(`row_split`) or columns (`column_split`), which share a row or column loop, which outputs a
+row plan writes in which of its loops (`row_loop_outputs`) and which values of one element per
+row once per row (`row_values`), what a row cache holds, what a phased plan's levels loop
+over (`phase_loops`).
 
 Schedules (their modules say how each maps threads):
 - "elementwise": one thread per output element, `vector_width` consecutive elements per

@@ -29,7 +29,8 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from compiler.cost.projected import Derating, ProjectedModel, Resources
-from compiler.cost.workload import Workload, kernel_workload
+from compiler.codegen.schedules import kernel_workload
+from compiler.codegen.workload import Workload
 from compiler.errors import InputError
 from compiler.limits import decode_utf8, read_limited
 from compiler.target.devices import Device

@@ -1,5 +1,6 @@
 """The projected cost model (AStitch/PAI's "Proj" level): time and its breakdown for one kernel
-under one CodeGenPlan on one device, from its workload (workload.py) and its resources.
+under one CodeGenPlan on one device, from its workload (compiler/codegen/workload.py, counted
+by the plan's schedule) and its resources.
 
     throughput time = max over pipes p of  busiest SM's instructions_p / (lanes_p x e_pipe)
                       and  DRAM bytes / (peak bandwidth x e_dram),  L2 bytes / (L2 bandwidth x e_l2)
@@ -40,7 +41,8 @@ from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 
 from compiler.cost.outliers import outlier_reason, ratio_to_sol
-from compiler.cost.workload import PIPES, Workload, kernel_workload
+from compiler.codegen.schedules import kernel_workload
+from compiler.codegen.workload import PIPES, Workload
 from compiler.target.devices import Device
 from compiler.target.launch import DEFAULT_RUNTIME, RUNTIMES, terms_for
 from compiler.target.occupancy import occupancy
@@ -290,7 +292,7 @@ class ProjectedModel:
         waves = grid / (blocks_per_sm * device.sm_count)
         warp_cycles = workload.latency_cycles_per_thread + workload.sync_cycles_per_thread
         # A horizontal launch's figures are its parts' means; its slowest part's thread is
-        # the least it takes (workload.py, `_horizontal_workload`).
+        # the least it takes (the horizontal schedule's `count`).
         latency_cycles = math.ceil(waves) * warp_cycles
         # A loop only the first blocks run takes the waves of those blocks alone.
         resident = blocks_per_sm * device.sm_count

@@ -29,7 +29,7 @@ from compiler.codegen.schedules import choose_plan, enumerate_plans
 from compiler.codegen.schedules.horizontal import horizontal_parts
 from compiler.cost.learned.features import KERNEL_FEATURES, SCHEDULES, kernel_sample
 from compiler.cost.projected import rank_plans
-from compiler.cost.workload import kernel_workload
+from compiler.codegen.schedules import kernel_workload
 from compiler.importers.hlo_text import import_hlo
 from compiler.ir.interpreter import evaluate_all
 from compiler.kernels.inputs import random_inputs

@@ -21,7 +21,7 @@ from compiler.codegen.emit import emit_kernel
 from compiler.codegen.plan import ROW_CACHE_MAX, ROW_SCHEDULES
 from compiler.codegen.schedules import choose_plan, enumerate_plans
 from compiler.cost.projected import rank_plans
-from compiler.cost.workload import kernel_workload
+from compiler.codegen.schedules import kernel_workload
 from compiler.importers.hlo_text import import_hlo
 from compiler.kernels.plan import KernelSpec, build_plan
 from compiler.target.devices import get_device

@@ -26,7 +26,7 @@ from compiler.codegen.schedules import enumerate_plans
 from compiler.cost.calibrate import (Record, errors, fit, kendall_tau, load_records,
                                      record_from_dict)
 from compiler.cost.projected import Derating, ProjectedModel, Resources, project_kernel, rank_plans
-from compiler.cost.workload import kernel_workload
+from compiler.codegen.schedules import kernel_workload
 from compiler.errors import InputError
 from compiler.importers.hlo_text import import_hlo
 from compiler.kernels.plan import KernelSpec, build_plan

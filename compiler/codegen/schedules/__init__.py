@@ -6,11 +6,15 @@ A schedule module has
   apply);
 - `choose(plans)`: the plan its heuristic prefers among the candidates (None when none is its
   own), used before a cost model ranks them;
-- `emit(graph, kernel, emitter, output_nodes, buffers, plan)`: the kernel's body.
+- `emit(graph, kernel, emitter, output_nodes, buffers, plan)`: the kernel's body;
+- `count(graph, kernel, plan, counter)`: the loops that body runs, described to the workload
+  counter (compiler/codegen/workload.py) as they are emitted: what the projected model prices
+  (`kernel_workload`).
 
 `enumerate_plans` lists every module's candidates, in ENUMERATION order (the projected model
 breaks ties by that order); `choose_plan` asks the modules in PREFERENCE order. A new schedule is
-a new module added to both lists. The horizontal schedule (horizontal.py) is built on the
+a new module added to both lists, and nothing else: the registry finds its `emit` and `count`
+by the names in its `SCHEDULES`. The horizontal schedule (horizontal.py) is built on the
 others: it cuts a `horizontal` kernel into its independent parts, asks `enumerate_plans` and
 `choose_plan` for each part's plan as for a kernel of its own, and emits each part with its
 schedule's `emit` on a range of the launch's blocks.
@@ -24,8 +28,10 @@ from compiler.codegen.emission import check_emission
 from compiler.codegen.plan import CodeGenPlan
 from compiler.codegen.schedules import (columns, elementwise, horizontal, phased, rows, split,
                                         transpose)
+from compiler.codegen.workload import Counter, Workload
 from compiler.ir.graph import Graph
 from compiler.kernels.plan import Kernel
+from compiler.target.devices import Device
 
 ENUMERATION: tuple[ModuleType, ...] = (horizontal, rows, columns, split, transpose, phased,
                                        elementwise)
@@ -41,7 +47,13 @@ ENUMERATION: tuple[ModuleType, ...] = (horizontal, rows, columns, split, transpo
 PREFERENCE: tuple[ModuleType, ...] = (horizontal, phased, split, transpose, rows, columns,
                                       elementwise)
 
-_EMITTERS = {name: module.emit for module in ENUMERATION for name in module.SCHEDULES}
+
+def _owners(modules: tuple[ModuleType, ...]) -> dict[str, ModuleType]:
+    """Schedule name -> the module that emits and counts it."""
+    return {name: module for module in modules for name in module.SCHEDULES}
+
+
+_OWNERS = _owners(ENUMERATION)
 
 
 def enumerate_plans(graph: Graph, kernel: Kernel) -> list[CodeGenPlan]:
@@ -70,4 +82,25 @@ def choose_plan(plans: list[CodeGenPlan]) -> CodeGenPlan:
 
 def emitter_of(schedule: str):
     """The `emit` function of the module that owns `schedule`; KeyError when none does."""
-    return _EMITTERS[schedule]
+    return _OWNERS[schedule].emit
+
+
+def kernel_workload(graph: Graph, kernel: Kernel, plan: CodeGenPlan, device: Device,
+                    memo: dict | None = None, read_before: set[str] | None = None) -> Workload:
+    """The workload of `kernel` emitted under `plan` (compiler/codegen/workload.py), counted
+    by the module that owns the plan's schedule. `memo`: a dict shared by calls for the same
+    kernel, so its loops are walked once. `read_before`: values an earlier part of the same
+    launch read (a horizontal kernel's parts), read again here from L2; the values this
+    kernel reads are added to it."""
+    owner = _OWNERS.get(plan.schedule)
+    if owner is None:
+        raise ValueError(f"no workload model for schedule {plan.schedule!r}")
+    w = Workload(schedule=plan.schedule, grid=plan.grid_size, block=plan.block_size,
+                 shared_bytes=plan.shared_bytes, cooperative=plan.cooperative)
+    counter = Counter(graph, kernel, device, w, {} if memo is None else memo)
+    if read_before is not None:
+        counter.read_once = set(read_before)
+    owner.count(graph, kernel, plan, counter)
+    if read_before is not None:
+        read_before |= counter.read_once
+    return w

@@ -16,8 +16,10 @@ from compiler.codegen.elemental import (Elemental, reducer_functor, reducer_iden
 from compiler.codegen.indexing import Ix
 from compiler.codegen.loops import (accumulate_columns, accumulator_ctype, depends_on,
                                     elementwise_loops)
-from compiler.codegen.plan import (COLUMN_BLOCK_SIZES, COLUMN_SCHEDULE, MAX_GRID, WARP,
-                                   CodeGenPlan, column_reductions, column_split, next_power_of_two)
+from compiler.codegen.plan import (COLUMN_BLOCK_SIZES, COLUMN_SCHEDULE, MAX_GRID,
+                                   SPLIT_SCHEDULES, WARP, CodeGenPlan, column_reductions,
+                                   column_split, next_power_of_two)
+from compiler.codegen.workload import Counter, Loop, ceil_div, loop_targets
 from compiler.ir.dtypes import accumulation_dtype
 from compiler.ir.graph import Graph, Node
 from compiler.kernels.plan import Kernel
@@ -146,3 +148,77 @@ def emit_columns(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes:
     others = [n for n in output_nodes if n not in wide and n not in narrow]
     if others:
         elementwise_loops(emitter, others, buffers, plan)
+
+
+# -- its workload (what the projected model prices) ------------------------------------------------
+
+
+def count(graph: Graph, kernel: Kernel, plan: CodeGenPlan, counter: Counter) -> None:
+    """The loops of `emit`: the column tiles' loop, then the outputs of one element per
+    column, then the rest elementwise (`count_columns`)."""
+    count_columns(graph, kernel, plan, counter, counter.outputs, plan.dominant, frozenset())
+
+
+def count_columns(graph: Graph, kernel: Kernel, plan: CodeGenPlan, counter: Counter,
+                  outputs: list[Node], dominant_name: str, known: frozenset[str]) -> None:
+    """The column phase writing `outputs` with `dominant_name`'s columns, `known` values in
+    registers: this schedule's, split.py's column plans' and a cooperative row plan's
+    second phase (rows.count)."""
+    w = counter.w
+    barrier_latency = counter.barrier_latency
+    key = ("columns", dominant_name, tuple(n.name for n in outputs))
+    found = counter.memo.get(key)
+    if found is None:  # the kernel's, whatever the launch
+        found = counter.memo[key] = _column_analysis(graph, kernel, outputs, dominant_name)
+    columns, length, names, operands, axes, wide_names, narrow, others = found
+    tile = max(1, plan.column_tile or min(32, columns))
+    groups = max(1, plan.block_size // tile)
+    splits = max(1, plan.splits) if plan.schedule in SPLIT_SCHEDULES else 1
+    column_blocks = ceil_div(columns, tile) * splits
+    tiles_per_block = ceil_div(column_blocks, plan.grid_size)
+    per_thread = tiles_per_block * ceil_div(ceil_div(length, splits), groups)
+    counter.loop(Loop(elements=columns * length, targets=operands, axes=axes, known=known,
+                       per_thread=per_thread, stores=wide_names))
+    all_known = frozenset(known) | frozenset(names)
+    targets, narrow_axes, stores = narrow
+    if targets:
+        counter.loop(Loop(elements=columns, targets=targets, axes=narrow_axes,
+                           known=all_known, per_thread=tiles_per_block, stores=stores))
+    if groups > 1:
+        w.barriers_per_block += 2 * tiles_per_block
+        w.sync_cycles_per_thread += 2 * tiles_per_block * barrier_latency
+        w.shared_traffic_bytes += column_blocks * plan.block_size * 8 * len(names) * 2
+        w.instructions["lsu"] = w.instructions.get("lsu", 0) + \
+            column_blocks * plan.block_size * len(names) * (1 + groups / tile)
+    if splits > 1:
+        w.dram_write_bytes += columns * splits * 8 * len(names)
+        w.dram_read_bytes += columns * splits * 8 * len(names)
+        w.grid_syncs += 1 if plan.cooperative else 0
+    if others:
+        # The emitted loop after the tiles (columns.py, split.py) recomputes the column
+        # reductions it reads: their results are in the registers of the tile's threads.
+        counter.elementwise(plan, others, known=frozenset(known))
+
+
+def _column_analysis(graph, kernel, outputs, dominant_name) -> tuple:
+    """What `count_columns` reads of a kernel whatever the launch: the columns and their
+    length, the column reductions and the operands they read, the axis consecutive threads
+    walk (the last kept dimension of the operand, for every target of the column loop), the
+    outputs of the operand's size written in that loop, the `_loop_targets` of the outputs
+    of one element per column, and the other outputs."""
+    columns, length = column_split(graph, dominant_name)
+    names = column_reductions(graph, kernel, dominant_name)
+    dominant = graph.nodes[dominant_name]
+    source = graph.nodes[dominant.operands[0]].array_shape
+    reduced = sorted(dominant.attrs["dimensions"])
+    kept = [d for d in range(source.rank) if d not in reduced]
+    # Threads of a tile walk the columns: the last kept dimension of the operand.
+    axis = next((d for d in reversed(kept) if source.dims[d] > 1), None)
+    operands = list(dict.fromkeys(graph.nodes[n].operands[0] for n in names))
+    wide = [n for n in outputs if n.array_shape.dims == source.dims and length > 1
+            and n.name not in names]
+    targets = operands + [n.name for n in wide]
+    narrow = [n for n in outputs if n.array_shape.size == columns and n not in wide]
+    others = [n for n in outputs if n not in wide and n not in narrow]
+    return (columns, length, names, targets, dict.fromkeys(targets, axis),
+            tuple(n.name for n in wide), loop_targets(narrow), others)

@@ -14,6 +14,7 @@ from compiler.codegen.elemental import Elemental
 from compiler.codegen.loops import elementwise_loops
 from compiler.codegen.plan import (BLOCK_SIZES, MAX_GRID, VECTOR_WIDTHS, CodeGenPlan,
                                    elementwise_size)
+from compiler.codegen.workload import Counter
 from compiler.ir.graph import Graph, Node
 from compiler.kernels.plan import Kernel
 
@@ -47,3 +48,11 @@ def choose(plans: list[CodeGenPlan]) -> CodeGenPlan | None:
 def emit(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes: list[Node],
          buffers: dict[str, str], plan: CodeGenPlan) -> None:
     elementwise_loops(emitter, output_nodes, buffers, plan)
+
+
+# -- its workload (what the projected model prices) ------------------------------------------------
+
+
+def count(graph: Graph, kernel: Kernel, plan: CodeGenPlan, counter: Counter) -> None:
+    """The loops of `emit`: one grid-stride loop per output element count."""
+    counter.elementwise(plan, counter.outputs, vector=plan.vector_width)

@@ -53,6 +53,7 @@ from dataclasses import replace
 from compiler.codegen import schedules as registry
 from compiler.codegen.elemental import Elemental
 from compiler.codegen.plan import BLOCK_SIZES, HORIZONTAL_SCHEDULE, SCRATCH, CodeGenPlan
+from compiler.codegen.workload import Counter
 from compiler.ir.graph import Graph
 from compiler.kernels.locality import GRID, INV, full_label, map_rows, reduce_space, row_label
 from compiler.kernels.plan import Kernel
@@ -133,7 +134,7 @@ def _part(graph: Graph, kernel: Kernel, k: int, names: list[str],
     return Kernel(name=f"{kernel.name}.part{k}", kind=kind, nodes=tuple(names),
                   recomputed=recomputed, inputs=tuple(v for v in kernel.inputs if v in read),
                   outputs=outputs, dominant=dominant,
-                  sol=None)  # a part is priced only inside its kernel (cost/workload.py)
+                  sol=None)  # a part is priced only inside its kernel (its `count`, below)
 
 
 def part_kind(graph: Graph, computed: tuple[str, ...],
@@ -308,3 +309,56 @@ def emit(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes: list[No
             registry.emitter_of(sub.schedule)(graph, part, emitter, outputs, buffers, sub)
         scratch += _aligned(sub.scratch_bytes)
     emitter.block_index, emitter.grid_blocks, emitter.scratch = defaults
+
+
+# -- its workload (what the projected model prices) ------------------------------------------------
+
+
+def count(graph: Graph, kernel: Kernel, plan: CodeGenPlan, counter: Counter) -> None:
+    """The parts' workloads under their own plans, combined. Instructions, bytes, accesses and
+    shared-memory traffic are summed (a value two parts read comes from DRAM once, while it
+    fits in L2); the launch's grid, block and shared memory are the plan's (the sum of the
+    parts' grids, the shared block size, the largest part's shared memory).
+
+    Latency: the parts' blocks share the SMs' block slots, each part's for as long as its
+    thread takes. So a wave of the launch lasts the mean of its blocks' thread times (the
+    latency and sync cycles per thread are the parts' means weighted by their grids: the
+    projected model's ceil(waves) x cycles is then the parts' block-cycles over the slots),
+    and the launch lasts at least as long as the slowest part's thread
+    (`slowest_thread_cycles`), however few waves it has. Taking the slowest part's thread
+    for every wave instead would charge a small, slow part (a row reduction beside a large
+    convert) once per wave of the large part's blocks. Iterations, the dependency chain and
+    barriers per block are the most any part's thread or block has."""
+    w, memo, device = counter.w, counter.memo, counter.device
+    parts = memo.get(("horizontal parts",))
+    if parts is None:  # the same for every candidate plan of the kernel
+        parts = memo[("horizontal parts",)] = horizontal_parts(graph, kernel)
+    if len(parts) != len(plan.parts):
+        raise ValueError(f"{kernel.name} has {len(parts)} parts, the plan {len(plan.parts)}")
+    read: set[str] = set()
+    # A part's analyses are its own, whatever else shares the launch: the fusion search tries
+    # a group beside many others (`part_key`), so they are kept with the graph.
+    part_memos = graph.analysis_cache(f"workload.parts.{device.name}")
+    grid = max(1, sum(sub.grid_size for sub in plan.parts))
+    for part, sub in zip(parts, plan.parts):
+        pw = registry.kernel_workload(graph, part, sub, device,
+                                      part_memos.setdefault(part_key(part), {}), read)
+        for pipe, n in pw.instructions.items():
+            w.instructions[pipe] = w.instructions.get(pipe, 0) + n
+        w.dram_read_bytes += pw.dram_read_bytes
+        w.dram_write_bytes += pw.dram_write_bytes
+        w.l2_bytes += pw.l2_bytes
+        w.shared_traffic_bytes += pw.shared_traffic_bytes
+        w.accesses.extend(pw.accesses)
+        w.barriers_per_block = max(w.barriers_per_block, pw.barriers_per_block)
+        w.grid_syncs += pw.grid_syncs
+        w.iterations_per_thread = max(w.iterations_per_thread, pw.iterations_per_thread)
+        w.chain_cycles_per_iteration = max(w.chain_cycles_per_iteration,
+                                           pw.chain_cycles_per_iteration)
+        share = sub.grid_size / grid
+        # A part's loops that only its first blocks run count here as all its blocks'.
+        part_cycles = pw.latency_cycles_per_thread + sum(c for _, c in pw.few_block_loops)
+        w.latency_cycles_per_thread += share * part_cycles
+        w.sync_cycles_per_thread += share * pw.sync_cycles_per_thread
+        w.slowest_thread_cycles = max(w.slowest_thread_cycles,
+                                      part_cycles + pw.sync_cycles_per_thread)

@@ -57,6 +57,7 @@ from compiler.codegen.loops import accumulator_ctype, elementwise_loops, finish_
 from compiler.codegen.plan import (COOPERATIVE_GRIDS, PHASED_MIN_ELEMENTS, PHASED_SCHEDULE,
                                    VECTOR_WIDTHS, WARP, CodeGenPlan, PhaseLoop, cooperative_grids,
                                    derived_values, elementwise_size, phase_loops, row_split)
+from compiler.codegen.workload import UNROLL, Counter, Loop, ceil_div, result_reads
 from compiler.ir.dtypes import accumulation_dtype
 from compiler.ir.graph import Graph, Node
 from compiler.kernels.plan import Kernel
@@ -434,3 +435,127 @@ def _reads_its_slot_only(emitter: Elemental, name: str, reduction: str,
     finally:
         del emitter.buffers[reduction]
     return all(node != reduction for node, _ in loads)
+
+
+# -- its workload (what the projected model prices) ------------------------------------------------
+
+
+def count(graph: Graph, kernel: Kernel, plan: CodeGenPlan, counter: Counter) -> None:
+    """The loops of `emit`. Per level: each loop over work items reads its operands once,
+    coalesced or not as its mapping walks them (`PhaseLoop.axis`), reads the earlier levels'
+    results from scratch, combines each item's threads (shuffles, block barriers) and writes
+    a partial per slot or virtual column and chunk; a grid barrier; a warp per slot combines
+    the slot's partials into the result in scratch, with the values derived from it
+    (`derived_values`: the emitter stores those that read the result only at its slot, which
+    the model takes to be all); a grid barrier (none after the last level when no output is
+    left). Then the other outputs' elementwise loops."""
+    w, outputs = counter.w, counter.outputs
+    shuffle_latency, barrier_latency = counter.shuffle_latency, counter.barrier_latency
+    found = counter.memo.get("phases")
+    if found is None:  # the kernel's, whatever the launch
+        found = counter.memo["phases"] = _phased_analysis(graph, kernel, outputs)
+    levels, rest, rest_sizes = found
+    block, grid = plan.block_size, plan.grid_size
+    steps = int(math.log2(WARP))
+    known: frozenset[str] = frozenset()
+    lsu = 0.0
+    for k, (level_loops, level_known) in enumerate(levels):
+        for loop, operands, elements, _ in level_loops:
+            splits = loop.splits(grid, block)
+            threads = loop.item_threads(block)
+            items = loop.units * splits
+            per_worker = ceil_div(items, grid * (block // threads))
+            counter.loop(Loop(elements=elements, targets=operands,
+                               axes=dict.fromkeys(operands, loop.axis), known=known,
+                               per_thread=per_worker * ceil_div(ceil_div(loop.length, splits),
+                                                             loop.sharing(block))))
+            result_reads(counter, operands, known, elements)
+            reductions = len(loop.reductions)
+            # The item's parts (warps of a row item, row groups of a column item) meet in
+            # shared memory: `entries` accumulators written, then read, per reduction.
+            if loop.mapping == "row":
+                w.instructions["shfl"] = w.instructions.get("shfl", 0) + \
+                    items * threads * steps * reductions
+                w.sync_cycles_per_thread += per_worker * steps * shuffle_latency * reductions
+                parts = entries = threads // WARP
+            else:
+                parts, entries = block // loop.tile, block
+            if parts > 1:
+                w.barriers_per_block += 2 * per_worker
+                w.sync_cycles_per_thread += 2 * per_worker * barrier_latency
+                w.shared_traffic_bytes += items * entries * 8 * reductions * 2
+                lsu += items * entries * reductions * 2
+            # Partials (like results and derived values) are read back within the launch:
+            # L2 traffic, written back to DRAM only on eviction.
+            partial_bytes = loop.columns * splits * 8 * reductions
+            lsu += partial_bytes / 8
+            w.l2_bytes += partial_bytes
+        w.grid_syncs += 1
+        for loop, _, _, results in level_loops:
+            lsu += _phased_combine(loop, loop.splits(grid, block), results, plan, counter,
+                                   shuffle_latency)
+        if k != len(levels) - 1 or rest:
+            w.grid_syncs += 1
+        known = level_known
+    w.instructions["lsu"] = w.instructions.get("lsu", 0) + lsu
+    if rest:
+        counter.elementwise(plan, rest, known=known, vector=plan.vector_width)
+        for size, group in rest_sizes:
+            result_reads(counter, group, known, size)
+
+
+def _phased_analysis(graph, kernel, outputs) -> tuple:
+    """What `count` reads of a kernel whatever the launch: per level, its loops (each
+    with the operands it reads, its elements and, per reduction, the bytes of the result and
+    its derived values and how many stores its combine makes) and the values known after it;
+    the outputs left to elementwise loops, and their names by size."""
+    loops = phase_loops(graph, kernel)
+    derived = derived_values(graph, kernel, loops)
+    outputs_of_kernel = set(kernel.outputs)
+    levels, known = [], frozenset()
+    for level in sorted({loop.level for loop in loops}):
+        level_loops = []
+        for loop in loops:
+            if loop.level != level:
+                continue
+            operands = list(dict.fromkeys(graph.nodes[n].operands[0] for n in loop.reductions))
+            results = []
+            for name in loop.reductions:
+                stores = [graph.nodes[n] for n in (name, *derived[name])]
+                result_bytes = sum(n.array_shape.size * max(1, n.array_shape.dtype.bits // 8)
+                                   for n in stores)
+                results.append((result_bytes,
+                                sum(1 + (n.name in outputs_of_kernel) for n in stores)))
+            level_loops.append((loop, operands, math.prod(loop.dims), results))
+        known = known | {name for loop, *_ in level_loops for reduction in loop.reductions
+                         for name in (reduction, *derived[reduction])}
+        levels.append((level_loops, known))
+    rest = [n for n in outputs if n.name not in known]   # known at last: all it stores
+    sizes: dict[int, list[str]] = {}
+    for node in rest:
+        sizes.setdefault(node.array_shape.size, []).append(node.name)
+    return levels, rest, list(sizes.items())
+
+
+def _phased_combine(loop, splits, results, plan, counter, shuffle_latency) -> float:
+    """A warp per slot combines the slot's fold x splits partials (from L2), shuffles, and
+    lane 0 writes the result and its derived values to scratch (and to outputs); the load
+    and store instructions. `results`: per reduction of the loop, the bytes of its result and
+    derived values and the stores they take (`_phased_analysis`)."""
+    w, device = counter.w, counter.device
+    per_slot = loop.fold * splits
+    warps = plan.grid_size * plan.block_size // WARP
+    rounds = ceil_div(loop.slots, warps)
+    loads = ceil_div(per_slot, WARP)
+    steps = int(math.log2(WARP))
+    lsu = 0.0
+    for result_bytes, store_count in results:
+        lsu += loop.slots * (per_slot + store_count)
+        w.instructions["shfl"] = w.instructions.get("shfl", 0) + loop.slots * WARP * steps
+        w.l2_bytes += loop.slots * per_slot * 8 + result_bytes
+        w.iterations_per_thread += rounds * loads
+        w.latency_cycles_per_thread += rounds * (
+            loads / min(UNROLL, loads) * device.l2_hit_latency_cycles +
+            loads * device.fp32_fma_latency_cycles)
+        w.sync_cycles_per_thread += rounds * steps * shuffle_latency
+    return lsu

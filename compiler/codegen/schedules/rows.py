@@ -33,17 +33,20 @@ whose blocks its device cannot hold all at once.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from compiler.codegen.elemental import Elemental
 from compiler.codegen.indexing import Ix
 from compiler.codegen.loops import (RowCache, depends_on, elementwise_loops, row_columns,
                                     row_phase, scratch_pointers, split_index)
-from compiler.codegen.plan import (BLOCK_SIZES, MAX_GRID, ROW_CACHE_MAX, ROW_SCHEDULES, WARP,
-                                   CodeGenPlan, column_split, cooperative_grids, global_reductions,
+from compiler.codegen.plan import (BLOCK_SIZES, MAX_GRID, ROW_CACHE_MAX, ROW_SCHEDULES,
+                                   SPLIT_SCHEDULES, WARP, CodeGenPlan, column_split,
+                                   cooperative_grids, global_reductions,
                                    next_power_of_two, row_cache_reads, row_loop_outputs,
                                    row_reductions, row_split, row_values)
-from compiler.codegen.schedules.columns import emit_columns
+from compiler.codegen.schedules.columns import count_columns, emit_columns
+from compiler.codegen.workload import Counter, Loop, ceil_div, loop_targets
 from compiler.ir.graph import Graph, Node
 from compiler.kernels.plan import Kernel
 
@@ -241,3 +244,112 @@ def emit(graph: Graph, kernel: Kernel, emitter: Elemental, output_nodes: list[No
             emitter.buffers.update(saved)
     elif others:
         elementwise_loops(emitter, others, buffers, plan)
+
+
+# -- its workload (what the projected model prices) ------------------------------------------------
+
+
+def count(graph: Graph, kernel: Kernel, plan: CodeGenPlan, counter: Counter) -> None:
+    """The loops of `emit` (and of split.py's row plans, `SPLIT_SCHEDULES`): per reduction
+    a loop over its rows (a warp, a block or a few rows per block, `threads_per_row`), then
+    the values computed once per row, the loops writing the row's outputs (at the row's
+    length, at other lengths, one per row), and a cooperative plan's column phase after its
+    grid barrier (columns.count_columns) or, without one, the other outputs elementwise."""
+    w, outputs = counter.w, counter.outputs
+    shuffle_latency, barrier_latency = counter.shuffle_latency, counter.barrier_latency
+    rows, length = plan.rows, plan.row_length
+    splits = max(1, plan.splits) if plan.schedule in SPLIT_SCHEDULES else 1
+    threads_per_row = plan.threads_per_row or plan.block_size
+    slots = plan.grid_size * max(1, plan.rows_per_block or 1)
+    work_items = rows * splits
+    rows_per_slot = ceil_div(work_items, slots)
+    per_row = ceil_div(ceil_div(length, splits), threads_per_row)
+    # The kernel's analyses depend on the rows and on whether the plan is cooperative or has
+    # a row cache, not on its launch: the candidate plans of a kernel share them.
+    split = plan.schedule in SPLIT_SCHEDULES
+    key = ("rows", rows, length, plan.cooperative, bool(plan.row_cache), split)
+    if key not in counter.memo:
+        # Phases in graph order: a kernel owns its reductions (never recomputed), and its
+        # owned nodes are in graph order.
+        reductions = [n for n in kernel.nodes if graph.nodes[n].op == "reduce"
+                      and row_split(graph, n) == (rows, length)]
+        second = set(global_reductions(graph, kernel)) if plan.cooperative else set()
+        # The column phase's results are written in that phase.
+        late = [n for n in outputs if n.name in second]
+        early = [n for n in outputs if n.name not in second]
+        if split:  # split.py writes no other length in its work items, no row values
+            wide = [n for n in early if n.array_shape.size == rows * length and length > 1]
+            narrow = [n for n in early if n.array_shape.size == rows and n not in wide]
+            lengths, rest = {}, [n for n in early if n not in wide and n not in narrow]
+            once = []
+        else:
+            wide, lengths, narrow, rest = row_loop_outputs(graph, kernel, early, rows, length)
+            written = [*wide, *(n for nodes in lengths.values() for n in nodes), *narrow]
+            once = row_values(graph, kernel, reductions, [n.name for n in written])
+        # A row cache keeps what later loops over the row read in registers: known there.
+        cached = row_cache_reads(graph, kernel, reductions, [n.name for n in wide]) \
+            if plan.row_cache else [frozenset()] * (len(reductions) + 1)
+        counter.memo[key] = (reductions, second, loop_targets(wide),
+                             [(n, loop_targets(nodes)) for n, nodes in lengths.items()],
+                             loop_targets(narrow), rest + late, once, cached,
+                             [loop_targets([graph.nodes[graph.nodes[name].operands[0]]])
+                              for name in reductions])
+    (reductions, second, wide, lengths, narrow, others, once, cached,
+     reduced) = counter.memo[key]
+    known: set[str] = set()
+    steps = int(math.log2(max(1, min(threads_per_row, 32))))
+    before = frozenset(counter.read_once)
+
+    def recent() -> frozenset[str]:
+        """What earlier loops over these rows read: the same block re-reads it (not so for
+        a split plan's chunks, which meet behind the other chunks)."""
+        return frozenset() if split else frozenset(counter.read_once) - before
+
+    for k, name in enumerate(reductions):
+        targets, axes, _ = reduced[k]
+        counter.loop(Loop(elements=rows * length, targets=targets, axes=axes,
+                           known=frozenset(known) | cached[k],
+                           per_thread=rows_per_slot * per_row, recent=recent()))
+        known.add(name)
+        w.instructions["shfl"] = w.instructions.get("shfl", 0) + \
+            rows * splits * threads_per_row * steps
+        w.sync_cycles_per_thread += rows_per_slot * steps * shuffle_latency
+        if threads_per_row > 32:
+            w.barriers_per_block += 2 * rows_per_slot
+            w.sync_cycles_per_thread += 2 * rows_per_slot * barrier_latency
+            w.shared_traffic_bytes += rows * splits * (threads_per_row // 32) * 8 * 2
+        if splits > 1:
+            w.grid_syncs += 1 if plan.cooperative else 0
+            w.dram_write_bytes += rows * splits * 8
+            w.dram_read_bytes += rows * splits * 8
+    if once:  # computed by every thread of the row, once per row
+        counter.loop(Loop(elements=rows * threads_per_row, targets=once,
+                           axes=dict.fromkeys(once), known=frozenset(known),
+                           per_thread=rows_per_slot, recent=recent()))
+        known.update(once)
+    targets, axes, stores = wide
+    if targets:
+        counter.loop(Loop(elements=rows * length, targets=targets, axes=axes,
+                           known=frozenset(known) | cached[-1],
+                           per_thread=rows_per_slot * per_row, stores=stores, recent=recent()))
+    # The same rows at another length, no cache.
+    for other_length, (targets, axes, stores) in lengths:
+        counter.loop(Loop(elements=rows * other_length, targets=targets, axes=axes,
+                           known=frozenset(known),
+                           per_thread=rows_per_slot * ceil_div(other_length, threads_per_row),
+                           stores=stores, recent=recent()))
+    targets, axes, stores = narrow
+    if targets:
+        counter.loop(Loop(elements=rows, targets=targets, axes=axes, known=frozenset(known),
+                           per_thread=rows_per_slot, stores=stores, recent=recent()))
+    if second:
+        w.grid_syncs += 1
+        for name in reductions:  # row results go through scratch
+            w.dram_write_bytes += graph.nodes[name].array_shape.size * 4
+            w.dram_read_bytes += graph.nodes[name].array_shape.size * 4
+        first = next(n for n in kernel.computed if n in second)
+        count_columns(graph, kernel, plan, counter, others, first, frozenset(known))
+    elif others:
+        # After the row loop the row results are gone: a value reading one reduces its row
+        # again, per element (the emitted code's serial reduction).
+        counter.elementwise(plan, others)

@@ -46,6 +46,8 @@ from compiler.codegen.plan import (COOPERATIVE_GRIDS, SPLIT_SCHEDULES, WARP, Cod
                                    column_reductions, column_split, cooperative_grids,
                                    global_reductions, next_power_of_two, reduction_depths,
                                    row_split)
+from compiler.codegen.schedules import columns, rows
+from compiler.codegen.workload import Counter
 from compiler.ir.dtypes import accumulation_dtype
 from compiler.ir.graph import Graph, Node
 from compiler.kernels.plan import Kernel
@@ -470,3 +472,16 @@ def _combine_row_groups(emitter: Elemental, accumulators: list[tuple[Node, str]]
             body.line(f"for (int w = 1; w < {groups}; ++w) {acc} = {functor}()({acc}, "
                       f"{partial}[w * {tile} + x]);", node.name)
     body.line("__syncthreads();  // the partials are reused by the next item")
+
+
+# -- its workload (what the projected model prices) ------------------------------------------------
+
+
+def count(graph: Graph, kernel: Kernel, plan: CodeGenPlan, counter: Counter) -> None:
+    """The loops of `emit`: a row plan's are the row schedule's over chunks of the rows
+    (rows.count), a column plan's the column schedule's over chunks of the columns
+    (columns.count); both count the partials each chunk writes and reads back."""
+    if plan.schedule == "row-reduce-split":
+        rows.count(graph, kernel, plan, counter)
+    else:
+        columns.count(graph, kernel, plan, counter)

@@ -41,6 +41,7 @@ from compiler.codegen.elemental import CodegenUnsupported, Elemental, value_ctyp
 from compiler.codegen.indexing import Index, Ix, strides
 from compiler.codegen.loops import depends_on, elementwise_loops
 from compiler.codegen.plan import MAX_GRID, TRANSPOSE_SCHEDULE, WARP, CodeGenPlan
+from compiler.codegen.workload import Counter, ceil_div
 from compiler.ir.graph import Graph, Node
 from compiler.ir.shapes import ArrayShape
 from compiler.kernels.plan import Kernel
@@ -305,3 +306,22 @@ def _write_outputs(graph: Graph, emitter: Elemental, tile: TransposeTile, output
         dims = node.array_shape.dims
         at = index if dims == tile.dims else emitter.delinearize(linear, dims)
         emitter.store(node, buffers[node.name], at)
+
+
+# -- its workload (what the projected model prices) ------------------------------------------------
+
+
+def count(graph: Graph, kernel: Kernel, plan: CodeGenPlan, counter: Counter) -> None:
+    """The loops of `emit`: the outputs' loop with the inputs staged through shared memory
+    (coalesced both ways), a barrier per tile, and each element's trip through shared
+    memory (a store and a load)."""
+    w, outputs = counter.w, counter.outputs
+    transposed = frozenset(kernel.inputs)
+    counter.elementwise(plan, outputs, coalesced=transposed)
+    size = max((n.array_shape.size for n in outputs), default=0)
+    tiles = ceil_div(size, max(1, plan.tile) ** 2)
+    w.barriers_per_block = ceil_div(tiles, plan.grid_size)
+    w.sync_cycles_per_thread += w.barriers_per_block * counter.barrier_latency
+    itemsize = max((n.array_shape.dtype.bits // 8 for n in outputs), default=4)
+    w.shared_traffic_bytes += 2 * size * itemsize
+    w.instructions["lsu"] = w.instructions.get("lsu", 0) + 2 * size

@@ -28,8 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from compiler.codegen.plan import (COLUMN_SCHEDULE, ROW_SCHEDULES, SPLIT_SCHEDULES,
-                                   TRANSPOSE_SCHEDULE, CodeGenPlan)
+from compiler.codegen.plan import CodeGenPlan
 from compiler.cost.projected import Breakdown, Resources, project_kernel
 from compiler.ir.graph import Graph, Node
 from compiler.ir.ops import OPS, Category
@@ -42,8 +41,13 @@ OPCODES: tuple[str, ...] = (UNKNOWN_OPCODE,) + tuple(sorted(OPS))
 _OPCODE_INDEX = {name: k for k, name in enumerate(OPCODES)}
 
 DTYPE_KINDS = ("float", "sint", "uint", "pred", "complex")
-SCHEDULES = ("elementwise",) + ROW_SCHEDULES + SPLIT_SCHEDULES + (COLUMN_SCHEDULE,
-                                                                   TRANSPOSE_SCHEDULE)
+# The schedule columns: the CodeGen schedules the models were trained with, in their order. A
+# part of the feature format, not a list of the schedules (compiler/codegen/schedules/ has
+# those): a schedule added since (phased, or a new one) lights none of these columns, and the
+# thread-mapping columns below describe its plans, until a model is trained with a column of
+# its own, which changes the feature names (older dataset and model files are then refused).
+SCHEDULES = ("elementwise", "row-reduce-warp", "row-reduce-multirow", "row-reduce-block",
+             "row-reduce-split", "column-reduce-split", "column-reduce", "transpose-tiled")
 LIMITERS = ("fma", "alu", "xu", "fp64", "conv", "lsu", "shfl", "dram", "l2", "latency")
 
 # The launch term the time features carry (log2_sol_us, log2_projected_us, log2_launch_us) and

@@ -25,6 +25,13 @@ What a `Workload` holds, for the whole grid:
 - the busiest thread's iteration count and what each iteration waits for (dependent DRAM
   round trips, the dependency chain of its arithmetic), and the synchronisation on its path
   (shuffles, barriers, grid barriers): the latency model's inputs.
+
+Who counts what: this module is the counting machinery (`Counter`: a loop's loads, arithmetic,
+accesses and latency; `Counter.elementwise`: the grid-stride loops most schedules end with).
+Each schedule describes its own loops to it, beside its candidates and its emitter: a schedule
+module of compiler/codegen/schedules/ has a `count(graph, kernel, plan, counter)`, and
+`schedules.kernel_workload` asks the module that owns the plan's schedule. So the loops a
+schedule emits and the loops it is priced by are written next to each other.
 """
 
 from __future__ import annotations
@@ -32,12 +39,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from compiler.codegen.plan import (COLUMN_SCHEDULE, HORIZONTAL_SCHEDULE, PHASED_SCHEDULE,
-                                   ROW_SCHEDULES, SPLIT_SCHEDULES, TRANSPOSE_SCHEDULE, WARP,
-                                   CodeGenPlan, column_reductions, column_split, derived_values,
-                                   global_reductions, phase_loops, row_cache_reads,
-                                   row_loop_outputs, row_split, row_values)
-from compiler.codegen.schedules.horizontal import horizontal_parts, part_key
+from compiler.codegen.plan import WARP, CodeGenPlan
 from compiler.ir.dtypes import accumulation_dtype
 from compiler.ir.graph import Graph, Node
 from compiler.ir.ops import OPS
@@ -277,7 +279,7 @@ def _input_pattern(node: Node, axis) -> str:
 
 
 def _steps(graph: Graph, device: Device) -> dict:
-    """What `_Counter._walk_uncached` needs of each node, kept with the graph (the walks of
+    """What `Counter._walk_uncached` needs of each node, kept with the graph (the walks of
     every candidate kernel of a fusion search pass the same nodes): name -> (its distinct
     operands in order, each as (name, first position, whether the reduction reduces it),
     whether it is a reduction or window, the elements each result combines (1 for other
@@ -315,7 +317,7 @@ class _Steps(dict):
 
 
 @dataclass
-class _Loop:
+class Loop:
     """One loop of the schedule: `elements` positions, at each the `targets` are computed
     (outputs among them stored), reading `known` values from registers."""
     elements: int
@@ -332,7 +334,7 @@ class _Loop:
     busy_blocks: int = 0           # the blocks that have positions, when not all of them
 
 
-class _Counter:
+class Counter:
     def __init__(self, graph: Graph, kernel: Kernel, device: Device, workload: Workload,
                  memo: dict):
         self.graph, self.kernel, self.device, self.w = graph, kernel, device, workload
@@ -346,8 +348,40 @@ class _Counter:
             sets = memo["sets"] = computed, inputs, inputs - computed
         self.computed, self.inputs, self.reads = sets   # reads: what the kernel loads
         self.read_once: set[str] = set()
+        outputs = memo.get("outputs")
+        if outputs is None:
+            outputs = memo["outputs"] = [graph.nodes[n] for n in kernel.outputs
+                                         if not graph.nodes[n].shape.is_tuple]
+        self.outputs: list[Node] = outputs   # the kernel's array outputs, in order
+        self.shuffle_latency = device.shared_memory_latency_cycles
+        self.barrier_latency = 2 * device.shared_memory_latency_cycles
 
-    def _walk(self, loop: _Loop, key: tuple) -> tuple:
+    def elementwise(self, plan: CodeGenPlan, nodes: list[Node], known=frozenset(), vector=1,
+                    coalesced=frozenset()) -> None:
+        """The grid-stride loops of `loops.elementwise_loops` over `nodes` under `plan`'s
+        launch: one per distinct element count, `vector` elements per thread where the count
+        allows, `known` values in registers, `coalesced` inputs staged through shared
+        memory."""
+        key = ("elementwise", tuple(n.name for n in nodes))
+        groups = self.memo.get(key)
+        if groups is None:  # the kernel's, whatever the launch
+            sizes: dict[int, list[Node]] = {}
+            for node in nodes:
+                sizes.setdefault(node.array_shape.size, []).append(node)
+            groups = self.memo[key] = [
+                (size, [n.name for n in group],
+                 {n.name: fast_axis(n.array_shape.dims) for n in group},
+                 tuple(n.name for n in group)) for size, group in sizes.items()]
+        threads = plan.grid_size * plan.block_size
+        for size, targets, axes, stores in groups:
+            width = vector if size % vector == 0 else 1
+            busy = ceil_div(ceil_div(size, width), plan.block_size)
+            self.loop(Loop(
+                elements=size, targets=targets, axes=axes, known=known,
+                per_thread=ceil_div(size, threads * width), vector=width, stores=stores,
+                coalesced_reads=coalesced, busy_blocks=busy if busy < plan.grid_size else 0))
+
+    def _walk(self, loop: Loop, key: tuple) -> tuple:
         """`_walk_uncached`'s figures, the names of the inputs the loop loads, and whether it
         evaluates a gather (whose index is read before the data)."""
         found = self.memo.get(key)
@@ -360,7 +394,7 @@ class _Counter:
                                       frozenset(name for name, _ in loads), gathers, serial)
         return found
 
-    def _walk_uncached(self, loop: _Loop) -> tuple[dict, dict, float, dict, tuple]:
+    def _walk_uncached(self, loop: Loop) -> tuple[dict, dict, float, dict, tuple]:
         """{value: evaluations per position}, {(input, pattern): loads per position}, the
         longest dependency chain in cycles, {pipe: thread instructions per position}, and the
         serial reductions' (memory round trips, reducer cycles) per position.
@@ -492,7 +526,7 @@ class _Counter:
                     trips += applications / factor * -(-factor // UNROLL)
         return evals, loads, chain, arithmetic, (trips, reducer_cycles)
 
-    def loop(self, loop: _Loop) -> None:
+    def loop(self, loop: Loop) -> None:
         """Add what one loop costs to the workload. Its effect (instructions, bytes, accesses)
         depends on the launch only through the vector width, so the candidate plans of a
         kernel share it (`memo`); the latency depends on each thread's iterations."""
@@ -550,7 +584,7 @@ class _Counter:
         else:
             w.latency_cycles_per_thread += loop.per_thread * per_position
 
-    def _effect(self, loop: _Loop, loads: dict, arithmetic: dict,
+    def _effect(self, loop: Loop, loads: dict, arithmetic: dict,
                 seen: frozenset[str]) -> _Effect:
         """The instructions, bytes and accesses of a loop whose reads of `seen` values are
         re-reads (an earlier loop of the kernel read them)."""
@@ -609,7 +643,7 @@ class _Counter:
 
 @dataclass
 class _Effect:
-    """What one loop adds to a workload, but for its latency (`_Counter.loop`)."""
+    """What one loop adds to a workload, but for its latency (`Counter.loop`)."""
     instructions: dict | tuple                       # pipe -> thread instructions
     l2_bytes: int = 0
     dram_read_bytes: int = 0
@@ -617,429 +651,21 @@ class _Effect:
     accesses: list | tuple = field(default_factory=list)
 
 
-# -- schedules -> loops -----------------------------------------------------------------------
+# -- helpers the schedules' counts share ---------------------------------------------------
 
 
-def _ceil(a: int, b: int) -> int:
+def ceil_div(a: int, b: int) -> int:
     return -(-a // max(1, b))
 
 
-def kernel_workload(graph: Graph, kernel: Kernel, plan: CodeGenPlan, device: Device,
-                    memo: dict | None = None, read_before: set[str] | None = None) -> Workload:
-    """The workload of `kernel` emitted under `plan` (see the module docstring). `memo`: a
-    dict shared by calls for the same kernel, so its loops are walked once. `read_before`:
-    values an earlier part of the same launch read (a horizontal kernel's parts), read again
-    here from L2; the values this kernel reads are added to it."""
-    if memo is None:
-        memo = {}
-    if plan.schedule == HORIZONTAL_SCHEDULE:
-        return _horizontal_workload(graph, kernel, plan, device, memo)
-    w = Workload(schedule=plan.schedule, grid=plan.grid_size, block=plan.block_size,
-                 shared_bytes=plan.shared_bytes, cooperative=plan.cooperative)
-    counter = _Counter(graph, kernel, device, w, memo)
-    if read_before is not None:
-        counter.read_once = set(read_before)
-    outputs = memo.get("outputs")
-    if outputs is None:
-        outputs = memo["outputs"] = [graph.nodes[n] for n in kernel.outputs
-                                     if not graph.nodes[n].shape.is_tuple]
-    threads = plan.grid_size * plan.block_size
-    shuffle_latency = device.shared_memory_latency_cycles
-    barrier_latency = 2 * device.shared_memory_latency_cycles
-
-    def elementwise(nodes: list[Node], known=frozenset(), vector=1, coalesced=frozenset()):
-        key = ("elementwise", tuple(n.name for n in nodes))
-        groups = counter.memo.get(key)
-        if groups is None:  # the kernel's, whatever the launch
-            sizes: dict[int, list[Node]] = {}
-            for node in nodes:
-                sizes.setdefault(node.array_shape.size, []).append(node)
-            groups = counter.memo[key] = [
-                (size, [n.name for n in group],
-                 {n.name: fast_axis(n.array_shape.dims) for n in group},
-                 tuple(n.name for n in group)) for size, group in sizes.items()]
-        for size, targets, axes, stores in groups:
-            width = vector if size % vector == 0 else 1
-            busy = _ceil(_ceil(size, width), plan.block_size)
-            counter.loop(_Loop(
-                elements=size, targets=targets, axes=axes, known=known,
-                per_thread=_ceil(size, threads * width), vector=width, stores=stores,
-                coalesced_reads=coalesced, busy_blocks=busy if busy < plan.grid_size else 0))
-
-    schedule = plan.schedule
-    if schedule == "elementwise":
-        elementwise(outputs, vector=plan.vector_width)
-    elif schedule == TRANSPOSE_SCHEDULE:
-        transposed = frozenset(kernel.inputs)
-        elementwise(outputs, coalesced=transposed)
-        size = max((n.array_shape.size for n in outputs), default=0)
-        tiles = _ceil(size, max(1, plan.tile) ** 2)
-        w.barriers_per_block = _ceil(tiles, plan.grid_size)
-        w.sync_cycles_per_thread += w.barriers_per_block * barrier_latency
-        itemsize = max((n.array_shape.dtype.bits // 8 for n in outputs), default=4)
-        w.shared_traffic_bytes += 2 * size * itemsize
-        w.instructions["lsu"] = w.instructions.get("lsu", 0) + 2 * size
-    elif schedule in ROW_SCHEDULES or schedule == "row-reduce-split":
-        _row_loops(graph, kernel, plan, counter, outputs, elementwise, shuffle_latency,
-                   barrier_latency)
-    elif schedule in (COLUMN_SCHEDULE, "column-reduce-split"):
-        _column_loops(graph, kernel, plan, counter, outputs, plan.dominant, frozenset(),
-                      elementwise, barrier_latency)
-    elif schedule == PHASED_SCHEDULE:
-        _phased_loops(graph, kernel, plan, counter, outputs, elementwise, shuffle_latency,
-                      barrier_latency)
-    else:
-        raise ValueError(f"no workload model for schedule {schedule!r}")
-    if read_before is not None:
-        read_before |= counter.read_once
-    return w
-
-
-def _horizontal_workload(graph: Graph, kernel: Kernel, plan: CodeGenPlan, device: Device,
-                         memo: dict) -> Workload:
-    """The parts' workloads under their own plans, combined. Instructions, bytes, accesses and
-    shared-memory traffic are summed (a value two parts read comes from DRAM once, while it
-    fits in L2); the launch's grid, block and shared memory are the plan's (the sum of the
-    parts' grids, the shared block size, the largest part's shared memory).
-
-    Latency: the parts' blocks share the SMs' block slots, each part's for as long as its
-    thread takes. So a wave of the launch lasts the mean of its blocks' thread times (the
-    latency and sync cycles per thread are the parts' means weighted by their grids: the
-    projected model's ceil(waves) x cycles is then the parts' block-cycles over the slots),
-    and the launch lasts at least as long as the slowest part's thread
-    (`slowest_thread_cycles`), however few waves it has. Taking the slowest part's thread
-    for every wave instead would charge a small, slow part (a row reduction beside a large
-    convert) once per wave of the large part's blocks. Iterations, the dependency chain and
-    barriers per block are the most any part's thread or block has."""
-    w = Workload(schedule=plan.schedule, grid=plan.grid_size, block=plan.block_size,
-                 shared_bytes=plan.shared_bytes)
-    parts = memo.get(("horizontal parts",))
-    if parts is None:  # the same for every candidate plan of the kernel
-        parts = memo[("horizontal parts",)] = horizontal_parts(graph, kernel)
-    if len(parts) != len(plan.parts):
-        raise ValueError(f"{kernel.name} has {len(parts)} parts, the plan {len(plan.parts)}")
-    read: set[str] = set()
-    # A part's analyses are its own, whatever else shares the launch: the fusion search tries
-    # a group beside many others (`part_key`), so they are kept with the graph.
-    part_memos = graph.analysis_cache(f"workload.parts.{device.name}")
-    grid = max(1, sum(sub.grid_size for sub in plan.parts))
-    for part, sub in zip(parts, plan.parts):
-        pw = kernel_workload(graph, part, sub, device, part_memos.setdefault(part_key(part), {}),
-                             read)
-        for pipe, n in pw.instructions.items():
-            w.instructions[pipe] = w.instructions.get(pipe, 0) + n
-        w.dram_read_bytes += pw.dram_read_bytes
-        w.dram_write_bytes += pw.dram_write_bytes
-        w.l2_bytes += pw.l2_bytes
-        w.shared_traffic_bytes += pw.shared_traffic_bytes
-        w.accesses.extend(pw.accesses)
-        w.barriers_per_block = max(w.barriers_per_block, pw.barriers_per_block)
-        w.grid_syncs += pw.grid_syncs
-        w.iterations_per_thread = max(w.iterations_per_thread, pw.iterations_per_thread)
-        w.chain_cycles_per_iteration = max(w.chain_cycles_per_iteration,
-                                           pw.chain_cycles_per_iteration)
-        share = sub.grid_size / grid
-        # A part's loops that only its first blocks run count here as all its blocks'.
-        part_cycles = pw.latency_cycles_per_thread + sum(c for _, c in pw.few_block_loops)
-        w.latency_cycles_per_thread += share * part_cycles
-        w.sync_cycles_per_thread += share * pw.sync_cycles_per_thread
-        w.slowest_thread_cycles = max(w.slowest_thread_cycles,
-                                      part_cycles + pw.sync_cycles_per_thread)
-    return w
-
-
-def _row_loops(graph, kernel, plan, counter, outputs, elementwise, shuffle_latency,
-               barrier_latency) -> None:
-    w = counter.w
-    rows, length = plan.rows, plan.row_length
-    splits = max(1, plan.splits) if plan.schedule in SPLIT_SCHEDULES else 1
-    threads_per_row = plan.threads_per_row or plan.block_size
-    slots = plan.grid_size * max(1, plan.rows_per_block or 1)
-    work_items = rows * splits
-    rows_per_slot = _ceil(work_items, slots)
-    per_row = _ceil(_ceil(length, splits), threads_per_row)
-    # The kernel's analyses depend on the rows and on whether the plan is cooperative or has
-    # a row cache, not on its launch: the candidate plans of a kernel share them.
-    split = plan.schedule in SPLIT_SCHEDULES
-    key = ("rows", rows, length, plan.cooperative, bool(plan.row_cache), split)
-    if key not in counter.memo:
-        # Phases in graph order: a kernel owns its reductions (never recomputed), and its
-        # owned nodes are in graph order.
-        reductions = [n for n in kernel.nodes if graph.nodes[n].op == "reduce"
-                      and row_split(graph, n) == (rows, length)]
-        second = set(global_reductions(graph, kernel)) if plan.cooperative else set()
-        # The column phase's results are written in that phase.
-        late = [n for n in outputs if n.name in second]
-        early = [n for n in outputs if n.name not in second]
-        if split:  # split.py writes no other length in its work items, no row values
-            wide = [n for n in early if n.array_shape.size == rows * length and length > 1]
-            narrow = [n for n in early if n.array_shape.size == rows and n not in wide]
-            lengths, rest = {}, [n for n in early if n not in wide and n not in narrow]
-            once = []
-        else:
-            wide, lengths, narrow, rest = row_loop_outputs(graph, kernel, early, rows, length)
-            written = [*wide, *(n for nodes in lengths.values() for n in nodes), *narrow]
-            once = row_values(graph, kernel, reductions, [n.name for n in written])
-        # A row cache keeps what later loops over the row read in registers: known there.
-        cached = row_cache_reads(graph, kernel, reductions, [n.name for n in wide]) \
-            if plan.row_cache else [frozenset()] * (len(reductions) + 1)
-        counter.memo[key] = (reductions, second, _loop_targets(wide),
-                             [(n, _loop_targets(nodes)) for n, nodes in lengths.items()],
-                             _loop_targets(narrow), rest + late, once, cached,
-                             [_loop_targets([graph.nodes[graph.nodes[name].operands[0]]])
-                              for name in reductions])
-    (reductions, second, wide, lengths, narrow, others, once, cached,
-     reduced) = counter.memo[key]
-    known: set[str] = set()
-    steps = int(math.log2(max(1, min(threads_per_row, 32))))
-    before = frozenset(counter.read_once)
-
-    def recent() -> frozenset[str]:
-        """What earlier loops over these rows read: the same block re-reads it (not so for
-        a split plan's chunks, which meet behind the other chunks)."""
-        return frozenset() if split else frozenset(counter.read_once) - before
-
-    for k, name in enumerate(reductions):
-        targets, axes, _ = reduced[k]
-        counter.loop(_Loop(elements=rows * length, targets=targets, axes=axes,
-                           known=frozenset(known) | cached[k],
-                           per_thread=rows_per_slot * per_row, recent=recent()))
-        known.add(name)
-        w.instructions["shfl"] = w.instructions.get("shfl", 0) + \
-            rows * splits * threads_per_row * steps
-        w.sync_cycles_per_thread += rows_per_slot * steps * shuffle_latency
-        if threads_per_row > 32:
-            w.barriers_per_block += 2 * rows_per_slot
-            w.sync_cycles_per_thread += 2 * rows_per_slot * barrier_latency
-            w.shared_traffic_bytes += rows * splits * (threads_per_row // 32) * 8 * 2
-        if splits > 1:
-            w.grid_syncs += 1 if plan.cooperative else 0
-            w.dram_write_bytes += rows * splits * 8
-            w.dram_read_bytes += rows * splits * 8
-    if once:  # computed by every thread of the row, once per row
-        counter.loop(_Loop(elements=rows * threads_per_row, targets=once,
-                           axes=dict.fromkeys(once), known=frozenset(known),
-                           per_thread=rows_per_slot, recent=recent()))
-        known.update(once)
-    targets, axes, stores = wide
-    if targets:
-        counter.loop(_Loop(elements=rows * length, targets=targets, axes=axes,
-                           known=frozenset(known) | cached[-1],
-                           per_thread=rows_per_slot * per_row, stores=stores, recent=recent()))
-    # The same rows at another length, no cache.
-    for other_length, (targets, axes, stores) in lengths:
-        counter.loop(_Loop(elements=rows * other_length, targets=targets, axes=axes,
-                           known=frozenset(known),
-                           per_thread=rows_per_slot * _ceil(other_length, threads_per_row),
-                           stores=stores, recent=recent()))
-    targets, axes, stores = narrow
-    if targets:
-        counter.loop(_Loop(elements=rows, targets=targets, axes=axes, known=frozenset(known),
-                           per_thread=rows_per_slot, stores=stores, recent=recent()))
-    if second:
-        w.grid_syncs += 1
-        for name in reductions:  # row results go through scratch
-            w.dram_write_bytes += graph.nodes[name].array_shape.size * 4
-            w.dram_read_bytes += graph.nodes[name].array_shape.size * 4
-        first = next(n for n in kernel.computed if n in second)
-        _column_loops(graph, kernel, plan, counter, others, first, frozenset(known),
-                      elementwise, barrier_latency)
-    elif others:
-        # After the row loop the row results are gone: a value reading one reduces its row
-        # again, per element (the emitted code's serial reduction).
-        elementwise(others)
-
-
-def _loop_targets(nodes: list[Node]) -> tuple[list[str], dict[str, object], tuple[str, ...]]:
+def loop_targets(nodes: list[Node]) -> tuple[list[str], dict[str, object], tuple[str, ...]]:
     """A loop's targets, the axis the fast thread index walks in each, and its stores: the
     nodes' names, their `fast_axis`, their names again."""
     names = [n.name for n in nodes]
     return names, {n.name: fast_axis(n.array_shape.dims) for n in nodes}, tuple(names)
 
 
-def _column_loops(graph, kernel, plan, counter, outputs, dominant_name, known, elementwise,
-                  barrier_latency) -> None:
-    w = counter.w
-    key = ("columns", dominant_name, tuple(n.name for n in outputs))
-    found = counter.memo.get(key)
-    if found is None:  # the kernel's, whatever the launch
-        found = counter.memo[key] = _column_analysis(graph, kernel, outputs, dominant_name)
-    columns, length, names, operands, axes, wide_names, narrow, others = found
-    tile = max(1, plan.column_tile or min(32, columns))
-    groups = max(1, plan.block_size // tile)
-    splits = max(1, plan.splits) if plan.schedule in SPLIT_SCHEDULES else 1
-    column_blocks = _ceil(columns, tile) * splits
-    tiles_per_block = _ceil(column_blocks, plan.grid_size)
-    per_thread = tiles_per_block * _ceil(_ceil(length, splits), groups)
-    counter.loop(_Loop(elements=columns * length, targets=operands, axes=axes, known=known,
-                       per_thread=per_thread, stores=wide_names))
-    all_known = frozenset(known) | frozenset(names)
-    targets, narrow_axes, stores = narrow
-    if targets:
-        counter.loop(_Loop(elements=columns, targets=targets, axes=narrow_axes,
-                           known=all_known, per_thread=tiles_per_block, stores=stores))
-    if groups > 1:
-        w.barriers_per_block += 2 * tiles_per_block
-        w.sync_cycles_per_thread += 2 * tiles_per_block * barrier_latency
-        w.shared_traffic_bytes += column_blocks * plan.block_size * 8 * len(names) * 2
-        w.instructions["lsu"] = w.instructions.get("lsu", 0) + \
-            column_blocks * plan.block_size * len(names) * (1 + groups / tile)
-    if splits > 1:
-        w.dram_write_bytes += columns * splits * 8 * len(names)
-        w.dram_read_bytes += columns * splits * 8 * len(names)
-        w.grid_syncs += 1 if plan.cooperative else 0
-    if others:
-        # The emitted loop after the tiles (columns.py, split.py) recomputes the column
-        # reductions it reads: their results are in the registers of the tile's threads.
-        elementwise(others, known=frozenset(known))
-
-
-def _column_analysis(graph, kernel, outputs, dominant_name) -> tuple:
-    """What `_column_loops` reads of a kernel whatever the launch: the columns and their
-    length, the column reductions and the operands they read, the axis consecutive threads
-    walk (the last kept dimension of the operand, for every target of the column loop), the
-    outputs of the operand's size written in that loop, the `_loop_targets` of the outputs
-    of one element per column, and the other outputs."""
-    columns, length = column_split(graph, dominant_name)
-    names = column_reductions(graph, kernel, dominant_name)
-    dominant = graph.nodes[dominant_name]
-    source = graph.nodes[dominant.operands[0]].array_shape
-    reduced = sorted(dominant.attrs["dimensions"])
-    kept = [d for d in range(source.rank) if d not in reduced]
-    # Threads of a tile walk the columns: the last kept dimension of the operand.
-    axis = next((d for d in reversed(kept) if source.dims[d] > 1), None)
-    operands = list(dict.fromkeys(graph.nodes[n].operands[0] for n in names))
-    wide = [n for n in outputs if n.array_shape.dims == source.dims and length > 1
-            and n.name not in names]
-    targets = operands + [n.name for n in wide]
-    narrow = [n for n in outputs if n.array_shape.size == columns and n not in wide]
-    others = [n for n in outputs if n not in wide and n not in narrow]
-    return (columns, length, names, targets, dict.fromkeys(targets, axis),
-            tuple(n.name for n in wide), _loop_targets(narrow), others)
-
-
-def _phased_loops(graph, kernel, plan, counter, outputs, elementwise, shuffle_latency,
-                  barrier_latency) -> None:
-    """schedules/phased.py. Per level: each loop over work items reads its operands once,
-    coalesced or not as its mapping walks them (`PhaseLoop.axis`), reads the earlier levels'
-    results from scratch, combines each item's threads (shuffles, block barriers) and writes
-    a partial per slot or virtual column and chunk; a grid barrier; a warp per slot combines
-    the slot's partials into the result in scratch, with the values derived from it
-    (`derived_values`: the emitter stores those that read the result only at its slot, which
-    the model takes to be all); a grid barrier (none after the last level when no output is
-    left). Then the other outputs' elementwise loops."""
-    w = counter.w
-    found = counter.memo.get("phases")
-    if found is None:  # the kernel's, whatever the launch
-        found = counter.memo["phases"] = _phased_analysis(graph, kernel, outputs)
-    levels, rest, rest_sizes = found
-    block, grid = plan.block_size, plan.grid_size
-    steps = int(math.log2(WARP))
-    known: frozenset[str] = frozenset()
-    lsu = 0.0
-    for k, (level_loops, level_known) in enumerate(levels):
-        for loop, operands, elements, _ in level_loops:
-            splits = loop.splits(grid, block)
-            threads = loop.item_threads(block)
-            items = loop.units * splits
-            per_worker = _ceil(items, grid * (block // threads))
-            counter.loop(_Loop(elements=elements, targets=operands,
-                               axes=dict.fromkeys(operands, loop.axis), known=known,
-                               per_thread=per_worker * _ceil(_ceil(loop.length, splits),
-                                                             loop.sharing(block))))
-            _result_reads(counter, operands, known, elements)
-            count = len(loop.reductions)
-            # The item's parts (warps of a row item, row groups of a column item) meet in
-            # shared memory: `entries` accumulators written, then read, per reduction.
-            if loop.mapping == "row":
-                w.instructions["shfl"] = w.instructions.get("shfl", 0) + \
-                    items * threads * steps * count
-                w.sync_cycles_per_thread += per_worker * steps * shuffle_latency * count
-                parts = entries = threads // WARP
-            else:
-                parts, entries = block // loop.tile, block
-            if parts > 1:
-                w.barriers_per_block += 2 * per_worker
-                w.sync_cycles_per_thread += 2 * per_worker * barrier_latency
-                w.shared_traffic_bytes += items * entries * 8 * count * 2
-                lsu += items * entries * count * 2
-            # Partials (like results and derived values) are read back within the launch:
-            # L2 traffic, written back to DRAM only on eviction.
-            partial_bytes = loop.columns * splits * 8 * count
-            lsu += partial_bytes / 8
-            w.l2_bytes += partial_bytes
-        w.grid_syncs += 1
-        for loop, _, _, results in level_loops:
-            lsu += _phased_combine(loop, loop.splits(grid, block), results, plan, counter,
-                                   shuffle_latency)
-        if k != len(levels) - 1 or rest:
-            w.grid_syncs += 1
-        known = level_known
-    w.instructions["lsu"] = w.instructions.get("lsu", 0) + lsu
-    if rest:
-        elementwise(rest, known=known, vector=plan.vector_width)
-        for size, group in rest_sizes:
-            _result_reads(counter, group, known, size)
-
-
-def _phased_analysis(graph, kernel, outputs) -> tuple:
-    """What `_phased_loops` reads of a kernel whatever the launch: per level, its loops (each
-    with the operands it reads, its elements and, per reduction, the bytes of the result and
-    its derived values and how many stores its combine makes) and the values known after it;
-    the outputs left to elementwise loops, and their names by size."""
-    loops = phase_loops(graph, kernel)
-    derived = derived_values(graph, kernel, loops)
-    outputs_of_kernel = set(kernel.outputs)
-    levels, known = [], frozenset()
-    for level in sorted({loop.level for loop in loops}):
-        level_loops = []
-        for loop in loops:
-            if loop.level != level:
-                continue
-            operands = list(dict.fromkeys(graph.nodes[n].operands[0] for n in loop.reductions))
-            results = []
-            for name in loop.reductions:
-                stores = [graph.nodes[n] for n in (name, *derived[name])]
-                result_bytes = sum(n.array_shape.size * max(1, n.array_shape.dtype.bits // 8)
-                                   for n in stores)
-                results.append((result_bytes,
-                                sum(1 + (n.name in outputs_of_kernel) for n in stores)))
-            level_loops.append((loop, operands, math.prod(loop.dims), results))
-        known = known | {name for loop, *_ in level_loops for reduction in loop.reductions
-                         for name in (reduction, *derived[reduction])}
-        levels.append((level_loops, known))
-    rest = [n for n in outputs if n.name not in known]   # known at last: all it stores
-    sizes: dict[int, list[str]] = {}
-    for node in rest:
-        sizes.setdefault(node.array_shape.size, []).append(node.name)
-    return levels, rest, list(sizes.items())
-
-
-def _phased_combine(loop, splits, results, plan, counter, shuffle_latency) -> float:
-    """A warp per slot combines the slot's fold x splits partials (from L2), shuffles, and
-    lane 0 writes the result and its derived values to scratch (and to outputs); the load
-    and store instructions. `results`: per reduction of the loop, the bytes of its result and
-    derived values and the stores they take (`_phased_analysis`)."""
-    w, device = counter.w, counter.device
-    per_slot = loop.fold * splits
-    warps = plan.grid_size * plan.block_size // WARP
-    rounds = _ceil(loop.slots, warps)
-    loads = _ceil(per_slot, WARP)
-    steps = int(math.log2(WARP))
-    lsu = 0.0
-    for result_bytes, store_count in results:
-        lsu += loop.slots * (per_slot + store_count)
-        w.instructions["shfl"] = w.instructions.get("shfl", 0) + loop.slots * WARP * steps
-        w.l2_bytes += loop.slots * per_slot * 8 + result_bytes
-        w.iterations_per_thread += rounds * loads
-        w.latency_cycles_per_thread += rounds * (
-            loads / min(UNROLL, loads) * device.l2_hit_latency_cycles +
-            loads * device.fp32_fma_latency_cycles)
-        w.sync_cycles_per_thread += rounds * steps * shuffle_latency
-    return lsu
-
-
-def _result_reads(counter, targets: list[str], known: frozenset[str], elements: int) -> None:
+def result_reads(counter, targets: list[str], known: frozenset[str], elements: int) -> None:
     """The loads from scratch (reduction results, derived values) that computing `targets`
     at `elements` positions makes: every known value its walk reaches, once per position (a
     broadcast read: nearby threads read the same element, which L1 serves). Counted in
