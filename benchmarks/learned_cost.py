@@ -33,7 +33,7 @@ HERE = Path(__file__).parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from compiler.codegen.elemental import CodegenUnsupported  # noqa: E402
+from compiler.codegen.c_syntax import CodegenUnsupported  # noqa: E402
 from compiler.cost.learned import synthetic  # noqa: E402
 from compiler.stages.learned.samples import program_samples  # noqa: E402
 from compiler.cost.learned.experiment import (best_readout, readout_experiments,  # noqa: E402

@@ -61,7 +61,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 
-from compiler.codegen.elemental import Body, CodegenUnsupported, Elemental, EmissionTooLarge
+from compiler.codegen.c_syntax import Body, CodegenUnsupported, EmissionTooLarge
+from compiler.codegen.elemental import Elemental
 from compiler.codegen.indexing import _common_boundaries
 from compiler.codegen.loops import elementwise_loops
 from compiler.codegen.plan import CodeGenPlan

@@ -21,8 +21,8 @@ from __future__ import annotations
 import collections
 from dataclasses import dataclass, field
 
-from compiler.codegen.elemental import (Body, CodegenUnsupported, Elemental, c_identifier,
-                                        storage_ctype)
+from compiler.codegen.c_syntax import Body, CodegenUnsupported, c_identifier, storage_ctype
+from compiler.codegen.elemental import Elemental
 from compiler.codegen.emission import EMITTED_LINE_LIMIT
 from compiler.codegen.plan import SCRATCH, CodeGenPlan
 from compiler.codegen.schedules import emitter_of

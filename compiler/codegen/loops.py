@@ -29,9 +29,9 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from typing import Iterator
 
-from compiler.codegen.elemental import (Elemental, load_expr, reducer_functor,
-                                        reducer_identity, round_to_dtype, storage_ctype,
-                                        store_expr, value_ctype)
+from compiler.codegen.c_syntax import (load_expr, reducer_functor, reducer_identity, round_to_dtype,
+                                       storage_ctype, store_expr, value_ctype)
+from compiler.codegen.elemental import Elemental
 from compiler.codegen.indexing import Index, Ix, linearize
 from compiler.codegen.plan import WARP, CodeGenPlan
 from compiler.ir.dtypes import accumulation_dtype

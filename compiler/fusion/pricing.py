@@ -44,7 +44,7 @@ from typing import Hashable
 
 import numpy as np
 
-from compiler.codegen.elemental import CodegenUnsupported, EmissionTooLarge
+from compiler.codegen.c_syntax import CodegenUnsupported, EmissionTooLarge
 from compiler.codegen.emission import emission_refusal
 from compiler.codegen.plan import CodeGenPlan
 from compiler.codegen.schedules import choose_plan, enumerate_plans

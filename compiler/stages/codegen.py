@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from compiler.codegen.check import PRELUDE_DIR, compare, emulate_kernel, max_abs_error
-from compiler.codegen.elemental import CodegenUnsupported, EmissionTooLarge, c_identifier
+from compiler.codegen.c_syntax import CodegenUnsupported, EmissionTooLarge, c_identifier
 from compiler.codegen.emit import EmittedKernel, emit_kernel
 from compiler.codegen.plan import CodeGenPlan
 from compiler.codegen.schedules import choose_plan, enumerate_plans

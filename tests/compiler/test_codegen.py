@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from compiler.codegen.check import PRELUDE_DIR, compare, launch_emulated
-from compiler.codegen.elemental import CodegenUnsupported
+from compiler.codegen.c_syntax import CodegenUnsupported
 from compiler.codegen.emit import emit_kernel
 from compiler.codegen.indexing import Ix, delinearize, linear_expr, linearize
 from compiler.codegen.plan import COOPERATIVE_GRIDS, ROW_SCHEDULES

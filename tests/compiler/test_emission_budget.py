@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import compiler.codegen.emission as emission
-from compiler.codegen.elemental import EmissionTooLarge
+from compiler.codegen.c_syntax import EmissionTooLarge
 from compiler.codegen.emission import (MAX_KERNEL_STATEMENTS, emission_refusal,
                                        emitted_statements, statement_bound)
 from compiler.codegen.emit import emit_kernel

@@ -11,8 +11,8 @@ globally stitched plans run this schedule as their second phase (`emit_columns`)
 
 from __future__ import annotations
 
-from compiler.codegen.elemental import (Elemental, reducer_functor, reducer_identity,
-                                        round_to_dtype, value_ctype)
+from compiler.codegen.c_syntax import reducer_functor, reducer_identity, round_to_dtype, value_ctype
+from compiler.codegen.elemental import Elemental
 from compiler.codegen.indexing import Ix
 from compiler.codegen.loops import (accumulate_columns, accumulator_ctype, depends_on,
                                     elementwise_loops)

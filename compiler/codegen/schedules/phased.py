@@ -51,7 +51,8 @@ import math
 from contextlib import contextmanager
 from typing import Iterator
 
-from compiler.codegen.elemental import Elemental, reducer_functor, reducer_identity, storage_ctype
+from compiler.codegen.c_syntax import reducer_functor, reducer_identity, storage_ctype
+from compiler.codegen.elemental import Elemental
 from compiler.codegen.indexing import Index, Ix
 from compiler.codegen.loops import accumulator_ctype, elementwise_loops, finish_reduction
 from compiler.codegen.plan import (COOPERATIVE_GRIDS, PHASED_MIN_ELEMENTS, PHASED_SCHEDULE,

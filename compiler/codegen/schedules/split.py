@@ -38,7 +38,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator
 
-from compiler.codegen.elemental import Elemental, reducer_functor, reducer_identity
+from compiler.codegen.c_syntax import reducer_functor, reducer_identity
+from compiler.codegen.elemental import Elemental
 from compiler.codegen.indexing import Index, Ix
 from compiler.codegen.loops import (accumulate_columns, accumulator_ctype, elementwise_loops,
                                     finish_reduction, row_partial, split_index)

@@ -37,7 +37,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from compiler.codegen.elemental import CodegenUnsupported, Elemental, value_ctype
+from compiler.codegen.c_syntax import CodegenUnsupported, value_ctype
+from compiler.codegen.elemental import Elemental
 from compiler.codegen.indexing import Index, Ix, strides
 from compiler.codegen.loops import depends_on, elementwise_loops
 from compiler.codegen.plan import MAX_GRID, TRANSPOSE_SCHEDULE, WARP, CodeGenPlan

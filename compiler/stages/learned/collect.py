@@ -38,7 +38,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from compiler.codegen.elemental import CodegenUnsupported, c_identifier
+from compiler.codegen.c_syntax import CodegenUnsupported, c_identifier
 from compiler.codegen.emit import emit_kernel
 from compiler.cost.learned.dataset import dataset_header, family_of, write_dataset
 from compiler.cost.learned.features import KernelSample

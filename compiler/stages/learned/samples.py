@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from compiler.codegen.elemental import CodegenUnsupported
+from compiler.codegen.c_syntax import CodegenUnsupported
 from compiler.codegen.plan import CodeGenPlan
 from compiler.codegen.schedules import enumerate_plans
 from compiler.cost.learned.dataset import family_of
