@@ -20,7 +20,8 @@ concatenate), log2(256) = 8 levels deep: fused into one kernel, the elemental em
 compute the values of each level again for every index and branch that reads them
 (compiler/codegen/emission.py). The files live apart from tests/data/stablehlo, whose small
 modules seed the fuzz tests (a fuzz case explores and generates code for each mutation).
-No inputs are stored: the tests check each kernel on made-up inputs (codegen.stage.emulate).
+No inputs are stored: the tests check each kernel on made-up inputs
+(compiler/stages/codegen.py, `emulate`).
 """
 
 from __future__ import annotations
