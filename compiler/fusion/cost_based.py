@@ -55,14 +55,17 @@ and the CodeGen plan that won) and one "refuse" per considered pair of producer 
 plan that would have been emitted), "projected: gain at most -0.1 µs (the merged kernel's
 speed of light)", "not a legal kernel: ...".
 
-What one kernel may be (`_Analysis`)
+What one kernel may be (`_Analysis`, kernels/analysis.py)
 ------------------------------------
 A kernel's nodes fall into *components*: sets joined by data flow inside the kernel. Each
-component gets a kind from AStitch's block-locality labels (compiler/kernels/locality.py, as
-`stitch.py`: a node is invariant, one value per row of a reduction, row-aligned, the rows
-of any length, or needs data of other blocks; whole rows moved by a transpose count as the
-latter here, the row schedules having their results at other rows' places); the kind says
-which CodeGen plans the code generator enumerates (compiler/codegen/schedules/):
+component gets a kind from AStitch's block-locality labels (compiler/kernels/locality.py: a
+node is invariant, one value per row of a reduction, row-aligned, the rows of any length, or
+needs data of other blocks; whole rows moved by a transpose count as the latter here, the row
+schedules having their results at other rows' places). `_Analysis` keeps the labels and
+components of every group as groups merge; the kernel analysis (compiler/kernels/analysis.py,
+the stitch strategy's and the code generator's too) gives each component's kind and the
+kernel's (`kind_of`, `combine_parts`). The kind says which CodeGen plans the code generator
+enumerates (compiler/codegen/schedules/):
 - `loop`: no reduction;
 - `input`: reductions of one row space whose results nothing in the kernel reads;
 - `stitch-regional`: reductions of one row space whose results the kernel consumes within a
@@ -296,8 +299,9 @@ class _Summary:
 
 
 class _Analysis:
-    """Which kernel a set of nodes can be (module docstring: legality), and the work it
-    replicates. `full` analyses a kernel from scratch, `union` several analysed ones merged."""
+    """The labels, components and outputs of a candidate kernel, kept incrementally: `full`
+    summarises a kernel from scratch, `union` several summarised ones merged. Which kernel
+    they make (module docstring: legality) is the kernel analysis's verdict (`verdict`)."""
 
     def __init__(self, graph: Graph, model: SolModel, written):
         self.graph = graph

@@ -21,7 +21,10 @@ multi-output and horizontal loop fusion do the same for its fusions): the groups
 value, which is then loaded once, and the groups whose values one node reads, which then take
 one launch instead of several, again only when the merged group has a legal schedule. A
 group's schedule is decided as AStitch's §4 decides it (dominant identification, op grouping,
-then the stitching scheme), from its *dominant* op:
+then the stitching scheme), from its *dominant* op. The kernel analysis
+(compiler/kernels/analysis.py) decides it, for the cost strategy and the code generator too;
+this module keeps every group's labels and tallies as groups merge and asks it for the verdict
+on them:
 
 - Dominant op: reductions dominate (the one with the largest input, the first in graph order
   on a tie); without a reduction, the largest elementwise output or transpose. The dominant's
@@ -29,7 +32,7 @@ then the stitching scheme), from its *dominant* op:
   the reduced ones. A reduction is a *row* reduction when its reduced dimensions are the
   innermost ones (size-1 dimensions ignored, row-major order); a reduction whose reduced
   dimensions all have size 1 moves no data and is treated like a reshape.
-- Block locality (compiler/kernels/locality.py, shared with the cost strategy). Every node of
+- Block locality (compiler/kernels/locality.py, the analysis's labels). Every node of
   a group gets a label: `inv` (depends on no reduction of the group: any block computes the
   elements it needs from memory), `row` (one value per row of a row space), `full` (element
   i belongs to row i // length; the rows of the reductions it reads, a length of its own),
@@ -39,10 +42,11 @@ then the stitching scheme), from its *dominant* op:
   and transposes that keep the row-major order, and elementwise ops keep the label; a slice,
   concatenate, reverse, pad or transpose that moves elements only within each row (the row
   dimensions leading and untouched: RoPE's halves of each token's row, negated and joined
-  again) gives `full` of the output's own row length, block-local all the same; anything
-  else that reads a `row`, `full` or `moved` value (a transpose or slice across rows, a
-  reduction over other dimensions, a row space that does not fit a block) gives `grid`, and
-  the node needs a grid-wide barrier.
+  again) gives `full` of the output's own row length, block-local all the same, and so does
+  a transpose of whole rows here (`moved`; the cost strategy and the code generator count it
+  as read across rows); anything else that reads a `row`, `full` or `moved` value (a
+  transpose or slice across rows, a reduction over other dimensions, a row space that does
+  not fit a block) gives `grid`, and the node needs a grid-wide barrier.
 - Regional stitch (`stitch-regional`, §3.1/§4): all reductions reduce the same rows, the rows
   fit a block, no node needs a barrier and at least one node consumes a reduction's result
   in the kernel. A row fits when its length is at most `max_threads_per_block *
