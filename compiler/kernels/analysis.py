@@ -18,12 +18,13 @@ across rows (compiler/kernels/locality.py's block-locality labels):
   for a global group whose grid exceeds it.
 
 The dominant reduction is the one with the largest input, the first in graph order on a tie
-(`dominant_reduction`); it gives the kernel its thread mapping.
+(`GraphFacts.dominant_reduction`); it gives the kernel its thread mapping.
 
 The labels (`reduction_label`, `node_label`) are the rule a node's label follows from its
 operands' labels; a strategy keeps them per node as it merges groups, however it likes (the
-stitch strategy tallies a group, the cost strategy a component of a kernel, both
-incrementally), and asks `kind_of` for the verdict on what it tallied. `analyse` walks a set
+stitch strategy, compiler/fusion/stitch.py, tallies a group; the cost strategy,
+compiler/fusion/cost_based.py, a component of a kernel; both incrementally), and asks
+`kind_of` for the verdict on what it tallied. `analyse` walks a set
 of nodes from scratch: the horizontal schedule's parts (`part_kind`), XLA's own groups
 (compiler/fusion/xla_gpu.py) and the tests ask it. The two fusers differ in one rule, passed
 as `moved_rows_local`: whole rows moved by a transpose stay block-local in the stitch
