@@ -149,7 +149,7 @@ def node_label(graph: Graph, node: Node, operand_labels: list[tuple],
 # -- the figures: a regional block's shared memory, a global grid's residency ---------------
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass is slower to make, and it is asked often
 class RegionalFit:
     """A regional block's shared memory: per row, the dominant's input row in the accumulation
     dtype, the row of every other reduced value a non-reduction node of the group also reads
@@ -209,7 +209,7 @@ def regional_fit(facts: GraphFacts, device, reductions: Iterable[str], dominant:
                        device.shared_memory_per_block_bytes)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Residency:
     """A globally stitched grid against the blocks resident at once (GLOBAL_BLOCK_THREADS
     threads per block, ELEMENTS_PER_THREAD elements per thread over the group's largest
@@ -237,7 +237,7 @@ class Residency:
 # -- the verdict ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Verdict:
     """A group's kind (None: refused, a global grid that would deadlock), its dominant
     reduction and the facts that decided them."""
@@ -319,7 +319,9 @@ def kind_of(facts: GraphFacts, reductions: list[str], stitched: bool, barrier: b
         return LOOP
     space = facts.space
     dominant = facts.dominant_reduction(reductions)
-    spaces = tuple(sorted({space[r] for r in reductions}, key=str))
+    spaces = tuple({space[r] for r in reductions})
+    if len(spaces) > 1:
+        spaces = tuple(sorted(spaces, key=str))
     if not barrier and len(spaces) == 1:
         if not stitched:
             return Verdict("input", dominant, spaces)
