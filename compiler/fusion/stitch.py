@@ -557,7 +557,7 @@ class _Stitcher:
             if group.barrier else None
         users = self.users
         verdict = kind_of(self.facts, group.reductions, group.stitched > 0, group.barrier > 0,
-                          lambda value: (u for u in users[value] if inside(u)), self.device,
+                          lambda value: [u for u in users[value] if inside(u)], self.device,
                           barrier, group.work)
         return _Verdict(verdict.kind, verdict.detailed())
 

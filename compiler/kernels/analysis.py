@@ -161,15 +161,9 @@ class RegionalFit:
     results: int           # row results (one per reduction)
     per_row: int           # bytes
     rows_per_block: int
+    block_bytes: int       # per_row x rows_per_block
     limit: int             # the block's shared memory, bytes
-
-    @property
-    def block_bytes(self) -> int:
-        return self.per_row * self.rows_per_block
-
-    @property
-    def fits(self) -> bool:
-        return self.block_bytes <= self.limit
+    fits: bool             # block_bytes <= limit
 
     def detailed(self) -> str:
         row_bytes = math.ceil(self.space.length * self.dtype.itemsize)
@@ -199,14 +193,16 @@ def regional_fit(facts: GraphFacts, device, reductions: Iterable[str], dominant:
         if source in seen:
             continue
         seen.add(source)
-        reread = any(nodes[u].op != "reduce" for u in readers_inside(source))
-        if source == dominant_input or reread:
+        if source == dominant_input or any(nodes[u].op != "reduce"
+                                           for u in readers_inside(source)):
             buffered += 1
             item = accumulation_dtype(nodes[source].shape.dtype).itemsize
             per_row += math.ceil(space.length * item)
+    rows_per_block = regional_rows_per_block(device, space.length)
+    block_bytes, limit = per_row * rows_per_block, device.shared_memory_per_block_bytes
     return RegionalFit(space, accumulation_dtype(nodes[dominant_input].shape.dtype), buffered,
-                       results, per_row, regional_rows_per_block(device, space.length),
-                       device.shared_memory_per_block_bytes)
+                       results, per_row, rows_per_block, block_bytes, limit,
+                       block_bytes <= limit)
 
 
 @dataclass(slots=True)
@@ -219,19 +215,15 @@ class Residency:
     blocks: int
     per_sm: int
     sm_count: int
+    resident: int   # per_sm x sm_count
+    fits: bool      # blocks <= resident
 
     @classmethod
     def of(cls, device, work: int) -> Residency:
         blocks = max(1, -(-work // (GLOBAL_BLOCK_THREADS * ELEMENTS_PER_THREAD)))
-        return cls(blocks, global_blocks_per_sm(device), device.sm_count)
-
-    @property
-    def resident(self) -> int:
-        return self.per_sm * self.sm_count
-
-    @property
-    def fits(self) -> bool:
-        return self.blocks <= self.resident
+        per_sm = global_blocks_per_sm(device)
+        resident = per_sm * device.sm_count
+        return cls(blocks, per_sm, device.sm_count, resident, blocks <= resident)
 
 
 # -- the verdict ----------------------------------------------------------------------------
@@ -249,8 +241,7 @@ class Verdict:
     misfit: tuple[str, RowSpace] | None = None  # its first reduction whose rows fit no block
     barrier_node: str | None = None     # a node that reads a result across rows, if named
     residency: Residency | None = None  # of a global group, when asked
-    row_cap: int = 0
-    block_threads: int = 0
+    device: object = None               # the device it was judged for, if any
 
     def detailed(self) -> str:
         """Why, with the figures (the stitch strategy's decision log)."""
@@ -278,8 +269,9 @@ class Verdict:
             reduction, space = self.misfit
             if not space.contiguous:
                 return f"{reduction} reduces strided rows ({space})"
-            return (f"{reduction}: row {space.length} > {self.row_cap} elements per block "
-                    f"({self.block_threads} threads x {ELEMENTS_PER_THREAD})")
+            threads = row_cap(self.device) // ELEMENTS_PER_THREAD
+            return (f"{reduction}: row {space.length} > {row_cap(self.device)} elements per "
+                    f"block ({threads} threads x {ELEMENTS_PER_THREAD})")
         if len(self.spaces) > 1:
             return "rows " + " and ".join(map(str, self.spaces)) + " in one kernel"
         if self.barrier_node:
@@ -341,9 +333,7 @@ def kind_of(facts: GraphFacts, reductions: list[str], stitched: bool, barrier: b
     if work is not None:
         residency = Residency.of(device, work)
         kind = kind if residency.fits else None
-    threads = DEFAULT_BLOCK_THREADS if device is None else device.max_threads_per_block
-    return Verdict(kind, dominant, spaces, fit, misfit, barrier_node, residency,
-                   row_cap(device), threads)
+    return Verdict(kind, dominant, spaces, fit, misfit, barrier_node, residency, device)
 
 
 def combine_parts(verdicts: list[Verdict], works: list[int]) -> tuple[str, str]:
