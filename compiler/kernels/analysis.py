@@ -295,7 +295,7 @@ class Verdict:
         return f"global stitch ({why})"
 
 
-LOOP = Verdict("loop")
+LOOP = Verdict("loop")  # every loop's verdict: one object, never changed
 
 
 def kind_of(facts: GraphFacts, reductions: list[str], stitched: bool, barrier: bool,
