@@ -55,14 +55,17 @@ and the CodeGen plan that won) and one "refuse" per considered pair of producer 
 plan that would have been emitted), "projected: gain at most -0.1 µs (the merged kernel's
 speed of light)", "not a legal kernel: ...".
 
-What one kernel may be (`_Analysis`)
+What one kernel may be (`_Analysis`, kernels/analysis.py)
 ------------------------------------
 A kernel's nodes fall into *components*: sets joined by data flow inside the kernel. Each
-component gets a kind from AStitch's block-locality labels (compiler/kernels/locality.py, as
-`stitch.py`: a node is invariant, one value per row of a reduction, row-aligned, the rows
-of any length, or needs data of other blocks; whole rows moved by a transpose count as the
-latter here, the row schedules having their results at other rows' places); the kind says
-which CodeGen plans the code generator enumerates (compiler/codegen/schedules/):
+component gets a kind from AStitch's block-locality labels (compiler/kernels/locality.py: a
+node is invariant, one value per row of a reduction, row-aligned, the rows of any length, or
+needs data of other blocks; whole rows moved by a transpose count as the latter here, the row
+schedules having their results at other rows' places). `_Analysis` keeps the labels and
+components of every group as groups merge; the kernel analysis (compiler/kernels/analysis.py,
+the stitch strategy's and the code generator's too) gives each component's kind and the
+kernel's (`kind_of`, `combine_parts`). The kind says which CodeGen plans the code generator
+enumerates (compiler/codegen/schedules/):
 - `loop`: no reduction;
 - `input`: reductions of one row space whose results nothing in the kernel reads;
 - `stitch-regional`: reductions of one row space whose results the kernel consumes within a
@@ -123,15 +126,14 @@ from compiler.fusion.stitch import stitch_fusion
 from compiler.fusion.unfused import unfused
 from compiler.fusion.xla import xla_fusion
 from compiler.gc_pause import cyclic_gc_paused
-from compiler.ir.dtypes import accumulation_dtype
 from compiler.ir.graph import Graph, Node
+from compiler.kernels.analysis import (BARRIER, STITCHED, GraphFacts, combine_parts, fits_block,
+                                       kind_of, node_label, reduction_label, row_cap)
 from compiler.kernels.grouping import (FUSIBLE, LIBRARY, GroupGraph, WindowTooWide,
                                        graph_output_sources, node_role, value_readers)
-from compiler.kernels.locality import (GRID, INV, RowSpace, full_label, map_rows, reduce_space,
-                                       row_label)
+from compiler.kernels.locality import INV
 from compiler.kernels.plan import (MAX_KERNEL_PARAMETERS, Decision, FusionPlan, Kernel, KernelSpec,
                                    build_plan, make_kernel, too_many_nodes)
-from compiler.kernels.stitch_launch import ELEMENTS_PER_THREAD, regional_rows_per_block
 from compiler.target.sol import SolEstimate, SolModel
 
 STRATEGY = "cost"
@@ -297,28 +299,24 @@ class _Summary:
 
 
 class _Analysis:
-    """Which kernel a set of nodes can be (module docstring: legality), and the work it
-    replicates. `full` analyses a kernel from scratch, `union` several analysed ones merged."""
+    """The labels, components and outputs of a candidate kernel, kept incrementally: `full`
+    summarises a kernel from scratch, `union` several summarised ones merged. Which kernel
+    they make (module docstring: legality) is the kernel analysis's verdict (`verdict`)."""
 
     def __init__(self, graph: Graph, model: SolModel, written):
         self.graph = graph
         self.nodes = nodes = graph.nodes
         self.device = device = model.device
         self.written = written  # (value, kernel's summary) -> must the kernel write it
-        self.position = {name: i for i, name in enumerate(nodes)}
-        self.users = graph.users()
+        self.facts = facts = GraphFacts.of(graph)  # what the kernel analysis reads
+        self.position = facts.position
+        self.users = facts.users
         self._user_sets: dict[str, frozenset[str]] = {}  # of values with many users
         self.operands = {name: tuple(dict.fromkeys(node.operands))
                          for name, node in nodes.items()}
-        self.elements = {node.name: sum(leaf.size for leaf in node.shape.leaves())
-                         for node in graph}
-        self.space: dict[str, RowSpace] = {}
-        for node in graph:
-            if node.op == "reduce" and node_role(node) == FUSIBLE:
-                space = reduce_space(graph, node)
-                if space.length > 1:
-                    self.space[node.name] = space
-        self.row_cap = device.max_threads_per_block * ELEMENTS_PER_THREAD
+        self.elements = facts.elements
+        self.space = facts.space
+        self.row_cap = row_cap(device)
 
     # -- analyses ---------------------------------------------------------------------------------
 
@@ -449,120 +447,37 @@ class _Analysis:
         if flag is not None and (name in parent or name in anchor):
             root = self._root(summary, name)
             component = components[root]
-            if flag == "stitched" and not component.stitched:
+            if flag == STITCHED and not component.stitched:
                 components[root] = dataclasses.replace(component, stitched=True)
-            elif flag == "barrier" and component.barrier is None:
+            elif flag == BARRIER and component.barrier is None:
                 components[root] = dataclasses.replace(component, barrier=name)
         return changed
 
     def _label(self, node: Node, operand_labels: list[tuple]) -> tuple[tuple, str | None]:
-        """The node's label and flag ("stitched": consumes a reduction's result within a
-        block, "barrier": needs one across rows) from its operands' labels."""
+        """The node's label and flag (the kernel analysis's STITCHED or BARRIER) from its
+        operands' labels; `moved` rows count as read across rows (the row schedules read a
+        moved row's elements at other rows' places, where the row results are not at hand:
+        only the phased schedule computes it well)."""
         space = self.space.get(node.name)
         if space is not None:
-            source, inits = operand_labels[0], operand_labels[len(operand_labels) // 2:]
-            fits = space.contiguous and space.length <= self.row_cap
-            if any(label != INV for label in inits):
-                return GRID, "barrier"
-            if source == INV:
-                return (row_label(space) if fits else GRID), None
-            if source == full_label(space) and fits:
-                return row_label(space), "stitched"
-            if source == GRID or fits:
-                return GRID, "barrier"
-            return GRID, "stitched"  # partial rows meet in global memory: a global kernel
-        mapped = map_rows(self.graph, node, operand_labels)
-        if mapped == INV:
-            return INV, None
-        if mapped is None or mapped[0] == "moved":
-            # The row schedules read a moved row's elements at other rows' places, where the
-            # row results are not at hand: only the phased schedule computes it well.
-            return GRID, "barrier"
-        return mapped, "stitched"
+            return reduction_label(space, fits_block(space, self.row_cap), operand_labels)
+        return node_label(self.graph, node, operand_labels, moved_rows_local=False)
 
     # -- kinds ------------------------------------------------------------------------------------
 
-    def verdict(self, summary: _Summary) -> tuple[str | None, str, str | None]:
-        """(kind or None when not a legal kernel, reason, dominant node)."""
+    def verdict(self, summary: _Summary) -> tuple[str, str, str]:
+        """(kind, reason, dominant node): the kernel analysis's verdict on each component, and
+        on the kernel of them all (`combine_parts`)."""
         components = list(summary.components.values())
-        verdicts = [self._component_kind(c, summary.inside) for c in components]
-        refused = next((v for v in verdicts if v[0] is None), None)
-        if refused is not None:
-            return None, refused[1], None
-        kind, reason = self._combine(components, verdicts)
-        if kind is None:
-            return None, reason, None
-        return kind, reason, self._dominant(components)
-
-    def _component_kind(self, component: _Component, inside) -> tuple[str | None, str]:
-        reductions = component.reductions
-        if not reductions:
-            return "loop", "loop"
-        spaces = sorted({self.space[r] for r in reductions}, key=str)
-        if component.barrier is None and len(spaces) == 1:
-            if not component.stitched:
-                return "input", f"input fusion (rows {spaces[0]}, nothing stitched)"
-            fits, figures = self._regional_fit(reductions, inside)
-            if fits:
-                return "stitch-regional", f"regional stitch ({figures})"
-            why = f"rows do not fit a block: {figures}"
-        elif len(spaces) > 1:
-            why = f"two reductions with different rows ({spaces[0]} and {spaces[1]})"
-        else:
-            why = f"{component.barrier} reads a reduction's result across rows"
-        return "stitch-global", f"global stitch ({why})"
-
-    def _regional_fit(self, reductions: tuple[str, ...], inside) -> tuple[bool, str]:
-        """Rows fit a block's threads and its row buffers the block's shared memory (the
-        figures of stitch.py's regional schedule)."""
-        nodes, device = self.nodes, self.device
-        dominant = max(reductions, key=lambda r: (self.elements[nodes[r].operands[0]],
-                                                  -self.position[r]))
-        space = self.space[dominant]
-        if not space.contiguous:
-            return False, f"{dominant} reduces strided rows ({space})"
-        if space.length > self.row_cap:
-            return False, f"row {space.length} > {self.row_cap} elements per block"
-        per_row, seen = 0, set()
-        for reduction in reductions:
-            per_row += math.ceil(accumulation_dtype(nodes[reduction].shape.dtype).itemsize)
-            source = nodes[reduction].operands[0]
-            if source in seen:
-                continue
-            seen.add(source)
-            reread = any(nodes[u].op != "reduce" for u in self.users_inside(source, inside))
-            if source == nodes[dominant].operands[0] or reread:
-                item = accumulation_dtype(nodes[source].shape.dtype).itemsize
-                per_row += math.ceil(space.length * item)
-        block_bytes = per_row * regional_rows_per_block(device, space.length)
-        limit = device.shared_memory_per_block_bytes
-        figures = f"rows {space}, {block_bytes} B shared memory per block"
-        if block_bytes > limit:
-            return False, f"{figures} > {limit} B"
-        return True, figures
-
-    def _combine(self, components: list[_Component], verdicts: list[tuple]
-                 ) -> tuple[str | None, str]:
-        if len(components) == 1:
-            return verdicts[0]
-        kinds = {kind for kind, _ in verdicts}
-        if kinds == {"loop"} and len({c.work for c in components}) == 1:
-            return "loop", f"multi-output loop fusion of {len(components)} parts"
-        if kinds == {"input"} and len({self.space[r] for c in components
-                                       for r in c.reductions}) == 1:
-            return "input", f"multi-output input fusion of {len(components)} parts"
-        # Side by side in one launch, each part on blocks of its own; a part that needs a
-        # grid-wide barrier makes the whole kernel a globally stitched one.
-        if "stitch-global" in kinds:
-            return "stitch-global", f"{len(components)} parts, one globally stitched"
-        return "horizontal", f"{len(components)} parts side by side"
-
-    def _dominant(self, components: list[_Component]) -> str:
+        inside, device = summary.inside, self.device
+        verdicts = [kind_of(self.facts, list(c.reductions), c.stitched, c.barrier is not None,
+                            lambda value: self.users_inside(value, inside), device, c.barrier)
+                    for c in components]
+        kind, reason = combine_parts(verdicts, [c.work for c in components])
         reductions = [r for c in components for r in c.reductions]
         if reductions:
-            return max(reductions, key=lambda r: (self.elements[self.nodes[r].operands[0]],
-                                                  -self.position[r]))
-        return max(c.largest for c in components)[2]
+            return kind, reason, self.facts.dominant_reduction(reductions)
+        return kind, reason, max(c.largest for c in components)[2]
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,10 @@ multi-output and horizontal loop fusion do the same for its fusions): the groups
 value, which is then loaded once, and the groups whose values one node reads, which then take
 one launch instead of several, again only when the merged group has a legal schedule. A
 group's schedule is decided as AStitch's §4 decides it (dominant identification, op grouping,
-then the stitching scheme), from its *dominant* op:
+then the stitching scheme), from its *dominant* op. The kernel analysis
+(compiler/kernels/analysis.py) decides it, for the cost strategy and the code generator too;
+this module keeps every group's labels and tallies as groups merge and asks it for the verdict
+on them:
 
 - Dominant op: reductions dominate (the one with the largest input, the first in graph order
   on a tie); without a reduction, the largest elementwise output or transpose. The dominant's
@@ -29,7 +32,7 @@ then the stitching scheme), from its *dominant* op:
   the reduced ones. A reduction is a *row* reduction when its reduced dimensions are the
   innermost ones (size-1 dimensions ignored, row-major order); a reduction whose reduced
   dimensions all have size 1 moves no data and is treated like a reshape.
-- Block locality (compiler/kernels/locality.py, shared with the cost strategy). Every node of
+- Block locality (compiler/kernels/locality.py, the analysis's labels). Every node of
   a group gets a label: `inv` (depends on no reduction of the group: any block computes the
   elements it needs from memory), `row` (one value per row of a row space), `full` (element
   i belongs to row i // length; the rows of the reductions it reads, a length of its own),
@@ -39,10 +42,11 @@ then the stitching scheme), from its *dominant* op:
   and transposes that keep the row-major order, and elementwise ops keep the label; a slice,
   concatenate, reverse, pad or transpose that moves elements only within each row (the row
   dimensions leading and untouched: RoPE's halves of each token's row, negated and joined
-  again) gives `full` of the output's own row length, block-local all the same; anything
-  else that reads a `row`, `full` or `moved` value (a transpose or slice across rows, a
-  reduction over other dimensions, a row space that does not fit a block) gives `grid`, and
-  the node needs a grid-wide barrier.
+  again) gives `full` of the output's own row length, block-local all the same, and so does
+  a transpose of whole rows here (`moved`; the cost strategy and the code generator count it
+  as read across rows); anything else that reads a `row`, `full` or `moved` value (a
+  transpose or slice across rows, a reduction over other dimensions, a row space that does
+  not fit a block) gives `grid`, and the node needs a grid-wide barrier.
 - Regional stitch (`stitch-regional`, §3.1/§4): all reductions reduce the same rows, the rows
   fit a block, no node needs a barrier and at least one node consumes a reduction's result
   in the kernel. A row fits when its length is at most `max_threads_per_block *
@@ -112,18 +116,16 @@ import math
 from dataclasses import dataclass, field
 
 from compiler.codegen.emission import emission_refusal, first_refusal
-from compiler.ir.dtypes import accumulation_dtype
 from compiler.ir.graph import Graph, Node
 from compiler.ir.ops import OPS
+from compiler.kernels.analysis import (BARRIER, STITCHED, GraphFacts, fits_block, kind_of,
+                                       node_label, reduction_label, row_cap)
 from compiler.kernels.grouping import (FUSIBLE, LEAF, LIBRARY, PLUMBING, GroupGraph, WindowTooWide,
                                        graph_output_sources, is_duplicable, kernel_outputs,
                                        node_role, plumbing_sources)
-from compiler.kernels.locality import (GRID, INV, RowSpace, full_label, map_rows, reduce_space,
-                                       row_label)
+from compiler.kernels.locality import INV
 from compiler.kernels.plan import (LIBRARY_OPERAND_VIEWS, MAX_KERNEL_NODES, MAX_KERNEL_PARAMETERS,
                                    Decision, FusionPlan, KernelSpec, build_plan, too_many_nodes)
-from compiler.kernels.stitch_launch import (ELEMENTS_PER_THREAD, GLOBAL_BLOCK_THREADS,
-                                            global_blocks_per_sm, regional_rows_per_block)
 from compiler.target.sol import SolModel
 
 
@@ -155,7 +157,6 @@ class _Group:
     stitched: int = 0
     reuse: int = 0          # nodes that would recompute an expensive producer per element
     work: int = 0           # the largest iteration space of its nodes, in elements
-    misfit: str | None = None  # a reduction whose rows do not fit a block
     inputs: frozenset[str] = frozenset()  # values it reads from memory
     free: frozenset[str] = frozenset()    # free nodes it recomputes (`_Stitcher._free_nodes`)
 
@@ -172,24 +173,19 @@ class _Stitcher:
         self.check_code = check_code  # check each merge's code size (`stitch_fusion`)
         self.device = model.device
         self.model = model
-        self.position = {name: i for i, name in enumerate(graph.nodes)}
-        self.users = graph.users()
+        self.facts = facts = GraphFacts.of(graph)  # what the kernel analysis reads
+        self.position = facts.position
+        self.users = facts.users
         self.role = {node.name: node_role(node) for node in graph}
-        self.elements = {node.name: sum(leaf.size for leaf in node.shape.leaves())
-                         for node in graph}
+        self.elements = facts.elements
         self.outputs = graph_output_sources(graph)
-        self.space: dict[str, RowSpace] = {}  # the fusible reductions that move data
-        for node in graph:
-            if node.op == "reduce" and self.role[node.name] == FUSIBLE:
-                space = reduce_space(graph, node)
-                if space.length > 1:
-                    self.space[node.name] = space
+        self.space = facts.space  # the fusible reductions that move data
         # XLA's expensive ops and the rest it never duplicates; a reduction is not among them:
         # one that moves data gives a `row` or `grid` value, never recomputed per element.
         self.expensive = {name for name, role in self.role.items()
                           if role == FUSIBLE and not is_duplicable(graph.nodes[name])
                           and graph.nodes[name].op != "reduce"}
-        self.row_cap = self.device.max_threads_per_block * ELEMENTS_PER_THREAD
+        self.row_cap = row_cap(self.device)
         # Unowned reshapes and bitcasts of memory a library kernel may read in place.
         self.view_chains: set[str] = set()
         # Free node -> the free nodes a kernel recomputes to have it (itself among them).
@@ -284,10 +280,6 @@ class _Stitcher:
                 stack.extend(self.users[node])
         return unfreed
 
-    def _fits(self, reduction: str) -> bool:
-        space = self.space[reduction]
-        return space.contiguous and space.length <= self.row_cap
-
     def _reuses(self, node: Node, index: int) -> bool:
         """Whether `node` reads each element of operand `index` many times (XLA's
         ReusesOperandElements: a growing broadcast, a reduce-window, a gather)."""
@@ -304,35 +296,18 @@ class _Stitcher:
         states = [state_of(o) for o in node.operands]
         reuse = next((state.carries for i, state in enumerate(states) if state is not None
                       and state.carries and self._reuses(node, i)), None)
+        labels = [INV if state is None else state.label for state in states]
         space = self.space.get(name)
         if space is not None:
-            return self._evaluate_reduction(name, space, states, reuse)
-        labels = [INV if state is None else state.label for state in states]
-        if all(label == INV for label in labels):
+            label, flag = reduction_label(space, fits_block(space, self.row_cap), labels)
+        elif all(label == INV for label in labels):
             carries = name if name in self.expensive else next(
                 (s.carries for s in states if s is not None and s.carries), None)
             return _NodeState(INV, carries=carries, reuse=reuse)
-        mapped = map_rows(self.graph, node, labels)  # stitch.py keeps `moved` rows block-local
-        if mapped is None:
-            return _NodeState(GRID, barrier=True, reuse=reuse)
-        return _NodeState(mapped, stitched=True, reuse=reuse)
-
-    def _evaluate_reduction(self, name: str, space: RowSpace, states: list,
-                            reuse: str | None) -> _NodeState:
-        labels = [INV if state is None else state.label for state in states]
-        source = labels[0]
-        if any(label != INV for label in labels[1:]):
-            return _NodeState(GRID, barrier=True, reuse=reuse)  # a computed init value
-        fits = self._fits(name)
-        if source == INV:
-            return _NodeState(row_label(space) if fits else GRID, reuse=reuse)
-        if source == full_label(space) and fits:
-            return _NodeState(row_label(space), stitched=True, reuse=reuse)
-        if source == GRID or fits:
-            return _NodeState(GRID, barrier=True, reuse=reuse)
-        # A row that does not fit a block, reduced from block-local values: partial results
-        # meet in global memory (the kernel holds two row spaces, so it is global anyway).
-        return _NodeState(GRID, stitched=True, reuse=reuse)
+        else:  # the stitch strategy keeps `moved` rows block-local
+            label, flag = node_label(self.graph, node, labels, moved_rows_local=True)
+        return _NodeState(label, barrier=flag == BARRIER, stitched=flag == STITCHED,
+                          reuse=reuse)
 
     # -- groups -------------------------------------------------------------------------------
 
@@ -364,8 +339,6 @@ class _Stitcher:
             group.work = max(group.work, self.elements[node.operands[0]])
         if name in self.space:
             group.reductions.append(name)
-            if not self._fits(name) and group.misfit is None:
-                group.misfit = name
         return group
 
     def _reads(self, name: str) -> frozenset[str]:
@@ -431,7 +404,7 @@ class _Stitcher:
     def _dominant(self, group: str) -> str:
         """A group's dominant reduction, or its first node (for the decision log)."""
         reductions = self.groups[group].reductions
-        return self._dominant_reduction(reductions) if reductions else group
+        return self.facts.dominant_reduction(reductions) if reductions else group
 
     def _try_merge(self, a: str, b: str, subject: str, horizontal: bool = False) -> bool:
         groups_graph = self.groups_graph
@@ -560,7 +533,6 @@ class _Stitcher:
                         stitched=first.stitched + second.stitched,
                         reuse=first.reuse + second.reuse,
                         work=max(first.work, second.work),
-                        misfit=first.misfit or second.misfit,
                         inputs=frozenset(v for v in first.inputs | second.inputs
                                          if self._group_of(v) not in pair),
                         free=first.free | second.free)
@@ -574,92 +546,20 @@ class _Stitcher:
     # -- schedules ----------------------------------------------------------------------------
 
     def _verdict(self, group: _Group, changed: dict[str, _NodeState], inside) -> _Verdict:
-        """The merged group's kernel kind and why, or a refusal and why (module docstring).
-        `changed`: its nodes whose state the merge changed; `inside(name)`: membership."""
+        """The merged group's kernel kind and why, or a refusal and why (module docstring; the
+        kind is the kernel analysis's). `changed`: its nodes whose state the merge changed;
+        `inside(name)`: membership."""
         if group.reuse:
             consumer, state = next((n, s) for n, s in changed.items() if s.reuse)
             return _Verdict(None, f"{consumer} would recompute {state.reuse} for every element "
                                   "it reads (xla: no expensive producer into a reusing consumer)")
-        if not group.reductions:
-            return _Verdict("loop", "loop fusion")
-        dominant = self._dominant_reduction(group.reductions)
-        spaces = {self.space[r] for r in group.reductions}
-        if group.barrier == 0 and len(spaces) == 1:
-            if group.stitched == 0:
-                return _Verdict("input", f"input fusion into {dominant} (rows "
-                                         f"{self.space[dominant]}, nothing stitched)")
-            fits, figures = self._regional_fit(group.reductions, dominant, inside)
-            if fits:
-                return _Verdict("stitch-regional", f"regional stitch: {figures}")
-            why = f"regional refused: {figures}"
-        elif group.misfit:
-            why = self._misfit(group.misfit)
-        elif len(spaces) > 1:
-            why = "rows " + " and ".join(sorted(map(str, spaces))) + " in one kernel"
-        else:
-            barrier = next((n for n, s in changed.items() if s.barrier), None)
-            why = (f"{barrier} reads a reduction's result across rows" if barrier
-                   else "joins a kernel that reads a reduction's result across rows")
-        return self._global(group, why)
-
-    def _global(self, group: _Group, why: str) -> _Verdict:
-        device = self.device
-        per_block = GLOBAL_BLOCK_THREADS * ELEMENTS_PER_THREAD
-        blocks = max(1, -(-group.work // per_block))
-        per_sm = global_blocks_per_sm(device)
-        resident = per_sm * device.sm_count
-        if blocks > resident:
-            return _Verdict(None, f"global stitch refused: needs {blocks} blocks > {resident} "
-                                  f"resident: would deadlock ({why})")
-        return _Verdict("stitch-global", f"global stitch ({why}): {blocks} "
-                                         f"block{'s' if blocks > 1 else ''} <= {resident} "
-                                         f"resident ({device.sm_count} SMs x {per_sm})")
-
-    def _dominant_reduction(self, reductions: list[str]) -> str:
-        return max(reductions, key=lambda r: (self.elements[self.graph.nodes[r].operands[0]],
-                                              -self.position[r]))
-
-    def _misfit(self, reduction: str) -> str:
-        """Why the rows of a reduction that does not fit a block do not."""
-        space = self.space[reduction]
-        if not space.contiguous:
-            return f"{reduction} reduces strided rows ({space})"
-        return (f"{reduction}: row {space.length} > {self.row_cap} elements per block "
-                f"({self.device.max_threads_per_block} threads x {ELEMENTS_PER_THREAD})")
-
-    def _regional_fit(self, reductions: list[str], dominant: str,
-                      inside) -> tuple[bool, str]:
-        """Whether the rows (which fit a block's threads) fit its shared memory, with the
-        figures."""
-        device = self.device
-        space = self.space[dominant]
-        nodes = self.graph.nodes
-        dominant_input = nodes[dominant].operands[0]
-        acc = accumulation_dtype(nodes[dominant_input].shape.dtype)
-        row_bytes = math.ceil(space.length * acc.itemsize)
-        per_row, buffered, seen = 0, 0, set()
-        for reduction in reductions:
-            per_row += math.ceil(accumulation_dtype(nodes[reduction].shape.dtype).itemsize)
-            source = nodes[reduction].operands[0]
-            if source in seen:
-                continue
-            seen.add(source)
-            reread = any(inside(u) and nodes[u].op != "reduce"
-                         for u in self.users[source])
-            if source == dominant_input or reread:
-                buffered += 1
-                item = accumulation_dtype(nodes[source].shape.dtype).itemsize
-                per_row += math.ceil(space.length * item)
-        rows_per_block = regional_rows_per_block(device, space.length)
-        block_bytes = per_row * rows_per_block
-        limit = device.shared_memory_per_block_bytes
-        figures = (f"row {space.length} {acc} = {row_bytes} B; {buffered} row buffer"
-                   f"{'s' if buffered != 1 else ''} + {len(reductions)} row result"
-                   f"{'s' if len(reductions) != 1 else ''} = {per_row} B/row x "
-                   f"{rows_per_block} rows/block = {block_bytes} B")
-        if block_bytes > limit:
-            return False, f"{figures} > {limit} B shared memory per block"
-        return True, f"{figures} <= {limit} B shared memory per block"
+        barrier = next((n for n, s in changed.items() if s.barrier), None) \
+            if group.barrier else None
+        users = self.users
+        verdict = kind_of(self.facts, group.reductions, group.stitched > 0, group.barrier > 0,
+                          lambda value: [u for u in users[value] if inside(u)], self.device,
+                          barrier, group.work)
+        return _Verdict(verdict.kind, verdict.detailed())
 
     # -- the plan -----------------------------------------------------------------------------
 
@@ -787,7 +687,7 @@ class _Stitcher:
             self._tally(group, name, states[name])
         kind = self._verdict(group, {}, nodes.__contains__).kind
         if group.reductions:
-            return kind, self._dominant_reduction(group.reductions)
+            return kind, self.facts.dominant_reduction(group.reductions)
         if self._independent_parts(owned) > 1:
             kind = "horizontal"
         return kind, max(owned, key=lambda n: (self.elements[n], self._prefers(n),

@@ -35,7 +35,7 @@ Mapping XLA's decisions onto our nodes (`plan_from_launches`):
 - XLA's GEMM fusions (a dot with a prologue or an epilogue, compiled by Triton) become our
   library call for the dot, with the fused elementwise work before and after it in kernels
   of their own: our plans call the library for a dot alone.
-Each kernel's kind (loop, input, stitch) is what its nodes need (schedules.horizontal's
+Each kernel's kind (loop, input, stitch) is what its nodes need (compiler/kernels/analysis.py's
 `part_kind`), so our code generator and cost models price XLA's groups like ours. Each kernel
 keeps XLA's name for the launch it is, or is a part of (`Kernel.xla_name`: `fusion.276`,
 `gemm_fusion_dot.101`, `loop_add_fusion`), which the pages show beside ours; the CUDA they show
@@ -56,11 +56,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from compiler.codegen.schedules.horizontal import part_kind
 from compiler.importers.hlo_text import import_hlo
 from compiler.ir.graph import Graph, Node
 from compiler.ir.printer import hlo_names, print_graph, unique_name
 from compiler.ir.shapes import ArrayShape
+from compiler.kernels.analysis import part_kind
 from compiler.kernels.grouping import FUSIBLE, LIBRARY, is_duplicable, node_role
 from compiler.kernels.plan import (LIBRARY_OPERAND_VIEWS, Decision, FusionPlan, KernelSpec,
                                    PlanError, StrategyUnavailable, build_plan)
@@ -504,7 +504,7 @@ def _specs_of(graph: Graph, members: list[str], recomputed: list[str], position:
     if not library:
         decisions.append(Decision("fuse", ", ".join(members[:4]) + (
             f" (+{len(members) - 4})" if len(members) > 4 else ""), f"xla-gpu: {what}"))
-        return [_spec(graph, members, recomputed, position, xla_name)]
+        return [_spec(graph, members, recomputed, xla_name)]
     if len(members) > len(library):
         decisions.append(Decision("refuse", ", ".join(library), f"xla-gpu: {what} fuses "
                                   f"{len(members) - len(library)} ops with the library call; "
@@ -513,19 +513,19 @@ def _specs_of(graph: Graph, members: list[str], recomputed: list[str], position:
     for name in members:           # graph order: a part reads only earlier parts
         if name in library:
             if part:
-                specs.append(_spec(graph, part, recomputed, position, xla_name))
+                specs.append(_spec(graph, part, recomputed, xla_name))
                 part = []
             specs.append(KernelSpec([name], "library", dominant=name, xla_name=xla_name))
         else:
             part.append(name)
     if part:
-        specs.append(_spec(graph, part, recomputed, position, xla_name))
+        specs.append(_spec(graph, part, recomputed, xla_name))
     return specs
 
 
-def _spec(graph: Graph, nodes: list[str], recomputed: list[str], position: dict,
+def _spec(graph: Graph, nodes: list[str], recomputed: list[str],
           xla_name: str | None = None) -> KernelSpec:
-    kind, dominant = part_kind(graph, tuple(nodes) + tuple(recomputed), position)
+    kind, dominant = part_kind(graph, tuple(nodes) + tuple(recomputed))
     return KernelSpec(list(nodes), kind, recomputed=list(recomputed), dominant=dominant,
                       xla_name=xla_name)
 
@@ -556,7 +556,7 @@ def _add_needed_recomputation(graph: Graph, specs: list[KernelSpec],
                 continue
             if views_only and node.op not in LIBRARY_OPERAND_VIEWS:
                 if free:
-                    specs.append(_spec(graph, [name], [], position))
+                    specs.append(_spec(graph, [name], []))
                     owned.add(name)
                 continue
             wanted.add(name)

@@ -2,11 +2,12 @@
 reductions (AStitch's regional stitching; compiler/fusion/stitch.py's module docstring says
 how the fusers use it).
 
-Every node of a candidate kernel gets a label from its operands' labels. The fusers
-(compiler/fusion/stitch.py, cost_based.py) and the horizontal schedule's part kinds
-(compiler/codegen/schedules/horizontal.py) all label with `map_rows`, here; each decides its
-reductions itself (whether a row fits a block is its own figure) and what it can do with a
-`moved` value.
+Every node of a candidate kernel gets a label from its operands' labels. The kernel analysis
+(compiler/kernels/analysis.py) labels with `map_rows`, here, and decides from the labels what
+kind of kernel a group is: for the fusers (compiler/fusion/stitch.py, cost_based.py), which
+keep the labels of their groups as they merge them, and for the horizontal schedule's parts
+(compiler/codegen/schedules/horizontal.py). It also says whether a reduction's rows fit a
+block and what a `moved` value may do.
 
 Labels are (kind, space, detail) tuples:
 - `INV`: depends on no reduction of the kernel; any block computes the elements it needs.

@@ -2,9 +2,9 @@
 a group fits one (its rows fit a block; a global stitch's whole grid is co-resident, or its
 barrier would deadlock). It is a fixed, conservative shape: codegen then searches block and
 grid sizes of its own (compiler/codegen/plan.py, schedules/phased.py) among those that fit.
-The horizontal schedule's row cap shares the per-thread work cap. Both strategies
-(compiler/fusion/stitch.py, cost_based.py) and the schedule read the figures here, below all
-of them.
+The kernel analysis (compiler/kernels/analysis.py), which decides for both strategies
+(compiler/fusion/stitch.py, cost_based.py) and the horizontal schedule whether a group fits,
+reads the figures here.
 """
 
 from __future__ import annotations

@@ -10,18 +10,13 @@ kernel of its own, and runs on a range of the launch's blocks:
   that reads it, so two parts reading the same broadcast stay apart and each computes it.
   Parts are ordered by their first owned node's graph position. Each is a `Kernel`: its owned
   and recomputed nodes, the kernel's inputs it reads, the kernel's outputs it owns.
-- A part's kind is derived as the fusers derive it (the block locality of
-  compiler/kernels/locality.py, `moved` rows counting as read across rows, as the cost fuser
-  counts them): `loop` without a reduction that moves data; `input` when its reductions
-  share one row space and nothing in the part reads their results; `stitch-regional` when
-  their results are read, in rows that fit a block (a reduction of a `full` value, and what
-  `locality.map_rows` keeps within the rows: broadcasts along them, reshapes, elementwise
-  ops, slices and concatenates inside each row, ...); anything else (reductions of several
-  row spaces, a result read across rows, a computed init value) is `stitch-global`: it needs
-  a grid barrier, which would stop every other part's blocks too, so such a kernel gets no
-  horizontal plan. The shared-memory fit stitch.py also checks is left out: the row
-  schedules keep no row in shared memory. A part's dominant is the fusers': its reduction
-  with the largest input (the first on a tie), else its largest output.
+- A part's kind and dominant are the kernel analysis's (compiler/kernels/analysis.py,
+  `part_kind`: from scratch, `moved` rows counting as read across rows, as the cost fuser
+  counts them, and no shared-memory fit: the row schedules keep no row in shared memory). A
+  `stitch-global` part (reductions of several row spaces, a result read across rows, a
+  computed init value) needs a grid barrier, which would stop every other part's blocks too,
+  so such a kernel gets no horizontal plan. A part without a reduction is dominated by its
+  largest output.
 - Candidates: at most two per block size of BLOCK_SIZES (blockDim is uniform). In the
   first, every part gets the plan closest to the one its own heuristic (`choose_plan` over
   its candidates) prefers: the same schedule and variant (vector width, threads per row or
@@ -55,17 +50,13 @@ from compiler.codegen.elemental import Elemental
 from compiler.codegen.plan import BLOCK_SIZES, HORIZONTAL_SCHEDULE, SCRATCH, CodeGenPlan
 from compiler.codegen.workload import Counter
 from compiler.ir.graph import Graph
-from compiler.kernels.locality import GRID, INV, full_label, map_rows, reduce_space, row_label
+from compiler.kernels.analysis import part_kind
 from compiler.kernels.plan import Kernel
-from compiler.kernels.stitch_launch import ELEMENTS_PER_THREAD
 
 SCHEDULES = (HORIZONTAL_SCHEDULE,)
 
 # Kinds a part may have under this schedule (a `stitch-global` part needs a grid barrier).
 PART_KINDS = ("loop", "input", "stitch-regional")
-# The longest row a block reduces and stitches: stitch.py's `row_cap` on every device it
-# lists (1024 threads per block, ELEMENTS_PER_THREAD each).
-ROW_CAP = 1024 * ELEMENTS_PER_THREAD
 
 
 # -- parts ------------------------------------------------------------------------------------
@@ -106,13 +97,10 @@ def horizontal_parts(graph: Graph, kernel: Kernel) -> list[Kernel]:
     members: dict[str, list[str]] = {}
     for name in kernel.nodes:  # graph order: parts come out by their first owned node
         members.setdefault(root(name), []).append(name)
-    position = graph.positions()
-    return [_part(graph, kernel, k, names, position)
-            for k, names in enumerate(members.values())]
+    return [_part(graph, kernel, k, names) for k, names in enumerate(members.values())]
 
 
-def _part(graph: Graph, kernel: Kernel, k: int, names: list[str],
-          position: dict[str, int]) -> Kernel:
+def _part(graph: Graph, kernel: Kernel, k: int, names: list[str]) -> Kernel:
     """Part `k` of the kernel: its owned `names` and the recomputed nodes they read."""
     recomputed_all = set(kernel.recomputed)
     used: set[str] = set()
@@ -125,7 +113,7 @@ def _part(graph: Graph, kernel: Kernel, k: int, names: list[str],
     recomputed = tuple(n for n in kernel.recomputed if n in used)
     computed = (*names, *recomputed)
     read = {o for name in computed for o in graph.nodes[name].operands}
-    kind, dominant = part_kind(graph, computed, position)
+    kind, dominant = part_kind(graph, computed)
     owned = set(names)
     outputs = tuple(n for n in kernel.outputs if n in owned)
     if dominant is None:  # the largest output, the first on a tie
@@ -135,45 +123,6 @@ def _part(graph: Graph, kernel: Kernel, k: int, names: list[str],
                   recomputed=recomputed, inputs=tuple(v for v in kernel.inputs if v in read),
                   outputs=outputs, dominant=dominant,
                   sol=None)  # a part is priced only inside its kernel (its `count`, below)
-
-
-def part_kind(graph: Graph, computed: tuple[str, ...],
-              position: dict[str, int]) -> tuple[str, str | None]:
-    """(kind, dominant reduction or None) of a part computing `computed` (module docstring),
-    `position` the graph position of each node: the labels of compiler/kernels/locality.py."""
-    nodes = sorted(computed, key=position.__getitem__)
-    spaces = {name: reduce_space(graph, graph.nodes[name]) for name in nodes
-              if graph.nodes[name].op == "reduce" and not graph.nodes[name].shape.is_tuple}
-    reductions = [name for name, space in spaces.items() if space.length > 1]
-    if not reductions:
-        return "loop", None
-    dominant = max(reductions, key=lambda r: (graph.nodes[graph.nodes[r].operands[0]]
-                                              .shape.leaves()[0].size, -position[r]))
-    if len({spaces[r] for r in reductions}) > 1:
-        return "stitch-global", dominant
-    space = spaces[dominant]
-    fits = space.contiguous and space.length <= ROW_CAP
-    labels: dict[str, tuple] = {}  # all but INV
-    stitched = False
-    for name in nodes:
-        node = graph.nodes[name]
-        operand_labels = [labels.get(o, INV) for o in node.operands]
-        if name in reductions:
-            source = operand_labels[0]
-            if len(node.operands) != 2 or operand_labels[1] != INV or \
-                    (source != INV and (source != full_label(space) or not fits)):
-                return "stitch-global", dominant  # a computed init, or not a row's values
-            labels[name] = row_label(space) if fits else GRID
-            stitched |= source != INV
-            continue
-        label = map_rows(graph, node, operand_labels)
-        if label == INV:
-            continue
-        stitched = True
-        if label is None or label[0] == "moved":
-            return "stitch-global", dominant  # reads a reduction's result across rows
-        labels[name] = label
-    return ("stitch-regional" if stitched else "input"), dominant
 
 
 # -- candidates -------------------------------------------------------------------------------
