@@ -264,8 +264,8 @@ class Pricer:
             self.asked += 1
         return found
 
-    # What a search that prices ahead asks (cost_based._Search); `structure` is a kernel's key
-    # in the cache (`signature.of(kernel)`).
+    # What a search that prices ahead asks (cost_based/search.py, `Search`); `structure` is a
+    # kernel's key in the cache (`signature.of(kernel)`).
 
     def wants_ahead(self) -> bool:
         """Whether an assistant would price a kernel ahead now (`price_ahead`)."""

@@ -11,7 +11,7 @@ rest of a cut joins the next kernel when they fit. Only loop kernels of one iter
 are cut (any prefix of their nodes in graph order is a loop kernel again), and a cut that
 would give a kernel more than MAX_KERNEL_PARAMETERS operands and outputs leaves the pair as it
 was. The cost strategy searches again from the result and keeps it only when it is priced
-lower, or the same with less DRAM traffic (cost_based._recut).
+lower, or the same with less DRAM traffic (cost_based/__init__.py, `_recut`).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ The dominant reduction is the one with the largest input, the first in graph ord
 The labels (`reduction_label`, `node_label`) are the rule a node's label follows from its
 operands' labels; a strategy keeps them per node as it merges groups, however it likes (the
 stitch strategy, compiler/fusion/stitch.py, tallies a group; the cost strategy,
-compiler/fusion/cost_based.py, a component of a kernel; both incrementally), and asks
+compiler/fusion/cost_based/summaries.py, a component of a kernel; both incrementally), and asks
 `kind_of` for the verdict on what it tallied. `analyse` walks a set
 of nodes from scratch: the horizontal schedule's parts (`part_kind`), XLA's own groups
 (compiler/fusion/xla_gpu.py) and the tests ask it. The two fusers differ in one rule, passed

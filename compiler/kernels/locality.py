@@ -4,7 +4,7 @@ how the fusers use it).
 
 Every node of a candidate kernel gets a label from its operands' labels. The kernel analysis
 (compiler/kernels/analysis.py) labels with `map_rows`, here, and decides from the labels what
-kind of kernel a group is: for the fusers (compiler/fusion/stitch.py, cost_based.py), which
+kind of kernel a group is: for the fusers (compiler/fusion/stitch.py, cost_based/), which
 keep the labels of their groups as they merge them, and for the horizontal schedule's parts
 (compiler/codegen/schedules/horizontal.py). It also says whether a reduction's rows fit a
 block and what a `moved` value may do.

@@ -3,7 +3,7 @@ a group fits one (its rows fit a block; a global stitch's whole grid is co-resid
 barrier would deadlock). It is a fixed, conservative shape: codegen then searches block and
 grid sizes of its own (compiler/codegen/plan.py, schedules/phased.py) among those that fit.
 The kernel analysis (compiler/kernels/analysis.py), which decides for both strategies
-(compiler/fusion/stitch.py, cost_based.py) and the horizontal schedule whether a group fits,
+(compiler/fusion/stitch.py, cost_based/) and the horizontal schedule whether a group fits,
 reads the figures here.
 """
 

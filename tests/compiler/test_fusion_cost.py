@@ -1,4 +1,4 @@
-"""The `cost` strategy (compiler/fusion/cost_based.py): a cost-based global fusion search.
+"""The `cost` strategy (compiler/fusion/cost_based/): a cost-based global fusion search.
 
 Fusion decisions are priced by a cost model (compiler/fusion/pricing.py; the projected time of
 each candidate kernel's best CodeGen plan by default). On small modules: it fuses what XLA's
@@ -18,8 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compiler.fusion import cost_based
-from compiler.fusion.cost_based import cost_fusion, refine
+from compiler.fusion.cost_based import cost_fusion, refine, search, summaries
 from compiler.fusion.pricing import ProjectedPricer, SolPricer, plan_price
 from compiler.fusion.stitch import stitch_fusion
 from compiler.fusion.unfused import unfused
@@ -287,7 +286,7 @@ def test_when_a_rule_based_plan_is_cheaper_the_search_restarts_from_its_kernels(
     model = model_of(graph)
     pricer = ProjectedPricer(graph, model)
     others = {"xla": xla_fusion(graph, model), "stitch": stitch_fusion(graph, model)}
-    monkeypatch.setattr(cost_based, "MAX_ROUNDS", 0)  # a search that fuses nothing
+    monkeypatch.setattr(search, "MAX_ROUNDS", 0)  # a search that fuses nothing
     plan = cost_fusion(graph, model, pricer=pricer, others=others)
     plan_checker(graph, plan)
     cheapest = min(others, key=lambda name: plan_price(others[name], pricer))
@@ -370,7 +369,7 @@ def test_pricing_merged_groups_incrementally_agrees_with_analysing_them_afresh(p
     graph = load_graph(str(path))
     model = model_of(graph)
     pricer = ProjectedPricer(graph, model)
-    incremental = cost_based._Analysis.union
+    incremental = summaries.Analysis.union
     checked = []
 
     def union_checked_afresh(analysis, pieces):
@@ -387,7 +386,7 @@ def test_pricing_merged_groups_incrementally_agrees_with_analysing_them_afresh(p
         checked.append(pieces)
         return merged
 
-    monkeypatch.setattr(cost_based._Analysis, "union", union_checked_afresh)
+    monkeypatch.setattr(summaries.Analysis, "union", union_checked_afresh)
     for start in (unfused(graph, model), xla_fusion(graph, model)):
         refine(graph, model, start, pricer)
     assert checked or len(graph) < 20

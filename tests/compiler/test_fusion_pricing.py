@@ -214,10 +214,12 @@ def test_stopping_at_the_floor_never_changes_a_price(text):
 
 @pytest.mark.parametrize("source", ["softmax_layers", "transformer_step_bf16.hlo"])
 def test_candidates_of_one_structure_share_their_verdict_and_change_no_plan(source, monkeypatch):
-    """The cost search judges a candidate once per structure (`_Search._bound`): the kernel it
-    outlines has the key the pricer computes for the kernel it builds, and a search that
-    analyses every candidate anew makes the same plan, decision log included."""
+    """The cost search judges a candidate once per structure (`Search._bound`,
+    compiler/fusion/cost_based/search.py): the kernel it outlines has the key the pricer
+    computes for the kernel it builds, and a search that analyses every candidate anew makes
+    the same plan, decision log included."""
     from compiler.fusion import cost_based
+    from compiler.fusion.cost_based import search
 
     graph = hlo(LAYERS) if source == "softmax_layers" else load_graph(str(DATA / "hlo" / source))
     model = SolModel(graph, get_device("h100"))
@@ -231,14 +233,14 @@ def test_candidates_of_one_structure_share_their_verdict_and_change_no_plan(sour
             return super().price(kernel, structure)
 
     borrowed = []
-    real_bound = cost_based._Search._bound
+    real_bound = search.Search._bound
 
     def counting_bound(search, pieces, key):
         verdict = real_bound(search, pieces, key)
         borrowed.append(verdict.borrowed)
         return verdict
 
-    monkeypatch.setattr(cost_based._Search, "_bound", counting_bound)
+    monkeypatch.setattr(search.Search, "_bound", counting_bound)
     shared = cost_based.cost_fusion(graph, model, pricer=Checking(graph, model))
     assert checked and sum(borrowed) > 0
 
@@ -246,13 +248,13 @@ def test_candidates_of_one_structure_share_their_verdict_and_change_no_plan(sour
         def __setitem__(self, key, value):
             pass
 
-    real_init = cost_based._Search.__init__
+    real_init = search.Search.__init__
 
     def forgetful_init(search, *args):
         real_init(search, *args)
         search._shapes = Forgetful()
 
-    monkeypatch.setattr(cost_based._Search, "__init__", forgetful_init)
+    monkeypatch.setattr(search.Search, "__init__", forgetful_init)
     borrowed.clear()
     alone = cost_based.cost_fusion(graph, model, pricer=ProjectedPricer(graph, model))
     assert not any(borrowed)

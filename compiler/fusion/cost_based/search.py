@@ -1,114 +1,6 @@
-"""The `cost` strategy: PAI's cost-based global fusion search, deciding fusion together with
-the code the generator will emit ("V2" of the BladeDISC line of work: FusionStitching, Zheng et
-al. 2020, and AStitch, ASPLOS 2022).
-
-The rule-based strategies (xla, stitch) decide pair by pair with fixed rules. This one prices
-every candidate kernel with a cost model (compiler/fusion/pricing.py: by default the projected
-time of the best CodeGen plan the code generator enumerates for it, the model `codegen` ranks
-plans with) and keeps the merges that save the most time. A group the code generator can only
-emit badly (a reduction recomputed per element, a strided read, a grid of one block) is priced
-as such, so it is never built unless it still pays: the fuser and the code generator agree.
-
-Algorithm
----------
-State: the graph cut into *groups* (future kernels) in a `grouping.GroupGraph`, which keeps the
-group graph acyclic. The search starts from the unfused plan (one kernel per op, views
-recomputed by their readers). A group may recompute cheap nodes owned elsewhere or by no
-kernel (`KernelSpec.recomputed`), so the search can start from any plan's grouping (`refine`).
-
-One round:
-1. Candidate patterns, in one walk over the groups in topological order. A pattern is a set of
-   current groups that would become one kernel: at most MAX_PIECES_FIRST in the first round,
-   when groups are single ops, and MAX_PIECES later, when they are kernels already. For each
-   group g the top-k patterns *ending at* g (g is their sink) are: every kept pattern of a
-   producer group p, and p alone, extended with g (vertical fusion); the best of those of
-   several producers merged together with g. A pattern of several groups is the search's
-   lookahead: a merge that loses alone may win with the next one. Patterns are ranked by the
-   most they can gain: the price of the pieces they replace minus a lower bound on the fused
-   kernel's price (`Pricer.bound`: its speed of light, with DRAM at the bandwidth the
-   projected model allows), which costs no CodeGen plan; illegal ones are dropped, the k best
-   kept. Horizontal candidates come beside them: groups reading one value (siblings, which
-   then read it once) and, once vertical fusion has converged, independent groups next to each
-   other in topological order (one launch instead of two).
-2. Greedy plan, lazily priced: candidates come off a heap by the gain their bound allows; one
-   reaching the top is priced (its best CodeGen plan found and projected) and goes back with
-   its real gain, never higher than the bound. A priced candidate at the top gains the most of
-   all left: it is merged when none of its groups was merged this round and merging keeps the
-   group graph acyclic: no path leaves the set and comes back (`GroupGraph.merge_all` walks
-   within the set's rank window as it merges, and refuses). The
-   order is the one pricing every candidate would give, but candidates whose groups were
-   merged before they reach the top are never priced.
-3. Rounds repeat, re-scoring patterns against the new groups, until no positive gain is left.
-
-Finally the plan is compared with the other strategies' (xla, stitch; `explore` hands them
-over): when one is priced lower, the search runs again from its grouping (seeding) and keeps
-its kernels as they are if even that does not beat them, so the result is never priced above
-any other plan. Last, where chains of loop kernels hit the size cap (MAX_KERNEL_NODES), they
-are cut anew where the fewest bytes cross and searched again from there (recut.py); that plan
-is kept when it is priced lower, or the same with less DRAM traffic ("re-cut chains"). The
-decision log says which cost model decided and what happened ("seed from the stitch plan");
-besides, it holds one "fuse" per accepted pattern ("projected: stitch-regional, gain 3.02 µs
-as row-reduce-warp, 256 threads x 64 blocks, dram-bound (...)": the model, the kind, the gain
-and the CodeGen plan that won) and one "refuse" per considered pair of producer and consumer
-(or of siblings) that stayed apart, with the last reason found:
-"would form cycle", "projected: gain -0.30 µs as elementwise, ... alu-bound" (a loss, with the
-plan that would have been emitted), "projected: gain at most -0.1 µs (the merged kernel's
-speed of light)", "not a legal kernel: ...".
-
-What one kernel may be (`_Analysis`, kernels/analysis.py)
-------------------------------------
-A kernel's nodes fall into *components*: sets joined by data flow inside the kernel. Each
-component gets a kind from AStitch's block-locality labels (compiler/kernels/locality.py: a
-node is invariant, one value per row of a reduction, row-aligned, the rows of any length, or
-needs data of other blocks; whole rows moved by a transpose count as the latter here, the row
-schedules having their results at other rows' places). `_Analysis` keeps the labels and
-components of every group as groups merge; the kernel analysis (compiler/kernels/analysis.py,
-the stitch strategy's and the code generator's too) gives each component's kind and the
-kernel's (`kind_of`, `combine_parts`). The kind says which CodeGen plans the code generator
-enumerates (compiler/codegen/schedules/):
-- `loop`: no reduction;
-- `input`: reductions of one row space whose results nothing in the kernel reads;
-- `stitch-regional`: reductions of one row space whose results the kernel consumes within a
-  block: the rows fit a block (`row <= max_threads_per_block * ELEMENTS_PER_THREAD`, strided
-  rows do not) and the block's row buffers fit its shared memory;
-- `stitch-global`: anything else (reductions of different rows, chained reductions whose rows
-  do not fit a block, values read across rows): the phased schedule computes each reduction
-  once with the whole grid, behind grid barriers, at any size;
-- library nodes (dot, custom-call, ...) stay alone in `library` kernels.
-Several components make a `horizontal` kernel (each part on blocks of its own, under the plan
-it would get alone) or a multi-output `loop` / `input` kernel when they share one iteration
-space; a part that needs a grid barrier makes the kernel `stitch-global`. A kernel takes at
-most MAX_KERNEL_PARAMETERS operands and outputs (XLA's fusion budget) and computes at most
-MAX_KERNEL_NODES nodes (nvcc's time grows faster than a kernel's size; plan.py). Whether a
-legal kernel is worth building is the price's to say.
-
-What a kernel costs
--------------------
-The pricer's time for the kernel of its nodes (owned and recomputed), with the outputs
-`build_plan` will give it: an owned value is written when the graph returns it or another
-kernel computes one of its readers without it (`_Search._written`). That depends on the other
-kernels too; a merge that lets a third kernel stop writing a value (it brings the value into
-every kernel computing its readers, which only a seed with recomputed owned nodes allows) does
-not re-price that kernel, `build_plan` settles it. Prices are cached by the kernel's structure,
-so the layers of a model price each candidate shape once.
-
-Complexity
-----------
-Let n be the number of nodes, with bounded degree (real graphs). A round walks the groups
-once; each gets at most MAX_PRODUCERS * (k + 1) vertical candidates and as many merges, each
-of a bounded number of pieces, plus MAX_SIBLINGS sibling and HORIZONTAL_NEIGHBOURS horizontal
-ones. Bounds are cached by group versions, so a round bounds only candidates holding a group
-that changed, and by the structure of the kernel a candidate would make (outlined from its
-groups' node sets, without the analysis), so the layers of a model analyse each candidate
-shape once; prices are cached by structure, so a model of L identical layers prices about
-what one layer needs. The analysis is incremental: each group keeps its analysis (`_Summary`)
-and a union revisits only the nodes near the edges that become internal, then
-`SolModel.estimate` walks the union's nodes. A cycle check visits at most SEARCH_BUDGET
-groups. Groups grow from round to round, so rounds are few (MAX_ROUNDS caps them): O(n * k * s)
-per round for kernels of s nodes, near-linear on sparse graphs. A merge moves the groups of
-the smaller side of its window (`GroupGraph.merge_all`), and the group graph starts from an
-as-soon-as-possible topological order (by depth, then graph order): a node the backward pass
-computes from forward values alone (JAX emits many) then ranks next to them.
+"""The cost search itself: groups, their prices and the greedy rounds (the package's docstring,
+"Algorithm", says what a round does and "Complexity" what it costs). `Search.run` returns the
+kernels; the driver (`cost_fusion`, `refine` in __init__.py) seeds it and builds the plan.
 """
 
 from __future__ import annotations
@@ -118,26 +10,16 @@ import heapq
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Callable
 
-from compiler.fusion.pricing import Price, Pricer, ProjectedPricer, plan_price
-from compiler.fusion.recut import recut_chains
-from compiler.fusion.stitch import stitch_fusion
-from compiler.fusion.unfused import unfused
-from compiler.fusion.xla import xla_fusion
-from compiler.gc_pause import cyclic_gc_paused
+from compiler.fusion.cost_based.summaries import Analysis, Summary
+from compiler.fusion.pricing import Price, Pricer
 from compiler.ir.graph import Graph, Node
-from compiler.kernels.analysis import (BARRIER, STITCHED, GraphFacts, combine_parts, fits_block,
-                                       kind_of, node_label, reduction_label, row_cap)
 from compiler.kernels.grouping import (FUSIBLE, LIBRARY, GroupGraph, WindowTooWide,
                                        graph_output_sources, node_role, value_readers)
-from compiler.kernels.locality import INV
-from compiler.kernels.plan import (MAX_KERNEL_PARAMETERS, Decision, FusionPlan, Kernel, KernelSpec,
-                                   build_plan, make_kernel, too_many_nodes)
+from compiler.kernels.plan import (MAX_KERNEL_PARAMETERS, Decision, Kernel, KernelSpec, make_kernel,
+                                   too_many_nodes)
 from compiler.target.sol import SolEstimate, SolModel
 
-STRATEGY = "cost"
-TOP_K = 4                   # patterns kept per group
 MAX_PIECES_FIRST = 4        # groups per candidate pattern in the first round
 MAX_PIECES = 2              # ... in later rounds, when groups are kernels already
 MAX_PRODUCERS = 6           # producer groups a pattern extends from (the latest ones)
@@ -145,107 +27,8 @@ MAX_SIBLINGS = 6            # groups reading one value, paired in topological or
 HORIZONTAL_NEIGHBOURS = 2   # later groups each group is paired with for horizontal fusion
 MAX_ROUNDS = 64
 MIN_GAIN_US = 1e-6
-SEARCH_BUDGET = 512         # groups a cycle check may visit (see _Search._merge)
-FEW_USERS = 8               # users of a value listed one by one (_Analysis.users_inside)
+SEARCH_BUDGET = 512         # groups a cycle check may visit (see Search._merge)
 LOOK_AHEAD = 16             # heap entries looked at for candidates to price at once
-
-
-def cost_fusion(graph: Graph, model: SolModel, top_k: int = TOP_K,
-                pricer: Pricer | None = None,
-                others: dict[str, FusionPlan] | Callable[[], dict[str, FusionPlan]] | None = None
-                ) -> FusionPlan:
-    """The cost-based plan (module docstring), never priced above another strategy's plan.
-
-    `pricer`: the cost model that decides (default: the projected model of `model`'s device).
-    `others`: the other strategies' plans of this graph and device when the caller has them
-    (explore runs them first), or a function returning them, called once the search from the
-    unfused plan is done (explore makes them in another process meanwhile); the xla and stitch
-    plans are made here otherwise.
-    """
-    pricer = pricer or ProjectedPricer(graph, model)
-    with cyclic_gc_paused():
-        plan = refine(graph, model, unfused(graph, model), pricer, top_k)
-        if others is None:
-            others = _other_plans(graph, model)
-        elif callable(others):  # made meanwhile (explore's background process)
-            others = others()
-        own = plan_price(plan, pricer)
-        start = "the greedy search from the unfused plan"
-        ranked = sorted(((plan_price(other, pricer), name, other)
-                         for name, other in others.items() if name != STRATEGY),
-                        key=lambda item: item[:2])
-        for theirs, name, other in ranked:
-            subject = f"seed from the {name} plan"
-            if theirs >= own - MIN_GAIN_US:
-                plan.decisions.append(Decision(
-                    "refuse", subject, f"{pricer.name}: not needed: {start} {own:.2f} µs <= "
-                                       f"{name} {theirs:.2f} µs", gain_us=theirs - own))
-                continue
-            seeding = Decision("fuse", subject,
-                               f"{pricer.name}: {name} {theirs:.2f} µs < {start} {own:.2f} µs, "
-                               f"so the greedy search restarted from {name}'s kernels",
-                               gain_us=own - theirs)
-            seeded = refine(graph, model, other, pricer, top_k, [seeding])
-            seeded_us = plan_price(seeded, pricer)
-            if seeded_us > theirs + MIN_GAIN_US:
-                # A merge can change what a third kernel must write (build_plan settles it):
-                # the search's own figure was not the plan's.
-                kept = Decision("refuse", f"greedy from the {name} plan",
-                                f"{pricer.name}: {seeded_us:.2f} µs > {name} {theirs:.2f} µs: "
-                                f"kept {name}'s kernels as they are")
-                seeded = build_plan(graph, _specs(other), STRATEGY, model, [seeding, kept])
-                seeded_us = theirs
-            plan, own, start = seeded, seeded_us, f"the search from {name}'s kernels"
-        plan = _recut(graph, model, plan, own, pricer, top_k)
-        plan.cost_model = pricer.name
-        return plan
-
-
-def _recut(graph: Graph, model: SolModel, plan: FusionPlan, own: float, pricer: Pricer,
-           top_k: int) -> FusionPlan:
-    """The plan with its chains of loop kernels cut where a cut costs least (recut.py) and
-    searched again from there, when that is priced lower, or priced the same and moves fewer
-    bytes (a chain of hundreds of ops per element is compute-bound: where it is cut changes
-    its DRAM traffic, not its time); else the plan. Only chains that hit the kernel size cap
-    have a cut to move."""
-    specs = recut_chains(graph, plan)
-    if specs is None:
-        return plan
-    # The plan's own search decisions describe its kernels; how it was seeded still holds.
-    seeding = [d for d in plan.decisions if d.subject.startswith(("seed from", "greedy from"))]
-    recut = refine(graph, model, build_plan(graph, specs, STRATEGY, model), pricer, top_k,
-                   seeding)
-    recut_us = plan_price(recut, pricer)
-    figures = (f"chains of kernels at the size cap cut where the fewest bytes cross: "
-               f"{recut_us:.2f} µs and {recut.dram_bytes:,} B of DRAM traffic, against "
-               f"{own:.2f} µs and {plan.dram_bytes:,} B")
-    if recut_us < own - MIN_GAIN_US or (recut_us <= own + MIN_GAIN_US
-                                        and recut.dram_bytes < plan.dram_bytes):
-        recut.decisions.append(Decision("fuse", "re-cut chains", f"{pricer.name}: {figures}",
-                                        gain_us=own - recut_us))
-        return recut
-    plan.decisions.append(Decision("refuse", "re-cut chains", f"{pricer.name}: {figures}",
-                                   gain_us=own - recut_us))
-    return plan
-
-
-def refine(graph: Graph, model: SolModel, start: FusionPlan, pricer: Pricer,
-           top_k: int = TOP_K, decisions: list[Decision] | None = None) -> FusionPlan:
-    """The greedy search (module docstring, rounds) started from `start`'s kernels: merges
-    groups of them while a merge gains under `pricer`. `decisions` go first in the plan's
-    log."""
-    search = _Search(graph, model, _specs(start), pricer, top_k)
-    specs = search.run()
-    return build_plan(graph, specs, STRATEGY, model, (decisions or []) + search.decisions)
-
-
-def _specs(plan: FusionPlan) -> list[KernelSpec]:
-    return [KernelSpec(list(k.nodes), k.kind, list(k.recomputed), k.dominant)
-            for k in plan.kernels]
-
-
-def _other_plans(graph: Graph, model: SolModel) -> dict[str, FusionPlan]:
-    return {"xla": xla_fusion(graph, model), "stitch": stitch_fusion(graph, model)}
 
 
 @dataclass(frozen=True)
@@ -262,245 +45,19 @@ class _Kernel:
     sol: SolEstimate | None = None  # its speed of light while `bound` (for pricing it later)
     structure: tuple | None = None  # its pricer's key (`Signature.of`) while `bound`
     # The verdict of a structurally identical candidate: `reason` names that one's nodes
-    # (`_Search._bound`), so a merge works it out again.
+    # (`Search._bound`), so a merge works it out again.
     borrowed: bool = False
 
 
 @dataclass(frozen=True)
-class _Component:
-    """What decides the schedule of a component (nodes joined by data flow in a kernel)."""
-
-    reductions: tuple[str, ...] = ()
-    stitched: bool = False       # consumes a reduction's result inside the kernel
-    barrier: str | None = None   # a node that reads a reduction's result across rows
-    work: int = 1                # its largest iteration space, in elements
-    largest: tuple = ()          # (elements, -position, name) of its largest owned node
-
-    def join(self, other: _Component) -> _Component:
-        return _Component(self.reductions + other.reductions, self.stitched or other.stitched,
-                          self.barrier or other.barrier, max(self.work, other.work),
-                          max(self.largest, other.largest))
-
-
-@dataclass
-class _Summary:
-    """One kernel's analysis. Kept per group, so that analysing a union of groups revisits only
-    the nodes downstream (labels, components) or upstream (replication) of the edges that
-    become internal."""
-
-    inside: frozenset[str]                # computed here: owned and recomputed nodes
-    owned: frozenset[str]
-    inputs: frozenset[str]                # values read from outside
-    outputs: frozenset[str] = frozenset()
-    parent: dict[str, str] = dataclasses.field(default_factory=dict)  # union-find of owned
-    anchor: dict[str, str] = dataclasses.field(default_factory=dict)  # recomputed -> an owned
-    components: dict[str, _Component] = dataclasses.field(default_factory=dict)  # root -> it
-    labels: dict[str, tuple] = dataclasses.field(default_factory=dict)  # all but INV
-
-
-class _Analysis:
-    """The labels, components and outputs of a candidate kernel, kept incrementally: `full`
-    summarises a kernel from scratch, `union` several summarised ones merged. Which kernel
-    they make (module docstring: legality) is the kernel analysis's verdict (`verdict`)."""
-
-    def __init__(self, graph: Graph, model: SolModel, written):
-        self.graph = graph
-        self.nodes = nodes = graph.nodes
-        self.device = device = model.device
-        self.written = written  # (value, kernel's summary) -> must the kernel write it
-        self.facts = facts = GraphFacts.of(graph)  # what the kernel analysis reads
-        self.position = facts.position
-        self.users = facts.users
-        self._user_sets: dict[str, frozenset[str]] = {}  # of values with many users
-        self.operands = {name: tuple(dict.fromkeys(node.operands))
-                         for name, node in nodes.items()}
-        self.elements = facts.elements
-        self.space = facts.space
-        self.row_cap = row_cap(device)
-
-    # -- analyses ---------------------------------------------------------------------------------
-
-    def full(self, inside: set[str], owned: set[str]) -> _Summary:
-        inputs = {o for name in inside for o in self.operands[name] if o not in inside}
-        summary = _Summary(frozenset(inside), frozenset(owned), frozenset(inputs))
-        for name in owned:
-            summary.parent[name] = name
-            summary.components[name] = self.component(name)
-        order = sorted(inside, key=self.position.__getitem__)
-        for name in order:
-            self._settle(summary, name)
-        summary.outputs = frozenset(v for v in owned if self.written(v, summary))
-        return summary
-
-    def union(self, pieces: list[_Summary]) -> _Summary:
-        inside = frozenset().union(*(piece.inside for piece in pieces))
-        read = frozenset().union(*(piece.inputs for piece in pieces))
-        summary = _Summary(inside, frozenset().union(*(piece.owned for piece in pieces)),
-                           read - inside)
-        parent, anchor = summary.parent, summary.anchor
-        links = []  # a node two pieces compute (one may own it) joins their components
-        shared: set[str] = set()  # nodes several pieces compute
-        covered: frozenset[str] = frozenset()
-        for piece in pieces:
-            shared |= covered & piece.inside
-            covered |= piece.inside
-            parent.update(piece.parent)  # the pieces own disjoint sets of nodes
-            summary.components.update(piece.components)
-            summary.labels.update(piece.labels)
-            for name, target in piece.anchor.items():
-                if name in anchor:
-                    links.append((anchor[name], target))
-                else:
-                    anchor[name] = target
-        for name in anchor.keys() & summary.owned:  # recomputed by one piece, owned by another
-            links.append((name, anchor.pop(name)))
-        for a, b in links:
-            self._join(summary, a, b)
-        internal = read & inside  # values a piece read from another: edges now inside
-        # Their readers, and the nodes several pieces compute: one piece may have computed
-        # such a node from outside values only, its users there joining no component.
-        self._relabel(summary, [*shared, *(user for value in internal
-                                           for user in self.users_inside(value, inside))])
-        # A value written for a reader in another piece, which reads it or computes it too,
-        # may be needed outside no more.
-        outputs = frozenset().union(*(piece.outputs for piece in pieces))
-        summary.outputs = outputs - {v for v in outputs & (internal | shared)
-                                     if not self.written(v, summary)}
-        return summary
-
-    def users_inside(self, name: str, inside) -> list[str]:
-        """The users of `name` among `inside`, in graph order. A value with many users (a
-        shared constant every layer reads, a global norm every parameter update reads) is
-        intersected as sets, which walks the smaller of the two: a kernel must not cost its
-        fan-out, nor a big kernel its size, each time it is asked."""
-        users = self.users[name]
-        if len(users) <= FEW_USERS:
-            return [user for user in users if user in inside]
-        found = self._user_sets.get(name)
-        if found is None:
-            found = self._user_sets[name] = frozenset(users)
-        return sorted(found.intersection(inside), key=self.position.__getitem__)
-
-    def component(self, name: str) -> _Component:
-        """The component of an owned node alone."""
-        node = self.nodes[name]
-        work = self.elements[name]
-        if node.op in ("reduce", "reduce-window"):
-            work = max(work, self.elements[node.operands[0]])
-        return _Component(reductions=(name,) if name in self.space else (), work=work,
-                          largest=(self.elements[name], -self.position[name], name))
-
-    def _root(self, summary: _Summary, name: str) -> str:
-        """The component of an owned or anchored node."""
-        return _find(summary.parent, summary.anchor.get(name, name))
-
-    def _join(self, summary: _Summary, a: str, b: str) -> None:
-        parent, components = summary.parent, summary.components
-        root_a, root_b = self._root(summary, a), self._root(summary, b)
-        if root_a != root_b:
-            parent[root_b] = root_a
-            components[root_a] = components[root_a].join(components.pop(root_b))
-
-    # -- block locality (locality.py's labels) and components, downstream -----------------------
-
-    def _relabel(self, summary: _Summary, start: list[str]) -> None:
-        """Settle the nodes that read values now inside, then their users as long as something
-        changes. The first ones' users always: a node a piece recomputed from outside values
-        only may now belong to a component its users in that piece did not join."""
-        position, inside = self.position, summary.inside
-        first = set(start)
-        queued = set(first)
-        heap = [(position[name], name) for name in queued]
-        heapq.heapify(heap)
-        while heap:
-            _, name = heapq.heappop(heap)
-            if self._settle(summary, name) or name in first:
-                for user in self.users_inside(name, inside):
-                    if user not in queued:
-                        queued.add(user)
-                        heapq.heappush(heap, (position[user], user))
-
-    def _settle(self, summary: _Summary, name: str) -> bool:
-        """Join `name` to the components of its operands inside and give it its label; True
-        when that changed something its users depend on."""
-        parent, anchor = summary.parent, summary.anchor
-        labels, components = summary.labels, summary.components
-        anchored = [o for o in self.operands[name]
-                    if o in summary.inside and (o in parent or o in anchor)]
-        changed = False
-        if anchored and name not in parent and name not in anchor:
-            # a recomputed node now fed from inside belongs to its operands' component
-            anchor[name] = owner = anchored[0] if anchored[0] in parent else anchor[anchored[0]]
-            root = _find(parent, owner)
-            components[root] = components[root].join(_Component(work=self.elements[name]))
-            changed = True
-        for operand in anchored:
-            self._join(summary, name, operand)
-        node = self.nodes[name]
-        label, flag = self._label(node, [labels.get(o, INV) for o in node.operands])
-        if label != labels.get(name, INV):
-            changed = True
-            if label == INV:
-                del labels[name]
-            else:
-                labels[name] = label
-        if flag is not None and (name in parent or name in anchor):
-            root = self._root(summary, name)
-            component = components[root]
-            if flag == STITCHED and not component.stitched:
-                components[root] = dataclasses.replace(component, stitched=True)
-            elif flag == BARRIER and component.barrier is None:
-                components[root] = dataclasses.replace(component, barrier=name)
-        return changed
-
-    def _label(self, node: Node, operand_labels: list[tuple]) -> tuple[tuple, str | None]:
-        """The node's label and flag (the kernel analysis's STITCHED or BARRIER) from its
-        operands' labels; `moved` rows count as read across rows (the row schedules read a
-        moved row's elements at other rows' places, where the row results are not at hand:
-        only the phased schedule computes it well)."""
-        space = self.space.get(node.name)
-        if space is not None:
-            return reduction_label(space, fits_block(space, self.row_cap), operand_labels)
-        return node_label(self.graph, node, operand_labels, moved_rows_local=False)
-
-    # -- kinds ------------------------------------------------------------------------------------
-
-    def verdict(self, summary: _Summary) -> tuple[str, str, str]:
-        """(kind, reason, dominant node): the kernel analysis's verdict on each component, and
-        on the kernel of them all (`combine_parts`)."""
-        components = list(summary.components.values())
-        inside, device = summary.inside, self.device
-        verdicts = [kind_of(self.facts, list(c.reductions), c.stitched, c.barrier is not None,
-                            lambda value: self.users_inside(value, inside), device, c.barrier)
-                    for c in components]
-        kind, reason = combine_parts(verdicts, [c.work for c in components])
-        reductions = [r for c in components for r in c.reductions]
-        if reductions:
-            return kind, reason, self.facts.dominant_reduction(reductions)
-        return kind, reason, max(c.largest for c in components)[2]
-
-
-@dataclass(frozen=True)
 class _Owners:
-    """What `_Search._written` asks of a kernel: the nodes it owns."""
+    """What `Search._written` asks of a kernel: the nodes it owns."""
 
     owned: frozenset[str]
 
 
-def _find(parent: dict[str, str], name: str) -> str:
-    root = name
-    while parent[root] != root:
-        root = parent[root]
-    while parent[name] != root:
-        parent[name], name = root, parent[name]
-    return root
-
-
-# -- the search -----------------------------------------------------------------------------------
-
-
-class _Search:
-    """Groups, their prices and the greedy rounds (module docstring)."""
+class Search:
+    """Groups, their prices and the greedy rounds (the package docstring, "Algorithm")."""
 
     def __init__(self, graph: Graph, model: SolModel, seed: list[KernelSpec], pricer: Pricer,
                  top_k: int):
@@ -513,10 +70,10 @@ class _Search:
         self.decisions: list[Decision] = []
         self.readers = value_readers(graph)
         self.graph_outputs = graph_output_sources(graph)
-        self.analysis = _Analysis(graph, model, self._written)
+        self.analysis = Analysis(graph, model, self._written)
         self.position = self.analysis.position
         self._cache: dict[frozenset, _Kernel] = {}
-        self._unions: dict[frozenset, _Summary] = {}  # this round's legal candidates
+        self._unions: dict[frozenset, Summary] = {}  # this round's legal candidates
         self._cycles: dict[frozenset, str] = {}  # _merge's refusals, by group versions
         # Verdicts by the structure of the candidate kernel (`_bound`), with the index of its
         # dominant node among its nodes in graph order.
@@ -549,7 +106,7 @@ class _Search:
         view = Graph(name=self.graph.name, nodes=view_nodes, root=self.graph.root,
                      computations=self.graph.computations)
         self.gg = gg = GroupGraph(view, [n for spec in seed for n in spec.nodes])
-        self.summary: dict[str, _Summary] = {}
+        self.summary: dict[str, Summary] = {}
         self.kernel: dict[str, _Kernel] = {}
         self.recomputers: dict[str, set[str]] = {}
         self._tokens = itertools.count()
@@ -562,7 +119,7 @@ class _Search:
             heads.append(head)
             for member in members[1:]:
                 gg.merge(head, member)
-            self.summary[head] = _Summary(frozenset(members) | frozenset(spec.recomputed),
+            self.summary[head] = Summary(frozenset(members) | frozenset(spec.recomputed),
                                           frozenset(members), frozenset())
             for name in spec.recomputed:
                 self.recomputers.setdefault(name, set()).add(head)
@@ -580,7 +137,7 @@ class _Search:
             self.token[head] = next(self._tokens)
             self.dirty.add(head)
 
-    def _written(self, value: str, kernel: _Summary) -> bool:
+    def _written(self, value: str, kernel: Summary) -> bool:
         """Whether a kernel that owns `value` must write it (`build_plan`'s rule): the graph
         returns it, or some other kernel computes one of its readers without computing it. A
         group is inside the kernel when its id (one of its nodes) is among the kernel's."""
@@ -627,7 +184,7 @@ class _Search:
                                                            price=price, bound=False, sol=None)
         return found
 
-    def _union(self, pieces: frozenset) -> _Summary:
+    def _union(self, pieces: frozenset) -> Summary:
         ordered = sorted(pieces, key=self.gg.rank.__getitem__)
         return self.analysis.union([self.summary[p] for p in ordered])
 
@@ -635,7 +192,7 @@ class _Search:
         """The verdict on a candidate and its speed of light, from those of a structurally
         identical candidate when there was one (the layers of a model make the same candidates
         over and over): the kernel the pieces would make is outlined without analysing it
-        (`_outline`), and only a new structure is analysed (`_Analysis.union`)."""
+        (`_outline`), and only a new structure is analysed (`Analysis.union`)."""
         computed, recomputed, outputs = self._outline(pieces)
         too_large = too_many_nodes(len(computed))
         if too_large:
@@ -681,7 +238,7 @@ class _Search:
 
     def _outline(self, pieces: frozenset) -> tuple[list[str], frozenset, frozenset]:
         """The nodes (in graph order), the recomputed ones and the outputs of the kernel the
-        pieces would make: `_Analysis.union`'s sets, without its analysis."""
+        pieces would make: `Analysis.union`'s sets, without its analysis."""
         summaries = [self.summary[p] for p in pieces]
         inside: set[str] = set()
         shared: set[str] = set()   # computed by more than one piece
@@ -697,7 +254,7 @@ class _Search:
         return (sorted(inside, key=self.position.__getitem__), frozenset(inside - owned),
                 outputs)
 
-    def _candidate(self, summary: _Summary, kind: str, dominant: str | None,
+    def _candidate(self, summary: Summary, kind: str, dominant: str | None,
                    sol: SolEstimate | None = None) -> Kernel:
         """The kernel a group (or a union of groups) would be, for the pricer; `sol`: its
         speed of light when known."""
@@ -709,7 +266,7 @@ class _Search:
     def _pieces_us(self, pieces: frozenset) -> float:
         return sum(self.kernel[p].cost_us for p in sorted(pieces, key=self.position.get))
 
-    def _parameters(self, union: _Summary) -> str | None:
+    def _parameters(self, union: Summary) -> str | None:
         nodes, elements = self.nodes, self.analysis.elements
         count = len(union.outputs) + sum(
             1 for v in union.inputs if not (nodes[v].op == "constant" and elements[v] == 1))
@@ -896,7 +453,7 @@ class _Search:
 
     def _patterns_ending_at(self, group: str, top: dict, candidates: dict, max_pieces: int
                             ) -> list[tuple[float, frozenset]]:
-        """The top-k patterns with `group` as their sink (module docstring, step 1)."""
+        """The top-k patterns with `group` as their sink (the package docstring, "Algorithm", step 1)."""
         own = frozenset((group,))
         rank = self.gg.rank
         producers = sorted((p for p in self.gg.pred[group] if not self.is_library(p)),
