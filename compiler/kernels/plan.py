@@ -258,7 +258,7 @@ def build_plan(graph: Graph, specs: Sequence[KernelSpec], strategy: str, model: 
                 raise PlanError(f"{strategy}: node '{name}' is owned by two kernels")
             owner[name] = index
     computed = [set(spec.nodes) | set(spec.recomputed) for spec in specs]
-    written = _written_values(graph, computed)
+    written = written_values(graph, computed)
 
     kernels = [make_kernel(graph, spec, [n for n in spec.nodes if n in written], model,
                            position) for spec in specs]
@@ -292,7 +292,7 @@ def make_kernel(graph: Graph, spec: KernelSpec, outputs, model: SolModel,
                   sol=sol or model.estimate(inside, outputs), xla_name=spec.xla_name)
 
 
-def _written_values(graph: Graph, computed: Sequence[set[str]]) -> set[str]:
+def written_values(graph: Graph, computed: Sequence[set[str]]) -> set[str]:
     """The values some kernel must find in memory: graph outputs, and values read by a node
     that a kernel computes without computing the value itself (when a node is computed in
     several kernels, each of them needs its operands)."""
@@ -375,7 +375,7 @@ def check_plan(graph: Graph, plan: FusionPlan) -> None:
 
     readers = value_readers(graph)
     graph_outputs = graph_output_sources(graph)
-    written = _written_values(graph, [set(k.computed) for k in plan.kernels])
+    written = written_values(graph, [set(k.computed) for k in plan.kernels])
     memo: dict = {}
     computed_in = {}
     for kernel in plan.kernels:
