@@ -25,6 +25,7 @@ import numpy as np
 from compiler.cost.calibrate import fit, load_records
 from compiler.errors import InputError
 from compiler.fusion.explore import exploration_to_dict, explore, parse_strategies
+from compiler.fusion.plan_files import plan_from_file, plan_to_file, read_plan_file
 from compiler.fusion.pricing import DEFAULT_MODEL, PRICERS
 from compiler.fusion.report import format_codegen, format_exploration
 from compiler.importers import load_graphs, pick_module
@@ -37,6 +38,7 @@ from compiler.stages.learned.collect import collect_dataset
 from compiler.stages.pipeline import attach_codes, has_source
 from compiler.target.devices import get_device
 from compiler.target.launch import DEFAULT_RUNTIME, RUNTIMES
+from compiler.target.sol import SolModel
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -139,6 +141,15 @@ def _plan_arguments(command: argparse.ArgumentParser, default_strategy: str,
                               "torch.compile's reduce-overhead mode run a step) or stream (each "
                               "kernel launched by the host, as PyTorch eager does); the JSON "
                               "gives every plan's total under both")
+    command.add_argument("--plan", metavar="PLAN.json", action="append", default=[],
+                         help="a plan file (--save-plans writes them) to apply to the graph: "
+                              "its plan joins the strategies as 'custom' (or 'custom:NAME' "
+                              "when the file has a name), checked and priced like them; a plan "
+                              "for another graph, an unknown node or an illegal grouping is "
+                              "refused saying which node and why (repeatable)")
+    command.add_argument("--save-plans", metavar="DIR",
+                         help="write every plan as a plan file, DIR/STRATEGY.plan.json: its "
+                              "kernels as lists of node names and the graph's digest")
     command.add_argument("--cost-model", default=DEFAULT_MODEL, choices=PRICERS,
                          help="the model that prices the cost strategy's fusion decisions: "
                               "projected (default; each candidate kernel at the projected time "
@@ -294,6 +305,7 @@ def _explore(args) -> int:
     predictor = _predictor(args)
     plans = explore(graph, args.device, strategies, args.cost_model, predictor,
                     runtime=args.runtime)
+    _plan_files(args, graph, plans)
     result = exploration_to_dict(summarize(graph), args.device, plans)
     if predictor is not None:
         _attach_learned(result, graph, plans, predictor)
@@ -308,6 +320,7 @@ def _codegen(args) -> int:
     predictor = _predictor(args)
     plans = explore(graph, args.device, strategies, args.cost_model, predictor,
                     runtime=args.runtime)
+    _plan_files(args, graph, plans)
     result = exploration_to_dict(summarize(graph), args.device, plans)
     for name, plan in plans.items():
         codes = generate(graph, plan, device)
@@ -325,6 +338,24 @@ def _codegen(args) -> int:
                     entry["source_path"] = str(path)
     _print(result, args.json, format_codegen)
     return 0
+
+
+def _plan_files(args, graph, plans: dict) -> None:
+    """Add the plans of --plan files to `plans`, then write every plan to --save-plans."""
+    model = SolModel(graph, get_device(args.device))
+    for path in args.plan:
+        plan = plan_from_file(graph, model, read_plan_file(path), path, args.runtime)
+        if plan.strategy in plans:
+            raise InputError(f"{path}: a plan named {plan.strategy!r} is given twice: name the "
+                             f"files' plans apart (\"name\": ...)")
+        plans[plan.strategy] = plan
+    if args.save_plans:
+        folder = Path(args.save_plans)
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, plan in plans.items():
+            if plan.unavailable is None:
+                target = folder / f"{name.replace(':', '_')}.plan.json"
+                target.write_text(json.dumps(plan_to_file(graph, plan), indent=1) + "\n")
 
 
 def _predictor(args):

@@ -271,19 +271,23 @@ class PlanEditor:
                                       f"undo that edit first")
         return self._rebuilt(replaced, pieces, forbidden)
 
-    def _rebuilt(self, replaced: list[Kernel], pieces: list[set[str]], forbidden):
-        """The plan with `replaced` kernels swapped for kernels owning `pieces`, checked."""
+    def _rebuilt(self, replaced: list[Kernel], pieces: list[set[str]], forbidden,
+                 recomputed: list[list[str]] | None = None):
+        """The plan with `replaced` kernels swapped for kernels owning `pieces`, checked; the
+        new kernels recompute what they read of what the replaced kernels recomputed and of
+        what no kernel owns, or, given `recomputed`, those lists (a plan file's)."""
         graph, position = self.graph, self.facts.position
         gone = {k.name for k in replaced}
         kept = [k for k in self.plan.kernels if k.name not in gone]
-        recomputable = set().union(*(set(k.recomputed) for k in replaced)) if replaced else set()
+        recomputable = set().union(*(set(k.recomputed) for k in replaced))
         owned_anywhere = {n for k in kept for n in k.nodes} | set().union(*pieces) \
             if pieces else {n for k in kept for n in k.nodes}
         specs = []
-        for piece in pieces:
+        for index, piece in enumerate(pieces):
             nodes = sorted(piece, key=position.__getitem__)
-            recomputed = self._recomputed(nodes, recomputable, owned_anywhere)
-            specs.append(self._spec(nodes, recomputed))
+            again = (self._recomputed(nodes, recomputable, owned_anywhere) if recomputed is None
+                     else sorted(recomputed[index], key=position.__getitem__))
+            specs.append(self._spec(nodes, again, derive=recomputed is None))
         written = self._written(kept, replaced, specs)
         # A kept kernel whose outputs change (a reader of its value moved into a kernel that
         # does not compute it) is built again too.
@@ -356,10 +360,12 @@ class PlanEditor:
                 stack.extend(self.graph.nodes[name].operands)
         return sorted(found, key=self.facts.position.__getitem__)
 
-    def _spec(self, nodes: list[str], recomputed: list[str]) -> KernelSpec:
-        """A kernel's spec with its kind and dominant node from the kernel analysis."""
+    def _spec(self, nodes: list[str], recomputed: list[str], derive: bool = True) -> KernelSpec:
+        """A kernel's spec with its kind and dominant node from the kernel analysis (a library
+        call keeps, of derived recomputed nodes, only the views it reads as they are)."""
         if len(nodes) == 1 and self.roles[nodes[0]] == LIBRARY:
-            views = [n for n in recomputed if self.graph.nodes[n].op in LIBRARY_OPERAND_VIEWS]
+            views = [n for n in recomputed if not derive
+                     or self.graph.nodes[n].op in LIBRARY_OPERAND_VIEWS]
             return KernelSpec(nodes, "library", views, dominant=nodes[0])
         for name in nodes:
             if self.roles[name] == LIBRARY:
@@ -477,20 +483,18 @@ class PlanEditor:
         return order
 
     def _cycle(self, kernels, producers, cycle: list[int], first_new: int) -> str:
-        """The refusal of a cycle: which new kernel, and which other kernel on the cycle it
-        passes through, with the value read there."""
+        """The refusal of a cycle: a new kernel on it, and the kernel it passes through (one
+        the edit kept, when there is one), with the node of it that the cycle reaches."""
         new = [i for i in cycle if i >= first_new]
-        others = [i for i in cycle if i < first_new]
-        what = self._what(kernels[new[0]]) if new else "the edited kernels"
-        if not others:
-            return f"{what} would read its own result through another new kernel: a cycle"
-        through = others[0]
-        position = cycle.index(through)
-        reader = cycle[(position + 1) % len(cycle)]
-        value = producers[reader].get(through, "")
-        via = f", which writes {value} for the next" if value else ""
-        return (f"{what} makes a cycle through {kernels[through].name} "
-                f"({kernels[through].nodes[0]}{via})")
+        start = new[0] if new else cycle[0]
+        others = [i for i in cycle if i != start]
+        through = next((i for i in others if i < first_new), others[0] if others else start)
+        # Each kernel on the cycle reads from the next one (its producer): the one before
+        # `through` reads this value of it.
+        reader = cycle[(cycle.index(through) - 1) % len(cycle)]
+        value = producers[reader].get(through) or kernels[through].nodes[0]
+        name = kernels[through].name if through < first_new else self._what(kernels[through])
+        return f"{self._what(kernels[start])} makes a cycle through {name} ({value})"
 
     def _kernel(self, kernels: dict[str, Kernel], name: str) -> Kernel:
         if name not in kernels:

@@ -20,7 +20,8 @@ def format_exploration(result: dict, max_kernels: int = 40) -> str:
             continue
         total = plan["total"]
         speedup = total.get("speedup_vs_unfused")
-        decider = f"{plan['cost_model']} model" if plan.get("cost_model") else "rules"
+        decider = (f"{plan['cost_model']} model" if plan.get("cost_model")
+                   else "a plan file" if name.startswith("custom") else "rules")
         other_us = ((total.get("runtimes") or {}).get(other) or {}).get("proj_us")
         lines.append(f"{name:10s} {plan['kernel_count']:8d} {total['dram_bytes'] / 1e6:10.3f} "
                      f"{total['sol_us']:10.2f} {_number(total.get('device_us'), '10.2f')} "

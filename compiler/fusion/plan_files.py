@@ -1,0 +1,144 @@
+"""Plan files: any plan as JSON, and a plan file applied to the same graph (issue 36, point 3).
+
+A plan file holds what a user decided and nothing the compiler derives:
+
+    {"format": "fusion-explorer-plan", "version": 1,
+     "graph": {"name": "jit_step", "nodes": 4335, "digest": "sha256 of the graph's structure"},
+     "strategy": "cost", "device": "h100", "runtime": "graph",
+     "kernels": [{"name": "loop.0", "nodes": ["add.3", ...], "recomputed": ["broadcast.1"]},
+                 ...]}
+
+`kernels` lists each kernel's owned nodes and the cheap nodes it computes again, by their names
+in the graph; kinds, inputs, outputs and prices are derived again when the file is applied
+(kinds by the kernel analysis, compiler/kernels/analysis.py), so a file stays valid when the
+cost models change. The digest (`graph_digest`) covers every node's name, op, shape and operands,
+not constant values, so a plan applies to the same program exported again, and only to it.
+
+Applying a file (`plan_from_file`) refuses, saying which node and why: another graph (the
+digests differ), a node the graph does not have, a node owned by two kernels, a node no kernel
+computes, a recomputed node that is not cheap enough to compute twice, and any grouping an edit
+would be refused for (compiler/fusion/edits.py: a library call with other ops, a cycle, the
+kernel caps, the code budget).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from compiler.errors import InputError
+from compiler.fusion.edits import EditRefused, PlanEditor
+from compiler.fusion.unfused import unfused
+from compiler.ir.graph import Graph
+from compiler.kernels.grouping import graph_output_sources, is_duplicable
+from compiler.kernels.plan import FusionPlan, PlanError, check_plan
+from compiler.target.sol import SolModel
+
+FORMAT = "fusion-explorer-plan"
+VERSION = 1
+STRATEGY = "custom"
+
+
+def graph_digest(graph: Graph) -> str:
+    """A digest of the graph's structure: every node's name, op, shape and operands, in order."""
+    digest = hashlib.sha256()
+    for node in graph:
+        digest.update(f"{node.name}|{node.op}|{node.shape}|{','.join(node.operands)}\n"
+                      .encode())
+    return digest.hexdigest()
+
+
+def plan_to_file(graph: Graph, plan: FusionPlan) -> dict:
+    """The plan file of `plan` (module docstring)."""
+    return {"format": FORMAT, "version": VERSION,
+            "graph": {"name": graph.name, "nodes": len(graph.nodes),
+                      "digest": graph_digest(graph)},
+            "strategy": plan.strategy, "device": plan.device, "runtime": plan.runtime,
+            "kernels": [{"name": k.name, "nodes": list(k.nodes), "recomputed": list(k.recomputed)}
+                        for k in plan.kernels]}
+
+
+def read_plan_file(path: str) -> dict:
+    """The JSON of a plan file; InputError naming the file and the place when it is not."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except OSError as error:
+        raise InputError(f"{path}: cannot read the plan file: {error.strerror}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        where = f" (line {error.lineno}, column {error.colno})" if hasattr(error, "lineno") else ""
+        raise InputError(f"{path}: not a JSON plan file{where}: {error}") from None
+
+
+def plan_from_file(graph: Graph, model: SolModel, data: dict, source: str = "plan file",
+                   runtime: str | None = None) -> FusionPlan:
+    """The plan a plan file describes, checked and priced under `runtime` (by default the
+    file's) (module docstring); InputError saying what is wrong and where."""
+    kernels = _checked(graph, data, source)
+    start = unfused(graph, model)
+    start.runtime = runtime or data.get("runtime") or start.runtime
+    editor = PlanEditor(graph, model, start)
+    owned = [set(entry["nodes"]) for entry in kernels]
+    # What no kernel may leave to its readers to compute again: what is not cheap, what the
+    # graph returns (a cheap node nobody owns is computed by every kernel that reads it).
+    outputs = graph_output_sources(graph)
+    required = {n for k in start.kernels for n in k.nodes
+                if not is_duplicable(graph.nodes[n]) or n in outputs}
+    covered = set().union(*owned) if owned else set()
+    missing = sorted(required - covered, key=editor.facts.position.__getitem__)
+    if missing:
+        raise InputError(f"{source}: node {missing[0]} is in no kernel"
+                         + (f" (nor {len(missing) - 1} more)" if len(missing) > 1 else "")
+                         + ": every op the graph computes needs a kernel")
+    try:
+        plan, *_ = editor._rebuilt(list(start.kernels), owned, frozenset(),
+                                   [entry["recomputed"] for entry in kernels])
+        check_plan(graph, plan)
+    except (EditRefused, PlanError) as refusal:
+        raise InputError(f"{source}: {refusal}") from None
+    name = data.get("name")
+    plan.strategy = f"{STRATEGY}:{name}" if name else STRATEGY
+    plan.cost_model = None
+    return plan
+
+
+def _checked(graph: Graph, data: dict, source: str) -> list[dict]:
+    """The file's kernels, once its format, graph and node names are checked."""
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise InputError(f"{source}: not a plan file (\"format\": \"{FORMAT}\" expected)")
+    if data.get("version") != VERSION:
+        raise InputError(f"{source}: plan file version {data.get('version')!r}; this explorer "
+                         f"reads version {VERSION}")
+    theirs = (data.get("graph") or {}).get("digest")
+    ours = graph_digest(graph)
+    if theirs != ours:
+        named = (data.get("graph") or {}).get("name", "another graph")
+        raise InputError(f"{source}: the plan is for {named} (digest {str(theirs)[:12]}), not "
+                         f"for {graph.name} (digest {ours[:12]}): a plan applies only to the "
+                         f"graph it was made for")
+    kernels = data.get("kernels")
+    if not isinstance(kernels, list):
+        raise InputError(f"{source}: \"kernels\" must be a list of kernels")
+    owner: dict[str, str] = {}
+    for index, entry in enumerate(kernels):
+        label = f"kernel {index}" + (f" ({entry.get('name')})" if isinstance(entry, dict)
+                                     and entry.get("name") else "")
+        if not isinstance(entry, dict) or not isinstance(entry.get("nodes"), list) \
+                or not entry["nodes"]:
+            raise InputError(f"{source}: {label} needs a non-empty list \"nodes\"")
+        entry.setdefault("recomputed", [])
+        for name in entry["nodes"] + entry["recomputed"]:
+            if not isinstance(name, str) or name not in graph.nodes:
+                raise InputError(f"{source}: {label} names node {name!r}, which the graph "
+                                 f"does not have")
+        for name in entry["nodes"]:
+            if name in owner:
+                raise InputError(f"{source}: node {name} is owned by {owner[name]} and by "
+                                 f"{label}")
+            owner[name] = label
+        for name in entry["recomputed"]:
+            if not is_duplicable(graph.nodes[name]):
+                raise InputError(f"{source}: {label} recomputes {name} "
+                                 f"({graph.nodes[name].op}), which is not cheap enough to "
+                                 f"compute twice: a kernel must own it")
+    return kernels
