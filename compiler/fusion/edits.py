@@ -34,6 +34,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from compiler.errors import InputError
+from compiler.fusion.attribution import explain
 from compiler.fusion.pricing import ProjectedPricer
 from compiler.ir.graph import Graph
 from compiler.kernels.analysis import GraphFacts, analyse, combine_parts
@@ -121,6 +122,17 @@ class EditResult:
     @property
     def gain_us(self) -> float:
         return self.before_us - self.after_us
+
+    def explanation(self) -> dict | None:
+        """The edit's before and after by cause (launches, DRAM, on-chip traffic, compute,
+        grid barriers, latency) under the plan's runtime: compiler/fusion/attribution.py's
+        `explain` of the kernels it replaced against those that replaced them, as two plans
+        are compared. Its `delta_us` is the change of the plan's total."""
+        device, runtime = self.plan.device, self.plan.runtime
+
+        def as_plan(kernels: list[Kernel]) -> dict:
+            return {"kernels": [k.to_dict(device, runtime) for k in kernels]}
+        return explain(as_plan(self.removed), as_plan(self.added), runtime)
 
 
 # -- the editor -------------------------------------------------------------------------------

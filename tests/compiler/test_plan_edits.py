@@ -88,6 +88,12 @@ def test_a_merge_makes_one_kernel_that_computes_the_graph(plan_checker):
     # Both stay written: m's kernel reads e, n's reads a.
     assert set(merged.outputs) == {"e", "a"}
     assert result.after_us < result.before_us   # one launch and one round trip fewer
+    why = result.explanation()
+    # The kernels' JSON rounds their figures to 0.1 ns.
+    assert why["delta_us"] == pytest.approx(result.after_us - result.before_us, abs=1e-3)
+    assert sum(row["delta_us"] for row in why["causes"]) == pytest.approx(why["delta_us"])
+    launch = next(row for row in why["causes"] if row["cause"] == "launch")
+    assert launch["a_us"] == pytest.approx(2 * launch["b_us"])   # two launches became one
     plan_checker(editor.graph, plan)
     assert_priced_as_from_scratch(editor)
 
