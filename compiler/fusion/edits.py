@@ -17,7 +17,8 @@ reason a user can act on, and the plan stays as it was): every node named exists
 the edit says; a library call (cuBLAS, cuDNN) stays alone; the new kernels form no cycle with
 the others ("merging loop.3 and input.7 makes a cycle through loop.5, which reads add.41 from
 one and writes ... to the other"); each is within the kernel caps (MAX_KERNEL_NODES computed
-nodes, MAX_KERNEL_PARAMETERS operands and outputs); each has a CodeGen plan (its code within
+nodes; and for a merge or a move, MAX_KERNEL_PARAMETERS operands and outputs, unless the
+kernels it joins had more already); each has a CodeGen plan (its code within
 the budget, compiler/codegen/emission.py); and no forbidden pair ends up in one kernel.
 
 Re-pricing is incremental: the kernels an edit touches (those it replaces, and any other whose
@@ -281,10 +282,11 @@ class PlanEditor:
                 if a in piece and b in piece:
                     raise EditRefused(f"fusing {a} -> {b} is forbidden (an earlier edit): "
                                       f"undo that edit first")
-        return self._rebuilt(replaced, pieces, forbidden)
+        return self._rebuilt(replaced, pieces, forbidden,
+                             grows=isinstance(edit, (Merge, Move, Force)))
 
     def _rebuilt(self, replaced: list[Kernel], pieces: list[set[str]], forbidden,
-                 recomputed: list[list[str]] | None = None):
+                 recomputed: list[list[str]] | None = None, grows: bool = False):
         """The plan with `replaced` kernels swapped for kernels owning `pieces`, checked; the
         new kernels recompute what they read of what the replaced kernels recomputed and of
         what no kernel owns, or, given `recomputed`, those lists (a plan file's)."""
@@ -309,8 +311,15 @@ class PlanEditor:
                   for k in rebuilt]
         new = [make_kernel(graph, spec, [n for n in spec.nodes if n in written], self.model,
                            position) for spec in specs]
+        # The operand budget holds for what an edit grows (`grows`: a merge, a move): no new
+        # kernel passes it by more than the kernels it replaces already did (the strategies
+        # count operands each their own way, as they merge, and their plans may pass it). A
+        # split may add outputs to its pieces, which stay within what CUDA passes; a plan
+        # file's kernels are the user's: for both, only the node cap holds.
+        ceiling = max([MAX_KERNEL_PARAMETERS] + [self._parameters(k) for k in replaced]) \
+            if grows else None
         for kernel in new:
-            self._check(kernel)
+            self._check(kernel, ceiling)
         ordered = self._ordered(kept, new)
         names = {}
         kernels = []
@@ -441,17 +450,24 @@ class PlanEditor:
 
     # -- checks -------------------------------------------------------------------------------
 
-    def _check(self, kernel: Kernel) -> None:
+    def _check(self, kernel: Kernel, ceiling: int | None) -> None:
         if kernel.kind == "library":
             return
         what = self._what(kernel)
         too_large = too_many_nodes(len(kernel.computed))
         if too_large:
             raise EditRefused(f"{what} would compute {too_large}")
-        parameters = len(kernel.inputs) + len(kernel.outputs)
-        if parameters > MAX_KERNEL_PARAMETERS:
+        parameters = self._parameters(kernel)
+        if ceiling is not None and parameters > ceiling:
             raise EditRefused(f"{what} would have {parameters} operands and outputs, over "
                               f"{MAX_KERNEL_PARAMETERS} (XLA's fusion budget)")
+
+    def _parameters(self, kernel: Kernel) -> int:
+        """A kernel's operands and outputs as the cost search counts them: a one-element
+        constant is folded into the code, not passed."""
+        nodes, elements = self.graph.nodes, self.facts.elements
+        return len(kernel.outputs) + sum(1 for v in kernel.inputs
+                                         if not (nodes[v].op == "constant" and elements[v] == 1))
 
     def _what(self, kernel: Kernel) -> str:
         nodes = ", ".join(kernel.nodes[:3]) + (f" (+{len(kernel.nodes) - 3})"

@@ -247,3 +247,19 @@ def test_random_edits_of_a_cost_plan_stay_legal_and_priced_as_from_scratch(name,
         assert_priced_as_from_scratch(editor)
     assert applied >= 8
     plan_checker(graph, editor.plan)
+
+
+def test_a_merge_past_the_operand_budget_is_refused():
+    """Sixty independent negations, each reading a parameter and returned: one kernel of all
+    would pass 120 operands and outputs, over XLA's 96; forty make 80."""
+    lines = ["HloModule wide", "ENTRY main {"]
+    lines += [f"  p{i} = f32[64] parameter({i})" for i in range(60)]
+    lines += [f"  n{i} = f32[64] negate(p{i})" for i in range(60)]
+    lines += ["  ROOT out = (" + ", ".join("f32[64]" for _ in range(60)) + ") tuple("
+              + ", ".join(f"n{i}" for i in range(60)) + ")", "}"]
+    editor = editor_of("\n".join(lines).encode(), "wide.hlo")
+    names = tuple(kernel_of(editor.plan, f"n{i}").name for i in range(60))
+    with pytest.raises(EditRefused, match="would have 120 operands and outputs, over 96"):
+        editor.apply(Merge(names))
+    editor.apply(Merge(names[:40]))
+    assert len(kernel_of(editor.plan, "n0").nodes) == 40

@@ -21,6 +21,7 @@ from compiler.errors import InputError
 from compiler.fusion.explore import explore
 from compiler.fusion.plan_files import graph_digest, plan_from_file, plan_to_file
 from compiler.importers import load_graph
+from compiler.kernels.plan import check_plan
 from compiler.target.devices import get_device
 from compiler.target.sol import SolModel
 
@@ -47,6 +48,18 @@ def test_every_plan_comes_back_from_its_file(name, plan_checker):
     cost = plans["cost"]
     again = plan_from_file(graph, model, plan_to_file(graph, cost))
     assert again.projected_totals() == cost.projected_totals()
+
+
+def test_a_kernel_past_the_operand_budget_comes_back_as_it_is():
+    """The stitch plan of a message-passing GNN step has a kernel of 101 operands and outputs,
+    past the budget the strategies keep as they merge (each counts them its own way): a
+    file's kernels are taken as they are."""
+    graph = load_graph(str(ROOT / "benchmarks" / "data" / "zoo" / "gnn_mpnn.hlo.gz"))
+    plan = explore(graph, "h100", ["stitch"])["stitch"]
+    assert max(len(k.inputs) + len(k.outputs) for k in plan.kernels) > 96
+    again = plan_from_file(graph, SolModel(graph, get_device("h100")), plan_to_file(graph, plan))
+    assert kernels_of(again) == kernels_of(plan)
+    check_plan(graph, again)
 
 
 @pytest.fixture(scope="module")
