@@ -263,3 +263,19 @@ def test_a_merge_past_the_operand_budget_is_refused():
         editor.apply(Merge(names))
     editor.apply(Merge(names[:40]))
     assert len(kernel_of(editor.plan, "n0").nodes) == 40
+
+
+def test_kernels_the_code_generator_cannot_emit_yet_are_edited_unpriced():
+    """4-bit integers have no CUDA code yet: the strategies leave such kernels unprojected,
+    and so do edits, which still apply (XLA's corpus: a transpose of s4 values)."""
+    import math
+
+    graph = load_graph(str(DATA.parent / "xla" / "transpose__packed_transpose_s4.hlo"))
+    plan = explore(graph, "h100", ["unfused"])["unfused"]
+    (kernel,) = plan.kernels
+    assert kernel.projected is None
+    editor = PlanEditor(graph, SolModel(graph, get_device("h100")), plan)
+    result = editor.apply(Split(kernel.name))
+    (again,) = editor.plan.kernels
+    assert again.nodes == kernel.nodes and again.projected is None
+    assert math.isnan(result.after_us)
