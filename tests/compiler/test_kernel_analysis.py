@@ -22,22 +22,10 @@ from compiler.importers import import_bytes, load_graph
 from compiler.kernels.analysis import GraphFacts, analyse, combine_parts, kind_of, part_kind
 from compiler.kernels.grouping import FUSIBLE, node_role
 from compiler.target import SolModel, get_device
+from test_fusion_stitch import ADD, softmax_hlo
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 H100 = get_device("h100")
-
-ADD = """
-add {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT s = f32[] add(a, b)
-}
-max {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT m = f32[] maximum(a, b)
-}
-"""
 
 
 def hlo(text):
@@ -50,21 +38,7 @@ def fusible(graph):
 
 
 def softmax(rows, length):
-    return hlo(f"""HloModule softmax_{rows}x{length}
-{ADD}
-ENTRY main {{
-  x = f32[{rows},{length}] parameter(0)
-  ninf = f32[] constant(-inf)
-  zero = f32[] constant(0)
-  m = f32[{rows}] reduce(x, ninf), dimensions={{1}}, to_apply=max
-  mb = f32[{rows},{length}] broadcast(m), dimensions={{0}}
-  d = f32[{rows},{length}] subtract(x, mb)
-  e = f32[{rows},{length}] exponential(d)
-  s = f32[{rows}] reduce(e, zero), dimensions={{1}}, to_apply=add
-  sb = f32[{rows},{length}] broadcast(s), dimensions={{0}}
-  ROOT y = f32[{rows},{length}] divide(e, sb)
-}}
-""")
+    return hlo(softmax_hlo(rows, length))
 
 
 # -- the rules, on hand-built groups --------------------------------------------------------
