@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 from compiler.ir.dtypes import DType, accumulation_dtype
 from compiler.ir.graph import Graph, Node
@@ -393,3 +393,54 @@ def part_kind(graph: Graph, computed: Iterable[str]) -> tuple[str, str | None]:
     rows read across rows and no row kept in shared memory."""
     verdict = analyse(graph, computed)
     return verdict.kind, verdict.dominant
+
+
+def independent_parts(graph: Graph, owned: Sequence[str],
+                      recomputed: Sequence[str]) -> list[tuple[list[str], tuple[str, ...]]]:
+    """A kernel's independent parts: its `owned` nodes (in graph order) joined when one reads
+    the other, directly or through `recomputed` nodes, each part with the recomputed nodes it
+    reads (in their order; one read by several parts belongs to each). Parts come out by their
+    first owned node. The horizontal schedule runs each part on blocks of its own; an edited
+    kernel's kind is that of its parts together (`combine_parts`)."""
+    inside, again = set(owned), set(recomputed)
+    parent = {name: name for name in owned}
+
+    def root(name: str) -> str:
+        while parent[name] != name:
+            parent[name] = parent[parent[name]]
+            name = parent[name]
+        return name
+
+    reach: dict[str, set[str]] = {}  # recomputed node -> the owned nodes it reads through
+
+    def owned_behind(name: str) -> set[str]:
+        if name not in reach:
+            reach[name] = set()
+            for operand in graph.nodes[name].operands:
+                if operand in inside:
+                    reach[name].add(operand)
+                elif operand in again:
+                    reach[name] |= owned_behind(operand)
+        return reach[name]
+
+    for name in owned:
+        for operand in graph.nodes[name].operands:
+            linked = {operand} if operand in inside else \
+                owned_behind(operand) if operand in again else set()
+            for other in linked:
+                parent[root(other)] = root(name)
+    del owned_behind  # it refers to itself: a cycle that would outlive the call
+    members: dict[str, list[str]] = {}
+    for name in owned:
+        members.setdefault(root(name), []).append(name)
+    parts = []
+    for names in members.values():
+        used: set[str] = set()
+        stack = [o for name in names for o in graph.nodes[name].operands]
+        while stack:
+            name = stack.pop()
+            if name in again and name not in used:
+                used.add(name)
+                stack.extend(graph.nodes[name].operands)
+        parts.append((names, tuple(n for n in recomputed if n in used)))
+    return parts

@@ -262,7 +262,7 @@ def build_plan(graph: Graph, specs: Sequence[KernelSpec], strategy: str, model: 
 
     kernels = [make_kernel(graph, spec, [n for n in spec.nodes if n in written], model,
                            position) for spec in specs]
-    ordered = _topological(graph, kernels, owner)
+    ordered = order_kernels(graph, kernels, owner)
     for i, kernel in enumerate(ordered):
         kernel.name = f"{kernel.kind}.{i}"
     return FusionPlan(strategy=strategy, device=model.device.name, kernels=ordered,
@@ -307,23 +307,37 @@ def written_values(graph: Graph, computed: Sequence[set[str]]) -> set[str]:
     return written
 
 
-def _topological(graph: Graph, kernels: list[Kernel], owner: dict[str, int]) -> list[Kernel]:
-    """Kernels ordered so producers come first; PlanError on a cycle between kernels."""
-    producers: list[set[int]] = []
+class KernelCycle(PlanError):
+    """Kernels that read each other's values in a circle. `cycle`: indices into the kernels,
+    each reading from the next (its producer); `producers[i]`: kernel i's producers, each
+    with the first value it reads from it."""
+
+    def __init__(self, message: str, cycle: list[int], producers: list[dict[int, str]]):
+        super().__init__(message)
+        self.cycle, self.producers = cycle, producers
+
+
+def order_kernels(graph: Graph, kernels: list[Kernel], owner: dict[str, int],
+                  rank=None) -> list[Kernel]:
+    """Kernels ordered so producers come first; KernelCycle on a cycle between them.
+    `owner`: node -> index of the kernel owning it. Independent kernels keep the order of
+    `rank(index)` (by default their index)."""
+    producers: list[dict[int, str]] = []
     memo: dict = {}
     for index, kernel in enumerate(kernels):
-        deps = set()
+        deps: dict[int, str] = {}
         for value in kernel.inputs:
             for source in plumbing_sources(graph, value, memo):
                 if source in owner and owner[source] != index:
-                    deps.add(owner[source])
+                    deps.setdefault(owner[source], value)
         producers.append(deps)
+    rank = rank or (lambda index: index)
     order, state = [], [0] * len(kernels)  # 0 new, 1 on stack, 2 done
-    for start in range(len(kernels)):
-        stack = [(start, iter(sorted(producers[start])))]
+    for start in sorted(range(len(kernels)), key=rank):
         if state[start]:
             continue
         state[start] = 1
+        stack = [(start, iter(sorted(producers[start], key=rank)))]
         while stack:
             index, deps = stack[-1]
             dep = next(deps, None)
@@ -332,11 +346,13 @@ def _topological(graph: Graph, kernels: list[Kernel], owner: dict[str, int]) -> 
                 state[index] = 2
                 order.append(kernels[index])
             elif state[dep] == 1:
-                raise PlanError(f"kernels form a cycle through nodes {kernels[dep].nodes[:3]} "
-                                f"and {kernels[index].nodes[:3]}")
+                on_stack = [i for i, _ in stack]
+                raise KernelCycle(f"kernels form a cycle through nodes {kernels[dep].nodes[:3]} "
+                                  f"and {kernels[index].nodes[:3]}",
+                                  on_stack[on_stack.index(dep):], producers)
             elif state[dep] == 0:
                 state[dep] = 1
-                stack.append((dep, iter(sorted(producers[dep]))))
+                stack.append((dep, iter(sorted(producers[dep], key=rank))))
     return order
 
 

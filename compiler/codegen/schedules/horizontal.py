@@ -50,7 +50,7 @@ from compiler.codegen.elemental import Elemental
 from compiler.codegen.plan import BLOCK_SIZES, HORIZONTAL_SCHEDULE, SCRATCH, CodeGenPlan
 from compiler.codegen.workload import Counter
 from compiler.ir.graph import Graph
-from compiler.kernels.analysis import part_kind
+from compiler.kernels.analysis import independent_parts, part_kind
 from compiler.kernels.plan import Kernel
 
 SCHEDULES = (HORIZONTAL_SCHEDULE,)
@@ -64,53 +64,14 @@ PART_KINDS = ("loop", "input", "stitch-regional")
 
 def horizontal_parts(graph: Graph, kernel: Kernel) -> list[Kernel]:
     """The kernel's independent parts, in order, each a Kernel with its kind and dominant
-    (the module docstring says how they are found)."""
-    owned = set(kernel.nodes)
-    recomputed = set(kernel.recomputed)
-    parent = {name: name for name in kernel.nodes}
-
-    def root(name: str) -> str:
-        while parent[name] != name:
-            parent[name] = parent[parent[name]]
-            name = parent[name]
-        return name
-
-    reach: dict[str, set[str]] = {}  # recomputed node -> the owned nodes it reads through
-
-    def owned_behind(name: str) -> set[str]:
-        if name not in reach:
-            reach[name] = set()
-            for operand in graph.nodes[name].operands:
-                if operand in owned:
-                    reach[name].add(operand)
-                elif operand in recomputed:
-                    reach[name] |= owned_behind(operand)
-        return reach[name]
-
-    for name in kernel.nodes:
-        for operand in graph.nodes[name].operands:
-            linked = {operand} if operand in owned else \
-                owned_behind(operand) if operand in recomputed else set()
-            for other in linked:
-                parent[root(other)] = root(name)
-    del owned_behind  # it refers to itself: a cycle that would outlive the call
-    members: dict[str, list[str]] = {}
-    for name in kernel.nodes:  # graph order: parts come out by their first owned node
-        members.setdefault(root(name), []).append(name)
-    return [_part(graph, kernel, k, names) for k, names in enumerate(members.values())]
+    (the module docstring says how they are found: kernels/analysis.independent_parts)."""
+    return [_part(graph, kernel, k, names, recomputed) for k, (names, recomputed)
+            in enumerate(independent_parts(graph, kernel.nodes, kernel.recomputed))]
 
 
-def _part(graph: Graph, kernel: Kernel, k: int, names: list[str]) -> Kernel:
+def _part(graph: Graph, kernel: Kernel, k: int, names: list[str],
+          recomputed: tuple[str, ...]) -> Kernel:
     """Part `k` of the kernel: its owned `names` and the recomputed nodes they read."""
-    recomputed_all = set(kernel.recomputed)
-    used: set[str] = set()
-    stack = [o for name in names for o in graph.nodes[name].operands]
-    while stack:
-        name = stack.pop()
-        if name in recomputed_all and name not in used:
-            used.add(name)
-            stack.extend(graph.nodes[name].operands)
-    recomputed = tuple(n for n in kernel.recomputed if n in used)
     computed = (*names, *recomputed)
     read = {o for name in computed for o in graph.nodes[name].operands}
     kind, dominant = part_kind(graph, computed)
