@@ -38,11 +38,12 @@ from compiler.errors import InputError
 from compiler.fusion.attribution import explain
 from compiler.fusion.pricing import ProjectedPricer
 from compiler.ir.graph import Graph
-from compiler.kernels.analysis import GraphFacts, analyse, combine_parts
+from compiler.kernels.analysis import GraphFacts, analyse, combine_parts, independent_parts
 from compiler.kernels.grouping import (FUSIBLE, LIBRARY, graph_output_sources, node_role,
                                        plumbing_sources, value_readers)
 from compiler.kernels.plan import (LIBRARY_OPERAND_VIEWS, MAX_KERNEL_PARAMETERS, FusionPlan,
-                                   Kernel, KernelSpec, make_kernel, too_many_nodes)
+                                   Kernel, KernelCycle, KernelSpec, make_kernel,
+                                   order_kernels, too_many_nodes)
 from compiler.target.sol import SolModel
 
 STRATEGY = "custom"
@@ -204,6 +205,14 @@ class PlanEditor:
         self.plan, self.forbidden = state.plan, state.forbidden
         return self.plan
 
+    def regroup(self, owned: list[set[str]], recomputed: list[list[str]]) -> FusionPlan:
+        """The plan whose kernels own `owned` and recompute `recomputed` (a plan file's), in
+        place of every kernel of this one, built, checked and priced as an edit's kernels
+        are (but for the operand budget: the kernels are the user's); not recorded as an
+        edit."""
+        plan, *_ = self._rebuilt(list(self.plan.kernels), owned, self.forbidden, recomputed)
+        return plan
+
     # -- one edit -----------------------------------------------------------------------------
 
     def _edited(self, edit):
@@ -294,8 +303,7 @@ class PlanEditor:
         gone = {k.name for k in replaced}
         kept = [k for k in self.plan.kernels if k.name not in gone]
         recomputable = set().union(*(set(k.recomputed) for k in replaced))
-        owned_anywhere = {n for k in kept for n in k.nodes} | set().union(*pieces) \
-            if pieces else {n for k in kept for n in k.nodes}
+        owned_anywhere = {n for k in kept for n in k.nodes}.union(*pieces)
         specs = []
         for index, piece in enumerate(pieces):
             nodes = sorted(piece, key=position.__getitem__)
@@ -339,11 +347,9 @@ class PlanEditor:
         only for the values whose readers the edit regrouped: those the replaced and the new
         kernels read, and those the new kernels own. Every other value keeps its status."""
         graph = self.graph
-        readers = graph.analysis_cache("edits.value_readers",
-                                       lambda: {"": value_readers(graph)})[""]
+        readers = graph.analysis_cache("edits.value_readers", lambda: value_readers(graph))
         memo = graph.analysis_cache("edits.plumbing_sources")
-        outputs = graph.analysis_cache("edits.graph_outputs",
-                                       lambda: {"": graph_output_sources(graph)})[""]
+        outputs = graph_output_sources(graph)
         regrouped = [set(k.computed) for k in replaced] + [set(s.nodes) | set(s.recomputed)
                                                          for s in specs]
         asked = {n for spec in specs for n in spec.nodes}
@@ -392,7 +398,8 @@ class PlanEditor:
             if self.roles[name] == LIBRARY:
                 raise EditRefused(f"{name} is a library call: it runs alone, in no kernel "
                                   f"with other ops")
-        parts = self._parts(nodes, recomputed)
+        parts = [set(owned) | set(again)
+                 for owned, again in independent_parts(self.graph, nodes, recomputed)]
         verdicts = [analyse(self.graph, part, self.model.device, moved_rows_local=False)
                     for part in parts]
         elements = self.facts.elements
@@ -405,48 +412,6 @@ class PlanEditor:
             position = self.facts.position
             dominant = max(nodes, key=lambda n: (elements[n], -position[n]))
         return KernelSpec(nodes, kind, recomputed, dominant)
-
-    def _parts(self, nodes: list[str], recomputed: list[str]) -> list[set[str]]:
-        """The computed nodes of a kernel in parts joined by data flow (an owned node and what
-        it reads inside the kernel, recomputed nodes belonging to every part that reads
-        them)."""
-        owned, again = set(nodes), set(recomputed)
-        parent = {n: n for n in nodes}
-
-        def root(n):
-            while parent[n] != n:
-                parent[n] = parent[parent[n]]
-                n = parent[n]
-            return n
-
-        behind: dict[str, set[str]] = {}
-
-        def owned_behind(name: str) -> set[str]:
-            if name not in behind:
-                behind[name] = set()
-                for operand in self.graph.nodes[name].operands:
-                    if operand in owned:
-                        behind[name].add(operand)
-                    elif operand in again:
-                        behind[name] |= owned_behind(operand)
-            return behind[name]
-
-        for name in nodes:
-            for other in owned_behind(name):
-                parent[root(other)] = root(name)
-        groups: dict[str, set[str]] = {}
-        for name in nodes:
-            groups.setdefault(root(name), set()).add(name)
-        parts = []
-        for members in groups.values():
-            reads, stack = set(), [o for n in members for o in self.graph.nodes[n].operands]
-            while stack:
-                name = stack.pop()
-                if name in again and name not in reads:
-                    reads.add(name)
-                    stack.extend(self.graph.nodes[name].operands)
-            parts.append(members | reads)
-        return parts
 
     # -- checks -------------------------------------------------------------------------------
 
@@ -479,36 +444,13 @@ class PlanEditor:
         naming a kernel and a node on the cycle when there is one."""
         kernels = kept + new
         owner = {n: i for i, k in enumerate(kernels) for n in k.nodes}
-        memo: dict = {}
-        producers = []
-        for index, kernel in enumerate(kernels):
-            deps: dict[int, str] = {}
-            for value in kernel.inputs:
-                for source in plumbing_sources(self.graph, value, memo):
-                    if source in owner and owner[source] != index:
-                        deps.setdefault(owner[source], value)
-            producers.append(deps)
-        first = {i: min(self.facts.position[n] for n in k.nodes) for i, k in enumerate(kernels)}
-        order, state = [], [0] * len(kernels)
-        for start in sorted(range(len(kernels)), key=first.__getitem__):
-            if state[start]:
-                continue
-            state[start] = 1
-            stack = [(start, iter(sorted(producers[start], key=first.__getitem__)))]
-            while stack:
-                index, deps = stack[-1]
-                dep = next(deps, None)
-                if dep is None:
-                    stack.pop()
-                    state[index] = 2
-                    order.append(kernels[index])
-                elif state[dep] == 1:
-                    cycle = [i for i, _ in stack[[i for i, _ in stack].index(dep):]]
-                    raise EditRefused(self._cycle(kernels, producers, cycle, len(kept)))
-                elif state[dep] == 0:
-                    state[dep] = 1
-                    stack.append((dep, iter(sorted(producers[dep], key=first.__getitem__))))
-        return order
+        position = self.facts.position
+        first = [min(position[n] for n in k.nodes) for k in kernels]
+        try:
+            return order_kernels(self.graph, kernels, owner, first.__getitem__)
+        except KernelCycle as cycle:
+            raise EditRefused(self._cycle(kernels, cycle.producers, cycle.cycle,
+                                          len(kept))) from None
 
     def _cycle(self, kernels, producers, cycle: list[int], first_new: int) -> str:
         """The refusal of a cycle: a new kernel on it, and the kernel it passes through (one

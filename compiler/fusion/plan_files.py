@@ -28,10 +28,11 @@ import json
 
 from compiler.errors import InputError
 from compiler.fusion.edits import EditRefused, PlanEditor
-from compiler.fusion.unfused import unfused
 from compiler.ir.graph import Graph
-from compiler.kernels.grouping import graph_output_sources, is_duplicable
+from compiler.kernels.grouping import (FUSIBLE, LIBRARY, graph_output_sources, is_duplicable,
+                                       node_role)
 from compiler.kernels.plan import FusionPlan, PlanError, check_plan
+from compiler.target.launch import DEFAULT_RUNTIME
 from compiler.target.sol import SolModel
 
 FORMAT = "fusion-explorer-plan"
@@ -75,24 +76,23 @@ def plan_from_file(graph: Graph, model: SolModel, data: dict, source: str = "pla
     """The plan a plan file describes, checked and priced under `runtime` (by default the
     file's) (module docstring); InputError saying what is wrong and where."""
     kernels = _checked(graph, data, source)
-    start = unfused(graph, model)
-    start.runtime = runtime or data.get("runtime") or start.runtime
-    editor = PlanEditor(graph, model, start)
-    owned = [set(entry["nodes"]) for entry in kernels]
     # What no kernel may leave to its readers to compute again: what is not cheap, what the
     # graph returns (a cheap node nobody owns is computed by every kernel that reads it).
     outputs = graph_output_sources(graph)
-    required = {n for k in start.kernels for n in k.nodes
-                if not is_duplicable(graph.nodes[n]) or n in outputs}
-    covered = set().union(*owned) if owned else set()
-    missing = sorted(required - covered, key=editor.facts.position.__getitem__)
+    required = [node.name for node in graph if node_role(node) in (FUSIBLE, LIBRARY)
+                and (not is_duplicable(node) or node.name in outputs)]
+    covered = {name for entry in kernels for name in entry["nodes"]}
+    missing = [name for name in required if name not in covered]
     if missing:
         raise InputError(f"{source}: node {missing[0]} is in no kernel"
                          + (f" (nor {len(missing) - 1} more)" if len(missing) > 1 else "")
                          + ": every op the graph computes needs a kernel")
+    empty = FusionPlan(STRATEGY, model.device.name, [], [],
+                       runtime=runtime or data.get("runtime") or DEFAULT_RUNTIME)
     try:
-        plan, *_ = editor._rebuilt(list(start.kernels), owned, frozenset(),
-                                   [entry["recomputed"] for entry in kernels])
+        plan = PlanEditor(graph, model, empty).regroup(
+            [set(entry["nodes"]) for entry in kernels],
+            [entry["recomputed"] for entry in kernels])
         check_plan(graph, plan)
     except (EditRefused, PlanError) as refusal:
         raise InputError(f"{source}: {refusal}") from None
