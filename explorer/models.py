@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import re
 import secrets
 import time
 from datetime import timedelta
@@ -20,6 +21,7 @@ from django.db import IntegrityError, OperationalError, connections, models, tra
 from django.db.models import F, Q
 from django.utils import timezone
 
+from compiler.errors import InputError
 from compiler.target.launch import DEFAULT_RUNTIME, RUNTIMES, RUNTIME_LABELS
 from explorer import graph_store
 # Teams, memberships and invites live below the runs (explorer/account_models.py), which are
@@ -339,6 +341,10 @@ class Run(Job):
     # `update()`s and leave it alone. The run pages' compare pickers are kept by it
     # (`page_stamp`).
     saved = models.DateTimeField(auto_now=True)
+    # When a saved plan of the run (SavedPlan) was last added, compiled or failed: what its
+    # pages show changes then, so the keys of what is kept of them name it
+    # (explorer/runs.py results_stamp).
+    plans_changed = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created"]
@@ -488,6 +494,8 @@ class Run(Job):
         sources = artifact.pop("sources", {})
         with transaction.atomic():
             cls._mark_done(run_id, token)
+            # A new artifact holds none of the saved plans: each is compiled (again) onto it.
+            SavedPlan.requeue_for(run_id)
             RunArtifact.put(run_id, artifact)
             KernelSource.objects.filter(run_id=run_id).delete()
             KernelSource.objects.bulk_create(
@@ -606,6 +614,141 @@ class Measurement(Job):
                        compiler_version=result.get("compiler_version", "")[:64])
 
 
+# A saved plan's name: letters, digits, "_", "-" and "." (it is part of a permalink,
+# "#h100/custom:NAME"), at most SAVED_PLAN_NAME_LENGTH characters; its strategy is
+# "custom:NAME", which every table that names a plan's strategy has room for.
+SAVED_PLAN_NAME_LENGTH = 40
+SAVED_PLAN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+CUSTOM_PREFIX = "custom:"
+STRATEGY_LENGTH = len(CUSTOM_PREFIX) + SAVED_PLAN_NAME_LENGTH + 13
+
+
+class SavedPlan(Job):
+    """A plan a user made for a run (edited in the fusion view, or a plan file uploaded with
+    it or later): kept as its plan file (compiler/fusion/plan_files.py) and compiled by the
+    compile worker onto the run's artifact as the strategy "custom:NAME" of its device, with
+    its kernels' sources and fusion view, beside the strategies' plans. Compiled once the run
+    is done, and again whenever the run is compiled again (a new artifact holds no saved
+    plan). A plan that does not apply fails here with the reason; the run is untouched."""
+    VERB = "compile this plan"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="saved_plans")
+    device = models.CharField(max_length=20)
+    name = models.CharField(max_length=SAVED_PLAN_NAME_LENGTH)
+    plan = models.JSONField()
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                               on_delete=models.SET_NULL, related_name="saved_plans")
+
+    class Meta:
+        ordering = ["created", "id"]
+        constraints = [models.UniqueConstraint(fields=["run", "device", "name"],
+                                               name="one_saved_plan_per_name")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} {self.device}/{self.strategy} ({self.status})"
+
+    @property
+    def strategy(self) -> str:
+        return CUSTOM_PREFIX + self.name
+
+    @staticmethod
+    def check_name(name) -> str:
+        """The name, or ValueError saying what a name may be."""
+        if not isinstance(name, str) or not SAVED_PLAN_NAME.fullmatch(name) \
+                or len(name) > SAVED_PLAN_NAME_LENGTH:
+            raise ValueError(f"a plan's name is 1 to {SAVED_PLAN_NAME_LENGTH} letters, digits, "
+                             f"'_', '-' or '.', starting with a letter or digit; not {name!r}")
+        return name
+
+    def status_dict(self) -> dict:
+        return {**super().status_dict(), "id": self.pk, "device": self.device,
+                "name": self.name, "strategy": self.strategy}
+
+    @staticmethod
+    def touch_run(run_id: str) -> None:
+        """Note on the run that its saved plans changed (Run.plans_changed)."""
+        Run.objects.filter(pk=run_id).update(plans_changed=timezone.now())
+
+    @classmethod
+    def requeue_for(cls, run_id: str) -> list[int]:
+        """Queue every saved plan of the run again (the run got a new artifact), each sent to
+        the compile queue once the caller's transaction commits; their ids."""
+        ids = list(cls.objects.filter(run_id=run_id).values_list("pk", flat=True))
+        if ids:
+            cls.objects.filter(pk__in=ids).update(
+                status=cls.QUEUED, error="", error_stage="", stage="", progress_done=0,
+                progress_total=0, stages=[], stage_detail="", started=None, finished=None,
+                claim_token="", claimed_by="", lease_expires=None, attempts=0,
+                enqueued_at=None)
+            from explorer import runs   # runs imports this module
+
+            transaction.on_commit(lambda: [runs.enqueue_saved_plan(pk) for pk in ids])
+        return ids
+
+    @classmethod
+    def finish(cls, pk: int, token: str, run_id: str, entry: dict, sources: dict,
+               view: bytes | None) -> None:
+        """Add the compiled plan to its run's artifact (`entry`: its strategy entry;
+        `sources`: its kernels' KernelSource entries; `view`: its packed fusion view) and mark
+        it done, in one transaction, the run's row locked so that two plans landing at once
+        both stay."""
+        with transaction.atomic():
+            saved = cls.objects.get(pk=pk)
+            Run.objects.select_for_update().filter(pk=run_id).exists()
+            artifact = RunArtifact.objects.filter(run_id=run_id) \
+                .values_list("data", flat=True).first()
+            if artifact is None:
+                raise ClaimLost(pk)   # the run is being compiled again: so will the plan be
+            if saved.device not in (artifact.get("devices") or {}):
+                raise InputError(f"the run has no {saved.device} plans: a saved plan is for "
+                                 f"one of the run's devices ({', '.join(artifact['devices'])})")
+            cls._mark_done(pk, token)
+            strategies = artifact["devices"][saved.device]["strategies"]
+            unfused = (strategies.get("unfused") or {}).get("total", {}).get("sol_us")
+            if unfused and entry["total"].get("sol_us"):
+                entry["total"]["speedup_vs_unfused"] = unfused / entry["total"]["sol_us"]
+            strategies[saved.strategy] = entry
+            RunArtifact.put(run_id, artifact)
+            KernelSource.objects.filter(run_id=run_id, device=saved.device,
+                                        strategy=saved.strategy).delete()
+            KernelSource.objects.bulk_create(
+                (KernelSource.from_artifact(run_id, key, source)
+                 for key, source in sources.items()), batch_size=500)
+            PlanGraph.objects.filter(run_id=run_id, device=saved.device,
+                                     strategy=saved.strategy).delete()
+            if view is not None:
+                PlanGraph.objects.create(run_id=run_id, device=saved.device,
+                                         strategy=saved.strategy, data=view)
+            cls.touch_run(run_id)
+
+    @classmethod
+    def fail(cls, pk, error: str, error_stage: str, token: str | None = None) -> bool:
+        failed = super().fail(pk, error, error_stage, token)
+        if failed:
+            run_id = cls.objects.filter(pk=pk).values_list("run_id", flat=True).first()
+            if run_id:
+                cls.touch_run(run_id)
+        return failed
+
+    def remove(self) -> None:
+        """Delete the plan and what it added to its run's artifact, in one transaction."""
+        with transaction.atomic():
+            Run.objects.select_for_update().filter(pk=self.run_id).exists()
+            artifact = RunArtifact.objects.filter(run_id=self.run_id) \
+                .values_list("data", flat=True).first()
+            plans = ((artifact or {}).get("devices") or {}).get(self.device, {}) \
+                .get("strategies", {})
+            if self.strategy in plans:
+                del plans[self.strategy]
+                RunArtifact.put(self.run_id, artifact)
+            KernelSource.objects.filter(run_id=self.run_id, device=self.device,
+                                        strategy=self.strategy).delete()
+            PlanGraph.objects.filter(run_id=self.run_id, device=self.device,
+                                     strategy=self.strategy).delete()
+            self.delete()
+            self.touch_run(self.run_id)
+
+
 class PlanGraph(models.Model):
     """The fusion view's object of one plan of a run (compiler/stages/graph_view.py
     `laid_out`: the op graph with the plan's kernels on it and its layout), as gzipped JSON
@@ -614,7 +757,7 @@ class PlanGraph(models.Model):
     16,000-node step)."""
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="plan_graphs")
     device = models.CharField(max_length=20)
-    strategy = models.CharField(max_length=20)
+    strategy = models.CharField(max_length=STRATEGY_LENGTH)
     data = models.BinaryField()
 
     class Meta:
@@ -636,7 +779,7 @@ class KernelSource(models.Model):
     """One generated kernel of a run: what its kernel page shows."""
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="kernel_sources")
     device = models.CharField(max_length=20)
-    strategy = models.CharField(max_length=20)
+    strategy = models.CharField(max_length=STRATEGY_LENGTH)
     kernel = models.CharField(max_length=200)
     function = models.CharField(max_length=200)
     source = models.TextField()

@@ -36,8 +36,8 @@ from compiler.target.launch import DEFAULT_RUNTIME, parse_runtime
 from compiler.version import compiler_version
 from explorer import presenters, queues
 from explorer.graph_store import GraphUnavailable, StagedFile
-from explorer.models import (GraphBlob, Measurement, Membership, PlanGraph, Run, Team,
-                             graph_sha256, uploaded)
+from explorer.models import (GraphBlob, Measurement, Membership, PlanGraph, Run, SavedPlan,
+                             Team, graph_sha256, uploaded)
 from explorer.uploads import upload_file_name
 
 logger = logging.getLogger(__name__)
@@ -286,6 +286,28 @@ def enqueue_measure(measurement_id: int) -> bool:
     return _enqueue(Measurement, measurement_id, queues.MEASURE_RUN)
 
 
+def learned_model_files(devices: list[str]) -> dict[str, str]:
+    """The active learned cost model file of each of `devices` that has one
+    (compiler/cost/learned/registry.py; settings LEARNED_MODEL_DIR, LEARNED_SHIPPED_MODEL_DIR
+    and LEARNED_ALLOW_SYNTHETIC): what a compile and a what-if predict their kernels with."""
+    # Imported here: the registry reads model files with torch, seconds to import.
+    from compiler.cost.learned.registry import active_model, reading_dirs
+
+    found = {}
+    for device in devices:
+        model = active_model(reading_dirs(settings.LEARNED_MODEL_DIR,
+                                          settings.LEARNED_SHIPPED_MODEL_DIR), device,
+                             settings.LEARNED_ALLOW_SYNTHETIC)
+        if model is not None:
+            found[device] = str(model.path)
+    return found
+
+
+def enqueue_saved_plan(plan_id: int) -> bool:
+    """Send a saved plan's compile job to the `compile` queue (its route in settings)."""
+    return _enqueue(SavedPlan, plan_id, queues.COMPILE_PLAN)
+
+
 # --- A plan on the uploaded graph -----------------------------------------------------------------
 
 GRAPH_CACHE_S = 24 * 3600  # a run's fusion graphs, each a few MB for big graphs
@@ -316,7 +338,7 @@ def results_stamp(run: Run) -> str:
     """A run's creation and finish times, for the keys of what is cached of its results: a
     recompiled run (or another run under a reused id) gets new keys, not stale answers."""
     return "-".join(f"{moment.timestamp():.6f}" if moment else "0"
-                    for moment in (run.created, run.finished))
+                    for moment in (run.created, run.finished, run.plans_changed))
 
 
 def plan_graph(run: Run, artifact: dict, measurement: Measurement | None, device: str,
@@ -373,3 +395,68 @@ def graph_digest(run: Run) -> str:
         return graph_sha256(bytes(run.graph_bytes), run.filename)
     except GraphUnavailable:
         return run.graph_id
+
+
+# --- Saved plans (issue 36): plans users make, compiled onto a run -----------------------------
+
+class PlanExists(InputError):
+    """A saved plan of that name is already the run's (for that device)."""
+
+
+def can_save_plans(run: Run, user) -> bool:
+    """Who may add plans to a run (and delete them): its owner, staff, and, for a run shared
+    with a team, the team's members. Anyone else who sees the run saves onto a run of their
+    own (`save_plan`)."""
+    if user is None or not user.is_authenticated:
+        return False
+    if user.is_staff or user.pk == run.owner_id:
+        return True
+    return (run.visibility in (Run.TEAM, Run.PUBLIC) and run.team_id is not None
+            and Membership.objects.filter(team_id=run.team_id, user=user).exists())
+
+
+def save_plan(run: Run, user, device: str, name: str, plan_file: dict) -> tuple[SavedPlan, Run]:
+    """Save `plan_file` as the plan "custom:NAME" of `run` for `device`, compiled onto the
+    run's artifact by the compile worker once the run is done; and the run it was saved on.
+    A user who may not add plans to the run (`can_save_plans`) but sees it saves onto their
+    own run of the same upload and options (made, and compiled, if they had none): a stranger's
+    edits never change someone else's run. InputError for a bad name, a device the run does
+    not have or a file that is no plan file; PlanExists for a name taken."""
+    if not user.is_authenticated:
+        raise PermissionError("log in to save a plan")
+    try:
+        name = SavedPlan.check_name(name)
+    except ValueError as error:
+        raise InputError(str(error)) from None
+    if device not in run.devices:
+        raise InputError(f"device {device!r} is not one of the run's: {', '.join(run.devices)}")
+    if not isinstance(plan_file, dict) or not isinstance(plan_file.get("kernels"), list):
+        raise InputError("not a plan file: a JSON object with a list \"kernels\" is expected")
+    if not can_save_plans(run, user):
+        run = _own_copy(run, user)
+    plan_file = {**plan_file, "name": name}
+    with transaction.atomic():
+        if SavedPlan.objects.filter(run=run, device=device, name=name).exists():
+            raise PlanExists(f"the run has a plan named {name} for {device} already: choose "
+                             f"another name, or delete that plan first")
+        saved = SavedPlan.objects.create(run=run, device=device, name=name, plan=plan_file,
+                                         author=user)
+        SavedPlan.touch_run(run.pk)
+        transaction.on_commit(lambda: enqueue_saved_plan(saved.pk))
+    return saved, run
+
+
+def _own_copy(run: Run, user) -> Run:
+    """The user's own run of `run`'s upload with its devices, strategies and runtime (private,
+    named as the run is): submitted like an upload, so the user's existing one is found."""
+    try:
+        data = bytes(run.graph_bytes)
+    except GraphUnavailable as error:
+        raise InputError(f"the run's graph cannot be copied to a run of yours: {error}") from None
+    return submit_run(user, data, run.filename, run.devices, run.strategies, name=run.title,
+                      runtime=run.runtime)
+
+
+def saved_plans(run: Run) -> list[SavedPlan]:
+    """The run's saved plans, oldest first (their plan files left unread)."""
+    return list(run.saved_plans.defer("plan"))

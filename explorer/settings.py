@@ -360,6 +360,11 @@ LEARNED_SHIPPED_MODEL_DIR = None if _shipped == "off" else BASE_DIR / _shipped
 LEARNED_DATA_DIRS = [BASE_DIR / path for path in env_list(
     "LEARNED_DATA_DIRS", default=["compiler/cost/learned/datasets"])]
 LEARNED_ALLOW_SYNTHETIC = env_bool("LEARNED_ALLOW_SYNTHETIC", default=False)
+# What-if (explorer/plan_edits.py): how many plans under edit each web process keeps open (a
+# 48-layer step's session holds its graph and priced plan, some tens of MB), and whether their
+# kernels get the device's learned model's times (the process then loads torch once).
+WHATIF_SESSIONS = env_int("WHATIF_SESSIONS", default=4, minimum=1)
+WHATIF_LEARNED = env_bool("WHATIF_LEARNED", default=True)
 
 # Test hook: a compile job sleeps this long when it enters the codegen stage, so a test can kill
 # its worker mid-job deterministically. Always 0 outside tests/workers/.

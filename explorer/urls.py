@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth.views import LoginView
 from django.urls import include, path, register_converter
 
-from explorer import accounts, api_docs, gallery, teams, views
+from explorer import accounts, api_docs, gallery, plan_edits, teams, views
 from explorer.converters import RowIdConverter
 from explorer.throttle import ThrottledLoginForm
 
@@ -26,6 +26,15 @@ urlpatterns = [
          name="explorer-plan-panel"),
     path("r/<str:run_id>/plan/<str:device>/<str:strategy>/decisions.json",
          views.plan_decisions, name="explorer-plan-decisions"),
+    path("r/<str:run_id>/plan/<str:device>/<str:strategy>/plan.json", plan_edits.plan_file_view,
+         name="explorer-plan-file"),
+    path("r/<str:run_id>/whatif/<str:device>/<str:strategy>", plan_edits.whatif_view,
+         name="explorer-whatif"),
+    path("r/<str:run_id>/whatif/<str:device>/<str:strategy>/cuda", plan_edits.whatif_cuda,
+         name="explorer-whatif-cuda"),
+    path("r/<str:run_id>/plans", plan_edits.save_view, name="explorer-save-plan"),
+    path("r/<str:run_id>/plans/<id:plan_id>/delete", plan_edits.delete_saved,
+         name="explorer-delete-plan"),
     path("r/<str:run_id>/<str:device>/<str:strategy>/<str:kernel>", views.kernel_page,
          name="explorer-kernel"),
     path("account/api-tokens", views.api_tokens, name="explorer-api-tokens"),

@@ -168,15 +168,19 @@ def compile_worker(
         _stop(worker.process)
 
 
-def send_to(broker_url: str):
-    """An enqueue function for explorer.runs.submit_run that sends to `broker_url` (the test
-    Redis) instead of the configured broker."""
+def send_to(broker_url: str, task_name: str = "workers.compile_run"):
+    """An enqueue function for explorer.runs.submit_run (or, with `task_name`, another job's
+    enqueue function) that sends to `broker_url` (the test Redis) instead of the configured
+    broker."""
     from workers import app
-    from workers.tasks import compile_run
+    from workers import tasks
 
-    def enqueue(run_id: str) -> None:
+    task = next(t for t in (tasks.compile_run, tasks.compile_saved_plan, tasks.measure_run)
+                if t.name == task_name)
+
+    def enqueue(pk) -> None:
         with app.connection_for_write(broker_url) as connection:
-            compile_run.apply_async((run_id,), connection=connection)
+            task.apply_async((pk,), connection=connection)
     return enqueue
 
 
@@ -189,6 +193,8 @@ def compile_queue(
     from explorer import runs
 
     monkeypatch.setattr(runs, "enqueue_compile", send_to(redis_url))
+    monkeypatch.setattr(runs, "enqueue_saved_plan",
+                        send_to(redis_url, "workers.compile_saved_plan"))
     return compile_worker
 
 

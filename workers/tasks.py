@@ -20,16 +20,13 @@ from redis.exceptions import RedisError
 from compiler.errors import InputError
 from compiler.stages.graph_view import STAGE as LAYOUT_STAGE
 from compiler.stages.graph_view import plan_views
-from compiler.stages.measure import STAGES as MEASURE_STAGES
-from compiler.stages.measure import measure_graph
-from compiler.stages.pipeline import STAGES as COMPILE_STAGES
-from compiler.stages.pipeline import compile_graph
 from compiler.runtime.gpu import GpuUnavailable
 from compiler.stages.measure import STAGES as MEASURE_STAGES, measure_graph
-from compiler.stages.pipeline import STAGES as COMPILE_STAGES, compile_graph
+from compiler.stages.pipeline import STAGES as COMPILE_STAGES, compile_graph, compile_plans
 from explorer.logs import log_context
-from explorer.models import ClaimLost, Job, Measurement, PlanGraph, Run
-from explorer.queues import COMPILE_RUN, MEASURE_RUN, time_limits
+from explorer.models import ClaimLost, Job, Measurement, PlanGraph, Run, SavedPlan
+from explorer.queues import COMPILE_PLAN, COMPILE_RUN, MEASURE_RUN, time_limits
+from explorer.runs import learned_model_files
 from workers.celery import app
 
 logger = logging.getLogger(__name__)
@@ -88,6 +85,13 @@ class MeasureTask(JobTask):
     model = Measurement
     time_limit_setting = "MEASURE_TIME_LIMIT_S"
     log_field = "measurement_id"
+
+
+class SavedPlanTask(JobTask):
+    abstract = True
+    model = SavedPlan
+    time_limit_setting = "COMPILE_TIME_LIMIT_S"
+    log_field = "saved_plan_id"
 
 
 class _ProgressRecorder:
@@ -160,22 +164,52 @@ def compile_run(self, run_id: str) -> str:
                  settings.COMPILE_LEASE_S, settings.COMPILE_MAX_ATTEMPTS)
 
 
-def learned_models(devices: list[str]) -> dict[str, str]:
-    """The active learned cost model file of each of `devices` that has one
-    (compiler/cost/learned/registry.py; settings LEARNED_MODEL_DIR and
-    LEARNED_ALLOW_SYNTHETIC): what compile_graph predicts their kernels with."""
-    # Imported here: the registry reads model files with torch, seconds to import, and a
-    # process that imports this module need not compile (a gpu-queue worker, a ping).
-    from compiler.cost.learned.registry import active_model, reading_dirs
+@app.task(bind=True, base=SavedPlanTask, name=COMPILE_PLAN, acks_late=True,
+          reject_on_worker_lost=True, **time_limits(COMPILE_PLAN), max_retries=None,
+          ignore_result=True)
+def compile_saved_plan(self, plan_id: int) -> str:
+    """Compile a saved plan (explorer.models.SavedPlan) of a done run and add it to the run's
+    artifact. A run not done yet is left alone: its finish queues the plan again. A plan of a
+    failed run fails with it."""
+    saved = SavedPlan.objects.select_related("run").filter(pk=plan_id).first()
+    if saved is None:
+        return "nothing to do"
+    run = saved.run
+    if run.status == Run.FAILED:
+        SavedPlan.objects.filter(pk=plan_id, status=SavedPlan.QUEUED).update(
+            status=SavedPlan.FAILED, finished=timezone.now(),
+            error="The run failed, so its saved plans cannot be compiled; retry the run.")
+        return SavedPlan.FAILED
+    if run.status != Run.DONE:
+        return "waiting for the run"
+    token = SavedPlan.claim(plan_id, self.request.hostname or "", settings.COMPILE_LEASE_S,
+                            settings.COMPILE_MAX_ATTEMPTS)
+    if token is None:
+        return _not_claimed(self, SavedPlan, plan_id)
+    progress = _ProgressRecorder(SavedPlan, plan_id, token, settings.COMPILE_LEASE_S, RUN_STAGES)
 
-    found = {}
-    for device in devices:
-        model = active_model(reading_dirs(settings.LEARNED_MODEL_DIR,
-                                          settings.LEARNED_SHIPPED_MODEL_DIR), device,
-                             settings.LEARNED_ALLOW_SYNTHETIC)
-        if model is not None:
-            found[device] = str(model.path)
-    return found
+    def compile_it() -> tuple:
+        data = run.graph_bytes
+        part = compile_plans(data, run.filename, [{"device": saved.device,
+                                                   "strategy": saved.strategy,
+                                                   "file": saved.plan}],
+                             progress=progress, learned_models=learned_models([saved.device]),
+                             runtime=run.runtime)
+        views = dict(plan_views(data, run.filename, part, progress))
+        view = views.get((saved.device, saved.strategy))
+        entry = part["devices"][saved.device]["strategies"][saved.strategy]
+        return (run.pk, entry, part["sources"],
+                PlanGraph.pack(view) if view is not None else None)
+
+    with log_context(run_id=run.pk):
+        return _work(SavedPlan, plan_id, token, progress, settings.COMPILE_SOFT_TIME_LIMIT_S,
+                     compile_it, settings.COMPILE_LEASE_S, settings.COMPILE_MAX_ATTEMPTS)
+
+
+def learned_models(devices: list[str]) -> dict[str, str]:
+    """The active learned cost model file of each of `devices` that has one: what a compile
+    predicts their kernels with (explorer/runs.py `learned_model_files`)."""
+    return learned_model_files(devices)
 
 
 @app.task(bind=True, base=MeasureTask, name=MEASURE_RUN, acks_late=True,
@@ -315,7 +349,7 @@ def _requeue(model: type[Job], pk, token: str, progress: _ProgressRecorder, erro
                    model.__name__, pk, progress.stage, reason)
     if model.release(pk, token, reason):
         countdown = TRANSIENT_RETRY_S * 2 ** max(0, attempts - 1)
-        task = compile_run if model is Run else measure_run
+        task = {Run: compile_run, SavedPlan: compile_saved_plan}.get(model, measure_run)
         try:
             task.apply_async((pk,), countdown=countdown)
         except Exception:  # noqa: BLE001 - the broker down too: the sweeper sends it later

@@ -105,6 +105,47 @@ class SplitKind:
         return f"split every {self.kind} kernel into its ops"
 
 
+# -- edits as JSON ------------------------------------------------------------------------------
+
+# The JSON form of each edit (what the web app's what-if and the API take): its "op" and fields.
+_EDIT_FIELDS = {"merge": (Merge, {"kernels": list}),
+                "split": (Split, {"kernel": str, "ops": list}),
+                "move": (Move, {"ops": list, "into": str}),
+                "forbid": (Forbid, {"producer": str, "consumer": str}),
+                "force": (Force, {"producer": str, "consumer": str}),
+                "split_kind": (SplitKind, {"kind": str})}
+_OPTIONAL = {("split", "ops")}
+
+
+def edit_from_dict(data, where: str = "edit") -> object:
+    """The edit a JSON object describes ({"op": "merge", "kernels": ["loop.3", "input.7"]},
+    {"op": "split", "kernel": "loop.3", "ops": ["add.4"]}, {"op": "move", "ops": [...],
+    "into": ...}, {"op": "forbid" | "force", "producer": ..., "consumer": ...},
+    {"op": "split_kind", "kind": "loop"}); InputError naming `where` and what is wrong."""
+    if not isinstance(data, dict) or data.get("op") not in _EDIT_FIELDS:
+        raise InputError(f"{where}: an edit is an object whose \"op\" is one of "
+                         f"{', '.join(_EDIT_FIELDS)}")
+    kind, fields = _EDIT_FIELDS[data["op"]]
+    values = {}
+    for name, expected in fields.items():
+        value = data.get(name)
+        if value is None and (data["op"], name) in _OPTIONAL:
+            continue
+        if not isinstance(value, expected) or (expected is list and not all(
+                isinstance(item, str) for item in value)):
+            shape = "a list of names" if expected is list else "a name"
+            raise InputError(f"{where}: \"{name}\" of a {data['op']} edit must be {shape}")
+        values[name] = tuple(value) if expected is list else value
+    return kind(**values)
+
+
+def edit_to_dict(edit) -> dict:
+    """The JSON object of an edit (`edit_from_dict`'s inverse)."""
+    op = next(name for name, (kind, _) in _EDIT_FIELDS.items() if isinstance(edit, kind))
+    return {"op": op, **{name: list(value) if isinstance(value, tuple) else value
+                         for name, value in dataclasses.asdict(edit).items()}}
+
+
 class EditRefused(InputError):
     """The edit would make an illegal plan or names what is not there; the message says why."""
 

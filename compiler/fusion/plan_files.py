@@ -49,14 +49,27 @@ def graph_digest(graph: Graph) -> str:
     return digest.hexdigest()
 
 
-def plan_to_file(graph: Graph, plan: FusionPlan) -> dict:
-    """The plan file of `plan` (module docstring)."""
-    return {"format": FORMAT, "version": VERSION,
-            "graph": {"name": graph.name, "nodes": len(graph.nodes),
-                      "digest": graph_digest(graph)},
-            "strategy": plan.strategy, "device": plan.device, "runtime": plan.runtime,
-            "kernels": [{"name": k.name, "nodes": list(k.nodes), "recomputed": list(k.recomputed)}
-                        for k in plan.kernels]}
+def plan_to_file(graph: Graph, plan: FusionPlan, name: str | None = None) -> dict:
+    """The plan file of `plan` (module docstring); `name` makes it apply as `custom:NAME`."""
+    return stored_plan_file(graph_facts(graph), plan.strategy, plan.device, plan.runtime,
+                            [{"name": k.name, "nodes": k.nodes, "recomputed": k.recomputed}
+                             for k in plan.kernels], name)
+
+
+def graph_facts(graph: Graph) -> dict:
+    """What a plan file says of its graph: {"name", "nodes" (how many), "digest"}."""
+    return {"name": graph.name, "nodes": len(graph.nodes), "digest": graph_digest(graph)}
+
+
+def stored_plan_file(graph: dict, strategy: str, device: str, runtime: str,
+                     kernels: list[dict], name: str | None = None) -> dict:
+    """The plan file of a plan whose kernels are given as a run stores them ({"name",
+    "nodes", "recomputed"}, any further fields left out); `graph`: its `graph_facts`."""
+    return {"format": FORMAT, "version": VERSION, **({"name": name} if name else {}),
+            "graph": dict(graph),
+            "strategy": strategy, "device": device, "runtime": runtime,
+            "kernels": [{"name": k["name"], "nodes": list(k["nodes"]),
+                         "recomputed": list(k.get("recomputed") or ())} for k in kernels]}
 
 
 def read_plan_file(path: str) -> dict:
@@ -76,6 +89,19 @@ def plan_from_file(graph: Graph, model: SolModel, data: dict, source: str = "pla
     """The plan a plan file describes, checked and priced under `runtime` (by default the
     file's) (module docstring); InputError saying what is wrong and where."""
     kernels = _checked(graph, data, source)
+    plan = plan_from_kernels(graph, model, kernels, source,
+                             runtime or data.get("runtime") or DEFAULT_RUNTIME)
+    name = data.get("name")
+    plan.strategy = f"{STRATEGY}:{name}" if name else STRATEGY
+    return plan
+
+
+def plan_from_kernels(graph: Graph, model: SolModel, kernels: list[dict], source: str,
+                      runtime: str) -> FusionPlan:
+    """The plan whose kernels own and recompute what `kernels` list ({"nodes", "recomputed"},
+    their node names checked: `_checked`), built and priced as an edit's kernels are; InputError
+    naming `source` when a node is in no kernel or the grouping is illegal. A stored plan's
+    kernels (a run's artifact) make a plan to edit the same way."""
     # What no kernel may leave to its readers to compute again: what is not cheap, what the
     # graph returns (a cheap node nobody owns is computed by every kernel that reads it).
     outputs = graph_output_sources(graph)
@@ -87,17 +113,15 @@ def plan_from_file(graph: Graph, model: SolModel, data: dict, source: str = "pla
         raise InputError(f"{source}: node {missing[0]} is in no kernel"
                          + (f" (nor {len(missing) - 1} more)" if len(missing) > 1 else "")
                          + ": every op the graph computes needs a kernel")
-    empty = FusionPlan(STRATEGY, model.device.name, [], [],
-                       runtime=runtime or data.get("runtime") or DEFAULT_RUNTIME)
+    empty = FusionPlan(STRATEGY, model.device.name, [], [], runtime=runtime)
     try:
         plan = PlanEditor(graph, model, empty).regroup(
             [set(entry["nodes"]) for entry in kernels],
-            [entry["recomputed"] for entry in kernels])
+            [entry.get("recomputed") or [] for entry in kernels])
         check_plan(graph, plan)
     except (EditRefused, PlanError) as refusal:
         raise InputError(f"{source}: {refusal}") from None
-    name = data.get("name")
-    plan.strategy = f"{STRATEGY}:{name}" if name else STRATEGY
+    plan.strategy = STRATEGY
     plan.cost_model = None
     return plan
 

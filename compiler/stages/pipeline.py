@@ -15,6 +15,10 @@ forward per plan. A model file that cannot be loaded does not fail the compile: 
 its device say why under "learned_model" ({"error": ...}) and their learned times stay null.
 
 The artifact's "compiler_version" is `compiler.version.compiler_version()`.
+
+`compile_plans(...)` is the same for plans a user made (plan files: a run's saved plans, issue
+36): each is applied to the graph and checked, then its kernels are generated, built and
+costed as a strategy's are; the caller adds the entries to the run's artifact.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from dataclasses import dataclass, field
 
 from compiler.errors import InputError
 from compiler.fusion.explore import STRATEGIES, exploration_to_dict, explore
+from compiler.fusion.plan_files import plan_from_file
 from compiler.importers import import_bytes, pick_module
 from compiler.ir.graph import Graph
 from compiler.ir.summary import summarize
@@ -32,6 +37,7 @@ from compiler.stages.codegen import (KernelCode, build_codes, emit_code, emulate
                                      project_code)
 from compiler.target.devices import DEVICES, get_device
 from compiler.target.launch import DEFAULT_RUNTIME
+from compiler.target.sol import SolModel
 from compiler.toolchain import arch_for_device
 from compiler.version import compiler_version
 
@@ -119,6 +125,49 @@ def compile_graph(data: bytes, filename: str, devices: list[str], strategies: li
         targets += [_Target(device, name, plan) for name, plan in plans.items()]
         counter.advance()
 
+    sources = _generate(graph, devices, targets, results, progress, emulate, learned_models)
+    return {"compiler_version": compiler_version(), "graph": summary, "devices": results,
+            "sources": sources}
+
+
+def compile_plans(data: bytes, filename: str, plans: list[dict],
+                  progress: Progress | None = None,
+                  learned_models: dict[str, str] | None = None,
+                  runtime: str = DEFAULT_RUNTIME) -> dict:
+    """The artifact's part for plans given as plan files (compiler/fusion/plan_files.py): a
+    run's saved plans, each {"device", "strategy" (its name, "custom:NAME"), "file"}. Each is
+    applied to the graph, checked, then generated, built and costed as compile_graph does a
+    strategy's plan: {"compiler_version", "devices": {device: {"strategies": {strategy:
+    entry}}}, "sources"}. InputError (naming the plan) when a file does not apply."""
+    progress = progress or no_progress
+    counter = StageCounter(progress, "import", 1)
+    graph = import_graph(data, filename)
+    summary = summarize(graph)
+    counter.advance()
+
+    counter = StageCounter(progress, "explore", len(plans))
+    results, targets = {}, []
+    for entry in plans:
+        device = get_device(entry["device"]).name
+        counter.note(f"{device}: applying {entry['strategy']}")
+        plan = plan_from_file(graph, SolModel(graph, get_device(device)), entry["file"],
+                              entry["strategy"], runtime)
+        plan.strategy = entry["strategy"]
+        result = results.setdefault(device, exploration_to_dict(summary, device, {}))
+        result["strategies"][plan.strategy] = plan.to_dict()
+        targets.append(_Target(device, plan.strategy, plan))
+        counter.advance()
+    sources = _generate(graph, sorted(results), targets, results, progress, False,
+                        learned_models)
+    return {"compiler_version": compiler_version(), "devices": results, "sources": sources}
+
+
+def _generate(graph: Graph, devices: list[str], targets: list[_Target], results: dict,
+              progress: Progress, emulate: bool,
+              learned_models: dict[str, str] | None) -> dict:
+    """Generate, build and cost the targets' kernels (the codegen, build and cost stages),
+    fill their entries in `results` ({device: explore --json object}) with the code fields
+    and learned times; the artifact's "sources" of their kernels."""
     kernel_count = sum(len(target.plan.kernels) for target in targets)
     counter = StageCounter(progress, "codegen", kernel_count)
     for target in targets:
@@ -158,8 +207,7 @@ def compile_graph(data: bytes, filename: str, devices: list[str], strategies: li
                 sources[key] = {**kernel_source(code), "candidate_plans": candidates}
     if learned_models:
         _predict_learned(graph, targets, results, learned_models)
-    return {"compiler_version": compiler_version(), "graph": summary, "devices": results,
-            "sources": sources}
+    return sources
 
 
 def _predict_learned(graph: Graph, targets: list[_Target], results: dict,
