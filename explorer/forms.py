@@ -1,6 +1,9 @@
 """The upload form and the sample gallery it offers."""
 from __future__ import annotations
 
+import json
+import re
+
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -139,6 +142,34 @@ class MultipleFileField(forms.FileField):
                 code="empty") from None
 
 
+# The largest plan file the upload form takes: one names every node of its graph once.
+MAX_PLAN_FILE_BYTES = 16 * 1024 * 1024
+
+
+def plan_file_of(upload, devices: list[str]) -> tuple[str, str, dict]:
+    """(device, name, plan file) of an uploaded plan file: its name is the file's "name", else
+    the file name less ".plan.json"; its device the file's, which must be one of `devices`.
+    InputError naming the file and what is wrong."""
+    where = upload.name
+    if upload.size > MAX_PLAN_FILE_BYTES:
+        raise InputError(f"{where}: {upload.size:,} bytes, over the {MAX_PLAN_FILE_BYTES:,} a "
+                         f"plan file may take")
+    try:
+        data = json.loads(upload.head(upload.size) if hasattr(upload, "head") else upload.read())
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise InputError(f"{where}: not a JSON plan file: {error}") from None
+    if not isinstance(data, dict) or data.get("format") != "fusion-explorer-plan":
+        raise InputError(f"{where}: not a plan file (\"format\": \"fusion-explorer-plan\" "
+                         f"expected)")
+    stem = re.sub(r"(\.plan)?\.json$", "", Path(where).name)
+    name = data.get("name") or re.sub(r"[^A-Za-z0-9_.-]", "-", stem).lstrip("._-")[:40]
+    device = data.get("device")
+    if device not in devices:
+        raise InputError(f"{where}: the plan is for device {device!r}; tick it among the "
+                         f"devices to apply it")
+    return device, name, data
+
+
 class UploadForm(forms.Form):
     graph_file = MultipleFileField(
         required=False, label="Graph file",
@@ -161,6 +192,11 @@ class UploadForm(forms.Form):
         label="Kernel launches",
         help_text="The cost strategy decides for this runtime; every plan is shown under both.")
     name = forms.CharField(required=False, max_length=RUN_NAME_LENGTH, label="Run name")
+    plan_files = MultipleFileField(
+        required=False, label="Plan files",
+        help_text="Plans of this graph to apply (a plan file exported from a run of it, or "
+                  "written by the CLI's --save-plans): each becomes a plan of the run, "
+                  "custom:NAME, compiled and priced beside the strategies'.")
     visibility = forms.ChoiceField(choices=VISIBILITY_CHOICES, initial="private")
     team = TeamField()
 
@@ -187,7 +223,19 @@ class UploadForm(forms.Form):
                 self._bundle = graph_of(cleaned["graph_file"])
             except InputError as error:
                 self.add_error("graph_file", str(error))
+        self._plans = []
+        for upload in cleaned.get("plan_files") or []:
+            try:
+                self._plans.append(plan_file_of(upload, cleaned.get("devices") or []))
+            except InputError as error:
+                self.add_error("plan_files", str(error))
+            finally:
+                upload.close()   # read: its staged copy is not kept
         return cleaned
+
+    def plans(self) -> list[tuple[str, str, dict]]:
+        """The plan files given (valid forms only): (device, name, plan file) each."""
+        return self._plans
 
     def graph(self) -> tuple[StagedFile | bytes, str]:
         """The graph and its file name (valid forms only): the uploaded file, or the ONNX

@@ -20,18 +20,18 @@ import threading
 from collections import OrderedDict
 
 from django.conf import settings
-from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from compiler.errors import InputError
-from compiler.fusion.plan_files import graph_facts, stored_plan_file
+from compiler.fusion.plan_files import stored_plan_file
+from compiler.stages.graph_view import laid_out
 from compiler.stages.pipeline import import_graph
 from compiler.stages.whatif import WhatIf
 from explorer.models import Run, SavedPlan
 from explorer.runs import (PlanExists, PlanUnavailable, can_save_plans, learned_model_files,
-                           results_stamp, save_plan)
+                           results_stamp, run_graph_facts, save_plan)
 from explorer.views import LoginNeeded, _run_view
 
 # The largest request body of an edit list or a plan file (bytes): a plan file lists every
@@ -135,14 +135,20 @@ def _json_view(view):
     return wrapper
 
 
-def what_if(run: Run, device: str, strategy: str, edits) -> dict:
+def what_if(run: Run, device: str, strategy: str, edits, graph: bool = False) -> dict:
     """The what-if answer (compiler/stages/whatif.py `WhatIf.answer`) for `edits` on the
-    run's plan, with the edited plan's kernels ("kernels": their names, kinds and nodes) for
-    the fusion view to redraw."""
+    run's plan, with the edited plan's kernels ("kernels": their names, kinds and nodes); with
+    `graph`, also the edited plan's fusion view object ("graph": compiler/stages/graph_view.py
+    `laid_out`, what the graph API gives for a stored plan), which takes a big graph a second
+    or more to lay out, so the fusion view asks for it after the figures."""
     opened = session(run, device, strategy)
     with opened.lock:
         answer = opened.replay(edits if edits is not None else [])
         answer["kernels"] = opened.kernel_nodes()
+        if graph:
+            answer["graph"] = {"id": run.pk, "device": device, "strategy": strategy,
+                               "edited": True,
+                               **laid_out(opened.graph, opened.kernel_entries())}
     return answer
 
 
@@ -150,8 +156,11 @@ def what_if(run: Run, device: str, strategy: str, edits) -> dict:
 @_run_view
 @_json_view
 def whatif_view(request: HttpRequest, run: Run, device: str, strategy: str) -> JsonResponse:
-    """POST {"edits": [...]}: the plan after the edits, priced (module docstring)."""
-    return JsonResponse(what_if(run, device, strategy, _body(request).get("edits")))
+    """POST {"edits": [...], "graph": false}: the plan after the edits, priced (module
+    docstring); with "graph": true, its fusion view object too."""
+    data = _body(request)
+    return JsonResponse(what_if(run, device, strategy, data.get("edits"),
+                                graph=data.get("graph") is True))
 
 
 @require_POST
@@ -187,7 +196,7 @@ def save_edits(run: Run, user, data: dict) -> tuple[SavedPlan, Run]:
                                         if isinstance(plan_file, dict) else None)
         if not isinstance(device, str):
             raise InputError("say which device the plan is for (\"device\")")
-        return save_plan(run, user, device, name, plan_file)
+        return save_plan(run, user, device, name, plan_file, check_graph=True)
     device, strategy = data.get("device"), data.get("strategy")
     if not isinstance(device, str) or not isinstance(strategy, str):
         raise InputError("say which plan was edited (\"device\" and \"strategy\") and how "
@@ -231,12 +240,9 @@ def plan_file_of(run: Run, device: str, strategy: str) -> dict:
     """The plan file of a stored plan of the run (compiler/fusion/plan_files.py), what it says
     of the graph kept per upload so that a second export need not import the upload again."""
     kernels = _stored_kernels(run, device, strategy)
-    key = f"plan-file-graph:{run.graph_sha256 or run.pk}"
-    facts = cache.get(key)
-    if facts is None:
-        facts = graph_facts(import_graph(bytes(run.graph_bytes), run.filename))
-        cache.set(key, facts, 24 * 3600)
-    return stored_plan_file(facts, strategy, device, run.runtime, kernels)
+    # A saved plan's file keeps its name, so that it applies as the same custom:NAME.
+    name = strategy.split(":", 1)[1] if strategy.startswith("custom:") else None
+    return stored_plan_file(run_graph_facts(run), strategy, device, run.runtime, kernels, name)
 
 
 @require_GET

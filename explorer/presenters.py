@@ -41,6 +41,21 @@ def ordered_strategies(strategies: dict) -> list[str]:
     return known + sorted(name for name in strategies if name not in STRATEGY_ORDER)
 
 
+def plan_names(artifact: dict | None) -> list[str]:
+    """The names of a run's plans over all its devices, strategies first (in
+    `ordered_strategies`' order), then the saved plans ("custom:NAME") a device has."""
+    names: dict[str, None] = {}
+    for result in ((artifact or {}).get("devices") or {}).values():
+        names.update(dict.fromkeys(result.get("strategies") or {}))
+    return ordered_strategies(names)
+
+
+def plans_by_device(artifact: dict | None) -> list[tuple[str, list[str]]]:
+    """Each device of the run with its plans' names, in `ordered_strategies`' order."""
+    return [(device, ordered_strategies(result.get("strategies") or {}))
+            for device, result in ((artifact or {}).get("devices") or {}).items()]
+
+
 # -- measurements -----------------------------------------------------------------------------
 
 def measurement_state(measurement, gpu: dict | None, run_version: str = "") -> dict:
@@ -401,6 +416,9 @@ def decided_by(strategy: str, strategy_result: dict) -> dict | None:
     model = strategy_result["cost_model"]
     if model is None and strategy == "xla-gpu":
         return {"model": None, "label": "XLA:GPU", "detail": STRATEGY_RULES[strategy]}
+    if model is None and strategy.startswith("custom"):
+        return {"model": None, "label": "a user",
+                "detail": "a plan made by hand: edited in the fusion view, or a plan file"}
     if model is None:
         return {"model": None, "label": "rules",
                 "detail": STRATEGY_RULES.get(strategy, f"the {strategy} strategy's rules")}

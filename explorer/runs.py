@@ -29,6 +29,7 @@ from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
 from compiler.errors import InputError, LimitError
+from compiler.fusion.plan_files import graph_facts
 from compiler.importers import sniff_reach, sniff_upload
 from compiler.stages.graph_view import kernel_entries, laid_out
 from compiler.stages.pipeline import canonical_options, import_graph
@@ -415,13 +416,43 @@ def can_save_plans(run: Run, user) -> bool:
             and Membership.objects.filter(team_id=run.team_id, user=user).exists())
 
 
-def save_plan(run: Run, user, device: str, name: str, plan_file: dict) -> tuple[SavedPlan, Run]:
+def run_graph_facts(run: Run) -> dict:
+    """What a plan file says of the run's graph (compiler/fusion/plan_files.py
+    `graph_facts`), kept per upload so that it is worked out once."""
+    key = f"plan-file-graph:{run.graph_sha256 or run.pk}"
+    facts = cache.get(key)
+    if facts is None:
+        facts = graph_facts(import_graph(bytes(run.graph_bytes), run.filename))
+        cache.set(key, facts, 24 * 3600)
+    return facts
+
+
+def check_plan_graph(run: Run, plan_file) -> None:
+    """InputError at once for a plan file made for another graph (the compile worker checks
+    the rest: every node named, each grouping legal)."""
+    if not isinstance(plan_file, dict):
+        return
+    theirs = (plan_file.get("graph") or {}).get("digest") \
+        if isinstance(plan_file.get("graph"), dict) else None
+    ours = run_graph_facts(run)
+    if theirs != ours["digest"]:
+        named = (plan_file.get("graph") or {}).get("name", "another graph") \
+            if isinstance(plan_file.get("graph"), dict) else "another graph"
+        raise InputError(f"the plan is for {named} (digest {str(theirs)[:12]}), not for "
+                         f"{ours['name']} (digest {ours['digest'][:12]}): a plan applies only "
+                         f"to the graph it was made for")
+
+
+def save_plan(run: Run, user, device: str, name: str, plan_file: dict,
+              check_graph: bool = False) -> tuple[SavedPlan, Run]:
     """Save `plan_file` as the plan "custom:NAME" of `run` for `device`, compiled onto the
     run's artifact by the compile worker once the run is done; and the run it was saved on.
     A user who may not add plans to the run (`can_save_plans`) but sees it saves onto their
     own run of the same upload and options (made, and compiled, if they had none): a stranger's
     edits never change someone else's run. InputError for a bad name, a device the run does
-    not have or a file that is no plan file; PlanExists for a name taken."""
+    not have or a file that is no plan file, and with `check_graph` for a file made for
+    another graph (`check_plan_graph`: the upload is imported once per graph for it);
+    PlanExists for a name taken. The compile worker checks the rest."""
     if not user.is_authenticated:
         raise PermissionError("log in to save a plan")
     try:
@@ -432,6 +463,8 @@ def save_plan(run: Run, user, device: str, name: str, plan_file: dict) -> tuple[
         raise InputError(f"device {device!r} is not one of the run's: {', '.join(run.devices)}")
     if not isinstance(plan_file, dict) or not isinstance(plan_file.get("kernels"), list):
         raise InputError("not a plan file: a JSON object with a list \"kernels\" is expected")
+    if check_graph:
+        check_plan_graph(run, plan_file)
     if not can_save_plans(run, user):
         run = _own_copy(run, user)
     plan_file = {**plan_file, "name": name}
@@ -459,4 +492,4 @@ def _own_copy(run: Run, user) -> Run:
 
 def saved_plans(run: Run) -> list[SavedPlan]:
     """The run's saved plans, oldest first (their plan files left unread)."""
-    return list(run.saved_plans.defer("plan"))
+    return list(run.saved_plans.select_related("author").defer("plan"))

@@ -29,11 +29,13 @@ from compiler.target.launch import DEFAULT_RUNTIME, RUNTIMES, RUNTIME_LABELS
 from explorer import documents, presenters
 from explorer.forms import RunSettingsForm, UploadForm, pasted_text_limit, samples
 from explorer.lookups import by_pk
-from explorer.models import ApiToken, KernelSource, Measurement, Run
+from explorer.models import ApiToken, GraphBlob, KernelSource, Measurement, Run
 from explorer.presence import gpu_status
-from explorer.runs import (PlanUnavailable, QuotaExceeded, graph_digest, holding, plan_choice,
-                           plan_graph, request_measurement, results_stamp, retry_run,
-                           storage_usage, submit, upload_text, viewable_runs)
+from explorer.runs import (PlanUnavailable, QuotaExceeded, can_save_plans, graph_digest,
+                           holding, plan_choice, plan_graph, request_measurement,
+                           results_stamp, retry_run, save_plan, saved_plans, storage_usage,
+                           submit,
+                           upload_text, viewable_runs)
 
 
 class LoginNeeded(Exception):
@@ -92,6 +94,7 @@ def _upload(request: HttpRequest) -> HttpResponse:
             form.add_error(None, str(error))
             status = 413 if isinstance(error, QuotaExceeded) else 400
         else:
+            _apply_plan_files(request, run, form.plans(), filename)
             changed = [] if created else _labels_changed(run, asked)
             if changed:
                 return render(request, "explorer/upload_exists.html", {
@@ -99,6 +102,19 @@ def _upload(request: HttpRequest) -> HttpResponse:
             return redirect("explorer-run", run_id=run.pk)
     return render(request, "explorer/index.html", {"form": form, "samples": samples()},
                   status=status)
+
+
+def _apply_plan_files(request: HttpRequest, run: Run, plans: list, filename: str) -> None:
+    """Save the upload's plan files as plans of its run (explorer/runs.py `save_plan`), each
+    refusal a message on the run's page: a file made for another graph is refused here when
+    the upload is small enough to import in the request, else by the compile worker."""
+    small = run.graph_id is not None and GraphBlob.objects.filter(
+        pk=run.graph_id, size__lte=settings.UPLOAD_INLINE_IMPORT_BYTES).exists()
+    for device, name, plan_file in plans:
+        try:
+            save_plan(run, request.user, device, name, plan_file, check_graph=small)
+        except InputError as error:
+            messages.error(request, f"plan file {name}: {error}")
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
@@ -224,6 +240,7 @@ def _run_page_parts(request: HttpRequest, run: Run, settings_form: RunSettingsFo
         "can_measure": request.user.is_authenticated,
         "plans": _plan_choices(run),
         "other_runs": _other_runs(request.user, run),
+        **_saved_plans_context(request, run),
         **extra,
     }
     return render_to_string("explorer/run.html", context, request), results_key, results
@@ -410,17 +427,30 @@ def measure(request: HttpRequest, run: Run) -> HttpResponse:
 
 
 def _plan_choices(run: Run) -> list[dict]:
-    """Every (device, strategy) of the run for the "compare strategies" picker; A starts on the
-    first device's first strategy, B on its cost plan (the last strategy without one)."""
-    strategies = presenters.ordered_strategies(run.strategies)
+    """Every (device, plan) of the run for the "compare strategies" picker, its saved plans
+    after its strategies; A starts on the first device's first strategy, B on its cost plan
+    (the last strategy without one)."""
+    by_device = presenters.plans_by_device(run.artifact)
     plans = [{"value": f"{run.pk}:{device}:{strategy}",
               "label": f"{device} · {strategy}", "a": False, "b": False}
-             for device in run.devices for strategy in strategies]
-    if run.devices and strategies:
+             for device, strategies in by_device for strategy in strategies]
+    if plans:
+        first = [name for name in by_device[0][1] if not name.startswith("custom")] \
+            or by_device[0][1]
         plans[0]["a"] = True
-        b = strategies.index("cost") if "cost" in strategies else len(strategies) - 1
-        plans[b]["b"] = True
+        plans[first.index("cost") if "cost" in first else len(first) - 1]["b"] = True
     return plans
+
+
+def _saved_plans_context(request: HttpRequest, run: Run) -> dict:
+    """What the run page shows of its saved plans and plan files (templates/explorer/
+    saved_plans.html), and its fusion view's plan pickers."""
+    saved = saved_plans(run)
+    return {"saved_plans": saved,
+            "saved_plans_pending": any(p.status in (p.QUEUED, p.RUNNING) for p in saved),
+            "can_save_plans": can_save_plans(run, request.user),
+            "plan_names": presenters.plan_names(run.artifact),
+            "plan_files": presenters.plans_by_device(run.artifact)}
 
 
 # How many runs the run page offers to compare with.
@@ -510,7 +540,8 @@ def run_status(request: HttpRequest, run: Run) -> JsonResponse:
     """The run's job status, and its latest measurement's (null when there is none)."""
     latest = run.latest_measurement()
     return JsonResponse({**run.status_dict(),
-                         "measurement": latest.status_dict() if latest else None})
+                         "measurement": latest.status_dict() if latest else None,
+                         "saved_plans": [saved.status_dict() for saved in saved_plans(run)]})
 
 
 @require_GET

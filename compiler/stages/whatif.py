@@ -188,6 +188,14 @@ class WhatIf:
         return [{"name": k.name, "kind": k.kind, "nodes": list(k.nodes),
                  "recomputed": list(k.recomputed)} for k in self.plan.kernels]
 
+    def kernel_entries(self) -> list[dict]:
+        """The plan now as a plan's JSON kernel entries (Kernel.to_dict, learned times added):
+        what the fusion view's object is made from (compiler/stages/graph_view.py)."""
+        entries = [k.to_dict(self.device, self.runtime) for k in self.plan.kernels]
+        for entry, learned in zip(entries, self._learned_times(self.plan.kernels)):
+            entry["learned_us"] = learned
+        return entries
+
     def plan_file(self, name: str | None = None) -> dict:
         """The plan now as a plan file (compiler/fusion/plan_files.py), with the plan it was
         edited from and the edits, so that a reader sees how it was made."""

@@ -77,6 +77,7 @@
     const view = { x: 0, y: 0, scale: 1 };
     let placed = false;         // the viewport was set once: plan switches keep it
     let picked = null;          // {type: "kernel"|"op"|"node", id, kernel}
+    const selection = new Set(); // kernels chosen together (shift- or ctrl-click): an edit's
     let found = new Set();      // ids of boxes and ops matching the search
     let marked = new Set();     // kernels holding the ops of the kernel picked in the other pane
     let plan = null;            // "device/strategy" of the data
@@ -107,7 +108,14 @@
         status.textContent = `the graph cannot be shown: ${body.error || response.status}`;
         return;
       }
+      show(body, kernel);
+    }
+
+    // Draws a plan's object (the graph API's, or an edited plan's from the what-if:
+    // plan_edit.js), keeping the viewport.
+    function show(body, kernel) {
       data = body;
+      selection.clear();
       plan = `${data.device}/${data.strategy}`;
       devicePicker.value = data.device;
       strategyPicker.value = data.strategy;
@@ -128,6 +136,7 @@
       if (partner && partner.ready()) { if (primary) partner.follow(pane); else follow(partner); }
       root.dataset.device = data.device;
       root.dataset.strategy = data.strategy;
+      root.dataset.edited = data.edited ? "true" : "false";
       root.dataset.ready = "true";
       if (!root.dataset.readyMs) root.dataset.readyMs = String(Math.round(performance.now()));
     }
@@ -320,8 +329,8 @@
         context.fillStyle = kernelColour(kernel);
         context.fillRect(box.x, box.y, box.w, INNER.head);
       }
-      outline(context, isPicked, found.has(box.id) || (marked.has(box.id) && "marked"),
-              "#7d869a");
+      outline(context, isPicked, found.has(box.id) || (marked.has(box.id) && "marked")
+              || (selection.has(box.id) && "selected"), "#7d869a");
       if (!text) return;
       context.fillStyle = "#1d2330";
       context.font = `600 13px ${FONT}`;
@@ -367,11 +376,11 @@
     }
 
     // `isFound`: true for a search result, "marked" for a kernel holding ops of the kernel
-    // picked in the other pane.
+    // picked in the other pane, "selected" for one of the kernels chosen for an edit.
     function outline(context, isPicked, isFound, colour) {
       context.lineWidth = (isPicked || isFound ? 3 : 1) / Math.max(view.scale, 0.25);
       context.strokeStyle = isPicked ? "#d62728" : isFound === "marked" ? "#7b3fc4"
-        : isFound ? "#f2b705" : colour;
+        : isFound === "selected" ? "#15803d" : isFound ? "#f2b705" : colour;
       context.stroke();
     }
 
@@ -568,8 +577,20 @@
 
     // -- picking: the info panel, the URL -------------------------------------------------------
 
+    // Shift- or ctrl-click adds a kernel to the selection (or takes it out); a plain click
+    // makes the picked kernel the only one. plan_edit.js hears of both ("fusion:pick").
+    function select(target, adding) {
+      if (!adding) selection.clear();
+      if (target && target.type === "kernel") {
+        if (adding && selection.has(target.id)) selection.delete(target.id);
+        else selection.add(target.id);
+      }
+    }
+
     function pick(target, centre = false) {
       picked = target ? { type: target.type, id: target.id, kernel: target.kernel } : null;
+      root.dispatchEvent(new CustomEvent("fusion:pick", {
+        detail: { picked, selection: [...selection] } }));
       info.hidden = !picked;
       if (picked) info.replaceChildren(...details(picked));
       writeHash();
@@ -627,7 +648,10 @@
                `${relation.partners.length ? ` (${names})` : ""}`)
             .className = `fusion__change fusion__change--${relation.kind}`;
         }
-        link("open the kernel page", kernelUrl(kernel.name)).className = "fusion__kernel-link";
+        // An edited plan's kernels have no page yet: the edit panel shows their CUDA.
+        if (!data.edited) {
+          link("open the kernel page", kernelUrl(kernel.name)).className = "fusion__kernel-link";
+        }
         const toggle = document.createElement("button");
         toggle.type = "button";
         toggle.className = "button button--small";
@@ -648,7 +672,7 @@
           .className = "fusion__source-link";
       }
       const kernel = target.kernel || node.kernel;
-      if (kernel) {
+      if (kernel && !data.edited) {
         link(`its CUDA lines in ${kernel}`, `${kernelUrl(kernel)}#node=${encodeURIComponent(node.id)}`)
           .className = "fusion__cuda-link";
       }
@@ -825,7 +849,9 @@
       const wasDrag = drag && drag.moved;
       drag = null;
       if (wasDrag || !scene) return;
-      pick(hit(at(event)));
+      const target = hit(at(event));
+      select(target, event.shiftKey || event.ctrlKey || event.metaKey);
+      pick(target);
     });
     canvas.addEventListener("dblclick", (event) => {
       const target = hit(at(event));
@@ -869,7 +895,8 @@
     };
 
     pane = {
-      load, draw, follow, mark, centreNode, goTo,
+      load, show, draw, follow, mark, centreNode, goTo,
+      selection: () => [...selection],
       ready: () => Boolean(scene),
       data: () => data,
       plan: () => plan,
@@ -912,6 +939,7 @@
         draw();
       },
     };
+    root.fusionPane = pane;
     return pane;
   }
 
@@ -975,7 +1003,7 @@
   // The plan the other pane opens on: the one in the hash, else the xla plan (our take on
   // XLA's rules, the baseline users compare with), else the main plan's neighbour.
   function otherPlan() {
-    const wanted = /~([\w.-]+)\/([\w.-]+)$/.exec(window.location.hash);
+    const wanted = /~([\w.-]+)\/([\w.:-]+)$/.exec(window.location.hash);
     if (wanted) return [wanted[1], wanted[2]];
     const device = main.plan() ? main.plan().split("/")[0] : otherDevice.value;
     const strategies = [...otherStrategy.options].map((option) => option.value);
@@ -1063,6 +1091,6 @@
   window.addEventListener("resize", () => panes().forEach((p) => p.draw()));
 
   // Opened without a plan in the hash: the run's fastest (the API's default).
-  if (!/^#[\w.-]+\/[\w.-]+/.test(window.location.hash)) main.load();
+  if (!/^#[\w.-]+\/[\w.:-]+/.test(window.location.hash)) main.load();
   if (window.location.hash.includes("~")) setSideBySide(true);
 })();

@@ -264,7 +264,7 @@
   }
 
   // The fusion view's other plan while side by side: "~h100/xla" at the hash's end.
-  const besides = () => (/~[\w.-]+\/[\w.-]+$/.exec(window.location.hash) || [""])[0];
+  const besides = () => (/~[\w.-]+\/[\w.:-]+$/.exec(window.location.hash) || [""])[0];
 
   document.addEventListener("click", (event) => {
     if (!event.target.closest(".tabs__tab")) return;
@@ -276,7 +276,7 @@
 
   // #h100/xla, or #h100/xla/loop.3 with the kernel picked in the fusion view (either perhaps
   // followed by the side-by-side plan, ~h100/cost).
-  const wanted = /^#([\w.-]+)\/([\w.-]+)(?:\/([^~]+))?(?:~.*)?$/.exec(window.location.hash);
+  const wanted = /^#([\w.-]+)\/([\w.:-]+)(?:\/([^~]+))?(?:~.*)?$/.exec(window.location.hash);
   if (wanted) {
     const [, device, strategy, kernel] = wanted;
     const tabs = [

@@ -12,7 +12,7 @@ from compiler.target.devices import get_device
 from compiler.target.sol import SolModel
 from explorer import plan_edits, runs
 from explorer.models import Run, SavedPlan
-from tests.explorer.access import SOFTMAX, AccessTestCase
+from tests.explorer.access import SOFTMAX, AccessTestCase, softmax_artifact
 
 
 def from_scratch_total(kernels: list[dict], device: str = "h100", runtime: str = "graph") -> float:
@@ -228,3 +228,68 @@ class WhatIfViewTests(AccessTestCase):
         response = self.post(save, {"name": "xla-copy", "plan": made})
         self.assertEqual(response.status_code, 201)
         self.assertEqual(SavedPlan.objects.get(run=self.shown).device, "h100")
+
+
+class SavedPlanPagesTests(AccessTestCase):
+    """A run whose artifact holds a saved plan shows it wherever the strategies' plans show."""
+
+    @classmethod
+    def setUpTestData(cls):
+        super().setUpTestData()
+        artifact = json.loads(json.dumps(softmax_artifact()))
+        for device, result in artifact["devices"].items():
+            result["strategies"]["custom:mine"] = json.loads(json.dumps(
+                result["strategies"]["xla"]))
+            result["strategies"]["custom:mine"]["cost_model"] = None
+        for key, source in list(artifact["sources"].items()):
+            device, strategy, kernel = key.split("/", 2)
+            if strategy == "xla":
+                artifact["sources"][f"{device}/custom:mine/{kernel}"] = source
+        cls.shown = cls.make_done_run("s" * 22, Run.TEAM, artifact=artifact)
+        SavedPlan.objects.create(run=cls.shown, device="h100", name="mine", plan={},
+                                 status=SavedPlan.DONE, author=cls.owner)
+        cls.failed = SavedPlan.objects.create(
+            run=cls.shown, device="h100", name="broken", plan={}, status=SavedPlan.FAILED,
+            error="custom:broken: node exp.3 is in no kernel", author=cls.teammate)
+
+    def test_the_run_page_lists_it_in_the_comparison_and_says_which_plans_failed(self):
+        self.client.force_login(self.teammate)
+        html = self.client.get(reverse("explorer-run", args=[self.shown.pk])).content.decode()
+
+        self.assertIn("custom:mine", html)
+        self.assertIn("custom:broken: node exp.3 is in no kernel", html)
+
+    def test_its_panel_and_kernel_pages_open(self):
+        self.client.force_login(self.owner)
+        panel = self.client.get(reverse("explorer-plan-panel",
+                                        args=[self.shown.pk, "h100", "custom:mine"]))
+        self.assertEqual(panel.status_code, 200)
+        self.assertIn("a plan made by hand", panel.content.decode())
+        kernel = self.shown.artifact["devices"]["h100"]["strategies"]["custom:mine"]["kernels"][0]
+        page = self.client.get(reverse("explorer-kernel", args=[self.shown.pk, "h100",
+                                                                "custom:mine", kernel["name"]]))
+        self.assertEqual(page.status_code, 200)
+
+    def test_a_teammate_deletes_it_and_a_stranger_may_not(self):
+        url = reverse("explorer-delete-plan", args=[self.shown.pk, self.failed.pk])
+        self.client.force_login(self.stranger)
+        self.assertEqual(self.client.post(url).status_code, 404)   # a team run: not theirs
+        self.client.force_login(self.teammate)
+        self.assertEqual(self.client.post(url).status_code, 200)
+        self.assertFalse(SavedPlan.objects.filter(pk=self.failed.pk).exists())
+
+
+class PlanFileRefusalTests(AccessTestCase):
+    def test_a_plan_file_of_another_graph_is_refused_at_once_naming_both_graphs(self):
+        shown = self.make_done_run("g" * 22, Run.PRIVATE)
+        made = {"format": "fusion-explorer-plan", "version": 1,
+                "graph": {"name": "jit_other", "nodes": 3, "digest": "ab" * 32},
+                "device": "h100", "kernels": [{"name": "loop.0", "nodes": ["x"]}]}
+        self.client.force_login(self.owner)
+        response = self.client.post(reverse("explorer-save-plan", args=[shown.pk]),
+                                    json.dumps({"name": "other", "plan": made}),
+                                    content_type="application/json")
+
+        self.assertEqual(response.status_code, 400)
+        self.assertIn("the plan is for jit_other (digest abababababab)", response.json()["error"])
+        self.assertFalse(SavedPlan.objects.exists())
