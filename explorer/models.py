@@ -638,6 +638,11 @@ class SavedPlan(Job):
     plan = models.JSONField()
     author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                on_delete=models.SET_NULL, related_name="saved_plans")
+    # The plan was saved from an edit of a stored plan (explorer/plan_edits.py), its file
+    # written here: its kernels keep the kinds in it (compiler/fusion/plan_files.py
+    # plan_from_file's keep_kinds), so it compiles to what the what-if priced. A user's plan
+    # file is never trusted so: its kinds are the kernel analysis's.
+    keep_kinds = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["created", "id"]

@@ -207,7 +207,7 @@ def save_edits(run: Run, user, data: dict) -> tuple[SavedPlan, Run]:
         if answer["refused"]:
             raise InputError(answer["refused"]["reason"])
         plan_file = opened.plan_file()
-    return save_plan(run, user, device, name, plan_file)
+    return save_plan(run, user, device, name, plan_file, keep_kinds=True)
 
 
 @require_POST

@@ -444,7 +444,7 @@ def check_plan_graph(run: Run, plan_file) -> None:
 
 
 def save_plan(run: Run, user, device: str, name: str, plan_file: dict,
-              check_graph: bool = False) -> tuple[SavedPlan, Run]:
+              check_graph: bool = False, keep_kinds: bool = False) -> tuple[SavedPlan, Run]:
     """Save `plan_file` as the plan "custom:NAME" of `run` for `device`, compiled onto the
     run's artifact by the compile worker once the run is done; and the run it was saved on.
     A user who may not add plans to the run (`can_save_plans`) but sees it saves onto their
@@ -452,7 +452,8 @@ def save_plan(run: Run, user, device: str, name: str, plan_file: dict,
     edits never change someone else's run. InputError for a bad name, a device the run does
     not have or a file that is no plan file, and with `check_graph` for a file made for
     another graph (`check_plan_graph`: the upload is imported once per graph for it);
-    PlanExists for a name taken. The compile worker checks the rest."""
+    PlanExists for a name taken. The compile worker checks the rest. `keep_kinds`: the file
+    was written here from an edited stored plan (SavedPlan.keep_kinds)."""
     if not user.is_authenticated:
         raise PermissionError("log in to save a plan")
     try:
@@ -473,7 +474,7 @@ def save_plan(run: Run, user, device: str, name: str, plan_file: dict,
             raise PlanExists(f"the run has a plan named {name} for {device} already: choose "
                              f"another name, or delete that plan first")
         saved = SavedPlan.objects.create(run=run, device=device, name=name, plan=plan_file,
-                                         author=user)
+                                         author=user, keep_kinds=keep_kinds)
         SavedPlan.touch_run(run.pk)
         transaction.on_commit(lambda: enqueue_saved_plan(saved.pk))
     return saved, run

@@ -192,7 +192,8 @@ def compile_saved_plan(self, plan_id: int) -> str:
         data = run.graph_bytes
         part = compile_plans(data, run.filename, [{"device": saved.device,
                                                    "strategy": saved.strategy,
-                                                   "file": saved.plan}],
+                                                   "file": saved.plan,
+                                                   "keep_kinds": saved.keep_kinds}],
                              progress=progress, learned_models=learned_models([saved.device]),
                              runtime=run.runtime)
         views = dict(plan_views(data, run.filename, part, progress))

@@ -246,12 +246,16 @@ class PlanEditor:
         self.plan, self.forbidden = state.plan, state.forbidden
         return self.plan
 
-    def regroup(self, owned: list[set[str]], recomputed: list[list[str]]) -> FusionPlan:
+    def regroup(self, owned: list[set[str]], recomputed: list[list[str]],
+                kinds: list[tuple[str, str | None, str | None]] | None = None) -> FusionPlan:
         """The plan whose kernels own `owned` and recompute `recomputed` (a plan file's), in
         place of every kernel of this one, built, checked and priced as an edit's kernels
         are (but for the operand budget: the kernels are the user's); not recorded as an
-        edit."""
-        plan, *_ = self._rebuilt(list(self.plan.kernels), owned, self.forbidden, recomputed)
+        edit. `kinds`: each kernel's (kind, dominant node, XLA:GPU name) as a strategy
+        decided them (a stored plan's), kept instead of the kernel analysis's verdict, so
+        that the plan is priced as its strategy priced it."""
+        plan, *_ = self._rebuilt(list(self.plan.kernels), owned, self.forbidden, recomputed,
+                                 kinds=kinds)
         return plan
 
     # -- one edit -----------------------------------------------------------------------------
@@ -336,7 +340,8 @@ class PlanEditor:
                              grows=isinstance(edit, (Merge, Move, Force)))
 
     def _rebuilt(self, replaced: list[Kernel], pieces: list[set[str]], forbidden,
-                 recomputed: list[list[str]] | None = None, grows: bool = False):
+                 recomputed: list[list[str]] | None = None, grows: bool = False,
+                 kinds: list[tuple[str, str | None, str | None]] | None = None):
         """The plan with `replaced` kernels swapped for kernels owning `pieces`, checked; the
         new kernels recompute what they read of what the replaced kernels recomputed and of
         what no kernel owns, or, given `recomputed`, those lists (a plan file's)."""
@@ -350,7 +355,11 @@ class PlanEditor:
             nodes = sorted(piece, key=position.__getitem__)
             again = (self._recomputed(nodes, recomputable, owned_anywhere) if recomputed is None
                      else sorted(recomputed[index], key=position.__getitem__))
-            specs.append(self._spec(nodes, again, derive=recomputed is None))
+            kind = kinds[index] if kinds is not None else None
+            if kind is not None and kind[0] != "library" and kind[1] in piece:
+                specs.append(KernelSpec(nodes, kind[0], again, kind[1], kind[2]))
+            else:
+                specs.append(self._spec(nodes, again, derive=recomputed is None))
         written = self._written(kept, replaced, specs)
         # A kept kernel whose outputs change (a reader of its value moved into a kernel that
         # does not compute it) is built again too.

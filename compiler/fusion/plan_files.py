@@ -49,10 +49,15 @@ def graph_digest(graph: Graph) -> str:
     return digest.hexdigest()
 
 
-def plan_to_file(graph: Graph, plan: FusionPlan, name: str | None = None) -> dict:
-    """The plan file of `plan` (module docstring); `name` makes it apply as `custom:NAME`."""
+def plan_to_file(graph: Graph, plan: FusionPlan, name: str | None = None,
+                 kinds: bool = False) -> dict:
+    """The plan file of `plan` (module docstring); `name` makes it apply as `custom:NAME`;
+    `kinds` adds each kernel's kind, dominant node and XLA:GPU name (read back only with
+    plan_from_file's `keep_kinds`)."""
     return stored_plan_file(graph_facts(graph), plan.strategy, plan.device, plan.runtime,
-                            [{"name": k.name, "nodes": k.nodes, "recomputed": k.recomputed}
+                            [{"name": k.name, "nodes": k.nodes, "recomputed": k.recomputed,
+                              **({"kind": k.kind, "dominant": k.dominant,
+                                  "xla_name": k.xla_name} if kinds else {})}
                              for k in plan.kernels], name)
 
 
@@ -69,7 +74,9 @@ def stored_plan_file(graph: dict, strategy: str, device: str, runtime: str,
             "graph": dict(graph),
             "strategy": strategy, "device": device, "runtime": runtime,
             "kernels": [{"name": k["name"], "nodes": list(k["nodes"]),
-                         "recomputed": list(k.get("recomputed") or ())} for k in kernels]}
+                         "recomputed": list(k.get("recomputed") or ()),
+                         **{key: k[key] for key in ("kind", "dominant", "xla_name")
+                            if key in k}} for k in kernels]}
 
 
 def read_plan_file(path: str) -> dict:
@@ -85,23 +92,28 @@ def read_plan_file(path: str) -> dict:
 
 
 def plan_from_file(graph: Graph, model: SolModel, data: dict, source: str = "plan file",
-                   runtime: str | None = None) -> FusionPlan:
+                   runtime: str | None = None, keep_kinds: bool = False) -> FusionPlan:
     """The plan a plan file describes, checked and priced under `runtime` (by default the
-    file's) (module docstring); InputError saying what is wrong and where."""
+    file's) (module docstring); InputError saying what is wrong and where. `keep_kinds`: the
+    kernels keep the kinds the file gives them (`plan_from_kernels`), for a file this
+    explorer wrote itself from an edited stored plan (a saved plan), never for a user's."""
     kernels = _checked(graph, data, source)
     plan = plan_from_kernels(graph, model, kernels, source,
-                             runtime or data.get("runtime") or DEFAULT_RUNTIME)
+                             runtime or data.get("runtime") or DEFAULT_RUNTIME, keep_kinds)
     name = data.get("name")
     plan.strategy = f"{STRATEGY}:{name}" if name else STRATEGY
     return plan
 
 
 def plan_from_kernels(graph: Graph, model: SolModel, kernels: list[dict], source: str,
-                      runtime: str) -> FusionPlan:
+                      runtime: str, keep_kinds: bool = False) -> FusionPlan:
     """The plan whose kernels own and recompute what `kernels` list ({"nodes", "recomputed"},
     their node names checked: `_checked`), built and priced as an edit's kernels are; InputError
     naming `source` when a node is in no kernel or the grouping is illegal. A stored plan's
-    kernels (a run's artifact) make a plan to edit the same way."""
+    kernels (a run's artifact) make a plan to edit the same way, with `keep_kinds`: each keeps
+    the kind, dominant node and XLA:GPU name its strategy gave it ({"kind", "dominant",
+    "xla_name"}), so that the plan is priced as its strategy priced it (a plan file's kinds
+    are the kernel analysis's, as the file holds none)."""
     # What no kernel may leave to its readers to compute again: what is not cheap, what the
     # graph returns (a cheap node nobody owns is computed by every kernel that reads it).
     outputs = graph_output_sources(graph)
@@ -115,9 +127,11 @@ def plan_from_kernels(graph: Graph, model: SolModel, kernels: list[dict], source
                          + ": every op the graph computes needs a kernel")
     empty = FusionPlan(STRATEGY, model.device.name, [], [], runtime=runtime)
     try:
+        kinds = [(entry.get("kind"), entry.get("dominant"), entry.get("xla_name"))
+                 if entry.get("kind") else None for entry in kernels] if keep_kinds else None
         plan = PlanEditor(graph, model, empty).regroup(
             [set(entry["nodes"]) for entry in kernels],
-            [entry.get("recomputed") or [] for entry in kernels])
+            [entry.get("recomputed") or [] for entry in kernels], kinds)
         check_plan(graph, plan)
     except (EditRefused, PlanError) as refusal:
         raise InputError(f"{source}: {refusal}") from None

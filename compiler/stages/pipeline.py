@@ -135,7 +135,8 @@ def compile_plans(data: bytes, filename: str, plans: list[dict],
                   learned_models: dict[str, str] | None = None,
                   runtime: str = DEFAULT_RUNTIME) -> dict:
     """The artifact's part for plans given as plan files (compiler/fusion/plan_files.py): a
-    run's saved plans, each {"device", "strategy" (its name, "custom:NAME"), "file"}. Each is
+    run's saved plans, each {"device", "strategy" (its name, "custom:NAME"), "file",
+    "keep_kinds" (optional: plan_files.plan_from_file's, for files the explorer wrote)}. Each is
     applied to the graph, checked, then generated, built and costed as compile_graph does a
     strategy's plan: {"compiler_version", "devices": {device: {"strategies": {strategy:
     entry}}}, "sources"}. InputError (naming the plan) when a file does not apply."""
@@ -151,7 +152,7 @@ def compile_plans(data: bytes, filename: str, plans: list[dict],
         device = get_device(entry["device"]).name
         counter.note(f"{device}: applying {entry['strategy']}")
         plan = plan_from_file(graph, SolModel(graph, get_device(device)), entry["file"],
-                              entry["strategy"], runtime)
+                              entry["strategy"], runtime, entry.get("keep_kinds", False))
         plan.strategy = entry["strategy"]
         result = results.setdefault(device, exploration_to_dict(summary, device, {}))
         result["strategies"][plan.strategy] = plan.to_dict()

@@ -10,10 +10,13 @@ caller keeps no state: a session that has applied a prefix of the list applies o
 and one that went further undoes back to the shared prefix (a stateless web server keeps a few
 sessions per process and any of them answers any request).
 
-The plan is re-priced as edits price kernels: by the quick projection of the CodeGen plan the
-projected model ranks fastest, before nvcc (no ptxas registers). Its base total can therefore
-differ a little from the stored plan's built figures; the answer says so by giving both. A
-saved plan (`plan_file`) is compiled like any strategy's, and its built figures replace these.
+The plan is priced as edits price kernels: by the quick projection of the CodeGen plan the
+projected model ranks fastest, before nvcc (no ptxas registers). Its kernels keep the kinds
+their strategy gave them, so the base total is the stored plan's explored total; once the run
+is built, its figures (ptxas's registers, the chosen CodeGen plan) can differ a little from
+these, and the answer gives the base it edits from. A new kernel's kind is the kernel
+analysis's. A saved plan (`plan_file`) is compiled like any strategy's, its kinds the kernel
+analysis's (a plan file holds none), and its built figures replace these.
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ class WhatIf:
         self.graph, self.device, self.runtime, self.strategy = graph, device, runtime, strategy
         self.model = SolModel(graph, get_device(device))
         plan = plan_from_kernels(graph, self.model, _stored(kernels, graph),
-                                 f"the {strategy} plan", runtime)
+                                 f"the {strategy} plan", runtime, keep_kinds=True)
         plan = _named_as_stored(plan, kernels)
         plan.strategy = strategy
         self.editor = PlanEditor(graph, self.model, plan)
@@ -198,9 +201,10 @@ class WhatIf:
 
     def plan_file(self, name: str | None = None) -> dict:
         """The plan now as a plan file (compiler/fusion/plan_files.py), with the plan it was
-        edited from and the edits, so that a reader sees how it was made."""
-        return {**plan_to_file(self.graph, self.plan, name), "based_on": self.strategy,
-                "edits": list(self.applied)}
+        edited from and the edits, so that a reader sees how it was made, and each kernel's
+        kind (a saved plan keeps them: explorer.models.SavedPlan.keep_kinds)."""
+        return {**plan_to_file(self.graph, self.plan, name, kinds=True),
+                "based_on": self.strategy, "edits": list(self.applied)}
 
 
 def _stored(kernels: list[dict], graph: Graph) -> list[dict]:
@@ -214,7 +218,9 @@ def _stored(kernels: list[dict], graph: Graph) -> list[dict]:
             raise InputError(f"the stored plan's kernel {entry.get('name')} names node "
                              f"{missing}, which the graph does not have")
         found.append({"nodes": list(entry.get("nodes") or []),
-                      "recomputed": list(entry.get("recomputed") or [])})
+                      "recomputed": list(entry.get("recomputed") or []),
+                      "kind": entry.get("kind"), "dominant": entry.get("dominant"),
+                      "xla_name": entry.get("xla_name")})
     return found
 
 
