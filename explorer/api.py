@@ -49,11 +49,13 @@ from explorer import api_schema as schemas
 from explorer.documents import cached_gzip, digest, gzipped_response, json_bytes, run_key
 from explorer.graph_store import StagedFile
 from explorer.lookups import by_pk
+from explorer.plan_edits import plan_file_of, save_edits, saved_answer, what_if
 from explorer.models import ApiToken, KernelSource, Measurement, Run, Team
 from explorer.presence import gpu_status
 from explorer.presenters import apply_measurement, find_kernel
-from explorer.runs import (PlanUnavailable, holding, plan_choice, plan_graph,
-                           request_measurement, retry_run, submit, viewable_runs)
+from explorer.runs import (PlanExists, PlanUnavailable, can_save_plans, holding, plan_choice,
+                           plan_graph, request_measurement, retry_run, save_plan, saved_plans,
+                           submit, viewable_runs)
 from explorer.throttle import client_address
 from explorer.uploads import graph_of
 
@@ -460,6 +462,9 @@ def submit_run(request: HttpRequest) -> JsonResponse:
     except InputError as error:
         raise ApiError(400, str(error))
     body = {"id": run.pk, "status": run.status, **_links(request, run)}
+    plans = getattr(fields, "plans", None) or []
+    if plans:
+        body["plans"] = [_applied(request, run, plan, index) for index, plan in enumerate(plans)]
     if not created:
         # The existing run keeps its own labels: name those asked for that it does not have
         # (its owner changes them on the run page).
@@ -470,6 +475,17 @@ def submit_run(request: HttpRequest) -> JsonResponse:
                 ("team", visibility == Run.TEAM and (team.pk if team else None) != run.team_id),
                 ("tags", bool(tags) and list(tags) != list(run.tags))) if differs]
     return JsonResponse(body, status=201 if created else 200)
+
+
+def _applied(request: HttpRequest, run: Run, plan: dict, index: int) -> dict:
+    """A plan file submitted with a run, saved as a plan of it (explorer/runs.py save_plan):
+    its state, or why it was refused (the run stands either way)."""
+    name, device = plan.get("name"), plan.get("device")
+    try:
+        saved, _ = save_plan(run, request.user, device, name, plan, check_graph=True)
+    except InputError as error:
+        return {"index": index, "name": name, "error": str(error)}
+    return {"index": index, **saved.status_dict()}
 
 
 def _validated(model, fields: dict):
@@ -749,6 +765,99 @@ def run_graph(request: HttpRequest, run_id: str,
     except PlanUnavailable as error:
         raise ApiError(422, str(error)) from None
     return JsonResponse({"id": run.pk, "device": device, "strategy": strategy, **view})
+
+
+# --- What-if and saved plans (explorer/plan_edits.py) -------------------------------------------
+
+PLAN_REFUSED = (400, schemas.Error, "A device or plan the run does not have, an edit list or "
+                                    "plan file that is not one (the message names the edit or "
+                                    "the field), a name that is not allowed.")
+
+
+def _plan_call(call):
+    """Run `call()`, its refusals as the API's errors."""
+    try:
+        return call()
+    except PlanExists as error:
+        raise ApiError(409, str(error)) from None
+    except PlanUnavailable as error:
+        raise ApiError(400, str(error)) from None
+    except PermissionError as error:
+        raise ApiError(403, str(error)) from None
+    except InputError as error:
+        raise ApiError(400, str(error)) from None
+
+
+@api.post(f"{RUN}/whatif", url_name="api-run-whatif", operation_id="whatIf", auth=ANYONE,
+          summary="Edit one of the run's plans and see what it costs: the plan after the edits, "
+                  "each edit's kernels before and after and why, priced at once (nothing is "
+                  "stored).",
+          **answers((200, schemas.WhatIf, "The edited plan, or the plan before the first "
+                                          "refused edit with the reason (`refused`)."),
+                    PLAN_REFUSED, NO_CSRF, NOT_FOUND, NOT_DONE, openapi_extra=OPEN))
+def what_if_plan(request: HttpRequest, run_id: str, body: schemas.WhatIfRequest) -> JsonResponse:
+    """Send every edit since the stored plan each time: a shorter list is an undo. Edits are
+    replayed on the server's open session of the plan, so an edit answers in tens of
+    milliseconds; the first request for a plan opens it (seconds for a big graph)."""
+    run = _done_run(request, run_id)
+    return JsonResponse(_plan_call(lambda: what_if(run, body.device, body.strategy, body.edits,
+                                                   graph=body.graph)))
+
+
+@api.get(f"{RUN}/plans", url_name="api-run-plans", operation_id="listSavedPlans",
+         auth=ANYONE, summary="The plans users saved for the run (custom:NAME), with their "
+                              "compile state.",
+         **answers((200, schemas.SavedPlanList, "Oldest first."), NOT_FOUND,
+                   openapi_extra=OPEN))
+def saved_plan_list(request: HttpRequest, run_id: str) -> JsonResponse:
+    """A done one is in the run's results like a strategy's plan; a failed one says why."""
+    run = _viewable_run(request, run_id)
+    return JsonResponse({"plans": [saved.status_dict() for saved in saved_plans(run)]})
+
+
+@api.post(f"{RUN}/plans", url_name="api-run-plans", operation_id="savePlan",
+          summary="Save an edited plan, or a plan file, as a plan of the run (custom:NAME), "
+                  "compiled by a worker beside the strategies' plans.",
+          **answers((201, schemas.PlanSaved, "Saved and queued to compile."), PLAN_REFUSED,
+                    NO_CSRF, NOT_FOUND, NOT_DONE,
+                    (409, schemas.Error, "The run has a plan of that name for that device.")))
+def save_run_plan(request: HttpRequest, run_id: str, body: schemas.SavePlanRequest
+                  ) -> JsonResponse:
+    """Its owner and its team save onto the run; anyone else who sees it saves onto a run of
+    their own of the same upload (`run` and `own_run` say which)."""
+    run = _done_run(request, run_id)
+    saved, target = _plan_call(lambda: save_edits(run, request.user, body.model_dump()))
+    answer = saved_answer(saved, target, run)
+    answer["url"] = request.build_absolute_uri(answer["url"])
+    return JsonResponse(answer, status=201)
+
+
+@api.delete(f"{RUN}/plans/{{int:plan_id}}", operation_id="deleteSavedPlan",
+            summary="Delete a saved plan (the run's owner and its team).",
+            **answers((204, None, "Deleted."), NOT_OWNER, NOT_FOUND))
+def delete_run_plan(request: HttpRequest, run_id: str, plan_id: int) -> HttpResponse:
+    """The plan goes from the run's results with its kernels."""
+    run = _viewable_run(request, run_id)
+    saved = run.saved_plans.filter(pk=plan_id).first()
+    if saved is None:
+        raise ApiError(404, f"the run has no saved plan {plan_id}")
+    if not can_save_plans(run, request.user):
+        raise ApiError(403, "only the run's owner and its team may delete its plans")
+    saved.remove()
+    return HttpResponse(status=204)
+
+
+@api.get(f"{RUN}/plans/{{str:device}}/{{str:strategy}}/file", url_name="api-run-plan-file",
+         operation_id="getPlanFile", auth=ANYONE,
+         summary="A plan of the run as a plan file: its kernels as lists of node names and the "
+                 "graph's digest, to apply to the same graph (savePlan, the upload form, the "
+                 "CLI's --plan).",
+         **answers((200, schemas.Open, "The plan file."), PLAN_REFUSED, NOT_FOUND, NOT_DONE,
+                   openapi_extra=OPEN))
+def plan_file(request: HttpRequest, run_id: str, device: str, strategy: str) -> JsonResponse:
+    """docs/fusion.md "Plan files" describes the format."""
+    run = _done_run(request, run_id)
+    return JsonResponse(_plan_call(lambda: plan_file_of(run, device, strategy)))
 
 
 # --- Exports -------------------------------------------------------------------------------------

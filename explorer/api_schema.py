@@ -121,6 +121,9 @@ class Submission(BaseModel):
 
 
 class JsonSubmission(Submission):
+    plans: list[dict[str, Any]] | None = Field(None, description=(
+        "Plan files to apply (getPlanFile's, or the CLI's --save-plans): each becomes a plan "
+        "of the run, custom:NAME (the file's \"name\"), compiled once the run is."))
     filename: Annotated[text_field(min_length=1), AfterValidator(upload_file_name), Field(
         description=f"Its suffix picks the format (.hlo, .mlir, .json). Its directories are "
                     f"dropped, characters that do not print too, and a name past "
@@ -478,3 +481,104 @@ class CostModel(BaseModel):
 class CostModels(BaseModel):
     allow_synthetic: bool
     devices: dict[str, list[CostModel]]
+
+
+# --- What-if and saved plans (issue 36: explorer/plan_edits.py) ---------------------------------
+
+EDIT_DESCRIPTION = (
+    "One edit, by its \"op\": {\"op\": \"merge\", \"kernels\": [names]}, {\"op\": \"split\", "
+    "\"kernel\": name, \"ops\": [node names] (none: back into one kernel per op)}, {\"op\": "
+    "\"move\", \"ops\": [...], \"into\": kernel}, {\"op\": \"forbid\" | \"force\", "
+    "\"producer\": node, \"consumer\": node}, {\"op\": \"split_kind\", \"kind\": kind}. "
+    "Kernels are named as in the plan the edit applies to (after the edits before it).")
+
+
+class WhatIfRequest(BaseModel):
+    device: text_field(description="A device of the run.")
+    strategy: text_field(description="The plan to edit: a strategy of the run, or a saved "
+                                     "plan (custom:NAME).")
+    edits: list[dict[str, Any]] = Field(default_factory=list, description=(
+        "Every edit since the stored plan, in order (undo: send the list less its last). "
+        + EDIT_DESCRIPTION))
+    graph: bool = Field(False, description="Also answer the edited plan's fusion graph "
+                                           "(getRunGraph's object; a second or more to lay "
+                                           "out for a big graph).")
+
+
+class WhatIfKernel(Open):
+    name: str
+    kind: str
+    nodes: int
+    sol_us: float | None = None
+    proj_us: float | None = None
+    limiter: str | None = None
+    occupancy: float | None = None
+    learned_us: float | None = None
+
+
+class WhatIfEdit(Open):
+    edit: dict[str, Any]
+    describe: str
+    before_us: float | None
+    after_us: float | None
+    gain_us: float | None
+    removed: list[WhatIfKernel] = Field(description="The kernels it replaced (at most 40).")
+    added: list[WhatIfKernel] = Field(description="The kernels that replaced them (at most 40).")
+    removed_count: int
+    added_count: int
+    explanation: dict[str, Any] | None = Field(description=(
+        "Its before and after by cause (launch, DRAM, on-chip, compute, barriers, latency) "
+        "for the kernels it touched, as the comparison of two plans gives it."))
+
+
+class WhatIfTotals(BaseModel):
+    proj_us: float | None
+    sol_us: float | None
+    learned_us: float | None
+    kernels: int
+
+
+class WhatIf(Open):
+    """The plan after the edits, priced by the projected model's quick projection (before
+    nvcc); a saved plan is compiled and built like a strategy's."""
+    device: str
+    strategy: str
+    runtime: str
+    base: WhatIfTotals = Field(description="The stored plan's totals.")
+    now: WhatIfTotals = Field(description="After the edits.")
+    edits: list[WhatIfEdit]
+    refused: dict[str, Any] | None = Field(description=(
+        "The first edit refused ({\"index\", \"edit\", \"reason\"}); the answer is the plan "
+        "before it. Null when every edit applied."))
+    kernels: list[dict[str, Any]] = Field(description="The edited plan's kernels: name, kind, "
+                                                      "nodes and recomputed nodes.")
+    graph: FusionGraph | None = None
+
+
+class SavePlanRequest(BaseModel):
+    name: text_field(description="The plan's name: it becomes the strategy custom:NAME "
+                                 "(1 to 40 letters, digits, _ - .).")
+    device: text_field(description="The device (for a plan file: by default its own).") = ""
+    strategy: text_field(description="With edits: the plan they were made on.") = ""
+    edits: list[dict[str, Any]] | None = Field(None, description="The edits (as for whatIf).")
+    plan: dict[str, Any] | None = Field(None, description=(
+        "A plan file instead of edits (getPlanFile's, or the CLI's --save-plans)."))
+
+
+class SavedPlan(Status):
+    id: int
+    device: str
+    name: str
+    strategy: str
+
+
+class SavedPlanList(BaseModel):
+    plans: list[SavedPlan]
+
+
+class PlanSaved(BaseModel):
+    plan: SavedPlan
+    run: str = Field(description="The run it was saved on: this one, or, for a caller who may "
+                                 "not add plans to it, a run of their own of the same upload.")
+    own_run: bool
+    url: str = Field(description="Its permanent link, once compiled.")
