@@ -233,13 +233,21 @@ def measure_run(self, measurement_id: int) -> str:
                          settings.MEASURE_SOFT_TIME_LIMIT_S,
                          lambda: (measure_graph(run.graph_bytes, run.filename, run.devices,
                                                 run.strategies, progress=progress,
-                                                runtime=run.runtime),),
+                                                runtime=run.runtime,
+                                                custom_plans=saved_plan_files(run)),),
                          settings.MEASURE_LEASE_S, settings.MEASURE_MAX_ATTEMPTS)
         except GpuUnavailable as error:
             message = f"The GPU worker {hostname} cannot measure: {error}."
             _log_failure(logging.WARNING, Measurement, measurement_id, "gpu", message)
             Measurement.fail(measurement_id, message, "gpu", token)
             return Measurement.FAILED
+
+
+def saved_plan_files(run: Run) -> list[dict]:
+    """The run's compiled saved plans as measure_graph (and compile_plans) take them."""
+    return [{"device": saved.device, "strategy": saved.strategy, "file": saved.plan,
+             "keep_kinds": saved.keep_kinds}
+            for saved in run.saved_plans.filter(status=SavedPlan.DONE)]
 
 
 class _LeaseKeeper:

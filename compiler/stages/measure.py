@@ -1,6 +1,6 @@
 """The measure stage as one call: an uploaded graph's plans timed on this machine's GPU.
 
-    result = measure_graph(data, filename, devices, strategies, progress)
+    result = measure_graph(data, filename, devices, strategies, progress, custom_plans=...)
 
 This is what a GPU worker runs when someone asks for a run to be measured (workers.measure_run);
 `compile_graph` (compiler/stages/pipeline.py) is its CPU-side sibling. Without a GPU it raises
@@ -15,7 +15,8 @@ at once. It returns MEASUREMENTS, a plain JSON-ready dict:
 
 How:
 - The plans are made again here, by the same explore → codegen → build calls compile_graph
-  makes. The compiler is deterministic, so with the same compiler version (recorded above; the
+  makes; a run's saved plans (`custom_plans`) from their plan files, as compile_plans makes
+  them. The compiler is deterministic, so with the same compiler version (recorded above; the
   web app compares it with the run's) these are the kernels the run's pages show.
 - Every plan runs through `compiler.runtime.gpu.run_plan`: each kernel checked against the
   reference interpreter and timed alone, then the whole plan timed back to back.
@@ -29,7 +30,9 @@ How:
 
 from __future__ import annotations
 
+from compiler.errors import InputError
 from compiler.fusion.explore import explore
+from compiler.fusion.plan_files import plan_from_file
 from compiler.kernels.inputs import random_inputs
 from compiler.runtime.eager import EagerUnsupported, eager_program, time_eager
 from compiler.runtime.gpu import GpuRunner, run_plan
@@ -38,6 +41,7 @@ from compiler.stages.pipeline import (Progress, StageCounter, canonical_options,
                                       no_progress)
 from compiler.target.devices import get_device
 from compiler.target.launch import DEFAULT_RUNTIME
+from compiler.target.sol import SolModel
 from compiler.toolchain import arch_for_device
 from compiler.version import compiler_version
 
@@ -53,17 +57,22 @@ def gpu_matches_device(gpu_name: str, device: str) -> bool:
 
 def measure_graph(data: bytes, filename: str, devices: list[str], strategies: list[str],
                   progress: Progress | None = None, runner: GpuRunner | None = None,
-                  runtime: str = DEFAULT_RUNTIME) -> dict:
+                  runtime: str = DEFAULT_RUNTIME, custom_plans: list[dict] | None = None
+                  ) -> dict:
     """MEASUREMENTS of the graph's plans for `devices` x `strategies` (see the module
-    docstring), made under `runtime` as the run's were (the cost plan depends on it).
-    GpuUnavailable without a GPU; InputError for a graph that does not import."""
+    docstring), made under `runtime` as the run's were (the cost plan depends on it), and of
+    `custom_plans` (a run's saved plans, as compile_plans takes them: each measured under its
+    "strategy", custom:NAME, a plan that no longer applies left out). GpuUnavailable without a
+    GPU; InputError for a graph that does not import."""
     progress = progress or no_progress
     runner = runner or GpuRunner()
     devices, strategies = canonical_options(devices, strategies)
     graph = import_graph(data, filename)
     inputs = random_inputs(graph, seed=INPUT_SEED)
+    custom_plans = [entry for entry in custom_plans or () if entry["device"] in devices]
 
-    counter = StageCounter(progress, "codegen", len(devices) * len(strategies))
+    counter = StageCounter(progress, "codegen",
+                           len(devices) * len(strategies) + len(custom_plans))
     targets = []
     for device in devices:
         spec = get_device(device)
@@ -71,6 +80,18 @@ def measure_graph(data: bytes, filename: str, devices: list[str], strategies: li
             targets.append((device, strategy, plan,
                             generate(graph, plan, spec, arch_for_device(device))))
             counter.advance()
+    for entry in custom_plans:
+        device = entry["device"]
+        try:
+            plan = plan_from_file(graph, SolModel(graph, get_device(device)), entry["file"],
+                                  entry["strategy"], runtime, entry.get("keep_kinds", False))
+        except InputError:
+            counter.advance()
+            continue   # the saved plan's own page says why it does not apply
+        plan.strategy = entry["strategy"]
+        targets.append((device, plan.strategy, plan,
+                        generate(graph, plan, get_device(device), arch_for_device(device))))
+        counter.advance()
 
     counter = StageCounter(progress, "measure",
                        sum(len(plan.kernels) for _, _, plan, _ in targets) + len(devices))

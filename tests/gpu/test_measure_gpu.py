@@ -40,3 +40,34 @@ def test_every_plan_is_checked_and_timed_with_the_eager_baseline(gpu_device, gpu
     assert eager["measured_us"] > 0, eager["not_measured"]
     gpu_report.append(f"softmax eager CuPy on {gpu_device}: {eager['measured_us']:.2f} us")
 
+
+
+@pytest.mark.timeout(600)
+def test_a_saved_plan_is_measured_beside_the_strategies_and_one_that_no_longer_applies_left_out(
+        gpu_device, gpu_report):
+    from compiler.fusion.explore import explore
+    from compiler.importers import import_bytes
+    from compiler.stages.whatif import WhatIf
+
+    graph = import_bytes(SOFTMAX.read_bytes(), SOFTMAX.name)[0]
+    unfused = explore(graph, "h100", ["unfused"])["unfused"].to_dict()
+    session = WhatIf(graph, "h100", "graph", "unfused", unfused["kernels"])
+    pair = [unfused["kernels"][0]["name"], unfused["kernels"][1]["name"]]
+    assert session.replay([{"op": "merge", "kernels": pair}])["refused"] is None
+    broken = {**session.plan_file("broken"), "kernels": session.plan_file()["kernels"][1:]}
+    result = measure_graph(SOFTMAX.read_bytes(), SOFTMAX.name, ["h100"], ["xla"],
+                           custom_plans=[{"device": "h100", "strategy": "custom:merged",
+                                          "file": session.plan_file("merged"),
+                                          "keep_kinds": True},
+                                         {"device": "h100", "strategy": "custom:broken",
+                                          "file": broken}])
+
+    plans = result["devices"]["h100"]["strategies"]
+    assert set(plans) == {"xla", "custom:merged"}
+    merged = plans["custom:merged"]
+    assert len(merged["kernels"]) == len(unfused["kernels"]) - 1
+    for kernel in merged["kernels"]:
+        assert kernel["mismatches"] == [], kernel
+    if merged["end_to_end"]:
+        gpu_report.append(f"softmax custom:merged on {gpu_device}: "
+                          f"{merged['end_to_end']['median_us']:.2f} us back to back")
