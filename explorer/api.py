@@ -832,7 +832,8 @@ def save_run_plan(request: HttpRequest, run_id: str, body: schemas.SavePlanReque
     return JsonResponse(answer, status=201)
 
 
-@api.delete(f"{RUN}/plans/{{int:plan_id}}", operation_id="deleteSavedPlan",
+@api.delete(f"{RUN}/plans/{{int:plan_id}}", url_name="api-run-plan",
+            operation_id="deleteSavedPlan",
             summary="Delete a saved plan (the run's owner and its team).",
             **answers((204, None, "Deleted."), NOT_OWNER, NOT_FOUND))
 def delete_run_plan(request: HttpRequest, run_id: str, plan_id: int) -> HttpResponse:

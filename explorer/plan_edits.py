@@ -226,7 +226,10 @@ def save_view(request: HttpRequest, run: Run) -> JsonResponse:
 @_run_view
 @_json_view
 def delete_saved(request: HttpRequest, run: Run, plan_id: int) -> JsonResponse:
-    """POST: delete a saved plan of the run (those who may save onto it may)."""
+    """POST: delete a saved plan of the run (those who may save onto it may). (A POST to the
+    plan's address: a 20-digit id matches no route, as a kernel page's address would.)"""
+    if not request.user.is_authenticated:
+        raise LoginNeeded
     saved = SavedPlan.objects.filter(pk=plan_id, run=run).first()
     if saved is None:
         raise PlanUnavailable(f"the run has no saved plan {plan_id}")

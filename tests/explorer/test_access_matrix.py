@@ -69,7 +69,8 @@ from django.test import SimpleTestCase
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from explorer.account_models import OWNER
-from explorer.models import ApiToken, Invite, KernelSource, Measurement, Membership, Run, Team
+from explorer.models import (ApiToken, Invite, KernelSource, Measurement, Membership, Run,
+                             SavedPlan, Team)
 from tests.explorer.access import SOFTMAX, AccessTestCase
 from tests.explorer.measurements import GPU, measurement_result
 
@@ -179,6 +180,10 @@ class Rule(Enum):
     API_RUN_ANONYMOUS = "whoever may see the run, credentials or not; 404 for the others"
     API_RUN_OWNER = "the run's owner, authenticated; 403 for others who may see it, 404 for " \
                     "the rest, 401 for no credentials"
+    RUN_EDITOR = "the run's owner, staff, and the team of a team run (who may add plans to " \
+                 "it); 403 for others who may see it, 404 for the rest (anonymous: sent to " \
+                 "log in)"
+    API_RUN_EDITOR = "as RUN_EDITOR, authenticated; 401 for no credentials"
     TEAM = "the team's members; 404 for the others, staff included (anonymous: sent to log in)"
     TEAM_OWNER = "the team's owners; 403 for its other members, 404 for the rest (anonymous: " \
                  "sent to log in)"
@@ -212,6 +217,10 @@ class Rule(Enum):
         if not sees:
             return NOT_FOUND
         if self in (Rule.RUN_OWNER, Rule.API_RUN_OWNER) and asker.user != "owner":
+            return FORBIDDEN
+        if self in (Rule.RUN_EDITOR, Rule.API_RUN_EDITOR) and not (
+                asker.user in ("owner", "staff")
+                or (visibility == Run.TEAM and asker.user in TEAM_MEMBERS)):
             return FORBIDDEN
         return OK
 
@@ -261,6 +270,22 @@ def signup_form(case, run) -> dict:
             "password1": "matrix-plum-kernel-42", "password2": "matrix-plum-kernel-42"}
 
 
+def no_edits(case, run) -> dict:
+    return {"edits": []}
+
+
+def a_kernel_of_no_edits(case, run) -> dict:
+    return {"edits": [], "kernel": case.kernel}
+
+
+def saved_plan(case, run) -> dict:
+    return {"name": "matrix", "device": "h100", "strategy": "cost", "edits": []}
+
+
+def api_what_if(case, run) -> dict:
+    return {"device": "h100", "strategy": "cost", "edits": []}
+
+
 def compare_query(case, run) -> str:
     return f"a={run.pk}:h100:unfused&b={run.pk}:h100:cost"
 
@@ -289,6 +314,14 @@ ROUTES: dict[str, tuple[Access, ...]] = {
     "explorer-plan-panel": (Access(Rule.RUN),),
     "explorer-plan-decisions": (Access(Rule.RUN),),
     "explorer-kernel": (Access(Rule.RUN),),
+    # What-if: anyone who sees the run may edit (nothing is stored); saving onto it is for
+    # its owner, staff and team, anyone else logged in saves onto a run of their own.
+    "explorer-plan-file": (Access(Rule.RUN),),
+    "explorer-whatif": (Access(Rule.RUN, "POST", body=no_edits, json=True),),
+    "explorer-whatif-cuda": (Access(Rule.RUN, "POST", body=a_kernel_of_no_edits, json=True),),
+    "explorer-save-plan": (Access(Rule.RUN_LOGIN, "POST", 201, body=saved_plan, json=True,
+                                  mutates=True),),
+    "explorer-delete-plan": (Access(Rule.RUN_EDITOR, "POST", mutates=True),),
     # The user's own keys: each user sees and revokes only theirs (RevokingTokensTests).
     "explorer-api-tokens": (Access(Rule.LOGIN),
                             Access(Rule.LOGIN, "POST", 302, body=lambda case, run: {"name": "ci"},
@@ -334,6 +367,12 @@ ROUTES: dict[str, tuple[Access, ...]] = {
     "api-run-measurement": (Access(Rule.API_RUN),),
     "api-run-export-json": (Access(Rule.API_RUN_ANONYMOUS),),
     "api-run-export-csv": (Access(Rule.API_RUN_ANONYMOUS),),
+    "api-run-whatif": (Access(Rule.API_RUN_ANONYMOUS, "POST", body=api_what_if, json=True),),
+    "api-run-plans": (Access(Rule.API_RUN_ANONYMOUS),
+                      Access(Rule.API_RUN, "POST", 201, body=saved_plan, json=True,
+                             mutates=True)),
+    "api-run-plan": (Access(Rule.API_RUN_EDITOR, "DELETE", 204, mutates=True),),
+    "api-run-plan-file": (Access(Rule.API_RUN_ANONYMOUS),),
     # Django's auth views (see the module docstring)
     "login": (Access(Rule.PUBLIC),),
     "logout": (Access(Rule.PUBLIC, "POST", 302),),
@@ -358,6 +397,7 @@ ARGUMENTS: dict[str, object] = {
     "team_id": lambda case, run: case.team.pk,
     "user_id": lambda case, run: case.teammate.pk,
     "invite_id": lambda case, run: case.invitation.pk,
+    "plan_id": lambda case, run: case.saved_plans[run.visibility],
     "key": lambda case, run: case.invite_link.token,
 }
 
@@ -453,6 +493,7 @@ class AccessMatrixTests(AccessTestCase):
         letters = {Run.PRIVATE: "p", Run.TEAM: "t", Run.PUBLIC: "u"}
         cls.runs = {"done": {}, "failed": {}}
         cls.measurements = {}
+        cls.saved_plans = {}
         for visibility, letter in letters.items():
             done = cls.make_done_run("d" + letter * 21, visibility)
             failed = cls.make_run("f" + letter * 21, visibility, Run.FAILED,
@@ -462,6 +503,8 @@ class AccessMatrixTests(AccessTestCase):
                 Run.objects.filter(pk=run.pk).update(
                     name=f"{state}-{visibility}-run-q7x", filename=f"{state}_{visibility}_q7x.hlo")
                 cls.runs[state][visibility] = Run.objects.get(pk=run.pk)
+            cls.saved_plans[visibility] = SavedPlan.objects.create(
+                run=done, device="h100", name="kept", plan={}, status=SavedPlan.DONE).pk
             cls.measurements[visibility] = Measurement.objects.create(
                 run=done, status=Measurement.DONE, gpu=GPU,
                 result=measurement_result(done.artifact)).pk
@@ -664,6 +707,7 @@ def database_state() -> dict:
         "runs": sorted(Run.objects.values_list("pk", "name", "tags", "visibility", "team",
                                                "status", "graph")),
         "measurements": sorted(Measurement.objects.values_list("pk", "run", "status")),
+        "saved_plans": sorted(SavedPlan.objects.values_list("pk", "run", "name")),
         "kernels": KernelSource.objects.count(),
         "tokens": sorted(ApiToken.objects.values_list("pk", "user", "name")),
         "teams": sorted(Membership.objects.values_list("team", "user", "role")),
