@@ -18,7 +18,7 @@ from explorer.documents import best_totals
 GALLERY_PAGE_SIZE = 24
 # What a card shows of a run; the artifact and the graph stay in the database.
 CARD_FIELDS = ("id", "name", "filename", "tags", "devices", "strategies", "status", "created",
-               "finished", "compiler_version", "owner__username")
+               "finished", "plans_changed", "compiler_version", "owner__username")
 
 
 def public_runs():
