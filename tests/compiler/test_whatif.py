@@ -23,8 +23,11 @@ def graph_of(name):
 
 
 def adjacent(kernels):
-    owner = {n: k["name"] for k in kernels for n in k["nodes"]}
+    """Two kernels, the second reading the first, neither a library call."""
+    owner = {n: k["name"] for k in kernels for n in k["nodes"] if k["kind"] != "library"}
     for kernel in kernels:
+        if kernel["kind"] == "library":
+            continue
         for value in kernel["inputs"]:
             if owner.get(value) not in (None, kernel["name"]):
                 return [owner[value], kernel["name"]]
@@ -94,3 +97,43 @@ def test_refusals_and_bad_lists_say_what_is_wrong():
     assert answer["edits"] == [] and answer["now"] == answer["base"]
     with pytest.raises(Exception, match="edit 2"):
         session.replay([{"op": "split", "kernel": library[0]}, {"op": "shatter"}])
+
+
+class FixedTimes:
+    """A learned model's stand-in: each kernel's time from its node count (None for library
+    calls, which the model does not describe)."""
+    label = "fixed"
+
+    def predict_plan(self, graph, plan, codes=None):
+        return [None if k.kind == "library" else 1.5 + 0.25 * len(k.nodes)
+                for k in plan.kernels]
+
+    def info(self):
+        return {"label": self.label}
+
+
+def test_learned_totals_are_summed_as_a_compiled_plans_are():
+    from compiler.cost.learned.predict import attach_learned
+
+    graph = graph_of("attention_block")
+    plan = explore(graph, "h100", ["xla"])["xla"]
+    stored = plan.to_dict()
+    model = FixedTimes()
+    session = WhatIf(graph, "h100", "graph", "xla", stored["kernels"],
+                     predict=lambda edited: model.predict_plan(graph, edited), learned_label="fixed")
+
+    reference = plan.to_dict()
+    attach_learned(reference, graph, plan, None, model)
+    answer = session.answer()
+    assert answer["base"]["learned_us"] == pytest.approx(reference["total"]["learned_us"],
+                                                         abs=1e-3)
+    assert answer["learned_model"] == "fixed"
+    # An edit's new kernel carries its learned time, and the total follows.
+    pair = adjacent(stored["kernels"])
+    answer = session.replay([{"op": "merge", "kernels": pair}])
+    assert answer["refused"] is None
+    merged = answer["edits"][0]["added"][0]
+    assert merged["learned_us"] is not None and merged["learned_us"] > 0
+    removed = sum(k["learned_us"] for k in answer["edits"][0]["removed"])
+    assert answer["now"]["learned_us"] == pytest.approx(
+        answer["base"]["learned_us"] - removed + merged["learned_us"], abs=1e-6)
