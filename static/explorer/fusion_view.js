@@ -122,8 +122,8 @@
       index();
       layout();
       if (!placed) { fitWidth(); placed = true; }
-      status.textContent = `${data.strategy} on ${data.device}: ${data.kernels.length} kernels, ` +
-        `${data.nodes.length} nodes`;
+      status.textContent = `${data.strategy}${data.edited ? " (edited)" : ""} on ` +
+        `${data.device}: ${data.kernels.length} kernels, ${data.nodes.length} nodes`;
       found = matching(search.value);
       marked = new Set();
       if (primary) showResults();

@@ -243,7 +243,8 @@
     const kernels = element("tr");
     kernels.append(element("th", "kernels"), element("td", String(before.kernels), "num"),
                    element("td", String(now.kernels), "num"),
-                   element("td", String(now.kernels - before.kernels), "num"));
+                   element("td", `${now.kernels > before.kernels ? "+" : ""}` +
+                                 `${now.kernels - before.kernels}`, "num"));
     table.append(kernels);
     totals.replaceChildren(table, element("p", `Priced by ${answer.priced_by}` +
       `${answer.runtime ? `, launches as ${answer.runtime === "graph" ? "a CUDA graph"
@@ -277,18 +278,20 @@
   function renderLast(entry) {
     const last = $("plan-edit-last");
     if (!entry) { last.replaceChildren(); return; }
+    // The learned column only where a learned model prices the device's kernels.
+    const fields = FIELDS.filter(([label]) => label !== "learned" || answer.learned_model);
     const title = element("h4", `Last edit: ${entry.describe}`);
     const table = element("table", null, "table plan-edit__kernels");
     const head = element("tr");
     head.append(element("th", ""));
-    FIELDS.forEach(([label]) => head.append(element("th", label)));
+    fields.forEach(([label]) => head.append(element("th", label)));
     head.append(element("th", ""));
     table.append(head);
     const add = (kernel, side) => {
       const row = element("tr");
       row.dataset.side = side;
       row.append(element("td", side === "before" ? "before" : "after", "muted"));
-      FIELDS.forEach(([, value]) => row.append(element("td", String(value(kernel)))));
+      fields.forEach(([, value]) => row.append(element("td", String(value(kernel)))));
       const cell = element("td");
       if (side === "after") {
         const button = element("button", "CUDA", "link-button");

@@ -276,8 +276,9 @@
 
   // #h100/xla, or #h100/xla/loop.3 with the kernel picked in the fusion view (either perhaps
   // followed by the side-by-side plan, ~h100/cost).
-  const wanted = /^#([\w.-]+)\/([\w.:-]+)(?:\/([^~]+))?(?:~.*)?$/.exec(window.location.hash);
-  if (wanted) {
+  function showWanted() {
+    const wanted = /^#([\w.-]+)\/([\w.:-]+)(?:\/([^~]+))?(?:~.*)?$/.exec(window.location.hash);
+    if (!wanted) return;
     const [, device, strategy, kernel] = wanted;
     const tabs = [
       document.querySelector(`[data-tab-group="device"] .tabs__tab[data-tab="${device}"]`),
@@ -287,4 +288,12 @@
     tabs.forEach((tab) => { if (tab) tab.click(); });
     announce(device, strategy, kernel ? decodeURIComponent(kernel) : null);
   }
+  showWanted();
+  // A link to a plan of this page (a saved plan's, say) shows it as opening the page would.
+  document.addEventListener("click", (event) => {
+    const link = event.target.closest('a[href^="#"]');
+    if (link && /^#[\w.-]+\/[\w.:-]+/.test(link.getAttribute("href"))) {
+      window.setTimeout(showWanted, 0);
+    }
+  });
 })();

@@ -178,6 +178,10 @@ def test_a_plan_is_edited_saved_shared_and_its_file_applied_to_a_new_upload(
     assert [k["nodes"] for k in plans["custom:tuned"]["kernels"]] == \
         [k["nodes"] for k in saved.plan["kernels"]]
     expect(page.locator('th[scope=row]', has_text="custom:tuned")).to_have_count(1)
+    # Its link in the saved plans shows it in the fusion view and its tab.
+    page.locator('#saved-plans a.saved-plans__link').click()
+    expect(page.locator("#fusion-graph")).to_have_attribute("data-strategy", "custom:tuned")
+    expect(page.locator('.tabs--small .tabs__tab.is-active')).to_have_text("custom:tuned")
 
     # Its permalink in a fresh page (another session of the same user).
     fresh = new_page()
