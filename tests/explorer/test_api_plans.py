@@ -6,15 +6,15 @@ from unittest import mock
 
 from django.urls import reverse
 
-from explorer import plan_edits
 from explorer.models import ApiToken, Run, SavedPlan
 from tests.explorer.access import SOFTMAX, AccessTestCase
 from tests.explorer.test_api_schema import DOCUMENT, problems
+from tests.explorer.test_whatif_view import FreshSessions
 
 
 @mock.patch("explorer.runs.enqueue_saved_plan")
 @mock.patch("explorer.runs.enqueue_compile")
-class PlanApiTests(AccessTestCase):
+class PlanApiTests(FreshSessions, AccessTestCase):
     @classmethod
     def setUpTestData(cls):
         super().setUpTestData()
@@ -22,12 +22,6 @@ class PlanApiTests(AccessTestCase):
         cls.unfused = cls.shown.artifact["devices"]["h100"]["strategies"]["unfused"]["kernels"]
         cls.key = ApiToken.create_for(cls.owner, "test", scope=ApiToken.SUBMIT)[1]
         cls.read_key = ApiToken.create_for(cls.owner, "read", scope=ApiToken.READ)[1]
-
-    def setUp(self):
-        plan_edits._sessions.clear()
-        patcher = self.settings(WHATIF_LEARNED=False)
-        patcher.enable()
-        self.addCleanup(patcher.disable)
 
     def call(self, method, name, args, body=None, key=None):
         headers = {"HTTP_AUTHORIZATION": f"Bearer {key or self.key}"} if key is not False else {}

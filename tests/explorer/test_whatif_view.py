@@ -23,7 +23,19 @@ def from_scratch_total(kernels: list[dict], device: str = "h100", runtime: str =
     return plan.projected_totals()["proj_us"]
 
 
-class WhatIfViewTests(AccessTestCase):
+class FreshSessions:
+    """A test case whose what-if sessions start closed (none kept from another test) and are
+    priced without a learned model."""
+
+    def setUp(self):
+        super().setUp()
+        plan_edits._sessions.clear()
+        patcher = self.settings(WHATIF_LEARNED=False)
+        patcher.enable()
+        self.addCleanup(patcher.disable)
+
+
+class WhatIfViewTests(FreshSessions, AccessTestCase):
     @classmethod
     def setUpTestData(cls):
         super().setUpTestData()
@@ -31,11 +43,8 @@ class WhatIfViewTests(AccessTestCase):
         cls.unfused = cls.shown.artifact["devices"]["h100"]["strategies"]["unfused"]["kernels"]
 
     def setUp(self):
-        plan_edits._sessions.clear()
+        super().setUp()
         self.enqueued = []
-        patcher = self.settings(WHATIF_LEARNED=False)
-        patcher.enable()
-        self.addCleanup(patcher.disable)
         original = runs.enqueue_saved_plan
         runs.enqueue_saved_plan = self.enqueued.append
         self.addCleanup(setattr, runs, "enqueue_saved_plan", original)
