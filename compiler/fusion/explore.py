@@ -16,7 +16,7 @@ import threading
 import time
 from importlib import import_module
 from multiprocessing.connection import Connection
-from typing import Hashable
+from typing import Callable, Hashable
 
 from compiler.errors import InputError
 from compiler.fusion.pricing import (DEFAULT_MODEL, Price, Pricer, ProjectedPricer, make_pricer,
@@ -62,7 +62,8 @@ def parse_strategies(text: str) -> list[str]:
 def explore(graph: Graph, device: str = "h100", strategies=OUR_STRATEGIES,
             cost_model: str = DEFAULT_MODEL, learned=None,
             concurrent: bool | None = None,
-            runtime: str = DEFAULT_RUNTIME) -> dict[str, FusionPlan]:
+            runtime: str = DEFAULT_RUNTIME,
+            on_plan: Callable[[str, FusionPlan], None] | None = None) -> dict[str, FusionPlan]:
     """One plan per strategy, each with the wall time its strategy took (explore_ms) and every
     kernel's projected breakdown under its best CodeGen plan (`pricing.price_plan`).
 
@@ -80,7 +81,12 @@ def explore(graph: Graph, device: str = "h100", strategies=OUR_STRATEGIES,
     thread). The plans are the same either way.
 
     A strategy that cannot run here (xla-gpu without its plugin) gives a plan with no kernels
-    whose `unavailable` says why, instead of failing the others."""
+    whose `unavailable` says why, instead of failing the others.
+
+    `on_plan(name, plan)` is called with each plan as soon as it is made and priced, so that a
+    caller can show the cheap strategies' plans while the slow ones still run: in strategy
+    order when the strategies run here one after another; with the rule-based ones in the
+    background, each plan made here as it is made and theirs once they are joined."""
     runtime = parse_runtime(runtime)
     model = SolModel(graph, get_device(device))
     projector = ProjectedPricer(graph, model, runtime)
@@ -96,6 +102,13 @@ def explore(graph: Graph, device: str = "h100", strategies=OUR_STRATEGIES,
     if rules and concurrent:
         background = _RulesInBackground(graph, model, projector, rules, pricer)
     plans: dict[str, FusionPlan] = {}
+
+    def made(name: str, plan: FusionPlan) -> None:
+        plan.runtime = runtime
+        plans[name] = plan
+        if on_plan is not None:
+            on_plan(name, plan)
+
     try:
         for name in strategies:
             if background is not None and name in rules:
@@ -107,16 +120,14 @@ def explore(graph: Graph, device: str = "h100", strategies=OUR_STRATEGIES,
                 others = background.join if background is not None else \
                     {rule: plans[rule] for rule in rules}
                 extra = {"pricer": pricer, "others": others}
-            plans[name] = _run_strategy(name, graph, model, projector, extra)
+            made(name, _run_strategy(name, graph, model, projector, extra))
     finally:
         if background is not None:
             background.close()
     if background is not None:
-        done = background.join()
-        plans = {name: plans[name] if name in plans else done[name] for name in strategies}
-    for plan in plans.values():
-        plan.runtime = runtime
-    return plans
+        for name, plan in background.join().items():
+            made(name, plan)
+    return {name: plans[name] for name in strategies}
 
 
 def _run_strategy(name: str, graph: Graph, model: SolModel, projector: ProjectedPricer,
@@ -327,11 +338,15 @@ class _RulesInBackground:
         self.file.close()
 
 
-def exploration_to_dict(summary: dict, device: str, plans: dict[str, FusionPlan]) -> dict:
+def exploration_to_dict(summary: dict, device: str, plans: dict[str, FusionPlan],
+                        entries: dict[str, dict] | None = None) -> dict:
     """The `explore --json` object: {"graph", "device", "runtime", "launch": the device's
     launch figures with their sources (compiler/target/launch.py), "strategies": {name: plan}}.
+    `entries`: plans' `to_dict()` made before (by name), used instead of making them again.
     """
-    strategies = {name: plan.to_dict() for name, plan in plans.items()}
+    entries = entries or {}
+    strategies = {name: entries[name] if name in entries else plan.to_dict()
+                  for name, plan in plans.items()}
     baseline = plans.get("unfused")
     for name, plan in plans.items():
         if baseline is not None and plan.total_sol_us > 0:

@@ -6,8 +6,17 @@ less each kernel's "candidate_plans", and under "sources", per kernel, what only
 shows: the CUDA source, PTX, line → node map, ptxas resources and the candidate CodeGen plans
 with their headline projections (projected time, limiter, occupancy, estimated registers; not
 their whole breakdowns), a kernel that generated no code having its candidates and no source.
-It reports progress as it goes, stage by stage and kernel by kernel, so a page can show a
-progress bar. Nothing here knows about Django or Celery.
+It reports progress as it goes, stage by stage and kernel by kernel (the explore stage plan by
+plan), so a page can show a progress bar. Nothing here knows about Django or Celery.
+
+A page need not wait for the build to show the plans: as each plan is explored, `explored` gets
+a PREVIEW, the artifact as far as exploration knows it: {"compiler_version", "graph",
+"devices": the plans explored so far, each as `explore --json` gives it (kernels and totals
+priced by the explore stage's quick projection, with estimated registers), "explored":
+{"plans": how many, "of": how many the run will have}}, and no "sources". What needs the
+build stays null there (registers, shared memory, spills, PTX; DESIGN.md: fields a stage has
+not produced yet are null), and the occupancy, waves and projected times are the explored ones,
+which the built projection, with ptxas' registers, replaces in the artifact.
 
 With `learned_models` (device -> learned cost model file), the cost stage also fills each
 plan's learned fields (compiler/cost/learned/predict.py) with that device's model: one batched
@@ -98,7 +107,8 @@ def no_progress(stage: str, done: int, total: int, detail: str = "") -> None:
 def compile_graph(data: bytes, filename: str, devices: list[str], strategies: list[str],
                   progress: Progress | None = None, emulate: bool = False,
                   learned_models: dict[str, str] | None = None,
-                  runtime: str = DEFAULT_RUNTIME) -> dict:
+                  runtime: str = DEFAULT_RUNTIME,
+                  explored: Callable[[dict], None] | None = None) -> dict:
     """The ARTIFACT of an uploaded graph (see the module docstring); InputError on bad input
     or an unknown device or strategy. `emulate` runs every kernel on the CPU emulator against
     the reference interpreter, each on its own made-up inputs (codegen.stage.emulate), and
@@ -106,7 +116,9 @@ def compile_graph(data: bytes, filename: str, devices: list[str], strategies: li
     `learned_models`: the learned cost model file to predict each device's kernels with
     (devices without one get null learned times). `runtime`: how the plans' kernels are
     launched, which the cost search decides under (compiler/target/launch.py); every plan's
-    totals are given under each runtime too."""
+    totals are given under each runtime too.
+    `explored(preview)`: called each time a plan is explored, before anything is built, with
+    the PREVIEW (module docstring) of the plans explored so far."""
     progress = progress or no_progress
     devices, strategies = canonical_options(devices, strategies)
 
@@ -115,15 +127,21 @@ def compile_graph(data: bytes, filename: str, devices: list[str], strategies: li
     summary = summarize(graph)
     counter.advance()
 
-    counter = StageCounter(progress, "explore", len(devices))
+    # Counted in plans, each reported (and previewed) as soon as it is explored.
+    counter = StageCounter(progress, "explore", len(devices) * len(strategies))
+    preview = _Preview(summary, len(devices) * len(strategies), explored)
     results, targets = {}, []
     for device in devices:
         counter.note(f"{device}: {', '.join(strategies)} on {len(graph)} nodes")
-        plans = explore(graph, device, strategies, runtime=runtime)
+
+        def plan_explored(name: str, plan: FusionPlan, device: str = device) -> None:
+            preview.add(device, name, plan)
+            counter.advance()
+
+        plans = explore(graph, device, strategies, runtime=runtime, on_plan=plan_explored)
         # Before codegen, which replaces each kernel's quick projection with its built one.
         results[device] = exploration_to_dict(summary, device, plans)
         targets += [_Target(device, name, plan) for name, plan in plans.items()]
-        counter.advance()
 
     sources = _generate(graph, devices, targets, results, progress, emulate, learned_models)
     return {"compiler_version": compiler_version(), "graph": summary, "devices": results,
@@ -209,6 +227,29 @@ def _generate(graph: Graph, devices: list[str], targets: list[_Target], results:
     if learned_models:
         _predict_learned(graph, targets, results, learned_models)
     return sources
+
+
+class _Preview:
+    """The PREVIEWs handed to `compile_graph`'s `explored` callback. Each plan's entry is made
+    once, when it is explored (a big plan's takes a tenth of a second), and not changed after:
+    each call's preview holds the entries so far, and codegen fills entries of its own."""
+
+    def __init__(self, summary: dict, plans: int, explored: Callable[[dict], None] | None):
+        self.summary, self.plans, self.explored = summary, plans, explored
+        self.plans_of: dict[str, dict[str, FusionPlan]] = {}
+        self.entries_of: dict[str, dict[str, dict]] = {}
+
+    def add(self, device: str, name: str, plan: FusionPlan) -> None:
+        if self.explored is None:
+            return
+        self.plans_of.setdefault(device, {})[name] = plan
+        self.entries_of.setdefault(device, {})[name] = plan.to_dict()
+        devices = {device: exploration_to_dict(self.summary, device, plans,
+                                               self.entries_of[device])
+                   for device, plans in self.plans_of.items()}
+        explored = sum(len(plans) for plans in self.plans_of.values())
+        self.explored({"compiler_version": compiler_version(), "graph": self.summary,
+                       "devices": devices, "explored": {"plans": explored, "of": self.plans}})
 
 
 def _predict_learned(graph: Graph, targets: list[_Target], results: dict,

@@ -133,6 +133,27 @@ def test_the_background_process_changes_no_plan(name):
     assert _plan_figures(late["cost"]) == _plan_figures(alone["cost"])
 
 
+@pytest.mark.parametrize("concurrent", [False, True], ids=["serial", "background"])
+def test_each_plan_is_handed_over_priced_as_soon_as_it_is_made(concurrent):
+    """`on_plan` sees each plan once, with its kernels priced: one after another in strategy
+    order, or with the rule-based strategies in the background the cost plan first (made here)
+    and theirs once joined."""
+    graph = load_graph(str(DATA / "hlo" / "layer_norm_bwd.hlo"))
+    seen = []
+
+    def on_plan(name, plan):
+        assert all(kernel.projected is not None for kernel in plan.kernels)
+        seen.append((name, plan, plan.to_dict()))
+
+    plans = explore(graph, "h100", ["unfused", "xla", "stitch", "cost"], concurrent=concurrent,
+                    runtime="stream", on_plan=on_plan)
+    order = ["cost", "unfused", "xla", "stitch"] if concurrent else list(plans)
+    assert [name for name, _, _ in seen] == order
+    for name, plan, entry in seen:
+        assert plans[name] is plan and entry["runtime"] == "stream"
+        assert entry == plan.to_dict()  # handed over finished: nothing changed it after
+
+
 def test_a_dead_background_process_costs_nothing_but_time(monkeypatch):
     """The child is killed mid-way (here: it exits at its first strategy): the plans are made
     here instead, the same as without it."""

@@ -19,12 +19,15 @@ DEVICES = ["h100", "a100"]
 def compiled():
     events = []
     artifact = compile_graph(SOFTMAX, "softmax.hlo", DEVICES, list(STRATEGIES),
-                             progress=lambda *event: events.append(event))
-    return artifact, events
+                             progress=lambda *event: events.append(event),
+                             explored=lambda preview: events.append(
+                                 ("preview", json.loads(json.dumps(preview)))))
+    previews = [event[1] for event in events if event[0] == "preview"]
+    return artifact, [event for event in events if event[0] != "preview"], previews, events
 
 
 def test_the_artifact_holds_every_device_and_strategy(compiled):
-    artifact, _ = compiled
+    artifact, *_ = compiled
     assert set(artifact) == {"compiler_version", "graph", "devices", "sources"}
     assert artifact["compiler_version"] == compiler_version()
     assert artifact["graph"]["name"] and artifact["graph"]["nodes"] == 19
@@ -44,7 +47,7 @@ def test_the_artifact_holds_every_device_and_strategy(compiled):
 
 
 def test_every_generated_kernel_has_its_source_ptx_and_line_map(compiled):
-    artifact, _ = compiled
+    artifact, *_ = compiled
     for device, result in artifact["devices"].items():
         for name, strategy in result["strategies"].items():
             for kernel in strategy["kernels"]:
@@ -67,7 +70,7 @@ def test_every_generated_kernel_has_its_source_ptx_and_line_map(compiled):
 def test_each_device_matches_what_the_codegen_command_prints(compiled, capsys):
     from compiler.cli import main
 
-    artifact, _ = compiled
+    artifact, *_ = compiled
     assert main(["codegen", str(SOFTMAX_PATH), "--device", "a100", "--strategy",
                  ",".join(STRATEGIES), "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
@@ -87,7 +90,7 @@ def test_each_device_matches_what_the_codegen_command_prints(compiled, capsys):
 
 
 def test_progress_reports_the_stages_in_order_with_done_at_most_total(compiled):
-    _, events = compiled
+    _, events, *_ = compiled
     # A note (a fourth argument) says what a stage is doing: here each device's exploration.
     notes = [event for event in events if len(event) == 4]
     assert [(stage, detail.split(":")[0]) for stage, _, _, detail in notes
@@ -100,6 +103,47 @@ def test_progress_reports_the_stages_in_order_with_done_at_most_total(compiled):
         counts = [(done, total) for name, done, total in events if name == stage]
         assert counts[0][0] == 0 and counts[-1][0] == counts[-1][1] > 0
         assert [done for done, _ in counts] == sorted(done for done, _ in counts)
+
+
+def test_the_explore_stage_counts_plans_and_each_is_previewed_before_it_is_counted(compiled):
+    *_, events = compiled
+    plans = len(DEVICES) * len(STRATEGIES)
+    explored = [event for event in events if event[0] in ("explore", "preview")]
+    counts = [event[1] for event in explored if event[0] == "explore" and len(event) == 3]
+    assert counts == list(range(plans + 1))
+    # Each count moves after the preview that holds that many plans was handed over.
+    shown = 0
+    for event in explored:
+        if event[0] == "preview":
+            shown = event[1]["explored"]["plans"]
+        else:
+            assert event[1] <= shown
+
+
+def test_each_preview_is_the_artifact_so_far_before_anything_is_built(compiled):
+    artifact, _, previews, _ = compiled
+    plans = len(DEVICES) * len(STRATEGIES)
+    assert [preview["explored"] for preview in previews] == \
+        [{"plans": n, "of": plans} for n in range(1, plans + 1)]
+    # Devices in the artifact's order (by name), each one's plans in exploration order.
+    order = [(device, name) for device in sorted(DEVICES) for name in STRATEGIES]
+    for n, preview in enumerate(previews, start=1):
+        assert set(preview) == {"compiler_version", "graph", "devices", "explored"}
+        assert preview["compiler_version"] == artifact["compiler_version"]
+        assert preview["graph"] == artifact["graph"]
+        assert [(device, name) for device, result in preview["devices"].items()
+                for name in result["strategies"]] == order[:n]
+    last = previews[-1]
+    for device, result in last["devices"].items():
+        for name, plan in result["strategies"].items():
+            built = artifact["devices"][device]["strategies"][name]
+            assert [k["nodes"] for k in plan["kernels"]] == [k["nodes"] for k in built["kernels"]]
+            assert plan["decisions"] == built["decisions"]
+            assert plan["total"]["sol_us"] == built["total"]["sol_us"]
+            for kernel in plan["kernels"]:
+                # What the build gives is not made up before it (DESIGN.md).
+                assert kernel["registers"] is None and kernel["shared_bytes"] is None
+                assert "function" not in kernel and "spill_bytes" not in kernel
 
 
 def test_a_truncated_file_raises_an_input_error_naming_the_place():
