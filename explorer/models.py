@@ -128,17 +128,27 @@ class Job(models.Model):
         already used up its attempts is failed instead of being claimed again."""
         now = timezone.now()
         abandoned = Q(status=cls.RUNNING, lease_expires__lt=now)
-        cls.objects.filter(abandoned, pk=pk, attempts__gte=max_attempts).update(
-            status=cls.FAILED, error_stage=F("stage"), finished=now, claim_token="",
-            error=f"Every one of the {max_attempts} attempts to {cls.VERB} ended with "
-                  "its worker gone (killed, out of memory or past the hard time limit).")
+        with transaction.atomic():
+            if cls.objects.filter(abandoned, pk=pk, attempts__gte=max_attempts).update(
+                    status=cls.FAILED, error_stage=F("stage"), finished=now, claim_token="",
+                    error=f"Every one of the {max_attempts} attempts to {cls.VERB} ended with "
+                          "its worker gone (killed, out of memory or past the hard time limit)."):
+                cls._forget_attempt(pk)
         token = secrets.token_hex(16)
-        claimed = cls.objects.filter(Q(status=cls.QUEUED) | abandoned, pk=pk).update(
-            status=cls.RUNNING, claim_token=token, claimed_by=worker[:200],
-            lease_expires=now + timedelta(seconds=lease_s), attempts=F("attempts") + 1,
-            started=now, stage="", progress_done=0, progress_total=0, error="", error_stage="",
-            stages=[], stage_detail="")
+        with transaction.atomic():
+            claimed = cls.objects.filter(Q(status=cls.QUEUED) | abandoned, pk=pk).update(
+                status=cls.RUNNING, claim_token=token, claimed_by=worker[:200],
+                lease_expires=now + timedelta(seconds=lease_s), attempts=F("attempts") + 1,
+                started=now, stage="", progress_done=0, progress_total=0, error="",
+                error_stage="", stages=[], stage_detail="")
+            if claimed == 1:
+                cls._forget_attempt(pk)
         return token if claimed == 1 else None
+
+    @classmethod
+    def _forget_attempt(cls, pk) -> None:
+        """Drop what an attempt left before its result (called, in the same transaction, when
+        the job fails and when a new attempt claims it); nothing for most job kinds."""
 
     @classmethod
     def renew_lease(cls, pk, token: str, lease_s: int, **progress) -> None:
@@ -200,9 +210,12 @@ class Job(models.Model):
             jobs = jobs.filter(claim_token=token)
         # A message may quote the input, NUL characters included ("found '\x00'"), which
         # PostgreSQL refuses to store in text: they are written as the escape instead.
-        updated = jobs.update(status=cls.FAILED, error=error.replace("\x00", "\\x00"),
-                              error_stage=error_stage or F("stage"), finished=timezone.now(),
-                              lease_expires=None)
+        with transaction.atomic():
+            updated = jobs.update(status=cls.FAILED, error=error.replace("\x00", "\\x00"),
+                                  error_stage=error_stage or F("stage"),
+                                  finished=timezone.now(), lease_expires=None)
+            if updated == 1:
+                cls._forget_attempt(pk)
         return updated == 1
 
 
@@ -352,12 +365,30 @@ class Run(Job):
     @property
     def artifact(self) -> dict | None:
         """The ARTIFACT of compiler.stages.pipeline.compile_graph without "sources" (those are
-        KernelSource rows); None until the run is done. It lives in its own table
-        (`RunArtifact`), read here on first use and kept on the instance."""
+        KernelSource rows); None until the run is done, whatever preview the run has meanwhile
+        (`preview`). It lives in its own table (`RunArtifact`), read here on first use and kept
+        on the instance."""
         if "_artifact" not in self.__dict__:
-            self.__dict__["_artifact"] = None if self._state.adding else in_compiled_order(
-                RunArtifact.objects.filter(run_id=self.pk).values_list("data", flat=True).first())
+            data = self._stored_data()
+            self.__dict__["_artifact"] = None if is_preview(data) else in_compiled_order(data)
         return self.__dict__["_artifact"]
+
+    @property
+    def preview(self) -> dict | None:
+        """While the run compiles, compile_graph's PREVIEW as the worker last stored it (the
+        plans explored so far, priced before anything is built; `store_preview`); None before
+        the first plan is explored and once the run has ended (done: its `artifact` instead;
+        failed: nothing). Read on first use and kept on the instance."""
+        if "_preview" not in self.__dict__:
+            data = self._stored_data() if self.status == self.RUNNING else None
+            self.__dict__["_preview"] = in_compiled_order(data) if is_preview(data) else None
+        return self.__dict__["_preview"]
+
+    def _stored_data(self) -> dict | None:
+        """The run's row in RunArtifact: its artifact or its preview (or None)."""
+        if self._state.adding:
+            return None
+        return RunArtifact.objects.filter(run_id=self.pk).values_list("data", flat=True).first()
 
     @artifact.setter
     def artifact(self, value: dict | None) -> None:
@@ -367,8 +398,8 @@ class Run(Job):
         self.__dict__["_artifact_changed"] = True
 
     def refresh_from_db(self, *args, **kwargs):
-        self.__dict__.pop("_artifact", None)
-        self.__dict__.pop("_artifact_changed", None)
+        for kept in ("_artifact", "_artifact_changed", "_preview"):
+            self.__dict__.pop(kept, None)
         super().refresh_from_db(*args, **kwargs)
 
     @property
@@ -486,6 +517,21 @@ class Run(Job):
                 and Membership.objects.filter(team_id=self.team_id, user=user).exists())
 
     @classmethod
+    def store_preview(cls, run_id: str, token: str, lease_s: int, preview: dict) -> None:
+        """Store compile_graph's PREVIEW in place of the last one and extend the lease, while
+        the claim is still `token`'s (ClaimLost otherwise), in one transaction: a run that
+        failed or was claimed again meanwhile gets no preview. `finish` writes the artifact
+        over it, and a failure or a new attempt drops it (`_forget_attempt`)."""
+        with transaction.atomic():
+            cls.renew_lease(run_id, token, lease_s)
+            RunArtifact.put(run_id, {**preview, PREVIEW_KEY: True})
+
+    @classmethod
+    def _forget_attempt(cls, pk) -> None:
+        """A failed run shows no plans, and a new attempt starts with none shown."""
+        RunArtifact.objects.filter(run_id=pk, **{f"data__{PREVIEW_KEY}": True}).delete()
+
+    @classmethod
     def finish(cls, run_id: str, token: str, artifact: dict,
                plan_graphs: dict[tuple[str, str], bytes] | None = None) -> None:
         """Store the artifact (its "sources" as KernelSource rows) and the plans' fusion-view
@@ -553,7 +599,12 @@ class RunArtifact(models.Model):
     """A done run's artifact (`Run.artifact`), in a table of its own rather than a column of
     the runs' table: artifacts weigh megabytes for big graphs, and a database that keeps a row's
     columns together (SQLite walks a big value's overflow pages to reach the columns stored
-    after it) would make every list of runs pay for every listed run's artifact."""
+    after it) would make every list of runs pay for every listed run's artifact.
+
+    While the run compiles, the row holds its preview instead (`Run.preview`): the plans
+    explored so far, marked by PREVIEW_KEY, which no artifact has. Only a run that is done has
+    an artifact here (Run.finish writes it and marks the run done at once), so whatever reads
+    a done run's row reads its artifact."""
     run = models.OneToOneField(Run, primary_key=True, on_delete=models.CASCADE,
                                related_name="+")
     data = models.JSONField()
@@ -565,6 +616,15 @@ class RunArtifact(models.Model):
             cls.objects.filter(run_id=run_id).delete()
         else:
             cls.objects.update_or_create(run_id=run_id, defaults={"data": data})
+
+
+# The key that marks a RunArtifact row as a running run's preview, not its artifact.
+PREVIEW_KEY = "preview"
+
+
+def is_preview(data: dict | None) -> bool:
+    """Whether a RunArtifact row's data is a preview (`Run.store_preview`)."""
+    return isinstance(data, dict) and data.get(PREVIEW_KEY) is True
 
 
 def in_compiled_order(artifact: dict | None) -> dict | None:

@@ -231,6 +231,74 @@ def test_an_artifact_lives_outside_the_runs_table_and_goes_with_its_run(people):
     assert not RunArtifact.objects.exists()
 
 
+# A preview as compile_graph hands it out, and the artifact that follows it.
+PREVIEW = {"compiler_version": "v", "graph": {"nodes": 3}, "explored": {"plans": 1, "of": 2},
+           "devices": {"h100": {"strategies": {"unfused": {"kernels": [], "total": {}}}}}}
+ARTIFACT = {"compiler_version": "v", "graph": {"nodes": 3}, "devices": {}, "sources": {}}
+
+
+def test_a_compiling_run_shows_its_preview_and_never_as_its_artifact(people):
+    run = make_run(people, "private")
+    token = Run.claim(run.id, "worker-a", lease_s=60, max_attempts=3)
+    Run.store_preview(run.id, token, 60, PREVIEW)
+
+    stored = Run.objects.get(pk=run.pk)
+    assert stored.preview["explored"] == {"plans": 1, "of": 2}
+    assert stored.preview["devices"] == PREVIEW["devices"]
+    assert stored.artifact is None
+    Run.finish(run.id, token, dict(ARTIFACT))
+    done = Run.objects.get(pk=run.pk)
+    assert done.preview is None
+    assert done.artifact == {"compiler_version": "v", "graph": {"nodes": 3}, "devices": {}}
+
+
+def test_a_preview_is_stored_only_while_the_claim_holds(people):
+    run = make_run(people, "private")
+    stale = Run.claim(run.id, "worker-a", lease_s=-1, max_attempts=3)
+    Run.claim(run.id, "worker-b", lease_s=60, max_attempts=3)
+    with pytest.raises(ClaimLost):
+        Run.store_preview(run.id, stale, 60, PREVIEW)
+    assert not RunArtifact.objects.exists()
+
+
+def test_a_failed_run_keeps_no_preview(people):
+    run = make_run(people, "private")
+    token = Run.claim(run.id, "worker-a", lease_s=60, max_attempts=3)
+    Run.store_preview(run.id, token, 60, PREVIEW)
+    assert Run.fail(run.id, "a bug", "build", token)
+    assert not RunArtifact.objects.exists()
+    assert Run.objects.get(pk=run.pk).preview is None
+
+
+def test_a_new_attempt_starts_without_the_last_ones_preview(people):
+    run = make_run(people, "private")
+    stale = Run.claim(run.id, "worker-a", lease_s=-1, max_attempts=3)
+    Run.store_preview(run.id, stale, -1, PREVIEW)
+    assert Run.claim(run.id, "worker-b", lease_s=60, max_attempts=3)
+    assert Run.objects.get(pk=run.pk).preview is None
+    assert not RunArtifact.objects.exists()
+
+
+def test_a_run_failed_for_want_of_attempts_keeps_no_preview(people):
+    run = make_run(people, "private")
+    token = Run.claim(run.id, "worker-a", lease_s=60, max_attempts=1)
+    Run.store_preview(run.id, token, -1, PREVIEW)
+    assert Run.claim(run.id, "worker-b", lease_s=60, max_attempts=1) is None
+    assert Run.objects.get(pk=run.pk).status == Run.FAILED
+    assert not RunArtifact.objects.exists()
+
+
+def test_ending_a_run_leaves_another_runs_preview_and_a_done_runs_artifact_alone(people):
+    done, compiling = make_run(people, "private"), make_run(people, "team")
+    token = Run.claim(done.id, "worker-a", lease_s=60, max_attempts=3)
+    Run.finish(done.id, token, dict(ARTIFACT))
+    other = Run.claim(compiling.id, "worker-a", lease_s=60, max_attempts=3)
+    Run.store_preview(compiling.id, other, 60, PREVIEW)
+    assert not Run.fail(done.id, "late", "cost")
+    assert Run.objects.get(pk=done.pk).artifact is not None
+    assert Run.objects.get(pk=compiling.pk).preview is not None
+
+
 @pytest.fixture
 def latest_schema_after():
     """Migrates the test database back to the latest migrations once a migration test that
