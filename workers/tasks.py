@@ -37,6 +37,10 @@ RUN_STAGES = (*COMPILE_STAGES, LAYOUT_STAGE)
 # Progress is written at most this often (plus at every change of stage): a big graph has
 # thousands of kernels, and each write takes the database's write lock.
 PROGRESS_INTERVAL_S = 0.5
+# ...but every step of a stage of at most this many steps is written: the explore stage counts
+# plans (at most 5 devices x 5 strategies), and the run page fetches the preview of the plans
+# explored so far when that count moves.
+FEW_STEPS = 25
 
 
 @app.task(name="workers.ping", acks_late=True, soft_time_limit=10, time_limit=20)
@@ -110,7 +114,7 @@ class _ProgressRecorder:
         entering = stage != self.stage
         if entering:
             self._enter(stage)
-        news = entering or (detail and detail != self.detail)
+        news = entering or (detail and detail != self.detail) or total <= FEW_STEPS
         self.stage = stage
         if detail or entering:
             self.detail = detail
@@ -151,11 +155,15 @@ def compile_run(self, run_id: str) -> str:
     run = Run.objects.get(pk=run_id)
     progress = _ProgressRecorder(Run, run_id, token, settings.COMPILE_LEASE_S, RUN_STAGES)
 
+    def show_explored(preview: dict) -> None:
+        """The run page shows the plans explored so far while the rest compiles."""
+        Run.store_preview(run_id, token, settings.COMPILE_LEASE_S, preview)
+
     def compile_it() -> tuple:
         data = run.graph_bytes
         artifact = compile_graph(data, run.filename, run.devices, run.strategies,
                                  progress=progress, learned_models=learned_models(run.devices),
-                                 runtime=run.runtime)
+                                 runtime=run.runtime, explored=show_explored)
         # The fusion view's objects, laid out now so the first look at a big plan is quick.
         return artifact, {plan: PlanGraph.pack(view)
                           for plan, view in plan_views(data, run.filename, artifact, progress)}

@@ -12,7 +12,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from explorer import runs
-from explorer.models import KernelSource, PlanGraph, Run
+from explorer.models import KernelSource, PlanGraph, Run, RunArtifact
 from tests.services import finished, send_to, wait_for_run
 from workers import app
 from workers.tasks import RUN_STAGES as STAGES
@@ -168,3 +168,67 @@ def test_a_job_whose_worker_is_killed_mid_job_is_redelivered_and_completes(
     assert run.attempts == 2
     assert run.claimed_by.startswith("rescuer-")
     assert KernelSource.objects.filter(run=run).exists()
+
+
+def test_the_plans_are_shown_as_explored_before_the_build_and_then_replaced_by_the_artifact(
+        owner, celery_env, redis_url, worker_factory, monkeypatch):
+    # A worker of its own that holds each run in codegen for a while: the preview is there to
+    # be seen while nothing is built yet.
+    broker_url = redis_url.rsplit("/", 1)[0] + "/7"
+    worker = worker_factory("preview", {**celery_env, "REDIS_URL": broker_url,
+                                        "COMPILE_TEST_CODEGEN_DELAY_S": "3"})
+    monkeypatch.setattr(runs, "enqueue_compile", send_to(broker_url))
+    strategies = ["unfused", "xla", "stitch", "cost"]
+
+    run = runs.submit_run(owner, SOFTMAX, "softmax.hlo", ["h100"], strategies)
+    compiling = wait_for(run.id, lambda r: r.stage == "codegen", "at stage codegen",
+                         [worker.log])
+
+    assert compiling.status == Run.RUNNING and compiling.artifact is None
+    # The explore stage counted plans; every one was explored and previewed before codegen.
+    explore = next(entry for entry in compiling.stages if entry["name"] == "explore")
+    assert explore["finished"] is not None
+    preview = compiling.preview
+    assert preview["explored"] == {"plans": 4, "of": 4}
+    assert list(preview["devices"]["h100"]["strategies"]) == strategies
+    explored = preview["devices"]["h100"]["strategies"]
+    assert all(kernel["registers"] is None for plan in explored.values()
+               for kernel in plan["kernels"])
+    assert not KernelSource.objects.filter(run=run).exists()
+
+    done = wait_for(run.id, finished, "done", [worker.log])
+
+    assert done.status == Run.DONE, done.error
+    assert done.preview is None
+    built = done.artifact["devices"]["h100"]["strategies"]
+    assert "explored" not in done.artifact and "preview" not in done.artifact
+    for name, plan in explored.items():
+        assert [k["nodes"] for k in built[name]["kernels"]] == \
+            [k["nodes"] for k in plan["kernels"]]
+    assert any(kernel["registers"] for plan in built.values() for kernel in plan["kernels"])
+
+
+def test_a_run_that_fails_after_exploring_leaves_no_preview(
+        owner, celery_env, redis_url, worker_factory, monkeypatch):
+    # Held in codegen past its soft time limit (which the message carries): the run fails with
+    # its plans explored.
+    broker_url = redis_url.rsplit("/", 1)[0] + "/8"
+    worker = worker_factory("doomed-preview", {**celery_env, "REDIS_URL": broker_url,
+                                               "COMPILE_TEST_CODEGEN_DELAY_S": "60"})
+
+    def enqueue(run_id: str) -> None:
+        with app.connection_for_write(broker_url) as connection:
+            compile_run.apply_async((run_id,), connection=connection, soft_time_limit=10,
+                                    time_limit=70)
+    monkeypatch.setattr(runs, "enqueue_compile", enqueue)
+
+    run = runs.submit_run(owner, SOFTMAX, "softmax.hlo", ["h100"], ["xla", "cost"])
+    compiling = wait_for(run.id, lambda r: r.preview is not None and r.stage == "codegen",
+                         "previewed", [worker.log])
+    assert compiling.preview["explored"] == {"plans": 2, "of": 2}
+
+    failed = wait_for(run.id, finished, "failed", [worker.log])
+
+    assert (failed.status, failed.error_stage) == (Run.FAILED, "codegen")
+    assert failed.preview is None and failed.artifact is None
+    assert not RunArtifact.objects.filter(run_id=run.id).exists()
