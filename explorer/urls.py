@@ -21,6 +21,7 @@ urlpatterns = [
     path("r/<str:run_id>/delete", views.run_delete, name="explorer-run-delete"),
     path("r/<str:run_id>/source", views.run_source, name="explorer-run-source"),
     path("r/<str:run_id>/status.json", views.run_status, name="explorer-run-status"),
+    path("r/<str:run_id>/preview", views.run_preview, name="explorer-run-preview"),
     path("r/<str:run_id>/measure", views.measure, name="explorer-run-measure"),
     path("r/<str:run_id>/plan/<str:device>/<str:strategy>", views.plan_panel,
          name="explorer-plan-panel"),

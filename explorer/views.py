@@ -216,8 +216,8 @@ def _run_context(request: HttpRequest, run: Run,
 def _render_run(request: HttpRequest, run: Run, settings_form: RunSettingsForm | None,
                 status: int = 200) -> HttpResponse:
     if run.status != Run.DONE:
-        return render(request, "explorer/run.html", _run_context(request, run, settings_form),
-                      status=status)
+        context = {**_run_context(request, run, settings_form), "preview_html": _preview(run)}
+        return render(request, "explorer/run.html", context, status=status)
     html, _, results = _run_page_parts(request, run, settings_form, run.latest_measurement())
     return documents.page_response(request, html, RESULTS_MARKER, results, status)
 
@@ -232,7 +232,8 @@ def _run_page_parts(request: HttpRequest, run: Run, settings_form: RunSettingsFo
     results_key = _results_key(run, measured, "page-fragment")
     results = _cached(run, measured, "page-fragment", lambda: documents.Fragment.of(
         render_to_string("explorer/run_results.html",
-                         _results_context(run, _devices(run, measured)))))
+                         _results_context(run, _devices(run, measured),
+                                          run.artifact["graph"]))))
     context = {
         **_run_context(request, run, settings_form),
         "results_html": RESULTS_MARKER,
@@ -297,10 +298,38 @@ def _devices(run: Run, measured: Measurement | None) -> dict:
     return presenters.apply_measurement(artifact["devices"], result)
 
 
-def _results_context(run: Run, devices: dict) -> dict:
+def _preview(run: Run) -> str:
+    """The run page's preview while the run compiles (templates/explorer/run_preview.html):
+    the results of the plans explored so far, as their explore stage priced them, with what
+    waits for the build marked pending; empty (and hidden) before the first plan is explored
+    and nothing once the run has ended. Rendered for each request: it changes as plans are
+    explored."""
+    if run.status not in (Run.QUEUED, Run.RUNNING):
+        return ""
+    preview = run.preview
+    context = {"run": run, "explored": None}
+    if preview is not None:
+        context = {**_results_context(run, preview["devices"], preview["graph"], preview=True),
+                   "explored": preview["explored"]}
+    return render_to_string("explorer/run_preview.html", context)
+
+
+@require_GET
+@_run_view
+def run_preview(request: HttpRequest, run: Run) -> HttpResponse:
+    """The preview part of a compiling run's page (`_preview`), which the page fetches again
+    as the run's status says more plans are explored."""
+    return HttpResponse(_preview(run))
+
+
+def _results_context(run: Run, devices: dict, graph: dict, preview: bool = False) -> dict:
     """Per device: the strategy comparison and its chart, the strategy tabs, and the panel of
-    the tab that opens first (the others load when clicked)."""
-    context = {"run": run, "devices": []}
+    the tab that opens first (the others load when clicked). `graph`: the artifact's summary
+    of the graph. With `preview`, `devices` are a compiling run's preview (Run.preview): the
+    plans explored so far, a row for each plan still being explored, and no "why faster"
+    (the compare page it links to takes finished runs)."""
+    context = {"run": run, "devices": [], "preview": preview,
+               "graph_notes": graph.get("notes")}
     runtimes = all(strategy["total"].get("runtimes") for result in devices.values()
                    for strategy in result["strategies"].values() if not strategy["unavailable"])
     if runtimes:
@@ -322,7 +351,9 @@ def _results_context(run: Run, devices: dict) -> dict:
             "charts": presenters.comparison_charts(rows, eager),
             "runtimes": runtimes, "verdicts": presenters.verdicts(rows, learned_model),
             "launch_sources": presenters.launch_sources(result),
-            "why": _why(run, name, result, rows) if runtimes else None,
+            "why": _why(run, name, result, rows) if runtimes and not preview else None,
+            "exploring": [strategy for strategy in presenters.ordered_strategies(run.strategies)
+                          if strategy not in result["strategies"]] if preview else [],
             "measured": any(row["measured_us"] is not None for row in rows),
             "learned": any(row["learned_us"] is not None for row in rows),
             "decided": any(row["decided_by"] for row in rows),
@@ -358,7 +389,8 @@ def _panel_context(run: Run, device: str, strategy: str, result: dict,
     unless `all_rows`), who decided the fusions and the decisions."""
     decisions = presenters.decision_rows(result)
     kernels = presenters.kernel_rows(result, get_device(device).sm_count)
-    return {"run": run, "device": device, "strategy": strategy,
+    # A compiling run's panel shows its preview: no kernel pages, what nvcc gives pending.
+    return {"run": run, "device": device, "strategy": strategy, "preview": run.status != Run.DONE,
             "kernels": kernels if all_rows else kernels[:KERNEL_ROWS_SHOWN],
             "kernel_count": len(kernels),
             "learned": any(row["learned_us"] is not None for row in kernels),
@@ -375,12 +407,24 @@ def _panel_context(run: Run, device: str, strategy: str, result: dict,
 
 
 def _plan_result(run: Run, device: str, strategy: str, measured: Measurement | None) -> dict:
-    if run.status != Run.DONE:
+    """One plan of a done run, or of a compiling run's preview once it is explored."""
+    if run.status == Run.DONE:
+        devices = _devices(run, measured)
+    elif run.preview is not None:
+        devices = run.preview["devices"]
+    else:
         raise Http404("This run has no results yet.")
-    result = _devices(run, measured).get(device, {}).get("strategies", {}).get(strategy)
+    result = devices.get(device, {}).get("strategies", {}).get(strategy)
     if result is None:
         raise Http404("This run has no such device or strategy.")
     return result
+
+
+def _cached_if_done(run: Run, measured: Measurement | None, part: str, render_part):
+    """`_cached` for a done run's part; a compiling run's preview changes, and is rendered
+    anew each time."""
+    return _cached(run, measured, part, render_part) if run.status == Run.DONE \
+        else render_part()
 
 
 @require_GET
@@ -395,9 +439,9 @@ def plan_panel(request: HttpRequest, run: Run, device: str, strategy: str) -> Ht
         context = _panel_context(run, device, strategy,
                                  _plan_result(run, device, strategy, measured), all_rows)
         return render_to_string("explorer/run_panel.html", {"panel": context})
-    return HttpResponse(_cached(run, measured,
-                                f"panel:{device}:{strategy}:{'all' if all_rows else 'first'}",
-                                render_panel))
+    return HttpResponse(_cached_if_done(
+        run, measured, f"panel:{device}:{strategy}:{'all' if all_rows else 'first'}",
+        render_panel))
 
 
 @require_GET
@@ -409,8 +453,8 @@ def plan_decisions(request: HttpRequest, run: Run, device: str, strategy: str) -
         result = _plan_result(run, device, strategy, None)
         return [[row["action"], row["subject"], row["reason"], row["gain_us"], row["kernels"]]
                 for row in presenters.decision_rows(result)]
-    return JsonResponse({"decisions": _cached(run, None, f"decisions:{device}:{strategy}",
-                                              rows)})
+    return JsonResponse({"decisions": _cached_if_done(run, None,
+                                                      f"decisions:{device}:{strategy}", rows)})
 
 
 @require_POST

@@ -1,6 +1,7 @@
-// The run page: progress polling until the run is done (and while a measurement runs), strategy
-// panels loaded when their tab is first opened, sortable kernel tables, the decision filter,
-// and the shown plan in the URL (which the fusion view, fusion_view.js, follows).
+// The run page: progress polling until the run is done (and while a measurement runs), the first
+// answer while it compiles (the plans explored so far), strategy panels loaded when their tab is
+// first opened, sortable kernel tables, the decision filter, and the shown plan in the URL (which
+// the fusion view, fusion_view.js, follows).
 "use strict";
 
 (() => {
@@ -70,6 +71,7 @@
           showStatus(status);
           // Reloaded when it ends: the results, or the error with the owner's retry button.
           if (["done", "failed"].includes(status.status)) return window.location.reload();
+          await refreshPreview(status);
         } else if (status.measurement) {
           showMeasurement(status.measurement);
           if (["done", "failed"].includes(status.measurement.status)) {
@@ -81,6 +83,42 @@
       // A dropped connection is retried on the next tick.
     }
     window.setTimeout(() => poll(url, waitingFor), POLL_MS);
+  }
+
+  // -- the first answer: while the run compiles, the plans explored so far with their explored
+  // prices (run_preview.html), fetched again whenever the status says more plans are explored;
+  // the final results come with the reload when the run is done.
+
+  let previewAsked = null;
+
+  async function refreshPreview(status) {
+    const preview = document.getElementById("preview");
+    if (!preview || status.status !== "running") return;
+    const shown = Number(preview.dataset.plans);
+    const of = Number(preview.dataset.of);
+    if (of && shown >= of) return;
+    // The explore stage counts the plans explored; once it is over, every plan is.
+    let asking = null;
+    if (status.stage === "explore") {
+      if (status.progress_done > shown) asking = `explore ${status.progress_done}`;
+    } else if (!["", "import"].includes(status.stage)) {
+      asking = "explored";
+    }
+    if (asking === null || asking === previewAsked) return;
+    previewAsked = asking;
+    const response = await fetch(preview.dataset.previewUrl);
+    if (!response.ok) {
+      previewAsked = null;  // asked again on the next poll
+      return;
+    }
+    const template = document.createElement("template");
+    template.innerHTML = (await response.text()).trim();
+    const fresh = template.content.querySelector("#preview");
+    if (!fresh || Number(fresh.dataset.plans) <= shown) return;
+    preview.replaceWith(fresh);
+    fresh.querySelectorAll(".strategy:not([data-panel-url])").forEach(setUpPanel);
+    // A plan picked (its tab, kept in the hash) stays in view; else the fastest so far opens.
+    showWanted();
   }
 
   if (progress && document.getElementById("progress-status").textContent !== "failed") {

@@ -310,6 +310,7 @@ ROUTES: dict[str, tuple[Access, ...]] = {
                             Access(Rule.RUN_OWNER, "POST", 302, mutates=True)),
     "explorer-run-source": (Access(Rule.RUN),),
     "explorer-run-status": (Access(Rule.RUN),),
+    "explorer-run-preview": (Access(Rule.RUN),),
     "explorer-run-measure": (Access(Rule.RUN_LOGIN, "POST", 302, mutates=True),),
     "explorer-plan-panel": (Access(Rule.RUN),),
     "explorer-plan-decisions": (Access(Rule.RUN),),
