@@ -12,6 +12,7 @@ import time
 
 from celery import Task
 from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
+from celery.signals import worker_init
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.utils import timezone
@@ -25,7 +26,7 @@ from compiler.stages.measure import STAGES as MEASURE_STAGES, measure_graph
 from compiler.stages.pipeline import STAGES as COMPILE_STAGES, compile_graph, compile_plans
 from explorer.logs import log_context
 from explorer.models import ClaimLost, Job, Measurement, PlanGraph, Run, SavedPlan
-from explorer.queues import COMPILE_PLAN, COMPILE_RUN, MEASURE_RUN, time_limits
+from explorer.queues import COMPILE_PLAN, COMPILE_RUN, MEASURE_RUN, queue_of, time_limits
 from explorer.runs import learned_model_files
 from workers.celery import app
 
@@ -219,6 +220,15 @@ def learned_models(devices: list[str]) -> dict[str, str]:
     """The active learned cost model file of each of `devices` that has one: what a compile
     predicts their kernels with (explorer/runs.py `learned_model_files`)."""
     return learned_model_files(devices)
+
+
+@worker_init.connect(weak=False)
+def import_learned_registry(sender, **_kwargs) -> None:
+    """A compile worker imports what `learned_models` needs (torch: about 2 s) as it starts, in
+    the process its pool processes are forked from, instead of in its first run, before that
+    run's first plan could be shown."""
+    if queue_of(COMPILE_RUN) in sender.app.amqp.queues.consume_from:
+        import compiler.cost.learned.registry  # noqa: F401
 
 
 @app.task(bind=True, base=MeasureTask, name=MEASURE_RUN, acks_late=True,

@@ -6,7 +6,9 @@ submit runs the way the web app does and watch the rows the workers write.
 import gzip
 import hashlib
 import json
+import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -16,7 +18,7 @@ from explorer.models import KernelSource, PlanGraph, Run, RunArtifact
 from tests.services import finished, send_to, wait_for_run
 from workers import app
 from workers.tasks import RUN_STAGES as STAGES
-from workers.tasks import compile_run
+from workers.tasks import compile_run, import_learned_registry
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SOFTMAX = (REPO_ROOT / "tests/data/hlo/softmax.hlo").read_bytes()
@@ -40,6 +42,20 @@ def test_the_task_has_a_stable_name_late_acks_and_time_limits():
     assert compile_run.reject_on_worker_lost is True
     assert 0 < compile_run.soft_time_limit < compile_run.time_limit
     assert app.amqp.router.route({}, compile_run.name)["queue"].name == "compile"
+
+
+@pytest.mark.parametrize("queues, imported", [(["compile"], True), (["gpu"], False)])
+def test_a_compile_worker_imports_the_learned_registry_as_it_starts(
+        queues, imported, monkeypatch):
+    """So that a fresh worker's first run does not wait for torch before exploring."""
+    registry = "compiler.cost.learned.registry"
+    monkeypatch.delitem(sys.modules, registry, raising=False)
+    worker = SimpleNamespace(app=SimpleNamespace(amqp=SimpleNamespace(
+        queues=SimpleNamespace(consume_from={name: None for name in queues}))))
+
+    import_learned_registry(worker)
+
+    assert (registry in sys.modules) is imported
 
 
 def test_a_run_completes_with_its_artifact_and_kernel_sources(
