@@ -12,11 +12,11 @@ ON_POSTGRESQL is chosen for what it covers per second (the whole suite has a tim
 route's access rules, which read runs, teams, invites and keys in every way the views do
 (test_access_matrix.py, most of the time); the models' claims and conditional updates; uploads
 (streamed into the graph store, stored by content, bundles, quotas; test_graph_store.py,
-test_storage_quota.py); the API's answers and exports; the run page; the team flows (row locks
-on memberships, names unique whatever their case), sign-up and the log-in locks (axes keeps
-addresses in an `inet` column there); and what PostgreSQL found (test_json_key_order.py,
-test_nul_characters.py); and the plain-SQL reads of users, runs and keys, and sessions
-(test_lookups.py). The child hashes passwords with Django's fast test hasher, as every test
+test_storage_quota.py); the API's answers and exports; the run page and a compiling run's
+preview; the team flows (row locks on memberships, names unique whatever their case), sign-up
+and the log-in locks (axes keeps addresses in an `inet` column there); and what PostgreSQL
+found (test_json_key_order.py, test_nul_characters.py); and the plain-SQL reads of users, runs
+and keys, and sessions (test_lookups.py). The child hashes passwords with Django's fast test hasher, as every test
 session does (tests/settings.py). It adds about 80 s to `make test` on the shared 2-core
 machine; the history, compare and gallery pages' tests are left to SQLite.
 """
@@ -39,6 +39,7 @@ ON_POSTGRESQL = [
     "tests/explorer/test_api_export.py",
     "tests/explorer/test_api_graph.py",
     "tests/explorer/test_run_view.py",
+    "tests/explorer/test_run_preview_view.py",
     "tests/explorer/test_run_lifecycle.py",
     "tests/explorer/test_graph_store.py",
     "tests/explorer/test_storage_quota.py",
