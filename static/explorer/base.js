@@ -22,10 +22,10 @@ const Explorer = (() => {
   // The runtime switch: every time that depends on how the kernels are launched is on the
   // page once per runtime, and the results show the chosen one's (base.css). The choice lives in
   // the query (?runtime=stream), so a link reproduces it; without one, the run's own runtime.
-
-  const results = document.querySelector(".results[data-runtime-shown]");
+  // The results are looked up each time: a compiling run's preview replaces them as it grows.
 
   function showRuntime(runtime) {
+    const results = document.querySelector(".results[data-runtime-shown]");
     if (!results || !results.querySelector(`[data-runtime-choice="${runtime}"]`)) return;
     results.dataset.runtimeShown = runtime;
     results.querySelectorAll("[data-runtime-choice]").forEach((button) => {
@@ -41,8 +41,11 @@ const Explorer = (() => {
     url.searchParams.set("runtime", choice.dataset.runtimeChoice);
     history.replaceState(null, "", url);
   });
-  const askedRuntime = new URLSearchParams(window.location.search).get("runtime");
-  if (askedRuntime) showRuntime(askedRuntime);
+  function showAskedRuntime() {
+    const asked = new URLSearchParams(window.location.search).get("runtime");
+    if (asked) showRuntime(asked);
+  }
+  showAskedRuntime();
 
-  return { showTab };
+  return { showTab, showAskedRuntime };
 })();

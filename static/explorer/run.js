@@ -117,6 +117,7 @@
     if (!fresh || Number(fresh.dataset.plans) <= shown) return;
     preview.replaceWith(fresh);
     fresh.querySelectorAll(".strategy:not([data-panel-url])").forEach(setUpPanel);
+    Explorer.showAskedRuntime();
     // A plan picked (its tab, kept in the hash) stays in view; else the fastest so far opens.
     showWanted();
   }

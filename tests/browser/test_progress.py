@@ -102,13 +102,16 @@ def test_the_plans_show_as_they_are_explored_while_the_run_builds_then_the_final
     expect(page.locator('#preview tr[data-strategy="xla"]')).to_be_visible()
     expect(page.locator('#preview tr[data-exploring="cost"]')).to_contain_text("exploring")
     expect(page.locator("#preview-note")).to_contain_text("not the final results")
+    page.locator('#preview [data-runtime-choice="stream"]').click()
 
-    # Both explored and the build running: every plan is shown, nvcc's figures pending.
+    # Both explored and the build running: every plan is shown, nvcc's figures pending, under
+    # the runtime chosen meanwhile.
     Run.store_preview(run.pk, token, 60, previews[1])
     Run.objects.filter(pk=run.pk).update(stage="build", progress_done=0, progress_total=40,
                                          stages=stages_until("build", time.time()))
     expect(page.locator('#preview tr[data-strategy="cost"]')).to_be_visible()
     expect(page.locator("#preview tr[data-exploring]")).to_have_count(0)
+    expect(page.locator("#preview .results")).to_have_attribute("data-runtime-shown", "stream")
     # The fastest plan so far opens (the cost plan is never priced above the others).
     panel = page.locator("#preview .strategy:not([hidden])")
     expect(panel).to_have_attribute("data-tab", "cost")
