@@ -35,5 +35,8 @@ def wait_for_run(page, run_id: str, deadline_s: float = DEADLINE_S):
         time.sleep(POLL_S)
         run.refresh_from_db()
     assert run.status == Run.DONE, f"run {run_id} failed in {run.error_stage}: {run.error}"
+    # The measurement line is a done run's page's alone: the page shown while the run compiled
+    # has the plans' comparison too (its preview), until the reload.
+    page.locator("#measurement").wait_for()
     page.locator(".comparison__table").wait_for()
     return run
