@@ -157,8 +157,13 @@ def compile_run(self, run_id: str) -> str:
     progress = _ProgressRecorder(Run, run_id, token, settings.COMPILE_LEASE_S, RUN_STAGES)
 
     def show_explored(preview: dict) -> None:
-        """The run page shows the plans explored so far while the rest compiles."""
-        Run.store_preview(run_id, token, settings.COMPILE_LEASE_S, preview)
+        """The run page shows the plans explored so far while the rest compiles. A preview
+        the database refuses for a moment is skipped, not a reason to compile again: the next
+        one, or the artifact, takes its place."""
+        try:
+            Run.store_preview(run_id, token, settings.COMPILE_LEASE_S, preview)
+        except (OperationalError, InterfaceError):
+            logger.warning("could not store a preview of run %s", run_id, exc_info=True)
 
     def compile_it() -> tuple:
         data = run.graph_bytes

@@ -286,6 +286,19 @@ class TransientErrorTests(AccessTestCase):
         self.assertIn("This is a bug", run.error)
         send.assert_not_called()
 
+    def test_a_preview_the_database_refuses_is_skipped_and_the_run_completes(self):
+        run = self.make_run()
+        refused = mock.patch.object(Run, "store_preview",
+                                    side_effect=OperationalError("database is locked"))
+        with refused as store, self.assertLogs("workers.tasks", "WARNING") as logs:
+            tasks.compile_run.apply((run.pk,))
+
+        run.refresh_from_db()
+        self.assertEqual(run.status, Run.DONE, run.error)
+        # One preview per plan, each refused.
+        self.assertEqual(store.call_count, len(run.devices) * len(run.strategies))
+        self.assertIn("could not store a preview", logs.output[0])
+
     def test_a_running_job_whose_lease_ran_out_reads_as_interrupted(self):
         run = self.make_run()
         Run.claim(run.pk, "worker", -1, 3)     # a lease that ran out at once: the worker died
