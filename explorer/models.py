@@ -762,7 +762,7 @@ class SavedPlan(Job):
             Run.objects.select_for_update().filter(pk=run_id).exists()
             artifact = RunArtifact.objects.filter(run_id=run_id) \
                 .values_list("data", flat=True).first()
-            if artifact is None:
+            if artifact is None or is_preview(artifact):
                 raise ClaimLost(pk)   # the run is being compiled again: so will the plan be
             if saved.device not in (artifact.get("devices") or {}):
                 raise InputError(f"the run has no {saved.device} plans: a saved plan is for "

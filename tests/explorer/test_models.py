@@ -10,7 +10,7 @@ from django.test import override_settings
 from compiler.errors import InputError
 from compiler.version import compiler_version
 from explorer import runs
-from explorer.models import ClaimLost, Membership, Run, RunArtifact, Team
+from explorer.models import ClaimLost, Membership, Run, RunArtifact, SavedPlan, Team
 from explorer.runs import run_id, submit_run
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -297,6 +297,21 @@ def test_ending_a_run_leaves_another_runs_preview_and_a_done_runs_artifact_alone
     assert not Run.fail(done.id, "late", "cost")
     assert Run.objects.get(pk=done.pk).artifact is not None
     assert Run.objects.get(pk=compiling.pk).preview is not None
+
+
+def test_a_saved_plan_lands_on_an_artifact_never_on_a_preview(people):
+    """A run compiled again shows a preview meanwhile; a saved plan finishing then is compiled
+    again onto the new artifact (Run.finish queues it), never written into the preview."""
+    run = make_run(people, "private")
+    token = Run.claim(run.id, "worker-a", lease_s=60, max_attempts=3)
+    Run.store_preview(run.id, token, 60, PREVIEW)
+    saved = SavedPlan.objects.create(run=run, device="h100", name="mine", plan={})
+    plan_token = SavedPlan.claim(saved.pk, "worker-b", lease_s=60, max_attempts=3)
+    entry = {"kernels": [], "total": {"sol_us": 1.0}}
+
+    with pytest.raises(ClaimLost):
+        SavedPlan.finish(saved.pk, plan_token, run.id, entry, {}, None)
+    assert Run.objects.get(pk=run.pk).preview["devices"] == PREVIEW["devices"]
 
 
 @pytest.fixture
