@@ -121,11 +121,7 @@ def compile_graph(data: bytes, filename: str, devices: list[str], strategies: li
     the PREVIEW (module docstring) of the plans explored so far."""
     progress = progress or no_progress
     devices, strategies = canonical_options(devices, strategies)
-
-    counter = StageCounter(progress, "import", 1)
-    graph = import_graph(data, filename)
-    summary = summarize(graph)
-    counter.advance()
+    graph, summary = _imported(data, filename, progress)
 
     # Counted in plans, each reported (and previewed) as soon as it is explored.
     counter = StageCounter(progress, "explore", len(devices) * len(strategies))
@@ -159,10 +155,7 @@ def compile_plans(data: bytes, filename: str, plans: list[dict],
     strategy's plan: {"compiler_version", "devices": {device: {"strategies": {strategy:
     entry}}}, "sources"}. InputError (naming the plan) when a file does not apply."""
     progress = progress or no_progress
-    counter = StageCounter(progress, "import", 1)
-    graph = import_graph(data, filename)
-    summary = summarize(graph)
-    counter.advance()
+    graph, summary = _imported(data, filename, progress)
 
     counter = StageCounter(progress, "explore", len(plans))
     results, targets = {}, []
@@ -179,6 +172,15 @@ def compile_plans(data: bytes, filename: str, plans: list[dict],
     sources = _generate(graph, sorted(results), targets, results, progress, False,
                         learned_models)
     return {"compiler_version": compiler_version(), "devices": results, "sources": sources}
+
+
+def _imported(data: bytes, filename: str, progress: Progress) -> tuple[Graph, dict]:
+    """The import stage: the upload's graph and its summary."""
+    counter = StageCounter(progress, "import", 1)
+    graph = import_graph(data, filename)
+    summary = summarize(graph)
+    counter.advance()
+    return graph, summary
 
 
 def _generate(graph: Graph, devices: list[str], targets: list[_Target], results: dict,
