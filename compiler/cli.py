@@ -90,6 +90,37 @@ def _parser() -> argparse.ArgumentParser:
     codegen.add_argument("--out", metavar="DIR",
                          help="write each kernel's source to DIR/<strategy>/<function>.cu")
 
+    autotune = commands.add_parser(
+        "autotune", help="search fusion plans with a cost model, as the learned model's paper "
+                         "tunes fusion: the best plans and which to measure",
+        description="Start from every strategy's plan (--strategy, and --plan files) and search "
+                    "plans by plan edits (merge a kernel with one that reads it, move an op "
+                    "into the kernel it reads from, split an op out, split a kernel into its "
+                    "ops), scoring each with --model (projected, learned or sol; learned needs "
+                    "--learned-model) incrementally. Prints the best plan with its moves and "
+                    "predicted gains, the --top best distinct plans with every model's total, "
+                    "and the --measure-top plans worth timing on a GPU: the best ones and "
+                    "those the models disagree on most. Deterministic for a --seed and "
+                    "--evaluations budget; --budget-s cuts the same search short. "
+                    "--save-plans writes the tuned plan's file too (tuned.plan.json).")
+    _plan_arguments(autotune, default_strategy="all",
+                    json_help="one JSON object on stdout: the search's result and history")
+    autotune.add_argument("--model", default="projected", choices=("projected", "learned",
+                                                                   "sol"),
+                          help="the model that scores plans (default projected)")
+    autotune.add_argument("--search", default="anneal", choices=("anneal", "beam"),
+                          help="simulated annealing (default) or beam search "
+                               "(benchmarks/autotune.py compares them)")
+    autotune.add_argument("--budget-s", type=float, default=None, metavar="S",
+                          help="stop after S seconds of search")
+    autotune.add_argument("--evaluations", type=int, default=None, metavar="N",
+                          help="stop after N plans scored (default 2000 without --budget-s)")
+    autotune.add_argument("--seed", type=int, default=0, help="the search's seed (default 0)")
+    autotune.add_argument("--top", type=int, default=5, metavar="K",
+                          help="how many distinct best plans to report (default 5)")
+    autotune.add_argument("--measure-top", type=int, default=3, metavar="K",
+                          help="how many of them to name for measuring (default 3)")
+
     calibrate = commands.add_parser(
         "calibrate", help="fit the projected model's derating constants to measured times",
         description="Read calibration records (JSON lines: a kernel's workload, its ptxas "
@@ -270,7 +301,7 @@ def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     try:
         command = {"inspect": _inspect, "explore": _explore, "codegen": _codegen,
-                   "calibrate": _calibrate, "run": _run,
+                   "calibrate": _calibrate, "run": _run, "autotune": _autotune,
                    "collect-costmodel-data": _collect_costmodel_data,
                    "train-costmodel": _train_costmodel}[args.command]
         return command(args)
@@ -337,6 +368,35 @@ def _codegen(args) -> int:
                     path.write_text(code.emitted.source)
                     entry["source_path"] = str(path)
     _print(result, args.json, format_codegen)
+    return 0
+
+
+def _autotune(args) -> int:
+    from compiler.fusion.autotune import Budget, autotune, choose_to_measure, format_tuning
+
+    strategies = parse_strategies(args.strategy)
+    graph, _ = _load(args)
+    predictor = _predictor(args)
+    if args.model == "learned" and predictor is None:
+        raise InputError("--model learned needs --learned-model FILE (a model train-costmodel "
+                         "wrote for the device)")
+    for name, value in (("--budget-s", args.budget_s), ("--evaluations", args.evaluations),
+                        ("--top", args.top)):
+        if value is not None and value <= 0:
+            raise InputError(f"{name} must be above zero, not {value}")
+    budget = Budget(args.budget_s, args.evaluations if args.evaluations is not None
+                    or args.budget_s is not None else 2000)
+    starts = explore(graph, args.device, strategies, args.cost_model, predictor,
+                     runtime=args.runtime)
+    _plan_files(args, graph, starts)
+    result = autotune(graph, starts, args.model, args.search, budget, args.seed, args.top,
+                      predictor)
+    choose_to_measure(result, args.measure_top)
+    if args.save_plans:
+        target = Path(args.save_plans) / "tuned.plan.json"
+        target.write_text(json.dumps(plan_to_file(graph, result.tuned_plan(), "tuned"),
+                                     indent=1) + "\n")
+    _print(result.to_dict(), args.json, format_tuning)
     return 0
 
 

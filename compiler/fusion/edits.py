@@ -229,6 +229,20 @@ class PlanEditor:
         self.log.append(result)
         return result
 
+    def edited(self, edit, plan: FusionPlan | None = None) -> FusionPlan:
+        """The plan `edit` makes of `plan` (by default the editor's), checked and priced as
+        `apply` does, without applying it: the editor's plan and history stay as they were
+        (a tuner tries many edits of many plans). EditRefused as `apply`."""
+        kept = self.plan
+        self.plan = plan if plan is not None else kept
+        try:
+            return self._edited(edit)[0]
+        except EditRefused as refusal:
+            describe = getattr(edit, "describe", None)
+            raise EditRefused(f"{describe()}: {refusal}" if describe else str(refusal)) from None
+        finally:
+            self.plan = kept
+
     def undo(self) -> FusionPlan:
         if not self._history:
             raise EditRefused("nothing to undo")

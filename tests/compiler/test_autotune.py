@@ -1,0 +1,159 @@
+"""compiler/fusion/autotune.py: the search never ends above its best start, its scores are the
+plans' own totals priced from scratch, it is the same run for the same seed and budget, the
+plans it finds compute what the graph computes (every kernel emitted and run on the CPU
+emulator against the interpreter), and it names the plans worth measuring."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from compiler.errors import InputError
+from compiler.fusion.autotune import (Budget, Scorer, autotune, choose_to_measure, draw_moves,
+                                      format_tuning)
+from compiler.fusion.explore import explore
+from compiler.fusion.plan_files import plan_from_file
+from compiler.importers import import_bytes
+from compiler.stages.codegen import emit_code, emulate
+from compiler.target.devices import get_device
+from compiler.target.sol import SolModel
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "tests" / "data" / "hlo"
+
+
+def graph_of(name):
+    path = DATA / f"{name}.hlo"
+    return import_bytes(path.read_bytes(), path.name)[0]
+
+
+def timeless(result: dict) -> dict:
+    """The result without what the clock says."""
+    return {key: value for key, value in result.items()
+            if key not in ("seconds", "ms_per_evaluation", "first_improvement_s", "history")} \
+        | {"history": [[evals, best] for evals, _, best in result["history"]]}
+
+
+@pytest.fixture(scope="module")
+def layer_norm_bwd():
+    graph = graph_of("layer_norm_bwd")
+    return graph, explore(graph, "h100", ["xla", "stitch", "cost"])
+
+
+@pytest.mark.parametrize("search", ["anneal", "beam"])
+def test_the_best_plan_is_never_above_the_best_start_and_its_score_is_its_own_total(
+        layer_norm_bwd, search):
+    graph, starts = layer_norm_bwd
+    result = autotune(graph, starts, "projected", search, Budget(evaluations=150), seed=3)
+
+    best_start = min(plan.projected_totals()["proj_us"] for plan in starts.values())
+    assert result.best.score <= best_start + 1e-3   # the plan's totals are rounded to 1e-4
+    # Incremental scores are the plan's projected total, as its own kernels price it.
+    for candidate in result.top:
+        assert candidate.score == pytest.approx(candidate.plan.projected_totals()["proj_us"],
+                                                abs=1e-3)
+    # History: the best score only falls, from the best start.
+    bests = [best for _, _, best in result.history]
+    assert bests[0] == pytest.approx(best_start, abs=1e-3) and bests == sorted(bests, reverse=True)
+
+
+def test_the_same_seed_and_budget_give_the_same_run_and_another_seed_another(layer_norm_bwd):
+    graph, starts = layer_norm_bwd
+    first = autotune(graph, starts, "projected", "anneal", Budget(evaluations=120), seed=7)
+    again = autotune(graph, starts, "projected", "anneal", Budget(evaluations=120), seed=7)
+    other = autotune(graph, starts, "projected", "anneal", Budget(evaluations=120), seed=8)
+    assert timeless(first.to_dict()) == timeless(again.to_dict())
+    assert timeless(first.to_dict()) != timeless(other.to_dict())
+
+
+def test_annealing_finds_a_plan_below_the_cost_strategys_and_it_computes_the_graph(
+        layer_norm_bwd):
+    graph, starts = layer_norm_bwd
+    result = autotune(graph, starts, "projected", "anneal", Budget(evaluations=300), seed=0)
+    cost = starts["cost"].projected_totals()["proj_us"]
+    assert result.best.score < cost, "the tuner found nothing below the cost plan"
+    tuned = result.tuned_plan()
+    assert tuned.strategy == "tuned" and tuned.cost_model == "projected"
+    assert [d.subject for d in tuned.decisions] == [move for move, _ in result.best.moves]
+    # The moves' predicted gains add up to the way from its start to it.
+    assert sum(d.gain_us for d in tuned.decisions) == pytest.approx(
+        result.starts[result.best.start] - result.best.score, abs=1e-6)
+    codes = [emit_code(graph, tuned, kernel, get_device("h100")) for kernel in tuned.kernels]
+    emulate(graph, codes)
+    checked = [code for code in codes if code.max_abs_error is not None]
+    assert checked, "no kernel of the tuned plan was checked"
+    assert all(not code.mismatches for code in checked), [c.mismatches for c in checked]
+
+
+def test_moves_are_drawn_the_same_for_the_same_generator(layer_norm_bwd):
+    import random
+
+    graph, starts = layer_norm_bwd
+    first = draw_moves(graph, starts["xla"], random.Random(1), 10)
+    again = draw_moves(graph, starts["xla"], random.Random(1), 10)
+    assert [m.describe() for m in first] == [m.describe() for m in again]
+    assert len({m.describe() for m in first}) == len(first) > 3
+
+
+class FixedTimes:
+    """A learned model's stand-in: each kernel's time from its node count."""
+    label = "fixed"
+
+    def predict_plan(self, graph, plan, codes=None):
+        return [None if k.kind == "library" else 4.0 + 0.5 * len(k.nodes) for k in plan.kernels]
+
+
+def test_the_learned_scorer_prices_as_the_model_predicts_and_the_others_are_judged(
+        layer_norm_bwd):
+    from compiler.target.launch import device_work_of_alone, terms_for
+
+    graph, starts = layer_norm_bwd
+    scorer = Scorer(graph, "h100", "graph", "learned", FixedTimes())
+    plan = starts["xla"]
+    launch = terms_for("h100").launch("graph")
+    expected = sum(launch.kernel_us(device_work_of_alone("h100", 4.0 + 0.5 * len(k.nodes)))
+                   for k in plan.kernels)
+    assert scorer.score(plan) == pytest.approx(expected)
+
+    result = autotune(graph, starts, "learned", "anneal", Budget(evaluations=60), seed=0,
+                      predictor=FixedTimes())
+    totals = result.totals[0]
+    assert set(totals) >= {"learned_us", "projected_us", "sol_us", "disagreement"}
+    assert totals["learned_us"] == pytest.approx(result.best.score, abs=1e-3)
+    assert totals["disagreement_between"] == "learned and projected"
+    chosen = choose_to_measure(result, 3)
+    assert [c["rank"] for c in chosen][:2] == [1, 2]
+    assert "disagree" in chosen[2]["why"] or len(result.top) < 3
+    assert "measure on a GPU" in format_tuning(result.to_dict())
+
+
+def test_bad_options_are_refused(layer_norm_bwd):
+    graph, starts = layer_norm_bwd
+    with pytest.raises(InputError, match="learned model needs a model file"):
+        autotune(graph, starts, "learned", "anneal", Budget(evaluations=10))
+    with pytest.raises(InputError, match="unknown search"):
+        autotune(graph, starts, "projected", "genetic", Budget(evaluations=10))
+    with pytest.raises(InputError, match="budget"):
+        Budget()
+
+
+def test_the_cli_tunes_prints_json_and_saves_a_plan_file_that_applies(tmp_path):
+    path = DATA / "layer_norm_bwd.hlo"
+    done = subprocess.run([sys.executable, "-m", "compiler", "autotune", str(path),
+                           "--evaluations", "200", "--json", "--save-plans", str(tmp_path)],
+                          capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["evaluations"] == 200 and result["search"] == "anneal"
+    assert result["best"]["score_us"] <= min(result["starts"].values())
+    made = json.loads((tmp_path / "tuned.plan.json").read_text())
+    graph = graph_of("layer_norm_bwd")
+    plan = plan_from_file(graph, SolModel(graph, get_device("h100")), made)
+    assert plan.strategy == "custom:tuned"
+    assert plan.projected_totals()["proj_us"] == pytest.approx(result["best"]["score_us"],
+                                                               rel=1e-3)
+    refused = subprocess.run([sys.executable, "-m", "compiler", "autotune", str(path),
+                              "--model", "learned"], capture_output=True, text=True, cwd=REPO,
+                             timeout=600)
+    assert refused.returncode == 1 and "--learned-model" in refused.stderr
