@@ -53,9 +53,10 @@ from explorer.plan_edits import plan_file_of, save_edits, saved_answer, what_if
 from explorer.models import ApiToken, KernelSource, Measurement, Run, Team
 from explorer.presence import gpu_status
 from explorer.presenters import apply_measurement, find_kernel
-from explorer.runs import (PlanExists, PlanUnavailable, can_save_plans, holding, plan_choice,
-                           plan_graph, request_measurement, retry_run, save_plan, saved_plans,
-                           submit, viewable_runs)
+from explorer.runs import (PlanExists, PlanUnavailable, can_save_plans, holding,
+                           latest_tuning, plan_choice, plan_graph, request_measurement,
+                           request_tuning, retry_run, save_plan, saved_plans, submit,
+                           viewable_runs)
 from explorer.throttle import client_address
 from explorer.uploads import graph_of
 
@@ -859,6 +860,38 @@ def plan_file(request: HttpRequest, run_id: str, device: str, strategy: str) -> 
     """docs/fusion.md "Plan files" describes the format."""
     run = _done_run(request, run_id)
     return JsonResponse(_plan_call(lambda: plan_file_of(run, device, strategy)))
+
+
+@api.post(f"{RUN}/tune", url_name="api-run-tune", operation_id="tuneRun",
+          summary="Tune the run's plans with the autotuner (owner and team): a job on the "
+                  "compile queue whose best plan becomes the run's plan `tuned`.",
+          **answers((202, schemas.Tuning, "A new tuning, queued."),
+                    (200, schemas.Tuning, "One was already queued or running: that one."),
+                    PLAN_REFUSED, NOT_OWNER, NOT_FOUND, NOT_DONE))
+def tune_run(request: HttpRequest, run_id: str, body: schemas.TuneRequest) -> JsonResponse:
+    """Poll getRunTuning until its status is done; the tuned plan then compiles onto the run
+    (listSavedPlans shows it) and appears in /results as the strategy `tuned`."""
+    run = _done_run(request, run_id)
+    job, created = _plan_call(lambda: request_tuning(
+        run, request.user, body.device or run.devices[0], body.model, body.search,
+        body.budget_s, body.evaluations, body.seed, body.top_k))
+    return JsonResponse(_tuning(job), status=202 if created else 200)
+
+
+@api.get(f"{RUN}/tune", url_name="api-run-tune", operation_id="getRunTuning",
+         summary="The run's latest tuning, with its result once done.",
+         **answers((200, schemas.Tuning, "The tuning."),
+                   (404, schemas.Error, "No such run, or no tuning of it.")))
+def run_tuning(request: HttpRequest, run_id: str) -> JsonResponse:
+    """Its status while it runs (stage_detail: plans scored and the best so far)."""
+    job = latest_tuning(_viewable_run(request, run_id))
+    if job is None:
+        raise ApiError(404, "the run has not been tuned")
+    return JsonResponse(_tuning(job))
+
+
+def _tuning(job) -> dict:
+    return {**job.status_dict(), "result": job.result}
 
 
 # --- Exports -------------------------------------------------------------------------------------

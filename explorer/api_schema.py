@@ -582,3 +582,32 @@ class PlanSaved(BaseModel):
                                  "not add plans to it, a run of their own of the same upload.")
     own_run: bool
     url: str = Field(description="Its permanent link, once compiled.")
+
+
+# --- Tuning (issue 37) -------------------------------------------------------------------------
+
+class TuneRequest(BaseModel):
+    device: text_field(description="A device of the run (default: its first).") = ""
+    model: Literal["projected", "learned", "sol"] = Field(
+        "projected", description="The model that scores plans (learned needs a learned model "
+                                 "for the device).")
+    search: Literal["anneal", "beam"] = Field("anneal", description="The search.")
+    budget_s: float = Field(30.0, gt=0, le=600, description="Seconds of search.")
+    evaluations: int | None = Field(None, gt=0, description="Stop after this many plans "
+                                                            "scored (deterministic with seed).")
+    seed: int = 0
+    top_k: int = Field(3, ge=1, le=10, description="How many best plans to keep and name for "
+                                                   "measuring.")
+
+
+class Tuning(Status):
+    id: int
+    device: str
+    model: str
+    search: str
+    budget_s: float
+    result: dict[str, Any] | None = Field(None, description=(
+        "Once done: `best` (its score, gain over the best start, moves with predicted gains), "
+        "`top` (the best distinct plans with each model's total and their disagreement), "
+        "`measure` (which to measure and why), `history` ([plans scored, seconds, best score]), "
+        "`starts`, `evaluations`, `seconds`. The best plan becomes the run's plan `tuned`."))

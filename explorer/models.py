@@ -691,10 +691,19 @@ class SavedPlan(Job):
     is done, and again whenever the run is compiled again (a new artifact holds no saved
     plan). A plan that does not apply fails here with the reason; the run is untouched."""
     VERB = "compile this plan"
+    # A plan a user made ("custom:NAME"), or the autotuner's best ("tuned", TuneJob), whose
+    # name no user's plan can have (a name starts with a letter or a digit).
+    CUSTOM, TUNED = "custom", "tuned"
+    TUNED_NAME = "-tuned"
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="saved_plans")
     device = models.CharField(max_length=20)
     name = models.CharField(max_length=SAVED_PLAN_NAME_LENGTH)
+    kind = models.CharField(max_length=10, default=CUSTOM,
+                            choices=[(CUSTOM, "made by a user"), (TUNED, "the autotuner's")])
+    # What the plan's entry in the artifact takes besides what compiling it gives: a tuned
+    # plan's decisions (its moves, each with its predicted gain), cost model and tuning.
+    extra = models.JSONField(default=dict, blank=True)
     plan = models.JSONField()
     author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                on_delete=models.SET_NULL, related_name="saved_plans")
@@ -714,7 +723,7 @@ class SavedPlan(Job):
 
     @property
     def strategy(self) -> str:
-        return CUSTOM_PREFIX + self.name
+        return self.TUNED if self.kind == self.TUNED else CUSTOM_PREFIX + self.name
 
     @staticmethod
     def check_name(name) -> str:
@@ -772,6 +781,7 @@ class SavedPlan(Job):
             unfused = (strategies.get("unfused") or {}).get("total", {}).get("sol_us")
             if unfused and entry["total"].get("sol_us"):
                 entry["total"]["speedup_vs_unfused"] = unfused / entry["total"]["sol_us"]
+            entry.update(saved.extra or {})
             strategies[saved.strategy] = entry
             RunArtifact.put(run_id, artifact)
             KernelSource.objects.filter(run_id=run_id, device=saved.device,
@@ -812,6 +822,66 @@ class SavedPlan(Job):
                                      strategy=self.strategy).delete()
             self.delete()
             self.touch_run(self.run_id)
+
+
+class TuneJob(Job):
+    """A request to tune a run's plans with the autotuner (compiler/fusion/autotune.py): a job
+    on the compile queue that searches from the run's plans under a model for a time budget,
+    stores its result (the best plans, each model's totals, which to measure, the history of
+    the best score) and saves the best plan as the run's strategy "tuned" (a SavedPlan of kind
+    TUNED, compiled onto the run like any saved plan)."""
+    VERB = "tune this run"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tunings")
+    device = models.CharField(max_length=20)
+    model = models.CharField(max_length=10, default="projected")
+    search = models.CharField(max_length=10, default="anneal")
+    budget_s = models.FloatField(default=30.0)
+    evaluations = models.PositiveIntegerField(null=True, blank=True)
+    seed = models.IntegerField(default=0)
+    top_k = models.PositiveSmallIntegerField(default=3)
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                     on_delete=models.SET_NULL, related_name="tunings")
+    result = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+    def __str__(self) -> str:
+        return f"tuning {self.pk} of {self.run_id} ({self.status})"
+
+    def status_dict(self) -> dict:
+        return {**super().status_dict(), "id": self.pk, "device": self.device,
+                "model": self.model, "search": self.search, "budget_s": self.budget_s}
+
+    @classmethod
+    def finish(cls, pk: int, token: str, result: dict, run_id: str, device: str,
+               plan_file: dict, extra: dict) -> None:
+        """Store the search's result and save its best plan as the run's "tuned" plan of the
+        device (replacing an earlier one), queued to compile, in one transaction."""
+        with transaction.atomic():
+            cls._mark_done(pk, token, result=result)
+            tuned = SavedPlan.objects.filter(run_id=run_id, device=device,
+                                             kind=SavedPlan.TUNED).first()
+            if tuned is not None:
+                tuned.remove()
+            saved = SavedPlan.objects.create(
+                run_id=run_id, device=device, name=SavedPlan.TUNED_NAME, kind=SavedPlan.TUNED,
+                plan=plan_file, keep_kinds=True, extra=extra,
+                author=cls.objects.get(pk=pk).requested_by)
+            SavedPlan.touch_run(run_id)
+            from explorer import runs   # runs imports this module
+
+            transaction.on_commit(lambda: runs.enqueue_saved_plan(saved.pk))
+
+    @classmethod
+    def fail(cls, pk, error: str, error_stage: str, token: str | None = None) -> bool:
+        failed = super().fail(pk, error, error_stage, token)
+        if failed:
+            run_id = cls.objects.filter(pk=pk).values_list("run_id", flat=True).first()
+            if run_id:
+                SavedPlan.touch_run(run_id)
+        return failed
 
 
 class PlanGraph(models.Model):

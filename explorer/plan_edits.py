@@ -20,7 +20,10 @@ import threading
 from collections import OrderedDict
 
 from django.conf import settings
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
@@ -30,8 +33,9 @@ from compiler.stages.graph_view import laid_out
 from compiler.stages.pipeline import import_graph
 from compiler.stages.whatif import WhatIf
 from explorer.models import Run, SavedPlan
-from explorer.runs import (PlanExists, PlanUnavailable, can_save_plans, learned_model_files,
-                           results_stamp, run_graph_facts, save_plan)
+from explorer.runs import (DEFAULT_TUNE_S, PlanExists, PlanUnavailable, can_save_plans,
+                           learned_model_files, request_tuning, results_stamp,
+                           run_graph_facts, save_plan)
 from explorer.views import LoginNeeded, _run_view
 
 # The largest request body of an edit list or a plan file (bytes): a plan file lists every
@@ -259,3 +263,32 @@ def plan_file_view(request: HttpRequest, run: Run, device: str, strategy: str) -
     filename = f"{run.pk}-{device}-{strategy.replace(':', '_')}.plan.json"
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
+
+
+# --- Tuning (issue 37) ----------------------------------------------------------------------------
+
+@require_POST
+@_run_view
+def tune_view(request: HttpRequest, run: Run) -> HttpResponse:
+    """POST the tune form (device, model, search, budget_s): a tuning job of the run's plans
+    (explorer/runs.py request_tuning), back to the run page saying so or why not."""
+    if not request.user.is_authenticated:
+        raise LoginNeeded
+    form = request.POST
+    try:
+        budget_s = float(form.get("budget_s") or DEFAULT_TUNE_S)
+    except ValueError:
+        budget_s = -1.0
+    try:
+        job, created = request_tuning(run, request.user, form.get("device") or run.devices[0],
+                                      form.get("model") or "projected",
+                                      form.get("search") or "anneal", budget_s)
+    except PermissionError as error:
+        raise PermissionDenied(str(error)) from None
+    except InputError as error:
+        messages.error(request, f"Not tuned: {error}")
+    else:
+        messages.info(request, f"Tuning the {job.device} plans for {job.budget_s:g} s "
+                               f"({job.search} search, {job.model} model)" if created
+                      else "A tuning of this run is already under way")
+    return redirect(reverse("explorer-run", args=[run.pk]) + "#tuning")

@@ -38,7 +38,7 @@ from compiler.version import compiler_version
 from explorer import presenters, queues
 from explorer.graph_store import GraphUnavailable, StagedFile
 from explorer.models import (GraphBlob, Measurement, Membership, PlanGraph, Run, SavedPlan,
-                             Team, graph_sha256, uploaded)
+                             Team, TuneJob, graph_sha256, uploaded)
 from explorer.uploads import upload_file_name
 
 logger = logging.getLogger(__name__)
@@ -304,6 +304,11 @@ def learned_model_files(devices: list[str]) -> dict[str, str]:
     return found
 
 
+def enqueue_tune(tune_id: int) -> bool:
+    """Send a tuning job to the `compile` queue (its route in settings)."""
+    return _enqueue(TuneJob, tune_id, queues.TUNE_RUN)
+
+
 def enqueue_saved_plan(plan_id: int) -> bool:
     """Send a saved plan's compile job to the `compile` queue (its route in settings)."""
     return _enqueue(SavedPlan, plan_id, queues.COMPILE_PLAN)
@@ -494,3 +499,53 @@ def _own_copy(run: Run, user) -> Run:
 def saved_plans(run: Run) -> list[SavedPlan]:
     """The run's saved plans, oldest first (their plan files left unread)."""
     return list(run.saved_plans.select_related("author").defer("plan"))
+
+
+# --- Tuning (issue 37): the autotuner on a run's plans ---------------------------------------------
+
+# The longest tuning a request may ask for (seconds of search), and the default.
+MAX_TUNE_S, DEFAULT_TUNE_S = 600.0, 30.0
+TUNE_MODELS, TUNE_SEARCHES = ("projected", "learned", "sol"), ("anneal", "beam")
+
+
+def request_tuning(run: Run, user, device: str, model: str = "projected",
+                   search: str = "anneal", budget_s: float = DEFAULT_TUNE_S,
+                   evaluations: int | None = None, seed: int = 0,
+                   top_k: int = 3) -> tuple[TuneJob, bool]:
+    """A tuning job of the run's plans for `device` (compiler/stages/tune.py), and whether it
+    is new: one already waiting or running is answered instead. Who may: those who may add
+    plans to the run (`can_save_plans`), since its result is a plan of the run; PermissionError
+    for others. InputError for a run not done or an option out of range (said which)."""
+    if not can_save_plans(run, user):
+        raise PermissionError("only the run's owner and its team may tune it")
+    if run.status != Run.DONE:
+        raise InputError("only a compiled run can be tuned")
+    if device not in run.devices:
+        raise InputError(f"device {device!r} is not one of the run's: {', '.join(run.devices)}")
+    if model not in TUNE_MODELS or search not in TUNE_SEARCHES:
+        raise InputError(f"model is one of {', '.join(TUNE_MODELS)} and search one of "
+                         f"{', '.join(TUNE_SEARCHES)}")
+    if model == "learned" and device not in learned_model_files([device]):
+        raise InputError(f"no learned model for {device}: tune under the projected model")
+    if not 0 < budget_s <= MAX_TUNE_S:
+        raise InputError(f"the budget is above 0 and at most {MAX_TUNE_S:g} s")
+    if evaluations is not None and evaluations <= 0:
+        raise InputError("evaluations, when given, is above 0")
+    if not 1 <= top_k <= 10:
+        raise InputError("top_k is 1 to 10")
+    with transaction.atomic():
+        Run.objects.select_for_update().filter(pk=run.pk).exists()
+        pending = run.tunings.filter(status__in=(TuneJob.QUEUED, TuneJob.RUNNING)).first()
+        if pending is not None:
+            return pending, False
+        job = TuneJob.objects.create(run=run, device=device, model=model, search=search,
+                                     budget_s=budget_s, evaluations=evaluations, seed=seed,
+                                     top_k=top_k, requested_by=user)
+        SavedPlan.touch_run(run.pk)
+        transaction.on_commit(lambda: enqueue_tune(job.pk))
+    return job, True
+
+
+def latest_tuning(run: Run) -> TuneJob | None:
+    return run.tunings.first()
+

@@ -34,6 +34,7 @@ urlpatterns = [
     path("r/<str:run_id>/whatif/<str:device>/<str:strategy>/cuda", plan_edits.whatif_cuda,
          name="explorer-whatif-cuda"),
     path("r/<str:run_id>/plans", plan_edits.save_view, name="explorer-save-plan"),
+    path("r/<str:run_id>/tune", plan_edits.tune_view, name="explorer-tune"),
     path("r/<str:run_id>/plans/<id:plan_id>", plan_edits.delete_saved,
          name="explorer-delete-plan"),
     path("r/<str:run_id>/<str:device>/<str:strategy>/<str:kernel>", views.kernel_page,

@@ -29,9 +29,11 @@ from compiler.target.launch import DEFAULT_RUNTIME, RUNTIMES, RUNTIME_LABELS
 from explorer import documents, presenters
 from explorer.forms import RunSettingsForm, UploadForm, pasted_text_limit, samples
 from explorer.lookups import by_pk
-from explorer.models import ApiToken, GraphBlob, KernelSource, Measurement, Run
+from explorer.charts import Line, line_chart
+from explorer.models import ApiToken, GraphBlob, KernelSource, Measurement, Run, TuneJob
 from explorer.presence import gpu_status
-from explorer.runs import (PlanUnavailable, QuotaExceeded, can_save_plans, graph_digest,
+from explorer.runs import (DEFAULT_TUNE_S, MAX_TUNE_S, PlanUnavailable, QuotaExceeded,
+                           can_save_plans, graph_digest, latest_tuning, learned_model_files,
                            holding, plan_choice, plan_graph, request_measurement,
                            results_stamp, retry_run, save_plan, saved_plans, storage_usage,
                            submit,
@@ -242,6 +244,7 @@ def _run_page_parts(request: HttpRequest, run: Run, settings_form: RunSettingsFo
         "plans": _plan_choices(run),
         "other_runs": _other_runs(request.user, run),
         **_saved_plans_context(request, run),
+        **_tuning_context(run, request.user),
         **extra,
     }
     return render_to_string("explorer/run.html", context, request), results_key, results
@@ -486,6 +489,33 @@ def _plan_choices(run: Run) -> list[dict]:
     return plans
 
 
+def _tuning_context(run: Run, user) -> dict:
+    """What the run page's tuning card shows (templates/explorer/tuning.html): the latest
+    tuning, its chart of the best score against plans scored, and the form's choices."""
+    job = latest_tuning(run)
+    result = job.result if job is not None and job.status == TuneJob.DONE else None
+    chart = None
+    if result and result.get("history"):
+        history = result["history"]
+        evaluations = max(result["evaluations"], history[-1][0], 1)
+        xs = [entry[0] for entry in history] + [evaluations]
+        ys = [entry[2] for entry in history] + [history[-1][2]]
+        low, high = min(ys), max(ys)
+        pad = max((high - low) * 0.1, high * 0.002)
+        chart = line_chart(f"Best plan found ({result['model']} model)",
+                           [Line("best score", xs, ys, "#3b6fd8", steps=True)], [],
+                           "plans scored", "µs", y_range=(max(0.0, low - pad), high + pad))
+    learned = learned_model_files(run.devices)
+    return {"tuning": job, "tuning_result": result, "tuning_chart": chart,
+            "tuning_pending": job is not None and job.status in (TuneJob.QUEUED,
+                                                                 TuneJob.RUNNING),
+            "tune_models": [m for m in ("projected", "learned", "sol")
+                            if m != "learned" or learned],
+            "can_tune": can_save_plans(run, user), "tune_default_s": DEFAULT_TUNE_S,
+            "tune_max_s": MAX_TUNE_S}
+
+
+
 def _saved_plans_context(request: HttpRequest, run: Run) -> dict:
     """What the run page shows of its saved plans and plan files (templates/explorer/
     saved_plans.html), and its fusion view's plan pickers."""
@@ -583,9 +613,11 @@ def run_delete(request: HttpRequest, run: Run) -> HttpResponse:
 def run_status(request: HttpRequest, run: Run) -> JsonResponse:
     """The run's job status, and its latest measurement's (null when there is none)."""
     latest = run.latest_measurement()
+    tuning = latest_tuning(run)
     return JsonResponse({**run.status_dict(),
                          "measurement": latest.status_dict() if latest else None,
-                         "saved_plans": [saved.status_dict() for saved in saved_plans(run)]})
+                         "saved_plans": [saved.status_dict() for saved in saved_plans(run)],
+                         "tuning": tuning.status_dict() if tuning else None})
 
 
 @require_GET

@@ -175,8 +175,8 @@ def send_to(broker_url: str, task_name: str = "workers.compile_run"):
     from workers import app
     from workers import tasks
 
-    task = next(t for t in (tasks.compile_run, tasks.compile_saved_plan, tasks.measure_run)
-                if t.name == task_name)
+    task = next(t for t in (tasks.compile_run, tasks.compile_saved_plan, tasks.tune_run,
+                            tasks.measure_run) if t.name == task_name)
 
     def enqueue(pk) -> None:
         with app.connection_for_write(broker_url) as connection:
@@ -195,6 +195,7 @@ def compile_queue(
     monkeypatch.setattr(runs, "enqueue_compile", send_to(redis_url))
     monkeypatch.setattr(runs, "enqueue_saved_plan",
                         send_to(redis_url, "workers.compile_saved_plan"))
+    monkeypatch.setattr(runs, "enqueue_tune", send_to(redis_url, "workers.tune_run"))
     return compile_worker
 
 

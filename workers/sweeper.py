@@ -38,9 +38,9 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from explorer import graph_store, runs
-from explorer.models import Measurement, Run, SavedPlan
+from explorer.models import Measurement, Run, SavedPlan, TuneJob
 from explorer.presence import redis_client
-from explorer.queues import COMPILE_PLAN, COMPILE_RUN, MEASURE_RUN, queue_of
+from explorer.queues import COMPILE_PLAN, COMPILE_RUN, MEASURE_RUN, TUNE_RUN, queue_of
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +49,8 @@ def _jobs() -> tuple:
     """Each job kind with its broker queue (the routes in settings) and how it is sent."""
     return ((Run, queue_of(COMPILE_RUN), runs.enqueue_compile),
             (Measurement, queue_of(MEASURE_RUN), runs.enqueue_measure),
-            (SavedPlan, queue_of(COMPILE_PLAN), runs.enqueue_saved_plan))
+            (SavedPlan, queue_of(COMPILE_PLAN), runs.enqueue_saved_plan),
+            (TuneJob, queue_of(TUNE_RUN), runs.enqueue_tune))
 
 
 # Redis counts its uptime in whole seconds, as the difference of two clock readings in whole

@@ -25,8 +25,9 @@ from compiler.runtime.gpu import GpuUnavailable
 from compiler.stages.measure import STAGES as MEASURE_STAGES, measure_graph
 from compiler.stages.pipeline import STAGES as COMPILE_STAGES, compile_graph, compile_plans
 from explorer.logs import log_context
-from explorer.models import ClaimLost, Job, Measurement, PlanGraph, Run, SavedPlan
-from explorer.queues import COMPILE_PLAN, COMPILE_RUN, MEASURE_RUN, queue_of, time_limits
+from explorer.models import ClaimLost, Job, Measurement, PlanGraph, Run, SavedPlan, TuneJob
+from explorer.queues import (COMPILE_PLAN, COMPILE_RUN, MEASURE_RUN, TUNE_RUN, queue_of,
+                             time_limits)
 from explorer.runs import learned_model_files
 from workers.celery import app
 
@@ -97,6 +98,13 @@ class SavedPlanTask(JobTask):
     model = SavedPlan
     time_limit_setting = "COMPILE_TIME_LIMIT_S"
     log_field = "saved_plan_id"
+
+
+class TuneTask(JobTask):
+    abstract = True
+    model = TuneJob
+    time_limit_setting = "COMPILE_TIME_LIMIT_S"
+    log_field = "tune_id"
 
 
 class _ProgressRecorder:
@@ -217,8 +225,81 @@ def compile_saved_plan(self, plan_id: int) -> str:
                 PlanGraph.pack(view) if view is not None else None)
 
     with log_context(run_id=run.pk):
-        return _work(SavedPlan, plan_id, token, progress, settings.COMPILE_SOFT_TIME_LIMIT_S,
-                     compile_it, settings.COMPILE_LEASE_S, settings.COMPILE_MAX_ATTEMPTS)
+        outcome = _work(SavedPlan, plan_id, token, progress, settings.COMPILE_SOFT_TIME_LIMIT_S,
+                        compile_it, settings.COMPILE_LEASE_S, settings.COMPILE_MAX_ATTEMPTS)
+        if outcome == SavedPlan.DONE and saved.kind == SavedPlan.TUNED:
+            _measure_when_a_gpu_is_online(run, saved.author)
+        return outcome
+
+
+def _measure_when_a_gpu_is_online(run: Run, user) -> None:
+    """The tuner's "then minutes on hardware": once its plan is on the run, ask a GPU worker to
+    measure the run's plans, the tuned one with them, if one is online (else the run page's
+    Measure button does it when one is)."""
+    from explorer import runs
+    from explorer.presence import gpu_status
+
+    try:
+        if gpu_status()["online"] and user is not None:
+            runs.request_measurement(Run.objects.get(pk=run.pk), user)
+    except Exception:  # noqa: BLE001 - a measurement not asked for is no failure of the plan
+        logger.warning("could not ask for a measurement of tuned run %s", run.pk, exc_info=True)
+
+
+@app.task(bind=True, base=TuneTask, name=TUNE_RUN, acks_late=True, reject_on_worker_lost=True,
+          **time_limits(TUNE_RUN), max_retries=None, ignore_result=True)
+def tune_run(self, tune_id: int) -> str:
+    """Tune a done run's plans (explorer.models.TuneJob, compiler/stages/tune.py) and save
+    the best as its "tuned" plan, which the compile queue then builds onto the run."""
+    token = TuneJob.claim(tune_id, self.request.hostname or "", settings.COMPILE_LEASE_S,
+                          settings.COMPILE_MAX_ATTEMPTS)
+    if token is None:
+        return _not_claimed(self, TuneJob, tune_id)
+    job = TuneJob.objects.select_related("run").get(pk=tune_id)
+    run = job.run
+    progress = _ProgressRecorder(TuneJob, tune_id, token, settings.COMPILE_LEASE_S,
+                                 ("import", "tune"))
+
+    def compute() -> tuple:
+        from compiler.stages.pipeline import import_graph
+        from compiler.stages.tune import tune_stored
+
+        if run.status != Run.DONE or run.artifact is None:
+            raise InputError("only a compiled run can be tuned")
+        progress("import", 0, 1)
+        graph = import_graph(run.graph_bytes, run.filename)
+        plans = (run.artifact["devices"].get(job.device) or {}).get("strategies") or {}
+        if not plans:
+            raise InputError(f"the run has no {job.device} plans")
+        predictor = _tuning_predictor(job)
+        total = job.evaluations or 0
+        progress("tune", 0, total, f"{job.search} search under the {job.model} model, "
+                                   f"{job.budget_s:g} s")
+        result, plan_file, extra = tune_stored(
+            graph, job.device, run.runtime,
+            {name: plan["kernels"] for name, plan in plans.items()}, job.model, job.search,
+            job.budget_s, job.evaluations, job.seed, job.top_k, predictor,
+            progress=lambda done, best: progress("tune", done, max(total, done),
+                                                 f"{done} plans scored, best {best:,.2f} µs"))
+        return result, run.pk, job.device, plan_file, extra
+
+    with log_context(run_id=run.pk):
+        return _work(TuneJob, tune_id, token, progress, settings.COMPILE_SOFT_TIME_LIMIT_S,
+                     compute, settings.COMPILE_LEASE_S, settings.COMPILE_MAX_ATTEMPTS)
+
+
+def _tuning_predictor(job: TuneJob):
+    """The learned model a tuning under the learned model scores with; InputError without
+    one for the device."""
+    if job.model != "learned":
+        return None
+    path = learned_models([job.device]).get(job.device)
+    if path is None:
+        raise InputError(f"no learned model for {job.device}: train one (manage.py "
+                         f"train_costmodel) or tune under the projected model")
+    from compiler.cost.learned.predict import LearnedPredictor
+
+    return LearnedPredictor.load(path)
 
 
 def learned_models(devices: list[str]) -> dict[str, str]:
@@ -381,7 +462,8 @@ def _requeue(model: type[Job], pk, token: str, progress: _ProgressRecorder, erro
                    model.__name__, pk, progress.stage, reason)
     if model.release(pk, token, reason):
         countdown = TRANSIENT_RETRY_S * 2 ** max(0, attempts - 1)
-        task = {Run: compile_run, SavedPlan: compile_saved_plan}.get(model, measure_run)
+        task = {Run: compile_run, SavedPlan: compile_saved_plan,
+                TuneJob: tune_run}.get(model, measure_run)
         try:
             task.apply_async((pk,), countdown=countdown)
         except Exception:  # noqa: BLE001 - the broker down too: the sweeper sends it later

@@ -379,12 +379,19 @@
     body: body === undefined ? "{}" : JSON.stringify(body),
   });
 
+  // The tuning card's progress line, while a tuning runs.
+  const tuningState = document.getElementById("tuning-state");
+  const waiting = (job) => Boolean(job) && ["queued", "running"].includes(job.status);
   async function poll() {
     try {
       const response = await fetch(section.dataset.statusUrl, { headers: { Accept: "application/json" } });
       if (response.ok) {
         const status = await response.json();
-        const pending = (status.saved_plans || []).some((p) => ["queued", "running"].includes(p.status));
+        const pending = (status.saved_plans || []).some(waiting) || waiting(status.tuning);
+        if (tuningState && waiting(status.tuning) && status.tuning.stage_detail) {
+          tuningState.textContent = `Tuning the ${status.tuning.device} plans: ` +
+            `${status.tuning.status}, ${status.tuning.stage_detail}`;
+        }
         if (!pending) { window.location.reload(); return; }
       }
     } catch (error) {
@@ -392,7 +399,10 @@
     }
     window.setTimeout(poll, 1500);
   }
-  if (section.dataset.pending === "true") window.setTimeout(poll, 1500);
+  const tuning = document.getElementById("tuning");
+  if (section.dataset.pending === "true" || (tuning && tuning.dataset.pending === "true")) {
+    window.setTimeout(poll, 1500);
+  }
 
   section.addEventListener("click", async (event) => {
     const button = event.target.closest("[data-delete-url]");

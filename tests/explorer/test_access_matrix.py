@@ -70,7 +70,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from explorer.account_models import OWNER
 from explorer.models import (ApiToken, Invite, KernelSource, Measurement, Membership, Run,
-                             SavedPlan, Team)
+                             SavedPlan, Team, TuneJob)
 from tests.explorer.access import SOFTMAX, AccessTestCase
 from tests.explorer.measurements import GPU, measurement_result
 
@@ -323,6 +323,8 @@ ROUTES: dict[str, tuple[Access, ...]] = {
     "explorer-save-plan": (Access(Rule.RUN_LOGIN, "POST", 201, body=saved_plan, json=True,
                                   mutates=True),),
     "explorer-delete-plan": (Access(Rule.RUN_EDITOR, "POST", mutates=True),),
+    "explorer-tune": (Access(Rule.RUN_EDITOR, "POST", 302, mutates=True,
+                             body=lambda case, run: {"device": "h100", "budget_s": "5"}),),
     # The user's own keys: each user sees and revokes only theirs (RevokingTokensTests).
     "explorer-api-tokens": (Access(Rule.LOGIN),
                             Access(Rule.LOGIN, "POST", 302, body=lambda case, run: {"name": "ci"},
@@ -374,6 +376,9 @@ ROUTES: dict[str, tuple[Access, ...]] = {
                              mutates=True)),
     "api-run-plan": (Access(Rule.API_RUN_EDITOR, "DELETE", 204, mutates=True),),
     "api-run-plan-file": (Access(Rule.API_RUN_ANONYMOUS),),
+    "api-run-tune": (Access(Rule.API_RUN),
+                     Access(Rule.API_RUN_EDITOR, "POST", 202, json=True, mutates=True,
+                            body=lambda case, run: {"device": "h100", "budget_s": 5})),
     # Django's auth views (see the module docstring)
     "login": (Access(Rule.PUBLIC),),
     "logout": (Access(Rule.PUBLIC, "POST", 302),),
@@ -504,6 +509,7 @@ class AccessMatrixTests(AccessTestCase):
                 Run.objects.filter(pk=run.pk).update(
                     name=f"{state}-{visibility}-run-q7x", filename=f"{state}_{visibility}_q7x.hlo")
                 cls.runs[state][visibility] = Run.objects.get(pk=run.pk)
+            TuneJob.objects.create(run=done, device="h100", status=TuneJob.DONE, result={})
             cls.saved_plans[visibility] = SavedPlan.objects.create(
                 run=done, device="h100", name="kept", plan={}, status=SavedPlan.DONE).pk
             cls.measurements[visibility] = Measurement.objects.create(
@@ -709,6 +715,7 @@ def database_state() -> dict:
                                                "status", "graph")),
         "measurements": sorted(Measurement.objects.values_list("pk", "run", "status")),
         "saved_plans": sorted(SavedPlan.objects.values_list("pk", "run", "name")),
+        "tunings": sorted(TuneJob.objects.values_list("pk", "run", "status")),
         "kernels": KernelSource.objects.count(),
         "tokens": sorted(ApiToken.objects.values_list("pk", "user", "name")),
         "teams": sorted(Membership.objects.values_list("team", "user", "role")),
