@@ -11,7 +11,7 @@ from compiler.stages.pipeline import import_graph
 from compiler.target.devices import get_device
 from compiler.target.sol import SolModel
 from explorer import plan_edits, runs
-from explorer.models import Run, SavedPlan
+from explorer.models import Run, SavedPlan, TuneJob
 from tests.explorer.access import SOFTMAX, AccessTestCase, softmax_artifact
 
 
@@ -302,3 +302,66 @@ class PlanFileRefusalTests(AccessTestCase):
         self.assertEqual(response.status_code, 400)
         self.assertIn("the plan is for jit_other (digest abababababab)", response.json()["error"])
         self.assertFalse(SavedPlan.objects.exists())
+
+
+class TuneViewTests(AccessTestCase):
+    """The run page's Tune form and card (explorer/plan_edits.py tune_view, views.py
+    _tuning_context)."""
+
+    @classmethod
+    def setUpTestData(cls):
+        super().setUpTestData()
+        cls.shown = cls.make_done_run("n" * 22, Run.PUBLIC)
+
+    def setUp(self):
+        self.enqueued = []
+        original = runs.enqueue_tune
+        runs.enqueue_tune = self.enqueued.append
+        self.addCleanup(setattr, runs, "enqueue_tune", original)
+
+    def test_the_owner_tunes_and_a_second_request_meets_the_first(self):
+        self.client.force_login(self.owner)
+        url = reverse("explorer-tune", args=[self.shown.pk])
+        with self.captureOnCommitCallbacks(execute=True):
+            response = self.client.post(url, {"device": "h100", "model": "projected",
+                                              "search": "anneal", "budget_s": "12"},
+                                        follow=True)
+        job = TuneJob.objects.get(run=self.shown)
+        self.assertEqual((job.device, job.budget_s, job.requested_by), ("h100", 12.0, self.owner))
+        self.assertEqual(self.enqueued, [job.pk])
+        self.assertContains(response, "Tuning the h100 plans for 12 s")
+        again = self.client.post(url, {"device": "h100", "budget_s": "5"}, follow=True)
+        self.assertContains(again, "already under way")
+        self.assertEqual(TuneJob.objects.count(), 1)
+
+    def test_a_bad_budget_says_so_and_a_stranger_may_not_tune(self):
+        self.client.force_login(self.owner)
+        url = reverse("explorer-tune", args=[self.shown.pk])
+        response = self.client.post(url, {"device": "h100", "budget_s": "9000"}, follow=True)
+        self.assertContains(response, "Not tuned: the budget is above 0 and at most 600 s")
+        self.client.force_login(self.stranger)
+        self.assertEqual(self.client.post(url, {"device": "h100"}).status_code, 403)
+        self.assertFalse(TuneJob.objects.exists())
+
+    def test_a_done_tuning_shows_its_result_and_chart(self):
+        result = {"model": "projected", "search": "anneal", "seed": 0, "device": "h100",
+                  "runtime": "graph", "starts": {"xla": 10.0, "cost": 8.0},
+                  "best": {"score_us": 7.5, "start": "cost", "gain_us": 0.5, "kernels": 2,
+                           "moves": [{"edit": "merge loop.0, loop.1", "gain_us": 0.5}]},
+                  "top": [{"rank": 1, "score_us": 7.5, "start": "cost", "kernels": 2,
+                           "moves": 1, "plan_id": "abc", "projected_us": 7.5, "sol_us": 1.0,
+                           "disagreement": 6.5, "disagreement_between": "projected and sol"}],
+                  "measure": [{"rank": 1, "why": "among the 1 best by the projected model"}],
+                  "history": [[0, 0.0, 8.0], [40, 0.2, 7.5]], "evaluations": 100,
+                  "refused": 3, "seconds": 0.5, "ms_per_evaluation": 5.0,
+                  "first_improvement_s": 0.2}
+        TuneJob.objects.create(run=self.shown, device="h100", status=TuneJob.DONE,
+                               result=result)
+        self.client.force_login(self.teammate)
+        html = self.client.get(reverse("explorer-run", args=[self.shown.pk])).content.decode()
+        self.assertIn("7.50 µs</strong> under the projected model", html)
+        self.assertIn("Best plan found (projected model)", html)
+        self.assertIn('class="chart__line"', html)
+        self.assertIn("#1\n      (among the 1 best by the projected model)", html)
+        # A teammate of a public run without its team may see it but not tune it.
+        self.assertNotIn('id="tune-form"', html)
