@@ -225,3 +225,35 @@ def test_a_plan_is_edited_saved_shared_and_its_file_applied_to_a_new_upload(
     assert applied.status == SavedPlan.DONE, applied.error
     screenshots(page, "plan-applied-to-a-new-upload")
     assert_no_js_errors(page)
+
+
+def test_a_training_step_is_tuned_from_the_run_page(llama_run, users, compile_queue,
+                                                     live_server, new_page, screenshots):
+    """The Tune action on the 2-layer Llama step: the tuning runs on the worker, its best plan
+    joins the run as `tuned` (compiled like the strategies' plans), the card shows the result
+    and its chart, and the tuned plan opens in the fusion view from its link."""
+    page = new_page()
+    log_in(page, live_server.url, "ada")
+    page.goto(f"{live_server.url}/r/{llama_run.pk}")
+    form = page.locator("#tune-form")
+    form.locator("input[name=budget_s]").fill("4")
+    with page.expect_navigation():
+        form.locator("button[type=submit]").click()
+    expect(page.locator(".messages")).to_contain_text("Tuning the h100 plans for 4 s")
+    # The page polls the tuning and the plan's compile, and reloads when both are done.
+    expect(page.locator("#tuning-summary")).to_be_visible(timeout=DEADLINE_S * 1000)
+    expect(page.locator('#saved-plans tr[data-saved-plan="tuned"]')).to_have_attribute(
+        "data-state", "done", timeout=DEADLINE_S * 1000)
+    page.reload()
+    expect(page.locator("#tuning .chart__line")).to_have_count(1)
+    expect(page.locator("#tuning .tuning__top tbody tr").first).to_have_attribute(
+        "data-rank", "1")
+    expect(page.locator("th[scope=row]", has_text="tuned")).to_have_count(1)
+    page.locator("#tuning-summary a.saved-plans__link").click()
+    expect(page.locator("#fusion-graph")).to_have_attribute("data-strategy", "tuned")
+    tuned = Run.objects.get(pk=llama_run.pk).artifact["devices"]["h100"]["strategies"]["tuned"]
+    costs = llama_run.artifact["devices"]["h100"]["strategies"]
+    assert tuned["tuning"]["starts"]["cost"] == pytest.approx(costs["cost"]["total"]["proj_us"],
+                                                              rel=1e-6)
+    screenshots(page, "tuned-plan")
+    assert_no_js_errors(page)
