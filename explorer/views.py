@@ -496,15 +496,16 @@ def _tuning_context(run: Run, user) -> dict:
     result = job.result if job is not None and job.status == TuneJob.DONE else None
     chart = None
     if result and result.get("history"):
+        # The gain over the best start, which starts at zero and only grows: a line from zero
+        # reads at a glance where an absolute total of thousands of µs would look flat.
         history = result["history"]
         evaluations = max(result["evaluations"], history[-1][0], 1)
+        start = history[0][2]
         xs = [entry[0] for entry in history] + [evaluations]
-        ys = [entry[2] for entry in history] + [history[-1][2]]
-        low, high = min(ys), max(ys)
-        pad = max((high - low) * 0.1, high * 0.002)
-        chart = line_chart(f"Best plan found ({result['model']} model)",
-                           [Line("best score", xs, ys, "#3b6fd8", steps=True)], [],
-                           "plans scored", "µs", y_range=(max(0.0, low - pad), high + pad))
+        ys = [start - entry[2] for entry in history] + [start - history[-1][2]]
+        chart = line_chart(f"Gain over the best start ({result['model']} model)",
+                           [Line("gain", xs, ys, "#3b6fd8", steps=True)], [],
+                           "plans scored", "µs below the best start")
     learned = learned_model_files(run.devices)
     return {"tuning": job, "tuning_result": result, "tuning_chart": chart,
             "tuning_pending": job is not None and job.status in (TuneJob.QUEUED,

@@ -360,7 +360,7 @@ class TuneViewTests(AccessTestCase):
         self.client.force_login(self.teammate)
         html = self.client.get(reverse("explorer-run", args=[self.shown.pk])).content.decode()
         self.assertIn("7.50 µs</strong> under the projected model", html)
-        self.assertIn("Best plan found (projected model)", html)
+        self.assertIn("Gain over the best start (projected model)", html)
         self.assertIn('class="chart__line"', html)
         self.assertIn("#1\n      (among the 1 best by the projected model)", html)
         # A teammate of a public run without its team may see it but not tune it.
