@@ -5,7 +5,7 @@
   const form = document.getElementById("upload-form");
   if (!form) return;
   const zone = document.getElementById("drop-zone");
-  const fileInput = form.querySelector('input[type="file"]');
+  const fileInput = form.querySelector('input[name="graph_file"]');
   const chosen = document.getElementById("chosen-file");
   const sampleInput = form.querySelector('input[name="sample"]');
 

@@ -356,7 +356,7 @@ def upload_step(page, path: Path, strategies: tuple[str, ...], name: str,
                 deadline_s: float = DEADLINE_S):
     """Uploads `path` through the home page's form with only `strategies` ticked, and returns
     the run once the worker has finished it and the page shows it."""
-    page.set_input_files("#upload-form input[type=file]", str(path))
+    page.set_input_files("#upload-form input[name=graph_file]", str(path))
     for box in page.locator("input[name=strategies]").all():
         if box.get_attribute("value") not in strategies:
             box.uncheck()

@@ -49,7 +49,7 @@ def test_a_worker_with_a_model_fills_the_learned_column_and_the_model_has_its_pa
     base_url = live_server.url
     page = new_page()
     log_in(page, base_url, "ada")
-    page.set_input_files("#upload-form input[type=file]", str(HLO))
+    page.set_input_files("#upload-form input[name=graph_file]", str(HLO))
     with page.expect_navigation():
         page.click("#upload-form button[type=submit]")
     run = wait_for_run(page, page.url.rsplit("/", 1)[-1])

@@ -92,7 +92,7 @@ def test_an_onnx_model_dropped_with_its_data_file_compiles_and_shows_the_importe
     chosen = page.locator("#chosen-file")
     expect(chosen).to_contain_text(f"model.onnx.data ({data_path.stat().st_size:,} bytes)")
     expect(chosen).to_contain_text(f"model.onnx ({model_path.stat().st_size:,} bytes)")
-    assert page.locator("#upload-form input[type=file]").evaluate("input => input.files.length") \
+    assert page.locator("#upload-form input[name=graph_file]").evaluate("input => input.files.length") \
         == 2
     choose_only(page, "xla")
     with page.expect_navigation():

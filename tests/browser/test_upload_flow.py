@@ -199,7 +199,7 @@ def test_a_user_uploads_hlo_sees_results_opens_a_kernel_and_shares_the_link(
     page = new_page()
     log_in(page, base_url, "ada")
 
-    page.set_input_files("#upload-form input[type=file]", str(HLO))
+    page.set_input_files("#upload-form input[name=graph_file]", str(HLO))
     expect(page.locator("#chosen-file")).to_contain_text(HLO.name)
     for strategy in STRATEGIES:
         assert page.locator(f'input[name=strategies][value="{strategy}"]').is_checked()
