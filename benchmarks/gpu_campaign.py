@@ -898,7 +898,7 @@ def prediction_errors(pairs: list[tuple[float, float]]) -> dict:
 def accuracy(plans: dict[str, dict]) -> dict:
     """Per model: errors over every measured kernel of every plan and over plan totals, and
     how well its plan totals rank the strategies of each module (Kendall tau, top-1 regret)."""
-    from compiler.cost.calibrate import kendall_tau
+    from compiler.cost.plan_ranking import kendall_tau
 
     result = {}
     for model, key in (("sol", "sol_us"), ("projected", "proj_us"), ("learned", "learned_us")):

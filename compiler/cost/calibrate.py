@@ -28,6 +28,7 @@ import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from compiler.cost.plan_ranking import kendall_tau
 from compiler.cost.projected import Derating, ProjectedModel, Resources
 from compiler.codegen.schedules import kernel_workload
 from compiler.codegen.workload import Workload
@@ -124,28 +125,6 @@ def errors(model: ProjectedModel, records: list[Record]) -> ErrorSummary:
     middle = len(apes) // 2
     median = apes[middle] if len(apes) % 2 else (apes[middle - 1] + apes[middle]) / 2
     return ErrorSummary(len(apes), sum(apes) / len(apes), median, apes[-1])
-
-
-def kendall_tau(xs: list[float], ys: list[float]) -> float | None:
-    """Kendall's tau-b of two rankings of the same items (ties count for neither side, as in
-    Kendall 1945); None for fewer than two items or when either side is all ties."""
-    concordant = discordant = ties_x = ties_y = 0
-    for i in range(len(xs)):
-        for j in range(i + 1, len(xs)):
-            dx, dy = xs[i] - xs[j], ys[i] - ys[j]
-            if dx == 0 and dy == 0:
-                continue
-            if dx == 0:
-                ties_x += 1
-            elif dy == 0:
-                ties_y += 1
-            elif (dx > 0) == (dy > 0):
-                concordant += 1
-            else:
-                discordant += 1
-    denominator = math.sqrt((concordant + discordant + ties_x)
-                            * (concordant + discordant + ties_y))
-    return (concordant - discordant) / denominator if denominator else None
 
 
 def ranking_quality(model: ProjectedModel, records: list[Record]) -> dict:

@@ -15,7 +15,7 @@ of one kernel, and kernels of one program, are too alike to test one with anothe
 
 Metrics (`metrics`): MAPE; the median absolute percentage error of kernels under and over
 SPLIT_US (launch-bound kernels, a few microseconds, are a different regime); Kendall's tau
-between predicted and true times within each group (compiler.cost.calibrate.kendall_tau),
+between predicted and true times within each group (compiler.cost.plan_ranking.kendall_tau),
 averaged; and the top-1 and top-5 regrets: how much slower the best of the plans ranked
 first (or among the first five) is than the group's fastest, averaged over groups (plans
 predicted equally fast count as a random pick among them).
@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from compiler.cost.calibrate import kendall_tau
+from compiler.cost.plan_ranking import kendall_tau, regret_percent
 from compiler.cost.learned.features import KernelSample, feature_names, other_features
 from compiler.cost.learned.model import CostModel, ModelConfig, collate, predict_us
 from compiler.errors import InputError
@@ -216,31 +216,6 @@ def _median(values: list[float]) -> float | None:
     return float(np.median(values)) if values else None
 
 
-def _regret_percent(predicted: np.ndarray, true: np.ndarray, top: int) -> float:
-    """How much slower, in %, the fastest true time among the `top` plans predicted fastest is
-    than the fastest true time of all (0 when the best plan is among them).
-
-    Plans predicted equally fast are picked at random, and this is the expected regret: a
-    model that predicts one time for every plan (SOL does not depend on the plan) is scored
-    as a random pick, not credited with whatever order the samples happen to be in."""
-    best = float(true.min())
-    if top >= len(predicted):
-        return 0.0
-    boundary = np.sort(predicted)[top - 1]
-    surely = true[predicted < boundary]             # chosen whatever the tie-break
-    tied = np.sort(true[predicted == boundary])     # `picks` of these are chosen at random
-    picks = top - len(surely)
-    # The fastest of `picks` drawn from m tied plans is the i-th fastest (0-based) with
-    # probability C(m - 1 - i, picks - 1) / C(m, picks).
-    m = len(tied)
-    sure_best = float(surely.min()) if len(surely) else math.inf
-    expected = 0.0
-    for i, value in enumerate(tied):
-        chance = math.comb(m - 1 - i, picks - 1) / math.comb(m, picks)
-        expected += chance * min(float(value), sure_best)
-    return 100.0 * (expected - best) / best
-
-
 def metrics(predicted_us, samples: list[KernelSample]) -> dict:
     """Error and ranking figures of `predicted_us` (one per sample) against the targets.
     Ranking figures are over groups of two or more samples (a kernel under several plans)."""
@@ -257,8 +232,8 @@ def metrics(predicted_us, samples: list[KernelSample]) -> dict:
         tau = kendall_tau(list(predicted[members]), list(true[members]))
         if tau is not None:
             taus.append(tau)
-        top1.append(_regret_percent(predicted[members], true[members], 1))
-        top5.append(_regret_percent(predicted[members], true[members], 5))
+        top1.append(regret_percent(list(predicted[members]), list(true[members]), 1))
+        top5.append(regret_percent(list(predicted[members]), list(true[members]), 5))
     return {
         "count": len(samples),
         "mape": float(apes.mean()) if len(apes) else None,
