@@ -24,6 +24,7 @@ import numpy as np
 
 from compiler.cost.calibrate import fit, load_records
 from compiler.errors import InputError
+from compiler.fusion.autotune import Budget, autotune, choose_to_measure, format_tuning
 from compiler.fusion.explore import exploration_to_dict, explore, parse_strategies
 from compiler.fusion.plan_files import plan_from_file, plan_to_file, read_plan_file
 from compiler.fusion.pricing import DEFAULT_MODEL, PRICERS
@@ -372,8 +373,6 @@ def _codegen(args) -> int:
 
 
 def _autotune(args) -> int:
-    from compiler.fusion.autotune import Budget, autotune, choose_to_measure, format_tuning
-
     strategies = parse_strategies(args.strategy)
     graph, _ = _load(args)
     predictor = _predictor(args)

@@ -23,12 +23,15 @@ from compiler.stages.graph_view import STAGE as LAYOUT_STAGE
 from compiler.stages.graph_view import plan_views
 from compiler.runtime.gpu import GpuUnavailable
 from compiler.stages.measure import STAGES as MEASURE_STAGES, measure_graph
-from compiler.stages.pipeline import STAGES as COMPILE_STAGES, compile_graph, compile_plans
+from compiler.stages.pipeline import (STAGES as COMPILE_STAGES, compile_graph, compile_plans,
+                                      import_graph)
+from compiler.stages.tune import tune_stored
 from explorer.logs import log_context
 from explorer.models import ClaimLost, Job, Measurement, PlanGraph, Run, SavedPlan, TuneJob
+from explorer.presence import gpu_status
 from explorer.queues import (COMPILE_PLAN, COMPILE_RUN, MEASURE_RUN, TUNE_RUN, queue_of,
                              time_limits)
-from explorer.runs import learned_model_files
+from explorer.runs import learned_model_files, request_measurement
 from workers.celery import app
 
 logger = logging.getLogger(__name__)
@@ -236,12 +239,9 @@ def _measure_when_a_gpu_is_online(run: Run, user) -> None:
     """The tuner's "then minutes on hardware": once its plan is on the run, ask a GPU worker to
     measure the run's plans, the tuned one with them, if one is online (else the run page's
     Measure button does it when one is)."""
-    from explorer import runs
-    from explorer.presence import gpu_status
-
     try:
         if gpu_status()["online"] and user is not None:
-            runs.request_measurement(Run.objects.get(pk=run.pk), user)
+            request_measurement(Run.objects.get(pk=run.pk), user)
     except Exception:  # noqa: BLE001 - a measurement not asked for is no failure of the plan
         logger.warning("could not ask for a measurement of tuned run %s", run.pk, exc_info=True)
 
@@ -261,9 +261,6 @@ def tune_run(self, tune_id: int) -> str:
                                  ("import", "tune"))
 
     def compute() -> tuple:
-        from compiler.stages.pipeline import import_graph
-        from compiler.stages.tune import tune_stored
-
         if run.status != Run.DONE or run.artifact is None:
             raise InputError("only a compiled run can be tuned")
         progress("import", 0, 1)
