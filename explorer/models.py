@@ -855,6 +855,49 @@ class TuneJob(Job):
                 "model": self.model, "search": self.search, "budget_s": self.budget_s}
 
     @classmethod
+    def hand_to_shares(cls, pk: int, token: str, count: int) -> list[int]:
+        """Spread the search over `count` shares (TuneShard), each a job of its own on the
+        compile queue, sent once the caller's transaction commits; the tuning stays running,
+        without a lease of its own (its shares hold theirs), until the last share settles it
+        (`settle`). Their ids."""
+        updated = cls.objects.filter(pk=pk, claim_token=token, status=cls.RUNNING).update(
+            lease_expires=None, stage="tune", progress_done=0, progress_total=count,
+            stage_detail=f"searching in {count} share{'s' if count != 1 else ''}")
+        if updated != 1:
+            raise ClaimLost(pk)
+        ids = [TuneShard.objects.create(tuning_id=pk, index=index).pk for index in range(count)]
+        from explorer import runs   # runs imports this module
+
+        transaction.on_commit(lambda: [runs.enqueue_tune_shard(shard) for shard in ids])
+        return ids
+
+    @classmethod
+    def settle(cls, pk: int) -> None:
+        """Once every share has ended (call inside the transaction that ended one): join the
+        finished shares' answers and finish the tuning (`finish`), or fail it with the first
+        share's error when none finished."""
+        job = cls.objects.select_for_update().filter(pk=pk, status=cls.RUNNING).first()
+        if job is None:
+            return
+        shares = list(job.shares.order_by("index"))
+        if any(share.status in (share.QUEUED, share.RUNNING) for share in shares):
+            cls.objects.filter(pk=pk).update(progress_done=sum(
+                share.status in (share.DONE, share.FAILED) for share in shares))
+            return
+        done = [share.result for share in shares if share.status == share.DONE]
+        if not done:
+            failed = next((share for share in shares if share.status == share.FAILED), None)
+            cls.fail(pk, failed.error if failed else "no share of the tuning ran", "tune",
+                     job.claim_token)
+            return
+        from compiler.stages.tune import merge_tunings
+
+        result, plan_file, extra = merge_tunings(
+            [(answer["summary"], answer["plan_file"], answer["extra"]) for answer in done],
+            job.top_k)
+        cls.finish(pk, job.claim_token, result, job.run_id, job.device, plan_file, extra)
+
+    @classmethod
     def finish(cls, pk: int, token: str, result: dict, run_id: str, device: str,
                plan_file: dict, extra: dict) -> None:
         """Store the search's result and save its best plan as the run's "tuned" plan of the
@@ -881,6 +924,40 @@ class TuneJob(Job):
             run_id = cls.objects.filter(pk=pk).values_list("run_id", flat=True).first()
             if run_id:
                 SavedPlan.touch_run(run_id)
+        return failed
+
+
+class TuneShard(Job):
+    """One share of a tuning (TuneJob.hand_to_shares): an independent search with its own seed
+    over the tuning's budget, on whichever compile worker takes it, so that a fleet of several
+    workers scores several times the plans in the same time. Its answer (`result`: the
+    share's summary, its best plan's file and that plan's extra fields) waits here until the
+    last share joins them all (TuneJob.settle)."""
+    VERB = "search this share of a tuning"
+
+    tuning = models.ForeignKey(TuneJob, on_delete=models.CASCADE, related_name="shares")
+    index = models.PositiveSmallIntegerField()
+    result = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["tuning", "index"]
+
+    def __str__(self) -> str:
+        return f"share {self.index} of tuning {self.tuning_id} ({self.status})"
+
+    @classmethod
+    def finish(cls, pk: int, token: str, summary: dict, plan_file: dict, extra: dict) -> None:
+        with transaction.atomic():
+            cls._mark_done(pk, token, result={"summary": summary, "plan_file": plan_file,
+                                              "extra": extra})
+            TuneJob.settle(cls.objects.get(pk=pk).tuning_id)
+
+    @classmethod
+    def fail(cls, pk, error: str, error_stage: str, token: str | None = None) -> bool:
+        with transaction.atomic():
+            failed = super().fail(pk, error, error_stage, token)
+            if failed:
+                TuneJob.settle(cls.objects.get(pk=pk).tuning_id)
         return failed
 
 

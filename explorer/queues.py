@@ -22,6 +22,7 @@ COMPILE_RUN = "workers.compile_run"
 MEASURE_RUN = "workers.measure_run"
 COMPILE_PLAN = "workers.compile_saved_plan"
 TUNE_RUN = "workers.tune_run"
+TUNE_SHARD = "workers.tune_shard"
 
 # Each job task's soft and hard time limits, by the settings that hold them.
 _TIME_LIMIT_SETTINGS = {
@@ -29,6 +30,7 @@ _TIME_LIMIT_SETTINGS = {
     MEASURE_RUN: ("MEASURE_SOFT_TIME_LIMIT_S", "MEASURE_TIME_LIMIT_S"),
     COMPILE_PLAN: ("COMPILE_SOFT_TIME_LIMIT_S", "COMPILE_TIME_LIMIT_S"),
     TUNE_RUN: ("COMPILE_SOFT_TIME_LIMIT_S", "COMPILE_TIME_LIMIT_S"),
+    TUNE_SHARD: ("COMPILE_SOFT_TIME_LIMIT_S", "COMPILE_TIME_LIMIT_S"),
 }
 
 

@@ -38,7 +38,7 @@ from compiler.version import compiler_version
 from explorer import presenters, queues
 from explorer.graph_store import GraphUnavailable, StagedFile
 from explorer.models import (GraphBlob, Measurement, Membership, PlanGraph, Run, SavedPlan,
-                             Team, TuneJob, graph_sha256, uploaded)
+                             Team, TuneJob, TuneShard, graph_sha256, uploaded)
 from explorer.uploads import upload_file_name
 
 logger = logging.getLogger(__name__)
@@ -307,6 +307,11 @@ def learned_model_files(devices: list[str]) -> dict[str, str]:
 def enqueue_tune(tune_id: int) -> bool:
     """Send a tuning job to the `compile` queue (its route in settings)."""
     return _enqueue(TuneJob, tune_id, queues.TUNE_RUN)
+
+
+def enqueue_tune_shard(shard_id: int) -> bool:
+    """Send one share of a tuning to the `compile` queue (its route in settings)."""
+    return _enqueue(TuneShard, shard_id, queues.TUNE_SHARD)
 
 
 def enqueue_saved_plan(plan_id: int) -> bool:

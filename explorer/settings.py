@@ -365,6 +365,9 @@ LEARNED_ALLOW_SYNTHETIC = env_bool("LEARNED_ALLOW_SYNTHETIC", default=False)
 # kernels get the device's learned model's times (the process then loads torch once).
 WHATIF_SESSIONS = env_int("WHATIF_SESSIONS", default=4, minimum=1)
 WHATIF_LEARNED = env_bool("WHATIF_LEARNED", default=True)
+# How many shares a tuning's search is spread over (workers/tasks.py tuning_shares): 0, the
+# default, is one per worker process consuming the compile queue.
+TUNE_SHARES = env_int("TUNE_SHARES", default=0, minimum=0)
 
 # Test hook: a compile job sleeps this long when it enters the codegen stage, so a test can kill
 # its worker mid-job deterministically. Always 0 outside tests/workers/.

@@ -176,7 +176,7 @@ def send_to(broker_url: str, task_name: str = "workers.compile_run"):
     from workers import tasks
 
     task = next(t for t in (tasks.compile_run, tasks.compile_saved_plan, tasks.tune_run,
-                            tasks.measure_run) if t.name == task_name)
+                            tasks.tune_shard, tasks.measure_run) if t.name == task_name)
 
     def enqueue(pk) -> None:
         with app.connection_for_write(broker_url) as connection:
@@ -196,6 +196,7 @@ def compile_queue(
     monkeypatch.setattr(runs, "enqueue_saved_plan",
                         send_to(redis_url, "workers.compile_saved_plan"))
     monkeypatch.setattr(runs, "enqueue_tune", send_to(redis_url, "workers.tune_run"))
+    monkeypatch.setattr(runs, "enqueue_tune_shard", send_to(redis_url, "workers.tune_shard"))
     return compile_worker
 
 

@@ -38,9 +38,10 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from explorer import graph_store, runs
-from explorer.models import Measurement, Run, SavedPlan, TuneJob
+from explorer.models import Measurement, Run, SavedPlan, TuneJob, TuneShard
 from explorer.presence import redis_client
-from explorer.queues import COMPILE_PLAN, COMPILE_RUN, MEASURE_RUN, TUNE_RUN, queue_of
+from explorer.queues import (COMPILE_PLAN, COMPILE_RUN, MEASURE_RUN, TUNE_RUN, TUNE_SHARD,
+                             queue_of)
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +51,8 @@ def _jobs() -> tuple:
     return ((Run, queue_of(COMPILE_RUN), runs.enqueue_compile),
             (Measurement, queue_of(MEASURE_RUN), runs.enqueue_measure),
             (SavedPlan, queue_of(COMPILE_PLAN), runs.enqueue_saved_plan),
-            (TuneJob, queue_of(TUNE_RUN), runs.enqueue_tune))
+            (TuneJob, queue_of(TUNE_RUN), runs.enqueue_tune),
+            (TuneShard, queue_of(TUNE_SHARD), runs.enqueue_tune_shard))
 
 
 # Redis counts its uptime in whole seconds, as the difference of two clock readings in whole

@@ -14,7 +14,7 @@ from celery import Task
 from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
 from celery.signals import worker_init
 from django.conf import settings
-from django.db import InterfaceError, OperationalError
+from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 from redis.exceptions import RedisError
 
@@ -27,10 +27,11 @@ from compiler.stages.pipeline import (STAGES as COMPILE_STAGES, compile_graph, c
                                       import_graph)
 from compiler.stages.tune import tune_stored
 from explorer.logs import log_context
-from explorer.models import ClaimLost, Job, Measurement, PlanGraph, Run, SavedPlan, TuneJob
+from explorer.models import (ClaimLost, Job, Measurement, PlanGraph, Run, SavedPlan, TuneJob,
+                             TuneShard)
 from explorer.presence import gpu_status
-from explorer.queues import (COMPILE_PLAN, COMPILE_RUN, MEASURE_RUN, TUNE_RUN, queue_of,
-                             time_limits)
+from explorer.queues import (COMPILE_PLAN, COMPILE_RUN, MEASURE_RUN, TUNE_RUN, TUNE_SHARD,
+                             queue_of, time_limits)
 from explorer.runs import learned_model_files, request_measurement
 from workers.celery import app
 
@@ -108,6 +109,13 @@ class TuneTask(JobTask):
     model = TuneJob
     time_limit_setting = "COMPILE_TIME_LIMIT_S"
     log_field = "tune_id"
+
+
+class TuneShardTask(JobTask):
+    abstract = True
+    model = TuneShard
+    time_limit_setting = "COMPILE_TIME_LIMIT_S"
+    log_field = "tune_shard_id"
 
 
 class _ProgressRecorder:
@@ -249,20 +257,68 @@ def _measure_when_a_gpu_is_online(run: Run, user) -> None:
 @app.task(bind=True, base=TuneTask, name=TUNE_RUN, acks_late=True, reject_on_worker_lost=True,
           **time_limits(TUNE_RUN), max_retries=None, ignore_result=True)
 def tune_run(self, tune_id: int) -> str:
-    """Tune a done run's plans (explorer.models.TuneJob, compiler/stages/tune.py) and save
-    the best as its "tuned" plan, which the compile queue then builds onto the run."""
+    """Start a tuning of a done run's plans (explorer.models.TuneJob): spread its search over
+    as many shares (TuneShard, workers.tune_shard) as the compile queue has worker processes
+    (`tuning_shares`), each an independent search on whichever worker takes it; the last to
+    end joins them and saves the best plan as the run's "tuned" plan."""
     token = TuneJob.claim(tune_id, self.request.hostname or "", settings.COMPILE_LEASE_S,
                           settings.COMPILE_MAX_ATTEMPTS)
     if token is None:
         return _not_claimed(self, TuneJob, tune_id)
-    job = TuneJob.objects.select_related("run").get(pk=tune_id)
-    run = job.run
-    progress = _ProgressRecorder(TuneJob, tune_id, token, settings.COMPILE_LEASE_S,
+    run = TuneJob.objects.select_related("run").get(pk=tune_id).run
+    if run.status != Run.DONE:
+        TuneJob.fail(tune_id, "only a compiled run can be tuned", "tune", token)
+        return TuneJob.FAILED
+    try:
+        with transaction.atomic():
+            TuneJob.hand_to_shares(tune_id, token, tuning_shares())
+    except ClaimLost:
+        return "claim lost"
+    return "shared"
+
+
+# At most this many shares to a tuning, however many workers there are.
+MAX_TUNE_SHARES = 16
+
+
+def tuning_shares() -> int:
+    """How many shares a tuning is spread over: TUNE_SHARES, or with 0 (the default) one per
+    worker process that consumes the compile queue (Celery's inspect, one second at most);
+    1 when none answers."""
+    if settings.TUNE_SHARES:
+        return settings.TUNE_SHARES
+    compile_queue = queue_of(TUNE_RUN)
+    try:
+        inspector = app.control.inspect(timeout=1.0)
+        queues = inspector.active_queues() or {}
+        stats = inspector.stats() or {}
+    except Exception:  # noqa: BLE001 - the broker busy or gone: one share still tunes
+        logger.warning("could not count the compile workers; tuning in one share",
+                       exc_info=True)
+        return 1
+    processes = sum((stats.get(name) or {}).get("pool", {}).get("max-concurrency", 1)
+                    for name, consumed in queues.items()
+                    if any(queue.get("name") == compile_queue for queue in consumed))
+    return max(1, min(processes, MAX_TUNE_SHARES))
+
+
+@app.task(bind=True, base=TuneShardTask, name=TUNE_SHARD, acks_late=True,
+          reject_on_worker_lost=True, **time_limits(TUNE_SHARD), max_retries=None,
+          ignore_result=True)
+def tune_shard(self, shard_id: int) -> str:
+    """One share of a tuning (explorer.models.TuneShard): its own search from the run's plans
+    (compiler/stages/tune.py, with the share's seed), its answer kept on the row; the share
+    that ends last joins them all (TuneJob.settle)."""
+    token = TuneShard.claim(shard_id, self.request.hostname or "", settings.COMPILE_LEASE_S,
+                            settings.COMPILE_MAX_ATTEMPTS)
+    if token is None:
+        return _not_claimed(self, TuneShard, shard_id)
+    shard = TuneShard.objects.select_related("tuning__run").get(pk=shard_id)
+    job, run = shard.tuning, shard.tuning.run
+    progress = _ProgressRecorder(TuneShard, shard_id, token, settings.COMPILE_LEASE_S,
                                  ("import", "tune"))
 
     def compute() -> tuple:
-        if run.status != Run.DONE or run.artifact is None:
-            raise InputError("only a compiled run can be tuned")
         progress("import", 0, 1)
         graph = import_graph(run.graph_bytes, run.filename)
         plans = (run.artifact["devices"].get(job.device) or {}).get("strategies") or {}
@@ -272,16 +328,16 @@ def tune_run(self, tune_id: int) -> str:
         total = job.evaluations or 0
         progress("tune", 0, total, f"{job.search} search under the {job.model} model, "
                                    f"{job.budget_s:g} s")
-        result, plan_file, extra = tune_stored(
+        return tune_stored(
             graph, job.device, run.runtime,
             {name: plan["kernels"] for name, plan in plans.items()}, job.model, job.search,
             job.budget_s, job.evaluations, job.seed, job.top_k, predictor,
             progress=lambda done, best: progress("tune", done, max(total, done),
-                                                 f"{done} plans scored, best {best:,.2f} µs"))
-        return result, run.pk, job.device, plan_file, extra
+                                                 f"{done} plans scored, best {best:,.2f} µs"),
+            shard=shard.index)
 
     with log_context(run_id=run.pk):
-        return _work(TuneJob, tune_id, token, progress, settings.COMPILE_SOFT_TIME_LIMIT_S,
+        return _work(TuneShard, shard_id, token, progress, settings.COMPILE_SOFT_TIME_LIMIT_S,
                      compute, settings.COMPILE_LEASE_S, settings.COMPILE_MAX_ATTEMPTS)
 
 
@@ -459,8 +515,8 @@ def _requeue(model: type[Job], pk, token: str, progress: _ProgressRecorder, erro
                    model.__name__, pk, progress.stage, reason)
     if model.release(pk, token, reason):
         countdown = TRANSIENT_RETRY_S * 2 ** max(0, attempts - 1)
-        task = {Run: compile_run, SavedPlan: compile_saved_plan,
-                TuneJob: tune_run}.get(model, measure_run)
+        task = {Run: compile_run, SavedPlan: compile_saved_plan, TuneJob: tune_run,
+                TuneShard: tune_shard}.get(model, measure_run)
         try:
             task.apply_async((pk,), countdown=countdown)
         except Exception:  # noqa: BLE001 - the broker down too: the sweeper sends it later

@@ -402,19 +402,26 @@ def _judge(result: TuneResult, graph: Graph, scorer: Scorer, predictor) -> None:
 
 
 def choose_to_measure(result: TuneResult, count: int) -> list[dict]:
-    """The top plans worth measuring, at most `count`: the best by the tuner's model first
-    (two thirds, at least one), then those where the models disagree most (module
-    docstring); each {"rank", "why"}."""
-    count = min(count, len(result.top))
+    """The top plans worth measuring, at most `count` (`measure_choices`), kept on the
+    result."""
+    result.measure = measure_choices(result.totals, result.model, count)
+    return result.measure
+
+
+def measure_choices(totals: list[dict], model: str, count: int) -> list[dict]:
+    """Of the top plans (best first, each with its "disagreement" and
+    "disagreement_between"), those worth measuring, at most `count`: the best by the tuner's
+    model first (two thirds, at least one), then those where the models disagree most
+    (module docstring); each {"rank", "why"}."""
+    count = min(count, len(totals))
     best = max(1, math.ceil(2 * count / 3)) if count else 0
-    chosen = [{"rank": rank, "why": f"among the {best} best by the {result.model} model"}
+    chosen = [{"rank": rank, "why": f"among the {best} best by the {model} model"}
               for rank in range(1, best + 1)]
-    rest = sorted(range(best, len(result.top)),
-                  key=lambda i: (-result.totals[i]["disagreement"], i))[:count - best]
-    chosen += [{"rank": i + 1, "why": f"the {result.totals[i]['disagreement_between']} models "
-                                      f"disagree by {100 * result.totals[i]['disagreement']:.1f} %"}
+    rest = sorted(range(best, len(totals)),
+                  key=lambda i: (-totals[i]["disagreement"], i))[:count - best]
+    chosen += [{"rank": i + 1, "why": f"the {totals[i]['disagreement_between']} models "
+                                      f"disagree by {100 * totals[i]['disagreement']:.1f} %"}
                for i in rest]
-    result.measure = chosen
     return chosen
 
 

@@ -157,3 +157,29 @@ def test_the_cli_tunes_prints_json_and_saves_a_plan_file_that_applies(tmp_path):
                               "--model", "learned"], capture_output=True, text=True, cwd=REPO,
                              timeout=600)
     assert refused.returncode == 1 and "--learned-model" in refused.stderr
+
+
+def test_shares_of_a_tuning_search_apart_and_join_into_the_best_of_all(layer_norm_bwd):
+    from compiler.stages.tune import merge_tunings, shard_seed, tune_stored
+
+    graph, starts = layer_norm_bwd
+    stored = {name: plan.to_dict()["kernels"] for name, plan in starts.items()}
+    shares = [tune_stored(graph, "h100", "graph", stored, "projected", "anneal", None, 80, 5,
+                          3, shard=index) for index in range(3)]
+    assert shard_seed(5, 0) == 5 and len({shard_seed(5, i) for i in range(3)}) == 3
+    # The first share is the tuning as one process runs it.
+    alone = autotune(graph, starts, "projected", "anneal", Budget(evaluations=80), seed=5,
+                     top_k=3)
+    assert shares[0][0]["best"]["score_us"] == pytest.approx(alone.best.score, abs=1e-3)
+
+    merged, plan_file, extra = merge_tunings(shares, 3)
+    scores = [summary["best"]["score_us"] for summary, _, _ in shares]
+    best = scores.index(min(scores))
+    assert merged["best"] == shares[best][0]["best"] and plan_file == shares[best][1]
+    assert merged["evaluations"] == 240 and merged["shares"] == 3
+    assert extra["tuning"]["evaluations"] == 240
+    ids = [entry["plan_id"] for entry in merged["top"]]
+    assert len(ids) == len(set(ids)) and [e["rank"] for e in merged["top"]] == [1, 2, 3]
+    assert [e["score_us"] for e in merged["top"]] == sorted(e["score_us"] for e in merged["top"])
+    bests = [point[2] for point in merged["history"]]
+    assert bests == sorted(bests, reverse=True) and bests[-1] == pytest.approx(min(scores))

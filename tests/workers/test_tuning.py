@@ -46,6 +46,8 @@ def test_a_tuning_saves_its_best_plan_as_the_runs_tuned_strategy(owner, compile_
     assert created
     job = wait_for(TuneJob, job.pk, [compile_queue.log])
     assert job.status == TuneJob.DONE, job.error
+    # One worker process on the compile queue: one share, the tuning as the CLI runs it.
+    assert [share.status for share in job.shares.all()] == ["done"]
     result = job.result
     assert result["evaluations"] == 300
     assert result["best"]["score_us"] <= min(result["starts"].values())
