@@ -575,6 +575,33 @@ def cost_search_picks(module: str, runtime: str = "stream") -> dict[str, dict]:
     return picks
 
 
+def autotuner_picks(module: str, runtime: str = "stream", evaluations: int = 300,
+                    seed: int = 0) -> dict[str, dict]:
+    """The autotuner's best plan (compiler/fusion/autotune.py: annealing from the strategies'
+    plans, `evaluations` plans scored, `seed`) under each model, found among the measured
+    plans and scored as `cost_search_picks` scores the cost search's. Per model: {"moves": how
+    many edits from its start, "plan", "regret_percent", "not_measured"}."""
+    from compiler.fusion.autotune import Budget, autotune
+
+    table = module_table(module, runtime)
+    starts = explore(table.graph, DEVICE, list(STRATEGIES), runtime=runtime)
+    measured_keys = {kernel.key for kernel in table.kernels.values()}
+    picks = {}
+    for model in SEARCH_MODELS:
+        learned = shipped_predictor().learned if model == "learned" else None
+        best = autotune(table.graph, starts, model, "anneal", Budget(evaluations=evaluations),
+                        seed, predictor=learned).best
+        name = plan_named(module, best.plan, runtime)
+        missing = sum(kernel_key(k) not in measured_keys for k in best.plan.kernels)
+        picks[model] = {
+            "moves": len(best.moves), "plan": name,
+            "regret_percent": (regret_of(module, {name: 0.0}, runtime)["top1_regret_percent"]
+                               if name else None),
+            "not_measured": None if name else f"{missing} of its {len(best.plan.kernels)} "
+                                              f"kernels were not measured"}
+    return picks
+
+
 # -- scoring ----------------------------------------------------------------------------------
 
 
@@ -819,6 +846,9 @@ def main(argv: list[str] | None = None) -> int:
                         "dataset: " + ", ".join(dataset_modules()) + ")")
     parser.add_argument("--runtime", choices=RUNTIMES, default="stream")
     parser.add_argument("--plans", action="store_true", help="list every plan's totals")
+    parser.add_argument("--autotuner", action="store_true",
+                        help="only score the autotuner's picks (300 plans scored, seed 0) "
+                             "under each model, printed")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--write", action="store_true", help=f"store them in "
                         f"{RESULTS.relative_to(REPO)}")
@@ -837,6 +867,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"plan_regret: no measured dataset for {unknown[0]}: the campaign has "
               f"{', '.join(known)}", file=sys.stderr)
         return 2
+    if args.autotuner:
+        for module in modules:
+            picks = autotuner_picks(module, args.runtime)
+            print(f"{module}: " + "; ".join(
+                f"{MODEL_LABELS[m]}: {p['moves']} moves, "
+                + (f"{p['plan']}, regret {p['regret_percent']:.1f} %" if p["plan"]
+                   else f"not measured ({p['not_measured']})") for m, p in picks.items()))
+        return 0
     try:
         out = results(modules, args.runtime)
     except InputError as error:
