@@ -12,6 +12,9 @@ the plan priced once: seconds for a big step) and replays the list.
 Access: whoever sees a run may edit its plans (nothing is stored); saving follows
 explorer/runs.py `save_plan` (the owner and the run's team save onto it, anyone else onto a
 run of their own).
+
+The Tune form (`tune_view`) queues the autotuner on the run (explorer/runs.py request_tuning,
+issue 37); its best plan becomes a saved plan of kind "tuned" (the strategy `tuned`).
 """
 from __future__ import annotations
 

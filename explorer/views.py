@@ -33,11 +33,10 @@ from explorer.charts import Line, line_chart
 from explorer.models import ApiToken, GraphBlob, KernelSource, Measurement, Run, TuneJob
 from explorer.presence import gpu_status
 from explorer.runs import (DEFAULT_TUNE_S, MAX_TUNE_S, PlanUnavailable, QuotaExceeded,
-                           can_save_plans, graph_digest, latest_tuning, learned_model_files,
-                           holding, plan_choice, plan_graph, request_measurement,
+                           can_save_plans, graph_digest, holding, latest_tuning,
+                           learned_model_files, plan_choice, plan_graph, request_measurement,
                            results_stamp, retry_run, save_plan, saved_plans, storage_usage,
-                           submit,
-                           upload_text, viewable_runs)
+                           submit, upload_text, viewable_runs)
 
 
 class LoginNeeded(Exception):
