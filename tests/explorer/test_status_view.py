@@ -20,7 +20,7 @@ class StatusViewTests(AccessTestCase):
         self.assertEqual(response.status_code, 200)
         self.assertEqual(response["Content-Type"], "application/json")
         self.assertEqual(response.json(), {**self.team_run.status_dict(), "measurement": None,
-                                           "saved_plans": []})
+                                           "saved_plans": [], "tuning": None})
         self.assertEqual(response.json()["stage"], "codegen")
         self.assertEqual(response.json()["progress_done"], 3)
 

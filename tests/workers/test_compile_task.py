@@ -182,7 +182,10 @@ def test_a_job_whose_worker_is_killed_mid_job_is_redelivered_and_completes(
 
     assert run.status == Run.DONE, run.error
     assert run.attempts == 2
-    assert run.claimed_by.startswith("rescuer-")
+    # Taken up by a live worker: the rescuer, or the session's worker, whose sweeper (the same
+    # database) may send the abandoned job again before the rescuer has started (a compile
+    # worker imports torch as it starts).
+    assert not run.claimed_by.startswith("doomed-")
     assert KernelSource.objects.filter(run=run).exists()
 
 
