@@ -233,6 +233,20 @@ def wait_for_run(run_id: str, condition, what: str, logs, timeout_s: float):
         time.sleep(0.1)
 
 
+def wait_for_job(model, pk, logs, timeout_s: float):
+    """A job row (a saved plan, a tuning) once it is done or failed, polling it; the test fails
+    naming where it stands (and the workers' logs) after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        row = model.objects.get(pk=pk)
+        if row.status in (model.DONE, model.FAILED):
+            return row
+        if time.monotonic() > deadline:
+            pytest.fail(f"{model.__name__} {pk} is still {row.status} ({row.stage})\n"
+                        + "\n".join(log() for log in logs))
+        time.sleep(0.1)
+
+
 def finished(run) -> bool:
     return run.status in ("done", "failed")
 

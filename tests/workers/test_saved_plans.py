@@ -11,7 +11,7 @@ from compiler.stages.pipeline import import_graph
 from compiler.stages.whatif import WhatIf
 from explorer import runs
 from explorer.models import KernelSource, PlanGraph, Run, SavedPlan
-from tests.services import finished, wait_for_run
+from tests.services import finished, wait_for_job, wait_for_run
 from workers import app
 from workers.tasks import compile_saved_plan
 
@@ -28,17 +28,7 @@ def owner(transactional_db):
 
 
 def wait_for_plan(pk: int, logs) -> SavedPlan:
-    import time
-
-    deadline = time.monotonic() + TIMEOUT_S
-    while True:
-        saved = SavedPlan.objects.get(pk=pk)
-        if saved.status in (SavedPlan.DONE, SavedPlan.FAILED):
-            return saved
-        if time.monotonic() > deadline:
-            pytest.fail(f"saved plan {pk} is still {saved.status} ({saved.stage})\n"
-                        + "\n".join(log() for log in logs))
-        time.sleep(0.1)
+    return wait_for_job(SavedPlan, pk, logs, TIMEOUT_S)
 
 
 def test_the_task_has_a_stable_name_on_the_compile_queue():

@@ -2,7 +2,6 @@
 it tunes a compiled run's plans, stores the search's result and saves the best plan as the
 run's strategy "tuned", which the compile queue builds onto the run with its moves as its
 decisions."""
-import time
 from pathlib import Path
 
 import pytest
@@ -10,7 +9,7 @@ from django.contrib.auth import get_user_model
 
 from explorer import runs
 from explorer.models import Run, SavedPlan, TuneJob
-from tests.services import finished, wait_for_run
+from tests.services import finished, wait_for_job, wait_for_run
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LAYER_NORM_BWD = REPO_ROOT / "tests/data/hlo/layer_norm_bwd.hlo"
@@ -25,15 +24,7 @@ def owner(transactional_db):
 
 
 def wait_for(model, pk, logs):
-    deadline = time.monotonic() + TIMEOUT_S
-    while True:
-        row = model.objects.get(pk=pk)
-        if row.status in (model.DONE, model.FAILED):
-            return row
-        if time.monotonic() > deadline:
-            pytest.fail(f"{model.__name__} {pk} is still {row.status}\n"
-                        + "\n".join(log() for log in logs))
-        time.sleep(0.1)
+    return wait_for_job(model, pk, logs, TIMEOUT_S)
 
 
 def test_a_tuning_saves_its_best_plan_as_the_runs_tuned_strategy(owner, compile_queue):
