@@ -11,7 +11,9 @@ A plan file holds what a user decided and nothing the compiler derives:
 `kernels` lists each kernel's owned nodes and the cheap nodes it computes again, by their names
 in the graph; kinds, inputs, outputs and prices are derived again when the file is applied
 (kinds by the kernel analysis, compiler/kernels/analysis.py), so a file stays valid when the
-cost models change. The digest (`graph_digest`) covers every node's name, op, shape and operands,
+cost models change. A file the explorer exports from a stored plan, or writes for a saved edit,
+also gives each kernel's "kind", "dominant" and "xla_name": read back only for a file the
+explorer wrote itself (`plan_from_file`'s keep_kinds: a saved edit), never for a user's. The digest (`graph_digest`) covers every node's name, op, shape and operands,
 not constant values, so a plan applies to the same program exported again, and only to it.
 
 Applying a file (`plan_from_file`) refuses, saying which node and why: another graph (the
