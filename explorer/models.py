@@ -723,7 +723,12 @@ class SavedPlan(Job):
 
     @property
     def strategy(self) -> str:
-        return self.TUNED if self.kind == self.TUNED else CUSTOM_PREFIX + self.name
+        return self.strategy_of(self.kind, self.name)
+
+    @classmethod
+    def strategy_of(cls, kind: str, name: str) -> str:
+        """The strategy a saved plan of this kind and name is in its run's artifact."""
+        return cls.TUNED if kind == cls.TUNED else CUSTOM_PREFIX + name
 
     @staticmethod
     def check_name(name) -> str:

@@ -41,19 +41,20 @@ def ordered_strategies(strategies: dict) -> list[str]:
     return known + sorted(name for name in strategies if name not in STRATEGY_ORDER)
 
 
-def plan_names(artifact: dict | None) -> list[str]:
-    """The names of a run's plans over all its devices, strategies first (in
-    `ordered_strategies`' order), then the saved plans ("custom:NAME") a device has."""
-    names: dict[str, None] = {}
-    for result in ((artifact or {}).get("devices") or {}).values():
-        names.update(dict.fromkeys(result.get("strategies") or {}))
-    return ordered_strategies(names)
+def plans_by_device(devices: list[str], strategies: list[str],
+                    compiled: list[tuple[str, str]]) -> list[tuple[str, list[str]]]:
+    """Each device of a run with its plans' names, in `ordered_strategies`' order: the run's
+    strategies and its compiled saved plans (`compiled`: (device, strategy) pairs), which is
+    what its artifact holds, known without reading the artifact (megabytes for a big graph)."""
+    return [(device, ordered_strategies(list(strategies) + [name for where, name in compiled
+                                                            if where == device]))
+            for device in devices]
 
 
-def plans_by_device(artifact: dict | None) -> list[tuple[str, list[str]]]:
-    """Each device of the run with its plans' names, in `ordered_strategies`' order."""
-    return [(device, ordered_strategies(result.get("strategies") or {}))
-            for device, result in ((artifact or {}).get("devices") or {}).items()]
+def plan_names(by_device: list[tuple[str, list[str]]]) -> list[str]:
+    """The names of a run's plans over all its devices (`plans_by_device`'s), strategies first,
+    then the saved plans some device has."""
+    return ordered_strategies(dict.fromkeys(name for _, names in by_device for name in names))
 
 
 # -- measurements -----------------------------------------------------------------------------

@@ -501,6 +501,14 @@ def _own_copy(run: Run, user) -> Run:
                       runtime=run.runtime)
 
 
+def compiled_plans(run: Run) -> list[tuple[str, str]]:
+    """(device, strategy) of each of the run's saved plans that is compiled onto it (its
+    artifact holds them), read without the plan files."""
+    return [(device, SavedPlan.strategy_of(kind, name))
+            for device, kind, name in run.saved_plans.filter(status=SavedPlan.DONE)
+            .values_list("device", "kind", "name")]
+
+
 def saved_plans(run: Run) -> list[SavedPlan]:
     """The run's saved plans, oldest first (their plan files left unread)."""
     return list(run.saved_plans.select_related("author").defer("plan"))

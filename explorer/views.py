@@ -33,10 +33,10 @@ from explorer.charts import Line, line_chart
 from explorer.models import ApiToken, GraphBlob, KernelSource, Measurement, Run, TuneJob
 from explorer.presence import gpu_status
 from explorer.runs import (DEFAULT_TUNE_S, MAX_TUNE_S, PlanUnavailable, QuotaExceeded,
-                           can_save_plans, graph_digest, holding, latest_tuning,
-                           learned_model_files, plan_choice, plan_graph, request_measurement,
-                           results_stamp, retry_run, save_plan, saved_plans, storage_usage,
-                           submit, upload_text, viewable_runs)
+                           can_save_plans, compiled_plans, graph_digest, holding,
+                           latest_tuning, learned_model_files, plan_choice, plan_graph,
+                           request_measurement, results_stamp, retry_run, save_plan,
+                           saved_plans, storage_usage, submit, upload_text, viewable_runs)
 
 
 class LoginNeeded(Exception):
@@ -240,10 +240,8 @@ def _run_page_parts(request: HttpRequest, run: Run, settings_form: RunSettingsFo
         "results_html": RESULTS_MARKER,
         "measurement": presenters.measurement_state(latest, _gpu_status(), run.compiler_version),
         "can_measure": request.user.is_authenticated,
-        "plans": _plan_choices(run),
         "other_runs": _other_runs(request.user, run),
         **_saved_plans_context(request, run),
-        **_tuning_context(run, request.user),
         **extra,
     }
     return render_to_string("explorer/run.html", context, request), results_key, results
@@ -472,11 +470,16 @@ def measure(request: HttpRequest, run: Run) -> HttpResponse:
     return redirect("explorer-run", run_id=run.pk)
 
 
-def _plan_choices(run: Run) -> list[dict]:
+def _plans_by_device(run: Run) -> list[tuple[str, list[str]]]:
+    return presenters.plans_by_device(run.devices, run.strategies, compiled_plans(run))
+
+
+def _plan_choices(run: Run, by_device: list[tuple[str, list[str]]] | None = None) -> list[dict]:
     """Every (device, plan) of the run for the "compare strategies" picker, its saved plans
     after its strategies; A starts on the first device's first strategy, B on its cost plan
-    (the last strategy without one)."""
-    by_device = presenters.plans_by_device(run.artifact)
+    (the last strategy without one). `by_device`: `_plans_by_device(run)`, when the caller
+    has it."""
+    by_device = by_device if by_device is not None else _plans_by_device(run)
     plans = [{"value": f"{run.pk}:{device}:{strategy}",
               "label": f"{device} · {strategy}", "a": False, "b": False}
              for device, strategies in by_device for strategy in strategies]
@@ -488,9 +491,11 @@ def _plan_choices(run: Run) -> list[dict]:
     return plans
 
 
-def _tuning_context(run: Run, user) -> dict:
+def _tuning_context(run: Run, can_tune: bool) -> dict:
     """What the run page's tuning card shows (templates/explorer/tuning.html): the latest
-    tuning, its chart of the best score against plans scored, and the form's choices."""
+    tuning, its chart of the best score against plans scored, and, for those who may tune
+    (`can_tune`), the form's choices (asking whether a learned model exists imports torch: a
+    visitor who cannot tune does not pay for it)."""
     job = latest_tuning(run)
     result = job.result if job is not None and job.status == TuneJob.DONE else None
     chart = None
@@ -505,26 +510,33 @@ def _tuning_context(run: Run, user) -> dict:
         chart = line_chart(f"Gain over the best start ({result['model']} model)",
                            [Line("gain", xs, ys, "#3b6fd8", steps=True)], [],
                            "plans scored", "µs below the best start")
-    learned = learned_model_files(run.devices)
+    learned = can_tune and learned_model_files(run.devices)
     return {"tuning": job, "tuning_result": result, "tuning_chart": chart,
             "tuning_pending": job is not None and job.status in (TuneJob.QUEUED,
                                                                  TuneJob.RUNNING),
             "tune_models": [m for m in ("projected", "learned", "sol")
                             if m != "learned" or learned],
-            "can_tune": can_save_plans(run, user), "tune_default_s": DEFAULT_TUNE_S,
+            "can_tune": can_tune, "tune_default_s": DEFAULT_TUNE_S,
             "tune_max_s": MAX_TUNE_S}
 
 
 
 def _saved_plans_context(request: HttpRequest, run: Run) -> dict:
     """What the run page shows of its saved plans and plan files (templates/explorer/
-    saved_plans.html), and its fusion view's plan pickers."""
+    saved_plans.html), its fusion view's and compare form's plan pickers, and its tuning card
+    (who may save plans may tune)."""
     saved = saved_plans(run)
+    may_save = can_save_plans(run, request.user)
+    by_device = presenters.plans_by_device(
+        run.devices, run.strategies,
+        [(plan.device, plan.strategy) for plan in saved if plan.status == plan.DONE])
     return {"saved_plans": saved,
             "saved_plans_pending": any(p.status in (p.QUEUED, p.RUNNING) for p in saved),
-            "can_save_plans": can_save_plans(run, request.user),
-            "plan_names": presenters.plan_names(run.artifact),
-            "plan_files": presenters.plans_by_device(run.artifact)}
+            "can_save_plans": may_save,
+            "plans": _plan_choices(run, by_device),
+            "plan_names": presenters.plan_names(by_device),
+            "plan_files": by_device,
+            **_tuning_context(run, may_save)}
 
 
 # How many runs the run page offers to compare with.
