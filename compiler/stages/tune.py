@@ -17,6 +17,7 @@ from compiler.errors import InputError
 from compiler.fusion.autotune import Budget, autotune, choose_to_measure, measure_choices
 from compiler.fusion.plan_files import plan_from_kernels, plan_to_file
 from compiler.ir.graph import Graph
+from compiler.stages.whatif import stored_kernels
 from compiler.target.devices import get_device
 from compiler.target.sol import SolModel
 
@@ -46,9 +47,7 @@ def tune_stored(graph: Graph, device: str, runtime: str, stored: dict[str, list[
     for strategy, kernels in stored.items():
         if strategy in NOT_STARTS or strategy.startswith("custom") or not kernels:
             continue
-        plan = plan_from_kernels(graph, sol, [{key: entry.get(key) for key in
-                                               ("nodes", "recomputed", "kind", "dominant",
-                                                "xla_name")} for entry in kernels],
+        plan = plan_from_kernels(graph, sol, stored_kernels(kernels, graph),
                                  f"the {strategy} plan", runtime, keep_kinds=True)
         plan.strategy = strategy
         starts[strategy] = plan

@@ -60,7 +60,7 @@ class WhatIf:
                  learned_label: str | None = None):
         self.graph, self.device, self.runtime, self.strategy = graph, device, runtime, strategy
         self.model = SolModel(graph, get_device(device))
-        plan = plan_from_kernels(graph, self.model, _stored(kernels, graph),
+        plan = plan_from_kernels(graph, self.model, stored_kernels(kernels, graph),
                                  f"the {strategy} plan", runtime, keep_kinds=True)
         plan = _named_as_stored(plan, kernels)
         plan.strategy = strategy
@@ -207,9 +207,10 @@ class WhatIf:
                 "based_on": self.strategy, "edits": list(self.applied)}
 
 
-def _stored(kernels: list[dict], graph: Graph) -> list[dict]:
-    """A stored plan's kernels as plan_from_kernels takes them; InputError when one names a
-    node the graph does not have (a plan stored for another upload)."""
+def stored_kernels(kernels: list[dict], graph: Graph) -> list[dict]:
+    """A stored plan's kernels (a run's artifact entries) as plan_from_kernels takes them, with
+    the kinds their strategy gave them; InputError when one names a node the graph does not
+    have (a plan stored for another upload)."""
     found = []
     for entry in kernels:
         names = list(entry.get("nodes") or []) + list(entry.get("recomputed") or [])
