@@ -683,7 +683,29 @@ CUSTOM_PREFIX = "custom:"
 STRATEGY_LENGTH = len(CUSTOM_PREFIX) + SAVED_PLAN_NAME_LENGTH + 13
 
 
-class SavedPlan(Job):
+class RunPlanJob(Job):
+    """A job whose outcome the run's pages show beside its plans (a saved plan, a tuning): its
+    changes, failing included, are noted on the run (`touch_run`), whose kept pages name them."""
+
+    class Meta:
+        abstract = True
+
+    @staticmethod
+    def touch_run(run_id: str) -> None:
+        """Note on the run that its saved plans or tunings changed (Run.plans_changed)."""
+        Run.objects.filter(pk=run_id).update(plans_changed=timezone.now())
+
+    @classmethod
+    def fail(cls, pk, error: str, error_stage: str, token: str | None = None) -> bool:
+        failed = super().fail(pk, error, error_stage, token)
+        if failed:
+            run_id = cls.objects.filter(pk=pk).values_list("run_id", flat=True).first()
+            if run_id:
+                cls.touch_run(run_id)
+        return failed
+
+
+class SavedPlan(RunPlanJob):
     """A plan a user made for a run (edited in the fusion view, or a plan file uploaded with
     it or later): kept as its plan file (compiler/fusion/plan_files.py) and compiled by the
     compile worker onto the run's artifact as the strategy "custom:NAME" of its device, with
@@ -743,11 +765,6 @@ class SavedPlan(Job):
         return {**super().status_dict(), "id": self.pk, "device": self.device,
                 "name": self.name, "strategy": self.strategy}
 
-    @staticmethod
-    def touch_run(run_id: str) -> None:
-        """Note on the run that its saved plans changed (Run.plans_changed)."""
-        Run.objects.filter(pk=run_id).update(plans_changed=timezone.now())
-
     @classmethod
     def requeue_for(cls, run_id: str) -> list[int]:
         """Queue every saved plan of the run again (the run got a new artifact), each sent to
@@ -801,15 +818,6 @@ class SavedPlan(Job):
                                          strategy=saved.strategy, data=view)
             cls.touch_run(run_id)
 
-    @classmethod
-    def fail(cls, pk, error: str, error_stage: str, token: str | None = None) -> bool:
-        failed = super().fail(pk, error, error_stage, token)
-        if failed:
-            run_id = cls.objects.filter(pk=pk).values_list("run_id", flat=True).first()
-            if run_id:
-                cls.touch_run(run_id)
-        return failed
-
     def remove(self) -> None:
         """Delete the plan and what it added to its run's artifact, in one transaction."""
         with transaction.atomic():
@@ -829,7 +837,7 @@ class SavedPlan(Job):
             self.touch_run(self.run_id)
 
 
-class TuneJob(Job):
+class TuneJob(RunPlanJob):
     """A request to tune a run's plans with the autotuner (compiler/fusion/autotune.py): a job
     on the compile queue that searches from the run's plans under a model for a time budget,
     stores its result (the best plans, each model's totals, which to measure, the history of
@@ -917,19 +925,10 @@ class TuneJob(Job):
                 run_id=run_id, device=device, name=SavedPlan.TUNED_NAME, kind=SavedPlan.TUNED,
                 plan=plan_file, keep_kinds=True, extra=extra,
                 author=cls.objects.get(pk=pk).requested_by)
-            SavedPlan.touch_run(run_id)
+            cls.touch_run(run_id)
             from explorer import runs   # runs imports this module
 
             transaction.on_commit(lambda: runs.enqueue_saved_plan(saved.pk))
-
-    @classmethod
-    def fail(cls, pk, error: str, error_stage: str, token: str | None = None) -> bool:
-        failed = super().fail(pk, error, error_stage, token)
-        if failed:
-            run_id = cls.objects.filter(pk=pk).values_list("run_id", flat=True).first()
-            if run_id:
-                SavedPlan.touch_run(run_id)
-        return failed
 
 
 class TuneShard(Job):

@@ -554,7 +554,7 @@ def request_tuning(run: Run, user, device: str, model: str = "projected",
         job = TuneJob.objects.create(run=run, device=device, model=model, search=search,
                                      budget_s=budget_s, evaluations=evaluations, seed=seed,
                                      top_k=top_k, requested_by=user)
-        SavedPlan.touch_run(run.pk)
+        TuneJob.touch_run(run.pk)
         transaction.on_commit(lambda: enqueue_tune(job.pk))
     return job, True
 

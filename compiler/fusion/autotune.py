@@ -79,7 +79,6 @@ class Scorer:
         self.predictor = predictor
         self.launch = terms_for(device).launch(runtime)
         self.device_us: dict[tuple, float] = {}
-        self.priced = 0
 
     @staticmethod
     def key(kernel: Kernel) -> tuple:
@@ -90,15 +89,10 @@ class Scorer:
         self._price([k for k in plan.kernels if self.key(k) not in self.device_us])
         return sum(self.launch.kernel_us(self.device_us[self.key(k)]) for k in plan.kernels)
 
-    def kernel_us(self, kernel: Kernel) -> float:
-        self._price([kernel] if self.key(kernel) not in self.device_us else [])
-        return self.launch.kernel_us(self.device_us[self.key(kernel)])
-
     def _price(self, kernels: list[Kernel]) -> None:
         kernels = list({self.key(k): k for k in kernels}.values())
         if not kernels:
             return
-        self.priced += len(kernels)
         learned = [None] * len(kernels)
         if self.model == "learned":
             batch = FusionPlan(STRATEGY, self.device, kernels, [], runtime=self.runtime)
