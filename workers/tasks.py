@@ -25,7 +25,7 @@ from compiler.runtime.gpu import GpuUnavailable
 from compiler.stages.measure import STAGES as MEASURE_STAGES, measure_graph
 from compiler.stages.pipeline import (STAGES as COMPILE_STAGES, compile_graph, compile_plans,
                                       import_graph)
-from compiler.stages.tune import tune_stored
+from compiler.stages.tune import candidate_plans, tune_stored
 from explorer.logs import log_context
 from explorer.models import (ClaimLost, Job, Measurement, PlanGraph, Run, SavedPlan, TuneJob,
                              TuneShard)
@@ -391,7 +391,8 @@ def measure_run(self, measurement_id: int) -> str:
                          lambda: (measure_graph(run.graph_bytes, run.filename, run.devices,
                                                 run.strategies, progress=progress,
                                                 runtime=run.runtime,
-                                                custom_plans=saved_plan_files(run)),),
+                                                custom_plans=saved_plan_files(run)
+                                                + tuning_candidate_files(run)),),
                          settings.MEASURE_LEASE_S, settings.MEASURE_MAX_ATTEMPTS)
         except GpuUnavailable as error:
             message = f"The GPU worker {hostname} cannot measure: {error}."
@@ -405,6 +406,21 @@ def saved_plan_files(run: Run) -> list[dict]:
     return [{"device": saved.device, "strategy": saved.strategy, "file": saved.plan,
              "keep_kinds": saved.keep_kinds}
             for saved in run.saved_plans.filter(status=SavedPlan.DONE)]
+
+
+def tuning_candidate_files(run: Run) -> list[dict]:
+    """The plans the run's latest tuning of each device chose to measure besides its tuned
+    plan (compiler/stages/tune.py `candidate_plans`), while that tuned plan is the run's: the
+    tuner's top K measured with it, the paper's "then minutes on hardware"."""
+    files = []
+    for device in run.devices:
+        job = run.tunings.filter(device=device).first()
+        if job is not None and job.status == TuneJob.DONE and job.result and \
+                run.saved_plans.filter(device=device, kind=SavedPlan.TUNED,
+                                       status=SavedPlan.DONE,
+                                       created__gte=job.created).exists():
+            files += candidate_plans(job.result, device)
+    return files
 
 
 class _LeaseKeeper:
