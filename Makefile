@@ -13,7 +13,8 @@ VENV_STAMP := $(VENV)/.requirements-installed
 
 # Debian packages the app and its tests run against. Add a package by adding its name here.
 # postgresql: the tests start a server of their own from its binaries (tests/postgresql.py).
-SYSTEM_PACKAGES := redis-server chromium postgresql
+# npm: installs the front-end packages of package-lock.json (`node`).
+SYSTEM_PACKAGES := redis-server chromium postgresql npm
 
 # CI and the development machines run as root; elsewhere apt-get needs sudo.
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
@@ -24,16 +25,20 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 # STATIC_ROOT moves them.
 STATIC_MANIFEST := $(or $(STATIC_ROOT),var/static)/staticfiles.json
 
-.PHONY: run test clean venv system-deps static
+# Front-end packages (package.json: plotly.js's basic bundle), installed from the lock file
+# with their checksums, again only when the lock file changes; settings.py serves them.
+NODE_STAMP := node_modules/.lock-installed
 
-run: venv system-deps static
+.PHONY: run test clean venv system-deps static node
+
+run: venv system-deps node static
 	scripts/run.sh
 
 # The suite runs in one pytest-xdist process per core, up to four (tests/conftest.py says how it
 # shares them out); `make test XDIST=` runs it in this process alone.
 XDIST ?= --numprocesses=auto --maxprocesses=4 --dist=loadfile
 
-test: venv system-deps
+test: venv system-deps node
 	$(VENV_PYTHON) -m pytest $(XDIST) $(PYTEST_ARGS)
 
 venv: $(VENV_STAMP)
@@ -45,9 +50,15 @@ $(VENV_STAMP): requirements.txt
 
 static: $(STATIC_MANIFEST)
 
+node: $(NODE_STAMP)
+
+$(NODE_STAMP): package-lock.json | system-deps
+	npm ci --no-audit --no-fund --ignore-scripts
+	touch $@
+
 # DEBUG=true: the settings need a key, and collectstatic signs nothing; on a fresh clone this
 # makes the checkout's random key (var/secret_key), which `make run` then serves with.
-$(STATIC_MANIFEST): $(VENV_STAMP) explorer/settings.py $(shell find static -type f)
+$(STATIC_MANIFEST): $(VENV_STAMP) $(NODE_STAMP) explorer/settings.py $(shell find static -type f)
 	DEBUG=true $(VENV_PYTHON) manage.py collectstatic --no-input --clear --verbosity 0
 
 # A package counts as present when dpkg has it installed or a command of that name is on PATH
@@ -69,4 +80,4 @@ system-deps:
 	fi
 
 clean:
-	rm -rf $(VENV) var
+	rm -rf $(VENV) var node_modules

@@ -177,7 +177,10 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# plotly.js's basic bundle from the front-end packages `make node` installs (package.json), as
+# static/vendor/plotly/plotly-basic.min.js: loaded by plots.js only where a chart is drawn.
+PLOTLY_JS_DIR = BASE_DIR / "node_modules" / "plotly.js-basic-dist-min"
+STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/plotly", PLOTLY_JS_DIR)]
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
     "django.contrib.staticfiles.finders.AppDirectoriesFinder",  # the admin's

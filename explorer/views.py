@@ -27,7 +27,7 @@ from compiler.fusion.autotune import STRATEGY as TUNED_STRATEGY
 from compiler.limits import Limits
 from compiler.target.devices import get_device
 from compiler.target.launch import DEFAULT_RUNTIME, RUNTIMES, RUNTIME_LABELS
-from explorer import documents, presenters
+from explorer import documents, plots, presenters
 from explorer.forms import RunSettingsForm, UploadForm, pasted_text_limit, samples
 from explorer.lookups import by_pk
 from explorer.charts import Line, line_chart
@@ -405,6 +405,7 @@ def _panel_context(run: Run, device: str, strategy: str, result: dict,
             "cuda_note": presenters.cuda_note(strategy),
             "unavailable": result.get("unavailable"),
             "decisions": decisions[:DECISIONS_SHOWN], "decision_count": len(decisions),
+            "charts": list(plots.PLAN_CHARTS.items()),
             "measured_gains": any(row["measured_gain_us"] is not None or row["measured_why"]
                                   for row in decisions),
             "actions": presenters.decision_actions(decisions)}
@@ -472,6 +473,40 @@ def plan_decisions(request: HttpRequest, run: Run, device: str, strategy: str) -
                                                     _measured_moves(run, device, strategy))]
     return JsonResponse({"decisions": _cached_if_done(run, measured,
                                                       f"decisions:{device}:{strategy}", rows)})
+
+
+@require_GET
+@_run_view
+def plan_plot(request: HttpRequest, run: Run, device: str, strategy: str,
+              chart: str) -> JsonResponse:
+    """One of a plan's interactive charts (explorer/plots.py PLAN_CHARTS) as plotly.js JSON,
+    built once per run state and cached with its results; static/explorer/plots.js draws it."""
+    if chart not in plots.PLAN_CHARTS:
+        raise Http404("No such chart.")
+    measured = run.shown_measurement()
+    spec = get_device(device) if device in run.devices else None
+
+    def figure() -> dict:
+        result = _plan_result(run, device, strategy, measured)
+
+        def kernel_url(name: str) -> str:
+            return reverse("explorer-kernel", args=[run.pk, device, strategy, name])
+        if chart == "roofline":
+            return plots.plan_roofline(result, spec, kernel_url)
+        return plots.accuracy(result, kernel_url)
+    if spec is None or run.status != Run.DONE:
+        raise Http404("This run has no such plan yet.")
+    return JsonResponse(_cached(run, measured, f"plot:{device}:{strategy}:{chart}", figure))
+
+
+@require_GET
+@_run_view
+def tuning_plot(request: HttpRequest, run: Run) -> JsonResponse:
+    """The latest done tuning's search curve as plotly.js JSON (explorer/plots.py)."""
+    job = latest_tuning(run)
+    if job is None or job.status != TuneJob.DONE:
+        raise Http404("This run has no finished tuning.")
+    return JsonResponse(plots.tuning_curve(job.result or {}))
 
 
 @require_POST

@@ -1,6 +1,6 @@
 // Shared by every page: tabs (data-tab-group / data-tab-panel) and the runtime switch of the
-// run and compare pages. The charts are inline SVG drawn on the server (explorer/charts.py)
-// and need no script.
+// run and compare pages. Most charts are inline SVG drawn on the server (explorer/charts.py)
+// and need no script; the interactive ones are plots.js's, with tabs of their own.
 "use strict";
 
 const Explorer = (() => {
@@ -14,7 +14,7 @@ const Explorer = (() => {
   }
 
   document.addEventListener("click", (event) => {
-    const tab = event.target.closest(".tabs__tab");
+    const tab = event.target.closest("[data-tab-group] .tabs__tab");
     if (!tab) return;
     showTab(tab.closest("[data-tab-group]").dataset.tabGroup, tab.dataset.tab);
   });

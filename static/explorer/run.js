@@ -155,7 +155,7 @@
 
   document.querySelectorAll(".strategy:not([data-panel-url])").forEach(setUpPanel);
   document.addEventListener("click", (event) => {
-    const tab = event.target.closest(".tabs__tab");
+    const tab = event.target.closest("[data-tab-group] .tabs__tab");
     if (!tab) return;
     const group = tab.closest("[data-tab-group]").dataset.tabGroup;
     document.querySelectorAll(
@@ -311,7 +311,7 @@
   const besides = () => (/~[\w.-]+\/[\w.:-]+$/.exec(window.location.hash) || [""])[0];
 
   document.addEventListener("click", (event) => {
-    if (!event.target.closest(".tabs__tab")) return;
+    if (!event.target.closest("[data-tab-group] .tabs__tab")) return;
     const plan = shownPlan();  // base.js has switched the tab: this listener comes after it
     if (!plan) return;
     history.replaceState(null, "", `#${plan}${besides()}`);

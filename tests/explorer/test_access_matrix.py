@@ -314,6 +314,8 @@ ROUTES: dict[str, tuple[Access, ...]] = {
     "explorer-run-measure": (Access(Rule.RUN_LOGIN, "POST", 302, mutates=True),),
     "explorer-plan-panel": (Access(Rule.RUN),),
     "explorer-plan-decisions": (Access(Rule.RUN),),
+    "explorer-plan-plot": (Access(Rule.RUN),),
+    "explorer-tuning-plot": (Access(Rule.RUN),),
     "explorer-kernel": (Access(Rule.RUN),),
     # What-if: anyone who sees the run may edit (nothing is stored); saving onto it is for
     # its owner, staff and team, anyone else logged in saves onto a run of their own.
@@ -397,6 +399,7 @@ ARGUMENTS: dict[str, object] = {
     "device": "h100",
     "strategy": "cost",
     "kernel": lambda case, run: case.kernel,
+    "chart": "roofline",
     "measurement_id": lambda case, run: case.measurements[run.visibility],
     "uidb64": "MQ",
     "token": "not-a-reset-token",
