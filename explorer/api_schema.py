@@ -611,3 +611,38 @@ class Tuning(Status):
         "`top` (the best distinct plans with each model's total and their disagreement), "
         "`measure` (which to measure and why), `history` ([plans scored, seconds, best score]), "
         "`starts`, `evaluations`, `seconds`. The best plan becomes the run's plan `tuned`."))
+
+
+# --- Tags as baselines (issue 40) ----------------------------------------------------------------
+
+class BaselineRequest(BaseModel):
+    tag: text_field(MAX_TAG_LENGTH, min_length=1, description=(
+        "The tag the run is the baseline of (main: what the main branch's CI uploads)."))
+    run: text_field(min_length=1, description=(
+        "A finished run shared with the team; it becomes the baseline of the tag for its graph "
+        "(the run's name, else its file name), in place of the one before."))
+
+
+class BestTotal(BaseModel):
+    device: str
+    strategy: str = Field(description="The plan with the lowest projected total.")
+    proj_us: float | None
+
+
+class Baseline(BaseModel):
+    team: str
+    tag: str
+    graph: str = Field(description="The graph's runs' title: their name, else their file name.")
+    run: str = Field(description="The baseline run's id.")
+    url: Url = Field(description="The baseline run's page.")
+    best: list[BestTotal] = Field(description="Per device, its best plan.")
+    set_by: str | None
+    set_at: datetime
+
+
+class BaselineList(BaseModel):
+    baselines: list[Baseline]
+
+
+class BaselineQuery(BaseModel):
+    tag: text_field(MAX_TAG_LENGTH, min_length=1, description="The tag (main, ...).")
