@@ -39,7 +39,7 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.urls import URLPattern, path, reverse
 from django.views.decorators.csrf import csrf_exempt
 from ninja import NinjaAPI, Query
-from ninja.errors import AuthenticationError, Throttled, ValidationError
+from ninja.errors import AuthenticationError, HttpError, Throttled, ValidationError
 from ninja.throttling import BaseThrottle
 from pydantic import ValidationError as InvalidFields
 
@@ -271,6 +271,10 @@ def _handlers() -> None:
 
     api.add_exception_handler(ApiError, lambda request, error: error.response())
     api.add_exception_handler(ValidationError, invalid)
+    # ninja's own refusal of a body it cannot parse (JSON in name only), worded as ours.
+    api.add_exception_handler(HttpError, lambda request, error: ApiError(
+        error.status_code, f"{error}: send a JSON object with Content-Type "
+                           f"application/json").response())
     api.add_exception_handler(Throttled, throttled)
     api.add_exception_handler(AuthenticationError, lambda request, error: ApiError(
         401, "authentication required").response())
@@ -953,6 +957,7 @@ def set_baseline(request: HttpRequest, team: str, body: schemas.BaselineRequest
          summary="The baseline of a tag for the run's graph in the run's team: what `python -m "
                  "compiler compare RUN --baseline tag:NAME` compares the run with.",
          **answers((200, schemas.Baseline, "The baseline."),
+                   (400, schemas.Error, "No tag, or one longer than a tag may be."),
                    (404, schemas.Error, "No such run, a run of no team of the caller's, or no "
                                         "baseline of the tag for its graph.")))
 def run_baseline(request: HttpRequest, run_id: str,
