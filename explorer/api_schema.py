@@ -595,7 +595,8 @@ class TuneRequest(BaseModel):
     budget_s: float = Field(30.0, gt=0, le=600, description="Seconds of search.")
     evaluations: int | None = Field(None, gt=0, description="Stop after this many plans "
                                                             "scored (deterministic with seed).")
-    seed: int = 0
+    seed: int = Field(0, strict=True, description="The search's seed (a whole number; not "
+                                                  "a boolean, which pydantic would read as one).")
     top_k: int = Field(3, ge=1, le=10, description="How many best plans to keep and name for "
                                                    "measuring.")
 
