@@ -39,7 +39,7 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.urls import URLPattern, path, reverse
 from django.views.decorators.csrf import csrf_exempt
 from ninja import NinjaAPI, Query
-from ninja.errors import AuthenticationError, Throttled, ValidationError
+from ninja.errors import AuthenticationError, HttpError, Throttled, ValidationError
 from ninja.throttling import BaseThrottle
 from pydantic import ValidationError as InvalidFields
 
@@ -50,9 +50,10 @@ from explorer.documents import cached_gzip, digest, gzipped_response, json_bytes
 from explorer.graph_store import StagedFile
 from explorer.lookups import by_pk
 from explorer.plan_edits import plan_file_of, save_edits, saved_answer, what_if
-from explorer.models import ApiToken, KernelSource, Measurement, Run, Team
+from explorer.models import (ApiToken, KernelSource, Measurement, Membership, Run, TagBaseline,
+                             Team)
 from explorer.presence import gpu_status
-from explorer.presenters import apply_measurement, find_kernel
+from explorer.presenters import apply_measurement, best_totals, find_kernel
 from explorer.runs import (PlanExists, PlanUnavailable, can_save_plans, holding,
                            latest_tuning, plan_choice, plan_graph, request_measurement,
                            request_tuning, retry_run, save_plan, saved_plans, submit,
@@ -270,6 +271,10 @@ def _handlers() -> None:
 
     api.add_exception_handler(ApiError, lambda request, error: error.response())
     api.add_exception_handler(ValidationError, invalid)
+    # ninja's own refusal of a body it cannot parse (JSON in name only), worded as ours.
+    api.add_exception_handler(HttpError, lambda request, error: ApiError(
+        error.status_code, f"{error}: send a JSON object with Content-Type "
+                           f"application/json").response())
     api.add_exception_handler(Throttled, throttled)
     api.add_exception_handler(AuthenticationError, lambda request, error: ApiError(
         401, "authentication required").response())
@@ -898,6 +903,83 @@ def _tuning(job) -> dict:
     result = job.result and {key: value for key, value in job.result.items()
                              if key != "plan_files"}
     return {**job.status_dict(), "result": result}
+
+
+# --- Tags as baselines (issue 40) --------------------------------------------------------------
+
+TEAM = "/teams/{str:team}"
+NOT_A_MEMBER = (404, schemas.Error, "No team of that name or id among the caller's teams.")
+
+
+def _member_team(request: HttpRequest, value: str) -> Team:
+    """A team of the caller's, by name or id; 404 for any other (a stranger learns nothing)."""
+    try:
+        return _team(request, value)
+    except ApiError as error:
+        raise ApiError(404, error.message) from None
+
+
+def _baseline(request: HttpRequest, baseline: TagBaseline) -> dict:
+    run = baseline.run
+    return {"team": baseline.team.name, "tag": baseline.tag, "graph": baseline.graph_name,
+            "run": run.pk, "url": request.build_absolute_uri(reverse("explorer-run",
+                                                                     args=[run.pk])),
+            "best": best_totals(run.artifact),
+            "set_by": baseline.set_by.get_username() if baseline.set_by else None,
+            "set_at": baseline.set_at.isoformat()}
+
+
+@api.get(f"{TEAM}/baselines", url_name="api-team-baselines", operation_id="listBaselines",
+         summary="The team's baselines: per tag and graph, the run later runs are compared with "
+                 "(members only).",
+         **answers((200, schemas.BaselineList, "By graph, then tag."), NOT_A_MEMBER))
+def team_baselines(request: HttpRequest, team: str) -> JsonResponse:
+    """Each with its run's best plan per device."""
+    found = _member_team(request, team).baselines.select_related("run", "set_by", "team")
+    return JsonResponse({"baselines": [_baseline(request, baseline) for baseline in found]})
+
+
+@api.post(f"{TEAM}/baselines", url_name="api-team-baselines", operation_id="setBaseline",
+          summary="Make a run the baseline of a tag for its graph in the team (members only), "
+                  "in place of the one before.",
+          **answers((200, schemas.Baseline, "The baseline now."),
+                    (400, schemas.Error, "A run not shared with the team, or not finished."),
+                    NO_CSRF,
+                    (404, schemas.Error, "No such team among the caller's, or no such run.")))
+def set_baseline(request: HttpRequest, team: str, body: schemas.BaselineRequest
+                 ) -> JsonResponse:
+    """The graph is the run's title (its name, else its file name): runs of later commits
+    carry the same name, and a tag's baseline is looked up by it (getRunBaseline)."""
+    chosen = _member_team(request, team)
+    run = _viewable_run(request, body.run)
+    try:
+        baseline = TagBaseline.mark(chosen, body.tag, run, request.user)
+    except InputError as error:
+        raise ApiError(400, str(error)) from None
+    return JsonResponse(_baseline(request, baseline))
+
+
+@api.get(f"{RUN}/baseline", url_name="api-run-baseline", operation_id="getRunBaseline",
+         summary="The baseline of a tag for the run's graph in the run's team: what `python -m "
+                 "compiler compare RUN --baseline tag:NAME` compares the run with.",
+         **answers((200, schemas.Baseline, "The baseline."),
+                   (400, schemas.Error, "No tag, or one longer than a tag may be."),
+                   (404, schemas.Error, "No such run, a run of no team of the caller's, or no "
+                                        "baseline of the tag for its graph.")))
+def run_baseline(request: HttpRequest, run_id: str,
+                 query: Query[schemas.BaselineQuery]) -> JsonResponse:
+    """Members of the run's team only: a baseline is the team's."""
+    run = _viewable_run(request, run_id)
+    if run.team_id is None or not Membership.objects.filter(
+            team_id=run.team_id, user=request.user).exists():
+        raise ApiError(404, f"run {run.pk} is not a run of one of your teams: a baseline is "
+                            f"a team's (share the run with the team)")
+    baseline = TagBaseline.of_run(run, query.tag)
+    if baseline is None:
+        raise ApiError(404, f"the team {run.team.name} has no baseline of the tag "
+                            f"{query.tag!r} for {run.title!r}; set one with setBaseline "
+                            f"(python -m compiler baseline RUN --tag {query.tag})")
+    return JsonResponse(_baseline(request, baseline))
 
 
 # --- Exports -------------------------------------------------------------------------------------

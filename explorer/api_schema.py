@@ -595,7 +595,8 @@ class TuneRequest(BaseModel):
     budget_s: float = Field(30.0, gt=0, le=600, description="Seconds of search.")
     evaluations: int | None = Field(None, gt=0, description="Stop after this many plans "
                                                             "scored (deterministic with seed).")
-    seed: int = 0
+    seed: int = Field(0, strict=True, description="The search's seed (a whole number; not "
+                                                  "a boolean, which pydantic would read as one).")
     top_k: int = Field(3, ge=1, le=10, description="How many best plans to keep and name for "
                                                    "measuring.")
 
@@ -619,3 +620,38 @@ class Tuning(Status):
         "the model's best ran than the fastest measured), `start`, `start_us`, `gain_us` (the "
         "tuned plan's measured gain over its start), `launch_gap_us`, `moves` (each move's "
         "`measured_gain_us`, or `why` not). Null until a measurement includes the tuned plan."))
+
+
+# --- Tags as baselines (issue 40) ----------------------------------------------------------------
+
+class BaselineRequest(BaseModel):
+    tag: text_field(MAX_TAG_LENGTH, min_length=1, description=(
+        "The tag the run is the baseline of (main: what the main branch's CI uploads)."))
+    run: text_field(min_length=1, description=(
+        "A finished run shared with the team; it becomes the baseline of the tag for its graph "
+        "(the run's name, else its file name), in place of the one before."))
+
+
+class BestTotal(BaseModel):
+    device: str
+    strategy: str = Field(description="The plan with the lowest projected total.")
+    proj_us: float | None
+
+
+class Baseline(BaseModel):
+    team: str
+    tag: str
+    graph: str = Field(description="The graph's runs' title: their name, else their file name.")
+    run: str = Field(description="The baseline run's id.")
+    url: Url = Field(description="The baseline run's page.")
+    best: list[BestTotal] = Field(description="Per device, its best plan.")
+    set_by: str | None
+    set_at: datetime
+
+
+class BaselineList(BaseModel):
+    baselines: list[Baseline]
+
+
+class BaselineQuery(BaseModel):
+    tag: text_field(MAX_TAG_LENGTH, min_length=1, description="The tag (main, ...).")

@@ -1111,3 +1111,48 @@ class ApiToken(models.Model):
         """The active user a live key belongs to, or None."""
         token = cls.for_key(key)
         return token.user if token else None
+
+
+class TagBaseline(models.Model):
+    """The run a team measures a graph's later runs of a tag against (`main`: what the main
+    branch's CI uploads): one per team, tag and graph, the graph known by its runs' title (a
+    model's graph changes from commit to commit, so its digest cannot name it). The regression
+    gate (`python -m compiler compare RUN --baseline tag:main`) and the team page read it."""
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="baselines")
+    tag = models.CharField(max_length=50)
+    graph_name = models.CharField(max_length=255)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="baseline_of")
+    set_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                               on_delete=models.SET_NULL, related_name="+")
+    set_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["team", "tag", "graph_name"],
+                                               name="one_baseline_per_team_tag_and_graph")]
+        ordering = ["graph_name", "tag"]
+
+    def __str__(self) -> str:
+        return f"{self.team} {self.tag}: {self.graph_name} = {self.run_id}"
+
+    @classmethod
+    def mark(cls, team: Team, tag: str, run: Run, user) -> TagBaseline:
+        """Make `run` the baseline of `tag` for its graph in `team`, replacing the one before.
+        The run must be a finished run shared with the team (InputError otherwise): a baseline
+        every member can open and compare with."""
+        if not Run.shared_with(team).filter(pk=run.pk).exists():
+            raise InputError(f"run {run.pk} is not shared with the team {team.name}: share it "
+                             f"with the team (visibility team or public) first")
+        if run.status != Run.DONE:
+            raise InputError(f"run {run.pk} is {run.status}: only a finished run can be a "
+                             f"baseline")
+        baseline, _ = cls.objects.update_or_create(
+            team=team, tag=tag, graph_name=run.title, defaults={"run": run, "set_by": user})
+        return baseline
+
+    @classmethod
+    def of_run(cls, run: Run, tag: str) -> TagBaseline | None:
+        """The baseline of `tag` for the graph of `run` in the run's team, if it has one."""
+        if run.team_id is None:
+            return None
+        return cls.objects.filter(team_id=run.team_id, tag=tag, graph_name=run.title) \
+            .select_related("run").first()

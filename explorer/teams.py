@@ -13,6 +13,11 @@ page lists them newest first (who ran what, when, each device's best plan) and, 
 best plan of every graph they ran: per graph and device, the lowest projected total of any
 run's plans, with the run and person that reached it (the earliest, on a tie). Both follow the
 filters (a tag, a graph, a member).
+
+Tracked graphs. A run marked the baseline of a tag (TagBaseline: `main`, what the main
+branch's CI uploads) makes its graph tracked: the page shows, per baseline, the latest
+finished run of the graph carrying the tag against the baseline, and the trend of the best
+projected total over those runs, oldest first (a chart drawn on the server).
 """
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -31,8 +36,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from explorer.account_forms import LinkInviteForm, RoleForm, TeamForm, UserInviteForm
 from explorer.account_models import (OWNER, ROLE_NAMES, Invite, LastOwner, create_team,
                                      remove_member, set_role)
+from explorer.charts import Line, Point, line_chart
 from explorer.documents import best_totals
-from explorer.models import Membership, Run, Team
+from explorer.models import Membership, Run, TagBaseline, Team
+from explorer.runs import holding
 
 TEAM_RUNS_PAGE_SIZE = 50
 
@@ -122,7 +129,7 @@ def _render_team(request: HttpRequest, membership: Membership, link_form=None,
                team.memberships.select_related("user").order_by("role", "user__username")]
     context = {"team": team, "membership": membership, "role": ROLE_NAMES[membership.role],
                "is_owner": is_owner, "members": members, "roles": list(ROLE_NAMES.items()),
-               **team_review(team, request.GET)}
+               "tracked": tracked_graphs(team), **team_review(team, request.GET)}
     if is_owner:
         pending = Invite.open().filter(team=team).select_related("invitee", "created_by")
         context.update({
@@ -197,6 +204,57 @@ def best_per_graph(runs: list[Run], best: dict[str, list[dict]],
                          "device": device, "strategy": entry["strategy"],
                          "proj_us": entry["proj_us"], "run": entry["run"]})
     return rows
+
+
+TREND_COLOUR, BASELINE_COLOUR, LATEST_COLOUR = "#4c72b0", "#687087", "#d62728"
+
+
+def tracked_graphs(team: Team) -> list[dict]:
+    """Per baseline of the team: the graph, the tag, the device (the baseline's first), the
+    baseline and the latest run of the tag with their best projected totals, the change, and
+    the trend chart."""
+    tracked = []
+    for baseline in team.baselines.select_related("run"):
+        runs = tagged_runs(team, baseline)
+        best = best_totals(runs)
+        device = next((entry["device"] for entry in best.get(baseline.run_id, [])), None)
+
+        def total(run: Run) -> float | None:
+            return next((entry["proj_us"] for entry in best.get(run.pk, [])
+                         if entry["device"] == device), None)
+
+        latest = runs[-1]
+        before, after = total(baseline.run), total(latest)
+        tracked.append({
+            "baseline": baseline, "device": device, "runs": len(runs), "latest": latest,
+            "baseline_us": before, "latest_us": after,
+            "change": after / before - 1 if before and after is not None else None,
+            "chart": trend_chart(baseline, runs, [total(run) for run in runs]),
+        })
+    return tracked
+
+
+def tagged_runs(team: Team, baseline: TagBaseline) -> list[Run]:
+    """The team's finished runs of the baseline's graph (by title) that carry its tag, and
+    the baseline itself, oldest first."""
+    titled = Run.shared_with(team).filter(status=Run.DONE).filter(
+        Q(name=baseline.graph_name) | Q(name="", filename=baseline.graph_name))
+    runs = {run.pk: run for run in holding(titled, {"tags": baseline.tag})}
+    runs.setdefault(baseline.run_id, baseline.run)
+    return sorted(runs.values(), key=lambda run: run.created)
+
+
+def trend_chart(baseline: TagBaseline, runs: list[Run], totals: list[float | None]):
+    """The best projected total of each run, in order, with the baseline and the latest run
+    marked."""
+    numbers = list(range(1, len(runs) + 1))
+    points = [Point(f"baseline ({baseline.run.title})", numbers[runs.index(baseline.run)],
+                    totals[runs.index(baseline.run)], BASELINE_COLOUR),
+              Point("latest", numbers[-1], totals[-1], LATEST_COLOUR)]
+    return line_chart(f"{baseline.graph_name} · {baseline.tag}: best projected total",
+                      [Line("best projected total", numbers, totals, TREND_COLOUR)],
+                      [point for point in points if point.y is not None],
+                      f"runs tagged {baseline.tag}, oldest first", "µs")
 
 
 # --- Owners' and members' actions ---------------------------------------------------------------

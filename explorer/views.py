@@ -24,6 +24,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from compiler.errors import InputError
 from compiler.fusion.autotune import STRATEGY as TUNED_STRATEGY
+from compiler.kernels.matching import match_counts, match_kernels, plan_changes
 from compiler.limits import Limits
 from compiler.target.devices import get_device
 from compiler.target.launch import DEFAULT_RUNTIME, RUNTIMES, RUNTIME_LABELS
@@ -783,8 +784,8 @@ def compare(request: HttpRequest) -> HttpResponse:
     # names by chance, so the page says when the runs are not of the same graph.
     different = side_a["run"].pk != side_b["run"].pk and \
         graph_digest(side_a["run"]) != graph_digest(side_b["run"])
-    rows = presenters.match_kernels(kernels_a, kernels_b)
-    changes = presenters.plan_changes(kernels_a, kernels_b)
+    rows = match_kernels(kernels_a, kernels_b)
+    changes = plan_changes(kernels_a, kernels_b)
     runtime = request.GET.get("runtime")
     runtime = runtime if runtime in RUNTIMES else side_b["run"].runtime
     why = presenters.why_regions(side_a, side_b)
@@ -796,9 +797,7 @@ def compare(request: HttpRequest) -> HttpResponse:
         "totals": presenters.total_rows(presenters.plan_totals(side_a["result"]),
                                         presenters.plan_totals(side_b["result"])),
         "rows": rows,
-        "counts": {key: sum(row["status"] == status for row in rows)
-                   for key, status in (("matched", "matched"), ("only_a", "only in A"),
-                                       ("only_b", "only in B"))},
+        "counts": match_counts(rows),
         "changes": changes,
         "change_groups": [("Split", changes["split"], "of A is split in B into"),
                           ("Merged", changes["merged"], "of B merges A's")],

@@ -222,7 +222,7 @@ def test_an_uploaded_48_layer_step_of_16000_nodes_is_seen_op_by_op(
 
 def test_side_by_side_shows_what_the_other_plan_made_of_each_kernel(step_12_run, live_server,
                                                                      new_page, screenshots):
-    from explorer.presenters import plan_changes
+    from compiler.kernels.matching import plan_changes
 
     page = new_page()
     log_in(page, live_server.url, "ada", next_path="/runs")
@@ -236,7 +236,7 @@ def test_side_by_side_shows_what_the_other_plan_made_of_each_kernel(step_12_run,
     expect(page).to_have_url(f"{live_server.url}/r/{step_12_run.pk}#h100/cost~h100/xla")
 
     # Each cost kernel's relation to the xla plan agrees with the compare page's account of
-    # the same two plans (explorer/presenters.py, computed on the server).
+    # the same two plans (compiler/kernels/matching.py, computed on the server).
     plans = step_12_run.artifact["devices"]["h100"]["strategies"]
     changes = plan_changes(plans["xla"]["kernels"], plans["cost"]["kernels"])
     merges = {change["kernel"]: {part["kernel"] for part in change["parts"]}

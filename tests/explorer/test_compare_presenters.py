@@ -2,6 +2,7 @@
 on hand-built plans, and on the real compiler's plans of softmax.hlo."""
 import unittest
 
+from compiler.kernels.matching import match_kernels, plan_changes
 from explorer import presenters
 from tests.explorer.svg_bars import bars
 from tests.explorer.access import softmax_artifact
@@ -21,7 +22,7 @@ def plan(*kernels, total_proj=None):
 
 class MatchKernelsTests(unittest.TestCase):
     def test_kernels_owning_the_same_nodes_match_whatever_their_names(self):
-        rows = presenters.match_kernels([kernel("loop.0", "ab", 2.0)],
+        rows = match_kernels([kernel("loop.0", "ab", 2.0)],
                                         [kernel("fusion.7", "ab", 1.5)])
 
         self.assertEqual(len(rows), 1)
@@ -34,7 +35,7 @@ class MatchKernelsTests(unittest.TestCase):
         a = [kernel("a0", "abcd"), kernel("a1", "ef")]
         b = [kernel("b0", "ab"), kernel("b1", "abc"), kernel("b2", "xyz")]
 
-        rows = presenters.match_kernels(a, b)
+        rows = match_kernels(a, b)
         pairs = {(row["a"] and row["a"]["name"], row["b"] and row["b"]["name"]) for row in rows}
 
         self.assertEqual(pairs, {("a0", "b1"), ("a1", None), (None, "b0"), (None, "b2")})
@@ -42,7 +43,7 @@ class MatchKernelsTests(unittest.TestCase):
         self.assertAlmostEqual(match["overlap"], 3 / 4)
 
     def test_a_lone_kernel_counts_its_whole_time_as_the_delta(self):
-        rows = presenters.match_kernels([kernel("a0", "a", 3.0)], [kernel("b0", "b", 2.0)])
+        rows = match_kernels([kernel("a0", "a", 3.0)], [kernel("b0", "b", 2.0)])
         by_status = {row["status"]: row for row in rows}
 
         self.assertEqual(by_status["only in A"]["proj_delta"], -3.0)
@@ -53,7 +54,7 @@ class MatchKernelsTests(unittest.TestCase):
         a = [kernel("small", "a", 1.0), kernel("big", "b", 10.0), kernel("gone", "c", 4.0)]
         b = [kernel("small", "a", 1.5), kernel("big", "b", 2.0)]
 
-        deltas = [row["proj_delta"] for row in presenters.match_kernels(a, b)]
+        deltas = [row["proj_delta"] for row in match_kernels(a, b)]
 
         self.assertEqual(deltas, [-8.0, -4.0, 0.5])
 
@@ -63,14 +64,14 @@ class PlanChangesTests(unittest.TestCase):
         a = [kernel("a0", "abcd"), kernel("a1", "e"), kernel("a2", "f")]
         b = [kernel("b0", "ab"), kernel("b1", "cd"), kernel("b2", "ef")]
 
-        changes = presenters.plan_changes(a, b)
+        changes = plan_changes(a, b)
 
         self.assertEqual(changes["split"], [{"kernel": "a0", "parts": [
             {"kernel": "b0", "nodes": ["a", "b"]}, {"kernel": "b1", "nodes": ["c", "d"]}]}])
         self.assertEqual([change["kernel"] for change in changes["merged"]], ["b2"])
 
     def test_nodes_only_one_plan_has_do_not_make_a_split(self):
-        changes = presenters.plan_changes([kernel("a0", "abz")], [kernel("b0", "ab")])
+        changes = plan_changes([kernel("a0", "abz")], [kernel("b0", "ab")])
 
         self.assertEqual(changes, {"split": [], "merged": []})
 
@@ -114,7 +115,7 @@ class RealPlanTests(unittest.TestCase):
         cls.xla, cls.stitch = strategies["xla"]["kernels"], strategies["stitch"]["kernels"]
 
     def test_every_kernel_is_in_exactly_one_row(self):
-        rows = presenters.match_kernels(self.xla, self.stitch)
+        rows = match_kernels(self.xla, self.stitch)
 
         names_a = sorted(row["a"]["name"] for row in rows if row["a"])
         names_b = sorted(row["b"]["name"] for row in rows if row["b"])
@@ -122,14 +123,14 @@ class RealPlanTests(unittest.TestCase):
         self.assertEqual(names_b, sorted(kernel["name"] for kernel in self.stitch))
 
     def test_the_lone_deltas_and_matched_deltas_add_up_to_the_difference_in_totals(self):
-        rows = presenters.match_kernels(self.xla, self.stitch)
+        rows = match_kernels(self.xla, self.stitch)
         kernel_sum = sum(row["proj_delta"] for row in rows)
         expected = (sum(k["proj_us"] for k in self.stitch) - sum(k["proj_us"] for k in self.xla))
 
         self.assertAlmostEqual(kernel_sum, expected)
 
     def test_the_stitched_kernel_merges_xlas_kernels(self):
-        changes = presenters.plan_changes(self.xla, self.stitch)
+        changes = plan_changes(self.xla, self.stitch)
 
         self.assertEqual(changes["split"], [])
         merged = changes["merged"][0]
@@ -137,7 +138,7 @@ class RealPlanTests(unittest.TestCase):
         self.assertEqual(len(merged["parts"]), len(self.xla))
 
     def test_the_delta_chart_is_horizontal_bars_green_where_b_is_faster(self):
-        rows = presenters.match_kernels(self.xla, self.stitch)
+        rows = match_kernels(self.xla, self.stitch)
         drawn = bars(presenters.kernel_delta_chart(rows))
 
         changed = [row for row in rows if row["proj_delta"]][:20]
@@ -151,11 +152,11 @@ class RealPlanTests(unittest.TestCase):
                 self.assertAlmostEqual(bar["x"] + bar["width"], zero, delta=0.15)
 
     def test_two_identical_plans_have_no_chart_and_no_changes(self):
-        rows = presenters.match_kernels(self.xla, self.xla)
+        rows = match_kernels(self.xla, self.xla)
 
         self.assertTrue(all(row["overlap"] == 1.0 for row in rows))
         self.assertIsNone(presenters.kernel_delta_chart(rows))
-        self.assertEqual(presenters.plan_changes(self.xla, self.xla),
+        self.assertEqual(plan_changes(self.xla, self.xla),
                          {"split": [], "merged": []})
 
 

@@ -1,7 +1,7 @@
 """The compare page at /compare?a=<run>[:device[:strategy]]&b=... (explorer-compare)."""
 from django.urls import reverse
 
-from explorer import presenters
+from compiler.kernels.matching import match_kernels
 from explorer.models import GraphBlob, KernelSource, Run
 from tests.explorer.access import DEVICES, STRATEGIES, AccessTestCase, softmax_artifact
 from tests.explorer.outliers import before_cost_models
@@ -107,11 +107,10 @@ class CompareViewTests(AccessTestCase):
         self.assertTrue(bars(chart(response.content.decode(), "deltas")))
         self.assertNotContains(response, "plotly")      # the chart is inline SVG
 
-    def test_kernel_rows_are_the_presenters_matching(self):
+    def test_kernel_rows_are_the_compilers_matching(self):
         response = self.get(self.owner, *self.strategies())
         strategies = self.team_run.artifact["devices"]["h100"]["strategies"]
-        expected = presenters.match_kernels(strategies["xla"]["kernels"],
-                                            strategies["stitch"]["kernels"])
+        expected = match_kernels(strategies["xla"]["kernels"], strategies["stitch"]["kernels"])
 
         self.assertEqual(response.context["rows"], expected)
 
