@@ -111,3 +111,16 @@ class TimelineTests(AccessTestCase):
         owner = {name: kernel["name"] for kernel in plan["kernels"] for name in kernel["nodes"]}
         self.assertEqual({node["id"]: node["namespace"] for node in graph["nodes"]},
                          {name: owner.get(name, "") for name in load_graph(str(STEP)).nodes})
+
+
+class RunPageDownloadTests(AccessTestCase):
+    def test_the_run_page_links_each_plans_trace_and_model_explorer_graph(self):
+        run = self.make_done_run("p" * 22, Run.PUBLIC)
+
+        page = self.client.get(reverse("explorer-run", args=[run.pk])).content.decode()
+
+        for device in run.devices:
+            for strategy in run.strategies:
+                for name in ("api-run-plan-trace", "api-run-plan-model-explorer"):
+                    self.assertIn(f'href="{reverse(name, args=[run.pk, device, strategy])}"',
+                                  page)
