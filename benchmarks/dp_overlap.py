@@ -80,7 +80,8 @@ def _table(report: dict) -> str:
     for interconnect, plans in report["interconnects"].items():
         for name, row in plans.items():
             if "unavailable" in row:
-                lines.append(f"| {interconnect} | {name} | – | – | – | {row['unavailable']} |")
+                lines.append(f"| {interconnect} | {name} | – | – | – | "
+                             f"{row['unavailable']} |")
                 continue
             end, ready = row["step_end"], row["when_ready"]
             lines.append(f"| {interconnect} | {name} | {row['compute_us']:,.0f} | "
