@@ -10,6 +10,7 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2
 from compiler.fusion.explore import exploration_to_dict, explore
 from compiler.importers import load_graph
 from compiler.ir.summary import summarize
+from compiler.ir.training import training_outputs
 from compiler.stages.dp import data_parallel, dp_overlap
 from compiler.stages.timeline import plan_timeline
 from explorer.models import Run
@@ -72,6 +73,21 @@ class TimelineTests(AccessTestCase):
         self.assertEqual(body["runtime"], self.step_run.runtime)
         self.assertEqual(body["training"]["gradients"],
                          self.artifact["graph"]["training"]["gradients"])
+
+    def test_a_run_compiled_before_training_outputs_were_recorded_reads_its_upload(self):
+        graph = {key: value for key, value in self.artifact["graph"].items()
+                 if key != "training"}
+        older = Run.objects.create(
+            id="o" * 22, owner=self.owner, visibility=Run.PRIVATE, status=Run.DONE,
+            filename=STEP.name, graph_bytes=STEP.read_bytes(), devices=["h100"],
+            strategies=["xla", "cost"], compiler_version="test",
+            artifact={**self.artifact, "graph": graph})
+
+        body = self.get(self.owner, reverse("api-run-timeline", args=[older.pk])
+                        + "?dp_world=8").json()
+
+        self.assertEqual(body["training"], training_outputs(load_graph(str(STEP))))
+        self.assertTrue(body["dp"]["training"])
 
     def test_a_bad_interconnect_or_plan_is_a_400_that_says_why(self):
         bad_link = self.get(self.owner, self.url + "?dp_world=8&interconnect=pigeon")
