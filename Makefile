@@ -7,8 +7,9 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 VENV_PYTHON := $(VENV)/bin/python
-# Touched after a successful install, so the venv is refreshed only when requirements.txt is
-# newer than the last install (and a half-finished install is retried).
+# Touched after a successful install, so the venv is refreshed only when requirements.txt (or
+# requirements-nodeps.txt) is newer than the last install (and a half-finished install is
+# retried).
 VENV_STAMP := $(VENV)/.requirements-installed
 
 # Debian packages the app and its tests run against. Add a package by adding its name here.
@@ -43,9 +44,10 @@ test: venv system-deps node
 
 venv: $(VENV_STAMP)
 
-$(VENV_STAMP): requirements.txt
+$(VENV_STAMP): requirements.txt requirements-nodeps.txt
 	test -x $(VENV_PYTHON) || $(PYTHON) -m venv $(VENV)
 	$(VENV_PYTHON) -m pip install -r requirements.txt
+	$(VENV_PYTHON) -m pip install --no-deps -r requirements-nodeps.txt
 	touch $@
 
 static: $(STATIC_MANIFEST)

@@ -37,8 +37,10 @@ from compiler.ir.summary import format_summary, summarize
 from compiler.limits import ConfigurationError, Limits
 from compiler.runtime.gpu import GpuUnavailable
 from compiler.stages.codegen import emulate, generate
+from compiler.stages.dp import DEFAULT_BUCKET_MB, data_parallel, format_dp
 from compiler.stages.learned.collect import collect_dataset
 from compiler.stages.pipeline import attach_codes, has_source
+from compiler.stages.timeline import attach_timelines
 from compiler.target.devices import get_device
 from compiler.target.launch import DEFAULT_RUNTIME, RUNTIMES
 from compiler.target.sol import SolModel
@@ -73,7 +75,19 @@ def _parser() -> argparse.ArgumentParser:
                     "cost-based search that prices every candidate kernel with --cost-model "
                     "and is never priced above the other strategies' plans).")
     _plan_arguments(explore, default_strategy="all",
-                    json_help="one JSON object on stdout, with every kernel and the decision log")
+                    json_help="one JSON object on stdout, with every kernel, the decision log "
+                              "and each plan's timeline")
+    explore.add_argument("--dp-world", type=int, default=None, metavar="N",
+                         help="simulate data-parallel training over N GPUs: the step's gradient "
+                              "all-reduce in buckets against the compute that remains, with "
+                              "outputs released when the step ends and each when ready")
+    explore.add_argument("--interconnect", default="nvlink", metavar="nvlink|ib|GBPS",
+                         help="the all-reduce's link with --dp-world: nvlink (8 GPUs on NVLink "
+                              "4, 450 GB/s per GPU each way, the default), ib (NDR InfiniBand, "
+                              "50 GB/s per GPU) or a bandwidth in GB/s per GPU")
+    explore.add_argument("--bucket-mb", type=float, default=DEFAULT_BUCKET_MB, metavar="M",
+                         help=f"gradient bucket cap in MiB with --dp-world (default "
+                              f"{DEFAULT_BUCKET_MB:g}, PyTorch DDP's bucket_cap_mb)")
 
     codegen = commands.add_parser(
         "codegen", help="CUDA source per kernel, nvcc resources, optional CPU emulation",
@@ -340,6 +354,8 @@ def _inspect(args) -> int:
 
 def _explore(args) -> int:
     strategies = parse_strategies(args.strategy)
+    setup = None if args.dp_world is None else data_parallel(args.dp_world, args.interconnect,
+                                                             args.bucket_mb)
     graph, _ = _load(args)
     predictor = _predictor(args)
     plans = explore(graph, args.device, strategies, args.cost_model, predictor,
@@ -348,8 +364,23 @@ def _explore(args) -> int:
     result = exploration_to_dict(summarize(graph), args.device, plans)
     if predictor is not None:
         _attach_learned(result, graph, plans, predictor)
-    _print(result, args.json, format_exploration)
+    attach_timelines(result, setup)
+    _print(result, args.json, format_exploration if setup is None else _with_dp_text)
     return 0
+
+
+def _with_dp_text(result: dict) -> str:
+    """explore's text with each plan's data-parallel overlap after it."""
+    first = next(iter(result["strategies"].values()), {}).get("dp") or {}
+    setup = first.get("setup")
+    lines = [format_exploration(result), ""]
+    if setup:
+        link = setup["link"]
+        lines.append(f"data-parallel over {setup['world']} GPUs, {link['name']} "
+                     f"({link['gbps']:g} GB/s per GPU, {link['alpha_us']:g} us per ring step), "
+                     f"buckets of {setup['bucket_bytes'] / 2**20:g} MiB; projected times")
+    lines += [format_dp(name, plan["dp"]) for name, plan in result["strategies"].items()]
+    return "\n".join(lines)
 
 
 def _codegen(args) -> int:

@@ -44,6 +44,7 @@ from ninja.throttling import BaseThrottle
 from pydantic import ValidationError as InvalidFields
 
 from compiler.errors import InputError, LimitError
+from compiler.stages.dp import data_parallel
 from compiler.limits import Limits
 from explorer import api_schema as schemas
 from explorer.documents import cached_gzip, digest, gzipped_response, json_bytes, run_key
@@ -59,6 +60,7 @@ from explorer.runs import (PlanExists, PlanUnavailable, can_save_plans, holding,
                            request_tuning, retry_run, save_plan, saved_plans, submit,
                            tuning_measured, viewable_runs)
 from explorer.throttle import client_address
+from explorer.timelines import export_name, model_explorer_file, timeline_document, trace_file
 from explorer.uploads import graph_of
 
 # The columns of export.csv: one row per device × strategy × kernel.
@@ -762,15 +764,104 @@ def run_graph(request: HttpRequest, run_id: str,
     lowest projected total)."""
     run = _done_run(request, run_id)
     artifact, measurement = _measured_artifact(run)
-    try:
-        device, strategy = plan_choice(artifact, plan.device, plan.strategy)
-    except PlanUnavailable as error:
-        raise ApiError(400, str(error)) from None
+    device, strategy = _chosen_plan(artifact, plan.device, plan.strategy)
     try:
         view = plan_graph(run, artifact, measurement, device, strategy)
     except PlanUnavailable as error:
         raise ApiError(422, str(error)) from None
     return JsonResponse({"id": run.pk, "device": device, "strategy": strategy, **view})
+
+
+def _chosen_plan(artifact: dict, device: str, strategy: str) -> tuple[str, str]:
+    """plan_choice's (device, strategy), its refusal a 400 naming the choices."""
+    try:
+        return plan_choice(artifact, device, strategy)
+    except PlanUnavailable as error:
+        raise ApiError(400, str(error)) from None
+
+
+def _setup(query: schemas.TimelineQuery):
+    """The data-parallel set-up a timeline query asks for, or None; a 400 naming a bad one."""
+    if query.dp_world is None:
+        return None
+    try:
+        return data_parallel(query.dp_world, query.interconnect, query.bucket_mb)
+    except InputError as error:
+        raise ApiError(400, str(error)) from None
+
+
+TIMELINE_REFUSED = (400, schemas.Error, "A device or strategy the run does not have (the message "
+                                        "lists them), or an interconnect that is not one.")
+
+
+@api.get(f"{RUN}/timeline", url_name="api-run-timeline", operation_id="getPlanTimeline",
+         auth=ANYONE,
+         summary="One plan's timeline (each kernel's start and end per model, when each output "
+                 "is ready, the critical path) and, with dp_world, its data-parallel overlap.",
+         **answers((200, schemas.PlanTimeline, "The timeline."), TIMELINE_REFUSED, NOT_FOUND,
+                   NOT_DONE, openapi_extra=OPEN))
+def run_timeline(request: HttpRequest, run_id: str,
+                 query: Query[schemas.TimelineQuery]) -> JsonResponse:
+    """`?device=D&strategy=S&runtime=graph|stream&dp_world=N&interconnect=nvlink|ib|GBPS&
+    bucket_mb=M`; worked out from the stored artifact (with the newest measurement's timings)
+    on each request: milliseconds, even for a plan of thousands of kernels."""
+    run = _done_run(request, run_id)
+    artifact, _ = _measured_artifact(run)
+    device, strategy = _chosen_plan(artifact, query.device, query.strategy)
+    return JsonResponse(timeline_document(run, artifact, device, strategy,
+                                          query.runtime or run.runtime, _setup(query)))
+
+
+TRACE_ANSWER = {"responses": {200: {"content": {"application/octet-stream": {
+    "schema": {"type": "string", "format": "binary"}}}}}}
+
+
+@api.get(f"{RUN}/plans/{{str:device}}/{{str:strategy}}/trace.perfetto-trace",
+         url_name="api-run-plan-trace", operation_id="exportPlanTrace", auth=ANYONE,
+         summary="Download a plan's timeline as a Perfetto trace (open it in ui.perfetto.dev): "
+                 "kernels as slices on a track per model, outputs ready as instant events, "
+                 "with dp_world the all-reduce's buckets.",
+         **answers((200, None, "An attachment (Content-Disposition): Perfetto's protobuf trace "
+                               "format."), TIMELINE_REFUSED, NOT_FOUND, NOT_DONE,
+                   openapi_extra={**OPEN, **TRACE_ANSWER}))
+def plan_trace(request: HttpRequest, run_id: str, device: str, strategy: str,
+               query: Query[schemas.TimelineQuery]) -> HttpResponse:
+    """The same query as getPlanTimeline (its device and strategy in the path)."""
+    run = _done_run(request, run_id)
+    artifact, _ = _measured_artifact(run)
+    device, strategy = _chosen_plan(artifact, device, strategy)
+    data = trace_file(run, artifact, device, strategy, query.runtime or run.runtime,
+                      _setup(query))
+    response = HttpResponse(data, content_type="application/octet-stream")
+    name = export_name(run, device, strategy, "perfetto-trace")
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
+
+
+@api.get(f"{RUN}/plans/{{str:device}}/{{str:strategy}}/model-explorer.json",
+         url_name="api-run-plan-model-explorer", operation_id="exportPlanModelExplorer",
+         auth=ANYONE,
+         summary="Download a plan's op graph in Model Explorer's JSON graph format: each kernel "
+                 "a layer of its ops, every node with its kernel, projected time and limiter.",
+         **answers((200, schemas.Open, "An attachment (Content-Disposition): one graph "
+                                       "collection, {label, graphs}."),
+                   TIMELINE_REFUSED, NOT_FOUND, NOT_DONE,
+                   (422, schemas.Error, "The run's plan does not match its upload."),
+                   openapi_extra=OPEN))
+def plan_model_explorer(request: HttpRequest, run_id: str, device: str,
+                        strategy: str) -> JsonResponse:
+    """docs/api.md "Exports" describes the file."""
+    run = _done_run(request, run_id)
+    artifact, measurement = _measured_artifact(run)
+    device, strategy = _chosen_plan(artifact, device, strategy)
+    try:
+        graph = model_explorer_file(run, artifact, measurement, device, strategy)
+    except PlanUnavailable as error:
+        raise ApiError(422, str(error)) from None
+    response = JsonResponse(graph)
+    name = export_name(run, device, strategy, "model-explorer.json")
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
 
 
 # --- What-if and saved plans (explorer/plan_edits.py) -------------------------------------------

@@ -18,6 +18,7 @@ from pydantic_core import PydanticCustomError
 from compiler.cost.outliers import OUTLIER_MIN_US, OUTLIER_RATIO
 from compiler.fusion.explore import STRATEGIES
 from compiler.fusion.pricing import PRICERS
+from compiler.stages.dp import DEFAULT_BUCKET_MB
 from compiler.target.devices import DEVICES
 from compiler.target.launch import DEFAULT_RUNTIME, RUNTIMES
 from explorer.uploads import MAX_FILE_NAME_LENGTH, upload_file_name
@@ -152,6 +153,20 @@ class PlanQuery(BaseModel):
     device: text_field(description="A device of the run (default: its first).") = ""
     strategy: text_field(description="A strategy of the run (default: the plan with the lowest "
                                "projected total).") = ""
+
+
+class TimelineQuery(PlanQuery):
+    runtime: Runtime | None = Field(None, description=(
+        "How the kernels are launched: graph (one CUDA graph replay) or stream (host "
+        "launches); by default the runtime the run was compiled for."))
+    dp_world: int | None = Field(None, ge=1, le=1_000_000, description=(
+        "Simulate data-parallel training over this many GPUs: the step's gradient all-reduce "
+        "in buckets against the compute that remains (left out: no simulation)."))
+    interconnect: text_field(max_length=40, description=(
+        "The all-reduce's link: nvlink (8 GPUs on NVLink 4, 450 GB/s per GPU), ib (NDR "
+        "InfiniBand, 50 GB/s per GPU) or a bandwidth in GB/s per GPU.")) = "nvlink"
+    bucket_mb: float = Field(DEFAULT_BUCKET_MB, gt=0, le=1_000_000, description=(
+        "The gradient bucket cap in MiB (PyTorch DDP's bucket_cap_mb)."))
 
 
 # --- Answers -----------------------------------------------------------------------------------
@@ -448,6 +463,22 @@ class FusionGraph(BaseModel):
     kernels: list[GraphKernel] = Field(description="The plan's kernels in order, with the "
                                                    "figures the view colours by.")
     layout: Layout
+
+
+class PlanTimeline(BaseModel):
+    """One plan's timeline (compiler/stages/timeline.py) and data-parallel overlap
+    (compiler/stages/dp.py); docs/api.md describes every key."""
+    id: str
+    device: str
+    strategy: str
+    runtime: Runtime
+    training: dict[str, Any] = Field(description="The graph's loss and gradient outputs, or "
+                                                 "why it is not a training step.")
+    timeline: dict[str, Any] = Field(description="Kernels with their start and end per model, "
+                                                 "outputs with the time they are ready, the "
+                                                 "critical path.")
+    dp: dict[str, Any] | None = Field(description="The data-parallel overlap with dp_world; "
+                                                  "null without.")
 
 
 class ExportedArtifact(Artifact):

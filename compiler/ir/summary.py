@@ -11,10 +11,12 @@ from collections import Counter
 from compiler.ir.graph import Graph
 from compiler.ir.ops import OPS, bytes_accessed, flop_count, transcendental_count
 from compiler.ir.shapes import shape_to_json
+from compiler.ir.training import training_outputs
 
 
 def summarize(graph: Graph) -> dict:
-    """A JSON-ready summary: counts, op histogram, parameters, outputs, flops and bytes."""
+    """A JSON-ready summary: counts, op histogram, parameters, outputs, flops and bytes, and
+    which outputs are a training step's loss and gradients (compiler/ir/training.py)."""
     ops = Counter(node.op for node in graph)
     categories = Counter(OPS[node.op].category.value for node in graph if node.op in OPS)
     flops = transcendentals = unfused_bytes = 0
@@ -41,6 +43,7 @@ def summarize(graph: Graph) -> dict:
         "fusions_in_input": len({n.fused_in for n in graph if n.fused_in}),
         "computations": sorted(graph.computations),
         "notes": list(graph.notes),
+        "training": training_outputs(graph),
     }
 
 
@@ -72,6 +75,10 @@ def format_summary(summary: dict) -> str:
         names = summary["computations"]
         shown = ", ".join(names[:12]) + (f", ... ({len(names)} in all)" if len(names) > 12 else "")
         lines.append(f"  sub-computations: {shown}")
+    training = summary.get("training") or {}
+    if training.get("gradients"):
+        lines.append(f"  training step: loss {', '.join(training['loss'])}, "
+                     f"{len(training['gradients'])} gradient outputs")
     for note in summary["notes"]:
         lines.append(f"  note: {note}")
     return "\n".join(lines)

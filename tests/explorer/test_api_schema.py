@@ -135,7 +135,12 @@ class SchemaDocumentTests(AccessTestCase):
                                     ("/runs/{run_id}/export.csv", "get"),
                                     ("/runs/{run_id}/whatif", "post"),
                                     ("/runs/{run_id}/plans", "get"),
-                                    ("/runs/{run_id}/plans/{device}/{strategy}/file", "get")):
+                                    ("/runs/{run_id}/plans/{device}/{strategy}/file", "get"),
+                                    ("/runs/{run_id}/timeline", "get"),
+                                    ("/runs/{run_id}/plans/{device}/{strategy}/"
+                                     "trace.perfetto-trace", "get"),
+                                    ("/runs/{run_id}/plans/{device}/{strategy}/"
+                                     "model-explorer.json", "get")):
                 self.assertIn({}, security, path)
             else:
                 self.assertEqual(security, [{"Bearer": []}, {"Session": []}], path)
