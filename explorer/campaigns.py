@@ -6,7 +6,8 @@ run), environment.json (the GPU, its driver and clocks, the date), runs.json (ea
 the steps it finished) and, per module, plans/<module>.json (every strategy's kernels checked and
 timed, the plan back to back) and anchors/<module>.json (the frameworks, CuPy's eager run among
 them). A plans file records the SHA-256 of the module's graph and the compiler version that made
-its plans (campaigns before 2026-12 recorded neither, and match nothing).
+its plans (the campaigns made before it did, the committed H200 one among them, record
+neither, and match nothing).
 
 `import_campaign` turns each plans file into MEASUREMENTS, the shape
 compiler.stages.measure.measure_graph gives a GPU worker's measurement, and stores it as a
