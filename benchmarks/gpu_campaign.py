@@ -820,7 +820,8 @@ def synthetic_plan_run(module: str, plan, codes, kernels: list[dict]):
     runs = []
     for code, row in zip(codes, kernels):
         run = KernelRun(code.kernel.name, code.kernel.kind, code.function,
-                        max_abs_error=code.max_abs_error, mismatches=list(code.mismatches))
+                        max_abs_error=code.max_abs_error, mismatches=list(code.mismatches),
+                        nodes=list(code.kernel.nodes))
         # The prediction of the kernel timed alone: its device work and a lone launch.
         device_us = row.get("device_us") if row.get("device_us") is not None \
             else row.get("sol_us")

@@ -56,7 +56,7 @@ from explorer.presenters import apply_measurement, find_kernel
 from explorer.runs import (PlanExists, PlanUnavailable, can_save_plans, holding,
                            latest_tuning, plan_choice, plan_graph, request_measurement,
                            request_tuning, retry_run, save_plan, saved_plans, submit,
-                           viewable_runs)
+                           tuning_measured, viewable_runs)
 from explorer.throttle import client_address
 from explorer.uploads import graph_of
 
@@ -887,11 +887,17 @@ def run_tuning(request: HttpRequest, run_id: str) -> JsonResponse:
     job = latest_tuning(_viewable_run(request, run_id))
     if job is None:
         raise ApiError(404, "the run has not been tuned")
-    return JsonResponse(_tuning(job))
+    run = job.run
+    return JsonResponse({**_tuning(job),
+                         "measured": tuning_measured(run, job, run.shown_measurement())})
 
 
 def _tuning(job) -> dict:
-    return {**job.status_dict(), "result": job.result}
+    """A tuning as the API shows it: its result without its candidates' plan files (the
+    measure queue's, not a user's)."""
+    result = job.result and {key: value for key, value in job.result.items()
+                             if key != "plan_files"}
+    return {**job.status_dict(), "result": result}
 
 
 # --- Exports -------------------------------------------------------------------------------------

@@ -610,4 +610,12 @@ class Tuning(Status):
         "Once done: `best` (its score, gain over the best start, moves with predicted gains), "
         "`top` (the best distinct plans with each model's total and their disagreement), "
         "`measure` (which to measure and why), `history` ([plans scored, seconds, best score]), "
-        "`starts`, `evaluations`, `seconds`. The best plan becomes the run's plan `tuned`."))
+        "`starts`, `evaluations`, `seconds`. The best plan becomes the run's plan `tuned`; "
+        "a measurement of the run times it and the others chosen to measure."))
+    measured: dict[str, Any] | None = Field(None, description=(
+        "(getRunTuning) What the run's shown measurement says of the tuning: `plans` (each "
+        "plan chosen to measure: `rank`, `why`, `score_us` under the tuner's model, "
+        "`measured_us` back to back in a stream), `fastest_rank`, `regret` (how much slower "
+        "the model's best ran than the fastest measured), `start`, `start_us`, `gain_us` (the "
+        "tuned plan's measured gain over its start), `launch_gap_us`, `moves` (each move's "
+        "`measured_gain_us`, or `why` not). Null until a measurement includes the tuned plan."))

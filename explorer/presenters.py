@@ -628,9 +628,13 @@ def outlier_summary(strategy_result: dict, limit: int | None = None) -> dict | N
             "listed": listed, "more": len(outliers) - len(listed)}
 
 
-def decision_rows(strategy_result: dict) -> list[dict]:
+def decision_rows(strategy_result: dict, measured_moves: list[dict] | None = None
+                  ) -> list[dict]:
     """The plan's decisions, each with the plan's kernels that hold the nodes its subject
-    names: a decision speaks of nodes, a user looks for it by the kernel it made or split."""
+    names: a decision speaks of nodes, a user looks for it by the kernel it made or split.
+    `measured_moves`: a tuned plan's moves as a measurement priced them (compiler/stages/
+    tune.py `measured_tuning`), in the order of its decisions: each row's "measured_gain_us"
+    and, without one, "measured_why"."""
     kernels_of = defaultdict(list)
     for kernel in strategy_result.get("kernels", []):
         for node in kernel.get("nodes", []):
@@ -643,7 +647,11 @@ def decision_rows(strategy_result: dict) -> list[dict]:
         kernels = [kernel for node in named for kernel in kernels_of.get(node, ())]
         rows.append({"action": decision.get("action", ""), "subject": subject,
                      "reason": decision.get("reason", ""), "gain_us": decision.get("gain_us"),
-                     "kernels": list(dict.fromkeys(kernels))})
+                     "kernels": list(dict.fromkeys(kernels)),
+                     "measured_gain_us": None, "measured_why": None})
+    if measured_moves and [m["edit"] for m in measured_moves] == [r["subject"] for r in rows]:
+        for row, move in zip(rows, measured_moves):
+            row["measured_gain_us"], row["measured_why"] = move["measured_gain_us"], move["why"]
     return rows
 
 

@@ -33,6 +33,7 @@ from compiler.fusion.plan_files import graph_facts
 from compiler.importers import sniff_reach, sniff_upload
 from compiler.stages.graph_view import kernel_entries, laid_out
 from compiler.stages.pipeline import canonical_options, import_graph
+from compiler.stages.tune import measured_tuning
 from compiler.target.launch import DEFAULT_RUNTIME, parse_runtime
 from compiler.version import compiler_version
 from explorer import presenters, queues
@@ -561,4 +562,21 @@ def request_tuning(run: Run, user, device: str, model: str = "projected",
 
 def latest_tuning(run: Run) -> TuneJob | None:
     return run.tunings.first()
+
+
+def tuning_measured(run: Run, job: TuneJob | None, measurement: Measurement | None
+                    ) -> dict | None:
+    """What the run's shown measurement says of a done tuning: its top plans' measured totals,
+    the fastest of them, the regret of the model's pick and each move's measured gain
+    (compiler/stages/tune.py `measured_tuning`); None without a measurement of its plans."""
+    if job is None or job.status != TuneJob.DONE or not job.result or measurement is None:
+        return None
+    result = Measurement.objects.filter(pk=measurement.pk).values_list("result", flat=True)
+    device = ((result.first() or {}).get("devices") or {}).get(job.device) or {}
+    if not device.get("strategies"):
+        return None
+    stored = {name: plan["kernels"] for name, plan in
+              (run.artifact or {}).get("devices", {}).get(job.device, {})
+              .get("strategies", {}).items()}
+    return measured_tuning(job.result, device["strategies"], stored, job.device)
 

@@ -23,6 +23,7 @@ from django.views import defaults
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from compiler.errors import InputError
+from compiler.fusion.autotune import STRATEGY as TUNED_STRATEGY
 from compiler.limits import Limits
 from compiler.target.devices import get_device
 from compiler.target.launch import DEFAULT_RUNTIME, RUNTIMES, RUNTIME_LABELS
@@ -36,7 +37,8 @@ from explorer.runs import (DEFAULT_TUNE_S, MAX_TUNE_S, PlanUnavailable, QuotaExc
                            can_save_plans, compiled_plans, graph_digest, holding,
                            latest_tuning, learned_model_files, plan_choice, plan_graph,
                            request_measurement, results_stamp, retry_run, save_plan,
-                           saved_plans, storage_usage, submit, upload_text, viewable_runs)
+                           saved_plans, storage_usage, submit, tuning_measured, upload_text,
+                           viewable_runs)
 
 
 class LoginNeeded(Exception):
@@ -387,7 +389,7 @@ def _panel_context(run: Run, device: str, strategy: str, result: dict,
                    all_rows: bool = False) -> dict:
     """One strategy's panel: the outliers, the kernel table (its first KERNEL_ROWS_SHOWN rows
     unless `all_rows`), who decided the fusions and the decisions."""
-    decisions = presenters.decision_rows(result)
+    decisions = presenters.decision_rows(result, _measured_moves(run, device, strategy))
     kernels = presenters.kernel_rows(result, get_device(device).sm_count)
     # A compiling run's panel shows its preview: no kernel pages, what nvcc gives pending.
     return {"run": run, "device": device, "strategy": strategy, "preview": run.status != Run.DONE,
@@ -403,7 +405,18 @@ def _panel_context(run: Run, device: str, strategy: str, result: dict,
             "cuda_note": presenters.cuda_note(strategy),
             "unavailable": result.get("unavailable"),
             "decisions": decisions[:DECISIONS_SHOWN], "decision_count": len(decisions),
+            "measured_gains": any(row["measured_gain_us"] is not None or row["measured_why"]
+                                  for row in decisions),
             "actions": presenters.decision_actions(decisions)}
+
+
+def _measured_moves(run: Run, device: str, strategy: str) -> list[dict] | None:
+    """A tuned plan's moves as the run's shown measurement priced them (else None)."""
+    if strategy != TUNED_STRATEGY or run.status != Run.DONE:
+        return None
+    measured = tuning_measured(run, run.tunings.filter(device=device).first(),
+                               run.shown_measurement())
+    return measured["moves"] if measured else None
 
 
 def _plan_result(run: Run, device: str, strategy: str, measured: Measurement | None) -> dict:
@@ -449,11 +462,15 @@ def plan_panel(request: HttpRequest, run: Run, device: str, strategy: str) -> Ht
 def plan_decisions(request: HttpRequest, run: Run, device: str, strategy: str) -> JsonResponse:
     """Every decision of one plan, [action, subject, reason, gain_us, kernels] each, for the
     filter."""
+    measured = run.shown_measurement()
+
     def rows() -> list:
         result = _plan_result(run, device, strategy, None)
-        return [[row["action"], row["subject"], row["reason"], row["gain_us"], row["kernels"]]
-                for row in presenters.decision_rows(result)]
-    return JsonResponse({"decisions": _cached_if_done(run, None,
+        return [[row["action"], row["subject"], row["reason"], row["gain_us"], row["kernels"],
+                 row["measured_gain_us"], row["measured_why"]]
+                for row in presenters.decision_rows(result,
+                                                    _measured_moves(run, device, strategy))]
+    return JsonResponse({"decisions": _cached_if_done(run, measured,
                                                       f"decisions:{device}:{strategy}", rows)})
 
 
@@ -512,6 +529,7 @@ def _tuning_context(run: Run, can_tune: bool) -> dict:
                            "plans scored", "µs below the best start")
     learned = can_tune and learned_model_files(run.devices)
     return {"tuning": job, "tuning_result": result, "tuning_chart": chart,
+            "tuning_measured": tuning_measured(run, job, run.shown_measurement()),
             "tuning_pending": job is not None and job.status in (TuneJob.QUEUED,
                                                                  TuneJob.RUNNING),
             "tune_models": [m for m in ("projected", "learned", "sol")

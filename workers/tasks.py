@@ -26,7 +26,7 @@ from compiler.stages.measure import (STAGES as MEASURE_STAGES, check_graph_emula
                                      measure_graph)
 from compiler.stages.pipeline import (STAGES as COMPILE_STAGES, compile_graph, compile_plans,
                                       import_graph)
-from compiler.stages.tune import tune_stored
+from compiler.stages.tune import candidate_plans, tune_stored
 from explorer.logs import log_context
 from explorer.models import (ClaimLost, Job, Measurement, PlanGraph, Run, SavedPlan, TuneJob,
                              TuneShard)
@@ -402,14 +402,12 @@ def measure_run(self, measurement_id: int) -> str:
 
 def _measure(run: Run, progress) -> dict:
     """The measurement's MEASUREMENTS: timed on this worker's GPU, or checked on the CPU
-    emulator when the worker is an emulated one."""
-    if settings.GPU_WORKER_EMULATED:
-        return check_graph_emulated(run.graph_bytes, run.filename, run.devices, run.strategies,
-                                    progress=progress, runtime=run.runtime,
-                                    custom_plans=saved_plan_files(run))
-    return measure_graph(run.graph_bytes, run.filename, run.devices, run.strategies,
-                         progress=progress, runtime=run.runtime,
-                         custom_plans=saved_plan_files(run))
+    emulator when the worker is an emulated one. Its run's saved plans are measured with the
+    strategies', and so are the plans its latest tuning chose to measure."""
+    measure = check_graph_emulated if settings.GPU_WORKER_EMULATED else measure_graph
+    return measure(run.graph_bytes, run.filename, run.devices, run.strategies,
+                   progress=progress, runtime=run.runtime,
+                   custom_plans=saved_plan_files(run) + tuning_candidate_files(run))
 
 
 def saved_plan_files(run: Run) -> list[dict]:
@@ -417,6 +415,21 @@ def saved_plan_files(run: Run) -> list[dict]:
     return [{"device": saved.device, "strategy": saved.strategy, "file": saved.plan,
              "keep_kinds": saved.keep_kinds}
             for saved in run.saved_plans.filter(status=SavedPlan.DONE)]
+
+
+def tuning_candidate_files(run: Run) -> list[dict]:
+    """The plans the run's latest tuning of each device chose to measure besides its tuned
+    plan (compiler/stages/tune.py `candidate_plans`), while that tuned plan is the run's: the
+    tuner's top K measured with it, the paper's "then minutes on hardware"."""
+    files = []
+    for device in run.devices:
+        job = run.tunings.filter(device=device).first()
+        if job is not None and job.status == TuneJob.DONE and job.result and \
+                run.saved_plans.filter(device=device, kind=SavedPlan.TUNED,
+                                       status=SavedPlan.DONE,
+                                       created__gte=job.created).exists():
+            files += candidate_plans(job.result, device)
+    return files
 
 
 class _LeaseKeeper:

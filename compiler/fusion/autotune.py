@@ -153,12 +153,33 @@ def draw_moves(graph: Graph, plan: FusionPlan, rng: random.Random, count: int) -
 # -- the search -------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class TunerMove:
+    """One move of a search's chain: the edit, the gain the model predicted for it, and the
+    kernels it took away and made (each as its sorted nodes), which a measurement of plans
+    holding both can price (compiler/stages/tune.py `measured_tuning`)."""
+    edit: str
+    gain_us: float
+    before: tuple[tuple[str, ...], ...]
+    after: tuple[tuple[str, ...], ...]
+
+    def to_dict(self) -> dict:
+        return {"edit": self.edit, "gain_us": round(self.gain_us, 4),
+                "before": [list(nodes) for nodes in self.before],
+                "after": [list(nodes) for nodes in self.after]}
+
+
+def groups(kernels: list[Kernel]) -> tuple[tuple[str, ...], ...]:
+    """Kernels as their sorted nodes, in a stable order."""
+    return tuple(sorted(tuple(sorted(k.nodes)) for k in kernels))
+
+
 @dataclass
 class Candidate:
     score: float
     plan: FusionPlan
     start: str                                   # the strategy it was reached from
-    moves: tuple = ()                            # (describe, predicted gain µs) per move
+    moves: tuple[TunerMove, ...] = ()
 
     @property
     def signature(self) -> frozenset:
@@ -195,9 +216,10 @@ class TuneResult:
         """The best plan as the strategy `tuned`: its decisions are its moves, each with the
         gain the model predicted for it."""
         best = self.best
-        decisions = [Decision("edit", describe, f"{self.model}: predicted gain "
-                                                f"{gain:+.3f} µs (from {best.start})", gain)
-                     for describe, gain in best.moves]
+        decisions = [Decision("edit", move.edit, f"{self.model}: predicted gain "
+                                                 f"{move.gain_us:+.3f} µs (from {best.start})",
+                              move.gain_us, move.before, move.after)
+                     for move in best.moves]
         return dataclasses.replace(best.plan, strategy=STRATEGY, decisions=decisions,
                                    cost_model=self.model)
 
@@ -210,8 +232,7 @@ class TuneResult:
             "best": {"score_us": round(self.best.score, 4), "start": self.best.start,
                      "gain_us": round(baseline - self.best.score, 4),
                      "kernels": len(self.best.plan.kernels),
-                     "moves": [{"edit": describe, "gain_us": round(gain, 4)}
-                               for describe, gain in self.best.moves]},
+                     "moves": [move.to_dict() for move in self.best.moves]},
             "top": [{"rank": rank, "score_us": round(c.score, 4), "start": c.start,
                      "kernels": len(c.plan.kernels), "moves": len(c.moves),
                      "plan_id": plan_id(c), **totals}
@@ -319,14 +340,14 @@ class _Search:
     def step(self, parent: Candidate, edit) -> Candidate | None:
         """The plan `edit` makes of `parent`, scored (None when the editor refuses it)."""
         try:
-            plan = self.editor.edited(edit, parent.plan)
+            plan, replaced, made = self.editor.tried(edit, parent.plan)
         except EditRefused:
             self.refused += 1
             return None
         self.evaluations += 1
         score = self.scorer.score(plan)
-        child = Candidate(score, plan, parent.start,
-                          parent.moves + ((edit.describe(), parent.score - score),))
+        move = TunerMove(edit.describe(), parent.score - score, groups(replaced), groups(made))
+        child = Candidate(score, plan, parent.start, parent.moves + (move,))
         self.offer(child)
         if self.progress and self.evaluations % 50 == 0:
             self.progress(self.evaluations, self.best_score)

@@ -233,10 +233,16 @@ class PlanEditor:
         """The plan `edit` makes of `plan` (by default the editor's), checked and priced as
         `apply` does, without applying it: the editor's plan and history stay as they were
         (a tuner tries many edits of many plans). EditRefused as `apply`."""
+        return self.tried(edit, plan)[0]
+
+    def tried(self, edit, plan: FusionPlan | None = None
+              ) -> tuple[FusionPlan, list[Kernel], list[Kernel]]:
+        """`edited`'s plan with the kernels the edit replaced and the ones it made."""
         kept = self.plan
         self.plan = plan if plan is not None else kept
         try:
-            return self._edited(edit)[0]
+            edited, replaced, made, _ = self._edited(edit)
+            return edited, replaced, made
         except EditRefused as refusal:
             describe = getattr(edit, "describe", None)
             raise EditRefused(f"{describe()}: {refusal}" if describe else str(refusal)) from None

@@ -130,11 +130,18 @@ class Decision:
     subject: str                     # e.g. "exponential.3 -> reduce.5", or two kernels
     reason: str                      # "xla: loop fusion", "would form cycle", "gain -0.3 µs"
     gain_us: float | None = None
+    # For an edit of a whole plan (the autotuner's moves): the kernels it took away and the
+    # ones it made, each as its nodes, so a measurement of both sides can price the edit.
+    before: tuple[tuple[str, ...], ...] = ()
+    after: tuple[tuple[str, ...], ...] = ()
 
     def to_dict(self) -> dict:
         out = {"action": self.action, "subject": self.subject, "reason": self.reason}
         if self.gain_us is not None:
             out["gain_us"] = round(self.gain_us, 4)
+        if self.before or self.after:
+            out["before"] = [list(nodes) for nodes in self.before]
+            out["after"] = [list(nodes) for nodes in self.after]
         return out
 
 

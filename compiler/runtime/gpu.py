@@ -152,13 +152,15 @@ class KernelRun:
     max_abs_error: float | None = None
     mismatches: list[Mismatch] = field(default_factory=list)
     not_measured: str | None = None
+    nodes: list[str] = field(default_factory=list)   # the graph nodes it computes
 
     @property
     def measured_us(self) -> float | None:
         return self.timing.median_us if self.timing else None
 
     def to_dict(self) -> dict:
-        return {"name": self.kernel, "kind": self.kind, "function": self.function,
+        return {"name": self.kernel, "kind": self.kind, "nodes": list(self.nodes),
+                "function": self.function,
                 "measured_us": self.measured_us,
                 "timing": self.timing.to_dict() if self.timing else None,
                 "max_abs_error": self.max_abs_error,
@@ -376,7 +378,7 @@ def run_plan(graph: Graph, plan: FusionPlan, codes: list, inputs: Sequence,
     buffers = _Buffers(runner.cupy, graph, values)
     results, steps = [], []
     for code in codes:
-        result = KernelRun(code.kernel.name, code.kernel.kind)
+        result = KernelRun(code.kernel.name, code.kernel.kind, nodes=list(code.kernel.nodes))
         results.append(result)
         try:
             step = _prepare(runner, graph, code, buffers, result)

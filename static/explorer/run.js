@@ -245,11 +245,15 @@
       return all;
     }
 
-    function row([act, subject, reason, gain, kernels]) {
+    // A tuned plan measured on a GPU has a column of each move's measured gain.
+    const measuredColumn = panel.querySelector(".decisions th[data-measured]") !== null;
+    const micros = (value) => value === null ? "–" : `${value.toFixed(2)} µs`;
+
+    function row([act, subject, reason, gain, kernels, measured, why]) {
       const tr = document.createElement("tr");
       tr.dataset.action = act;
-      const cells = [act, subject, kernels.join(", ") || "–", reason,
-                     gain === null ? "–" : `${gain.toFixed(2)} µs`];
+      const cells = [act, subject, kernels.join(", ") || "–", reason, micros(gain)];
+      if (measuredColumn) cells.push(micros(measured));
       cells.forEach((value, index) => {
         const td = document.createElement("td");
         if (index === 1 || index === 2) {
@@ -259,7 +263,8 @@
         } else {
           td.textContent = value;
         }
-        if (index === 4) td.className = "num";
+        if (index >= 4) td.className = "num";
+        if (index === 5 && why) td.title = why;
         tr.append(td);
       });
       return tr;

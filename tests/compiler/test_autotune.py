@@ -75,7 +75,14 @@ def test_annealing_finds_a_plan_below_the_cost_strategys_and_it_computes_the_gra
     assert result.best.score < cost, "the tuner found nothing below the cost plan"
     tuned = result.tuned_plan()
     assert tuned.strategy == "tuned" and tuned.cost_model == "projected"
-    assert [d.subject for d in tuned.decisions] == [move for move, _ in result.best.moves]
+    assert [d.subject for d in tuned.decisions] == [move.edit for move in result.best.moves]
+    # Each move names the kernels it took away and made: replayed from the start's kernels
+    # they give the tuned plan's.
+    groups = {tuple(sorted(k.nodes)) for k in starts[result.best.start].kernels}
+    for decision in tuned.decisions:
+        assert set(decision.before) <= groups, decision.subject
+        groups = (groups - set(decision.before)) | set(decision.after)
+    assert groups == {tuple(sorted(k.nodes)) for k in tuned.kernels}
     # The moves' predicted gains add up to the way from its start to it.
     assert sum(d.gain_us for d in tuned.decisions) == pytest.approx(
         result.starts[result.best.start] - result.best.score, abs=1e-6)
@@ -160,7 +167,7 @@ def test_the_cli_tunes_prints_json_and_saves_a_plan_file_that_applies(tmp_path):
 
 
 def test_shares_of_a_tuning_search_apart_and_join_into_the_best_of_all(layer_norm_bwd):
-    from compiler.stages.tune import merge_tunings, shard_seed, tune_stored
+    from compiler.stages.tune import candidate_plans, merge_tunings, shard_seed, tune_stored
 
     graph, starts = layer_norm_bwd
     stored = {name: plan.to_dict()["kernels"] for name, plan in starts.items()}
@@ -183,3 +190,69 @@ def test_shares_of_a_tuning_search_apart_and_join_into_the_best_of_all(layer_nor
     assert [e["score_us"] for e in merged["top"]] == sorted(e["score_us"] for e in merged["top"])
     bests = [point[2] for point in merged["history"]]
     assert bests == sorted(bests, reverse=True) and bests[-1] == pytest.approx(min(scores))
+    # The plans chosen to measure besides the tuned one come with their files, which apply
+    # to the graph and give the grouping the tuner ranked at that place.
+    candidates = candidate_plans(merged, "h100")
+    assert len(candidates) == len([c for c in merged["measure"] if c["rank"] > 1]) > 0
+    sol = SolModel(graph, get_device("h100"))
+    by_id = {entry["plan_id"]: entry for entry in merged["top"]}
+    for choice, entry in zip([c for c in merged["measure"] if c["rank"] > 1], candidates):
+        assert entry["strategy"] == f"tuning:{choice['rank']}"
+        plan = plan_from_file(graph, sol, entry["file"], entry["strategy"], "graph", True)
+        assert by_id[choice["plan_id"]]["rank"] == choice["rank"]
+        assert len(plan.kernels) == by_id[choice["plan_id"]]["kernels"]
+
+
+def measured_plan(kernels: dict[tuple, float], end_to_end: float | None) -> dict:
+    """A measurement's plan (compiler.runtime.gpu.PlanRun.to_dict()) with these kernel times."""
+    from compiler.runtime.gpu import KernelRun, PlanRun, Timing
+
+    runs = [KernelRun(f"k{i}", "loop", timing=Timing((us,) * 5, 1), nodes=list(nodes))
+            for i, (nodes, us) in enumerate(kernels.items())]
+    plan = PlanRun("any", "NVIDIA H100", runs)
+    if end_to_end is not None:
+        plan.end_to_end = Timing((end_to_end,) * 5, 1)
+    return plan.to_dict()
+
+
+def test_the_measured_side_of_a_tuning_prices_each_move_and_finds_the_fastest_plan():
+    from compiler.stages.tune import measured_tuning
+    from compiler.target.launch import terms_for
+
+    lone = terms_for("h100").alone_us
+    # The start timed a (10 µs alone) and b (8 µs alone); the tuned plan merged them into ab
+    # (12 µs alone) and ran in 11 µs back to back, so each of its launches adds
+    # 11 - (12 - lone) there. Merging took two kernels' work and one launch away and made ab's:
+    # (10 - lone) + (8 - lone) - (12 - lone) + (11 - (12 - lone)) = 5 µs, whatever `lone` is.
+    # The second move made c+d, which no measured plan holds.
+    result = {"best": {"start": "cost", "moves": [
+                  {"edit": "merge a, b", "gain_us": 4.0, "before": [["a"], ["b"]],
+                   "after": [["a", "b"]]},
+                  {"edit": "merge c, d", "gain_us": 1.0, "before": [["c"], ["d"]],
+                   "after": [["c", "d"]]}]},
+              "top": [{"rank": 1, "score_us": 9.0}, {"rank": 2, "score_us": 9.5}],
+              "measure": [{"rank": 1, "why": "best"}, {"rank": 2, "why": "disagree"}]}
+    measured = {"cost": measured_plan({("a",): 10.0, ("b",): 8.0}, 16.0),
+                "tuned": measured_plan({("a", "b"): 12.0}, 11.0),
+                "tuning:2": measured_plan({("a", "b"): 11.5}, 9.9)}
+    found = measured_tuning(result, measured, {}, "h100")
+    assert found["moves"][0]["measured_gain_us"] == pytest.approx(5.0)
+    assert found["launch_gap_us"] == pytest.approx(11.0 - (12.0 - lone))
+    assert found["moves"][1]["measured_gain_us"] is None
+    assert "not measured" in found["moves"][1]["why"]
+    assert found["gain_us"] == pytest.approx(16.0 - 11.0)
+    # The model's best ran 11 µs, its second 9.9: the second is the fastest measured, and
+    # the model's pick is 11 / 9.9 - 1 slower.
+    assert found["fastest_rank"] == 2
+    assert found["regret"] == pytest.approx(11.0 / 9.9 - 1, abs=1e-4)
+    assert [plan["measured_us"] for plan in found["plans"]] == [11.0, 9.9]
+    # Kernels named as the run stores them when the measurement carries no nodes.
+    for plan in measured.values():
+        for kernel in plan["kernels"]:
+            kernel.pop("nodes")
+    stored = {"cost": [{"name": "k0", "nodes": ["a"]}, {"name": "k1", "nodes": ["b"]}],
+              "tuned": [{"name": "k0", "nodes": ["b", "a"]}]}
+    again = measured_tuning(result, measured, stored, "h100")
+    assert again["moves"][0]["measured_gain_us"] == pytest.approx(5.0)
+    # No measured tuned plan: nothing to say.
+    assert measured_tuning(result, {"cost": measured["cost"]}, {}, "h100") is None

@@ -16,7 +16,8 @@ def measurement_result(artifact: dict, device: str = "h100", not_measured: set =
     for strategy, plan in artifact["devices"][device]["strategies"].items():
         kernels = []
         for index, kernel in enumerate(plan["kernels"]):
-            run = KernelRun(kernel["name"], kernel["kind"], kernel.get("function"))
+            run = KernelRun(kernel["name"], kernel["kind"], kernel.get("function"),
+                            nodes=list(kernel["nodes"]))
             if kernel["name"] in not_measured:
                 run.not_measured = "not measured: bf16 dots have no CuPy equivalent"
             else:

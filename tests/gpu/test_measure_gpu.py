@@ -71,3 +71,36 @@ def test_a_saved_plan_is_measured_beside_the_strategies_and_one_that_no_longer_a
     if merged["end_to_end"]:
         gpu_report.append(f"softmax custom:merged on {gpu_device}: "
                           f"{merged['end_to_end']['median_us']:.2f} us back to back")
+
+
+@pytest.mark.timeout(600)
+def test_a_tunings_top_plans_are_measured_and_its_moves_priced_by_the_measurement(
+        gpu_device, gpu_report):
+    """The tuner's "then minutes on hardware": the tuned plan and the other plans chosen to
+    measure timed with the run's plans, and what that says of the tuning."""
+    from compiler.importers import import_bytes
+    from compiler.stages.tune import candidate_plans, measured_tuning, merge_tunings, tune_stored
+
+    path = SOFTMAX.parent / "layer_norm_bwd.hlo"
+    graph = import_bytes(path.read_bytes(), path.name)[0]
+    starts = ["xla", "stitch", "cost"]
+    artifact = compile_graph(path.read_bytes(), path.name, ["h100"], starts)
+    stored = {name: plan["kernels"]
+              for name, plan in artifact["devices"]["h100"]["strategies"].items()}
+    result, tuned_file, _ = merge_tunings(
+        [tune_stored(graph, "h100", "graph", stored, "projected", "anneal", None, 300, 0, 3)], 3)
+    plans = [{"device": "h100", "strategy": "tuned", "file": tuned_file, "keep_kinds": True}]
+    plans += candidate_plans(result, "h100")
+    measured = measure_graph(path.read_bytes(), path.name, ["h100"], starts,
+                             custom_plans=plans)["devices"]["h100"]["strategies"]
+    # Measured kernels carry their nodes: the run's stored kernels are not needed.
+    found = measured_tuning(result, measured, {}, "h100")
+    assert found is not None and found["fastest_rank"] is not None
+    assert all(plan["measured_us"] > 0 for plan in found["plans"])
+    gpu_report.append(
+        f"layer_norm_bwd tuning on {gpu_device}: measured "
+        + ", ".join(f"#{p['rank']} {p['measured_us']:.2f} us (score {p['score_us']:.2f})"
+                    for p in found["plans"])
+        + f"; regret {found['regret']}, tuned gain {found['gain_us']} us over "
+          f"{found['start']}; moves measured "
+        + str([move["measured_gain_us"] for move in found["moves"]]))
