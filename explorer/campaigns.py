@@ -145,25 +145,28 @@ def _strategies(run: Run, device: str, gpu: str, measured: dict) -> tuple[dict, 
         if ours != [(kernel["name"], kernel["kind"]) for kernel in plan["kernels"]]:
             differing.append(strategy)
             continue
-        strategies[strategy] = _plan_run(strategy, gpu, plan)
+        strategies[strategy] = _plan_run(strategy, gpu, plan, shown[strategy]["kernels"])
     return strategies, differing
 
 
-def _plan_run(strategy: str, gpu: str, plan: dict) -> dict:
-    """A campaign plan (gpu_campaign.py plan_result) as PlanRun.to_dict(): the timings keep
-    what the campaign kept (median, cv, runs); a mismatch only its count."""
+def _plan_run(strategy: str, gpu: str, plan: dict, shown: list[dict]) -> dict:
+    """A campaign plan (gpu_campaign.py plan_result) as PlanRun.to_dict(), its kernels' nodes
+    those of the run's same kernels (`shown`): the timings keep what the campaign kept (median,
+    cv, runs); a mismatch only its count."""
     end_to_end = None
     if plan.get("end_to_end_us") is not None:
         end_to_end = {"median_us": plan["end_to_end_us"], "cv": plan.get("end_to_end_cv")}
     return {"strategy": strategy, "device": gpu, "total_us": plan.get("measured_sum_us")
             if plan.get("not_measured") is None else None,
             "end_to_end": end_to_end, "not_measured": plan.get("not_measured"),
-            "kernels": [_kernel_run(kernel) for kernel in plan["kernels"]]}
+            "kernels": [_kernel_run(kernel, ours["nodes"])
+                        for kernel, ours in zip(plan["kernels"], shown)]}
 
 
-def _kernel_run(kernel: dict) -> dict:
+def _kernel_run(kernel: dict, nodes: list[str]) -> dict:
     timed = kernel.get("measured_us") is not None
-    return {"name": kernel["name"], "kind": kernel["kind"], "function": kernel.get("function"),
+    return {"name": kernel["name"], "kind": kernel["kind"], "nodes": list(nodes),
+            "function": kernel.get("function"),
             "measured_us": kernel.get("measured_us"),
             "timing": {"median_us": kernel["measured_us"], "cv": kernel.get("cv"),
                        "runs": kernel.get("runs")} if timed else None,

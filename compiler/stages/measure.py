@@ -114,7 +114,7 @@ def check_graph_emulated(data: bytes, filename: str, devices: list[str], strateg
         emulate(graph, codes, seed=INPUT_SEED)
         kernels = [KernelRun(code.kernel.name, code.kernel.kind, code.function,
                              max_abs_error=code.max_abs_error, mismatches=code.mismatches,
-                             not_measured=_why_not_timed(code))
+                             not_measured=_why_not_timed(code), nodes=list(code.kernel.nodes))
                    for code in codes]
         results[device]["strategies"][strategy] = PlanRun(strategy, EMULATOR, kernels,
                                                           not_measured=EMULATED).to_dict()
