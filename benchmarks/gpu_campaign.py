@@ -48,7 +48,9 @@ Steps, in order (the results of each go to OUT/<step>.json; `--steps` picks some
   dataset       `collect-costmodel-data` on the modules (measured; synthetic in a dry run)
   train         `train-costmodel` on it; the held-out table
   plans:<m>     every strategy's plan: each kernel checked against the interpreter and timed
-                alone, the plan back to back; SOL, projected and learned predictions beside
+                alone, the plan back to back; SOL, projected and learned predictions beside;
+                the module's graph_sha256 and the compiler_version, by which `manage.py
+                import_measurements OUT` puts the times into the app's runs of that graph
   anchors:<m>   jax.jit (with XLA's kernel count), torch.compile, PyTorch eager, CuPy eager
   calibrate     the projected model's derating fitted to the plans' kernels, before/after
   ncu           Nsight Compute's occupancy and DRAM throughput for a sample of kernels
@@ -59,6 +61,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
 import math
 import os
@@ -457,13 +460,19 @@ class Campaign:
         from compiler.stages.pipeline import attach_codes
         from compiler.runtime.gpu import run_plan
         from compiler.toolchain import arch_for_device
+        from compiler.version import compiler_version
 
         graph, inputs = self.module(name)
         alone_us = terms_for(self.device).alone_us
         plans = explore(graph, self.device.name, list(STRATEGIES))
         explored = exploration_to_dict(summarize(graph), self.device.name, plans)
         predictor = self.predictor()
-        result, records = {"strategies": {}}, []
+        # What `manage.py import_measurements` matches runs by: a run of this HLO file (its
+        # SHA-256 is a run's graph_sha256) made by this compiler has these plans' kernels.
+        hlo = (self.folder.root / "modules" / f"{name}.hlo").read_bytes()
+        result = {"graph_sha256": hashlib.sha256(hlo).hexdigest(),
+                  "compiler_version": compiler_version(), "strategies": {}}
+        records = []
         for strategy, plan in plans.items():
             entry = explored["strategies"][strategy]
             codes = generate(graph, plan, self.device, arch_for_device(self.device.name))

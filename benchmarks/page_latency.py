@@ -36,12 +36,12 @@ GRAPHS = {"softmax": HERE.parent / "tests" / "data" / "hlo" / "softmax.hlo",
 WARMUP_S = 3
 
 
-def finished_run(stack: Stack, graph: Path, key: str | None = None) -> str:
+def finished_run(stack: Stack, graph: Path, key: str | None = None, **fields: str) -> str:
     """The id of a public run of the graph, submitted with the API key `key` (by default a new
-    user's), once it is done."""
+    user's) and the submission's other `fields` (devices=...), once it is done."""
     client = stack.client(key or stack.new_api_user("bench"))
     try:
-        run_id = client.upload(graph, visibility="public")["id"]
+        run_id = client.upload(graph, visibility="public", **fields)["id"]
         deadline = time.monotonic() + 900
         while (status := client.get_json(f"/api/v1/runs/{run_id}/status"))["status"] != "done":
             if status["status"] == "failed" or time.monotonic() > deadline:

@@ -8,7 +8,9 @@ the temporary folder's too unless `build_cache` names another one, so a first co
 cold one.
 
 The web server is the one `make run` starts: gunicorn with explorer/gunicorn.conf.py (worker
-processes with threads, keep-alive), here with DEBUG off.
+processes with threads, keep-alive), here with DEBUG off. With `gpu_worker` a worker on the gpu
+queue starts too, as `make run` starts one where CuPy finds a GPU; `emulated` makes it an
+emulated one (GPU_WORKER_EMULATED: kernels checked on the CPU emulator, nothing timed).
 
 `Client` talks to it over HTTP/1.1 with keep-alive, authenticating with an API token.
 """
@@ -44,10 +46,12 @@ def _exit_on_sigterm(signum, frame) -> None:
 
 
 class Stack:
-    def __init__(self, worker_concurrency: int = 1, build_cache: Path | None = None):
+    def __init__(self, worker_concurrency: int = 1, build_cache: Path | None = None,
+                 gpu_worker: bool = False, emulated: bool = False):
         self.folder = Path(tempfile.mkdtemp(prefix="fusion-bench-"))
         self.redis_port, self.http_port = free_port(), free_port()
         self.worker_concurrency = worker_concurrency
+        self.gpu_worker, self.emulated = gpu_worker, emulated
         self.env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "explorer.settings",
@@ -82,15 +86,21 @@ class Stack:
     def __exit__(self, *exc) -> None:
         self.stop()
 
-    def _spawn(self, name: str, command: list[str]) -> subprocess.Popen:
+    def _spawn(self, name: str, command: list[str], env: dict | None = None
+               ) -> subprocess.Popen:
         log = (self.folder / f"{name}.log").open("w")
-        process = subprocess.Popen(command, cwd=REPO_ROOT, env=self.env, stdout=log,
+        process = subprocess.Popen(command, cwd=REPO_ROOT, env=env or self.env, stdout=log,
                                    stderr=subprocess.STDOUT, start_new_session=True)
         self.processes.append(process)
         return process
 
     def log(self, name: str) -> str:
         return (self.folder / f"{name}.log").read_text(errors="replace")
+
+    def keep_logs(self, target: Path) -> list[Path]:
+        """Copy every process's log into `target` (the stack's folder goes when it stops)."""
+        target.mkdir(parents=True, exist_ok=True)
+        return [Path(shutil.copy(log, target)) for log in sorted(self.folder.glob("*.log"))]
 
     def _wait(self, name: str, process: subprocess.Popen, ready) -> None:
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
@@ -115,12 +125,23 @@ class Stack:
             sys.executable, "-m", "celery", "-A", "workers", "worker", "-Q", "compile",
             "-l", "info", "--concurrency", str(self.worker_concurrency),
             "-n", f"bench-{os.getpid()}@%h", "--without-gossip", "--without-mingle"])
+        gpu_worker = self._start_gpu_worker() if self.gpu_worker else None
         server = self._spawn("server", [
             sys.executable, "-m", "gunicorn", "-c", "explorer/gunicorn.conf.py",
             "--bind", f"127.0.0.1:{self.http_port}", "explorer.wsgi"])
         self.server_pid = server.pid   # gunicorn's master: its workers are its children
         self._wait("worker", worker, lambda: "ready." in self.log("worker"))
+        if gpu_worker is not None:
+            self._wait("gpu-worker", gpu_worker, lambda: "ready." in self.log("gpu-worker"))
         self._wait("server", server, self._answers)
+
+    def _start_gpu_worker(self) -> subprocess.Popen:
+        """A worker on the gpu queue, one job at a time, as the README starts one."""
+        env = {**self.env, "GPU_WORKER_EMULATED": "true" if self.emulated else "false"}
+        return self._spawn("gpu-worker", [
+            sys.executable, "-m", "celery", "-A", "workers", "worker", "-Q", "gpu",
+            "-l", "info", "--concurrency", "1", "-n", f"gpu-{os.getpid()}@%h",
+            "--without-gossip", "--without-mingle"], env)
 
     def _answers(self) -> bool:
         try:

@@ -673,6 +673,15 @@ class Measurement(Job):
         cls._mark_done(pk, token, result=result, gpu=result.get("gpu", "")[:200],
                        compiler_version=result.get("compiler_version", "")[:64])
 
+    @classmethod
+    def record_imported(cls, run: Run, result: dict, origin: str) -> Measurement:
+        """A finished measurement of `run` made elsewhere (a GPU campaign's, explorer/campaigns.py)
+        with no job behind it; its `gpu` is the line the pages show, `origin`."""
+        now = timezone.now()
+        return cls.objects.create(run=run, status=cls.DONE, started=now, finished=now,
+                                  gpu=origin[:200], result=result,
+                                  compiler_version=result.get("compiler_version", "")[:64])
+
 
 # A saved plan's name: letters, digits, "_", "-" and "." (it is part of a permalink,
 # "#h100/custom:NAME"), at most SAVED_PLAN_NAME_LENGTH characters; its strategy is

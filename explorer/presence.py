@@ -3,9 +3,10 @@
 A worker that consumes the queue measurement jobs go to announces itself in Redis while it runs
 (workers/presence.py writes the announcements): one key per worker,
 `fusion-explorer:gpu-worker:<hostname>`, holding {"hostname", "gpu" (its GPU's name, or null
-on a machine without a usable GPU), "reason" (why not, or null), "since"} as JSON and expiring
-after three heartbeats. The key's name and the client both sides use are defined here, on the
-web side, which the workers import (never the other way round).
+on a machine without a usable GPU), "reason" (why not, or null), "emulated" (true for a worker
+that checks kernels on the CPU emulator and times nothing: settings.GPU_WORKER_EMULATED),
+"since"} as JSON and expiring after three heartbeats. The key's name and the client both sides
+use are defined here, on the web side, which the workers import (never the other way round).
 
 Reading is one SCAN and one MGET on Redis. Asking the workers themselves (Celery's `inspect`)
 would make every page wait for replies that may never come.

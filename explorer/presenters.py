@@ -19,6 +19,7 @@ from django.utils.safestring import SafeString
 from compiler.cost.outliers import OUTLIER_MIN_US, OUTLIER_RATIO
 from compiler.cost.projected import Breakdown
 from compiler.fusion.attribution import explain, summary_text
+from compiler.stages.measure import EMULATOR
 from compiler.target.devices import Device
 from compiler.target.launch import (RUNTIMES, RUNTIME_DETAILS, RUNTIME_LABELS,
                                     device_work_of_alone, terms_for)
@@ -78,6 +79,9 @@ def measurement_state(measurement, gpu: dict | None, run_version: str = "") -> d
                 f"{measurement.progress_done} / {measurement.progress_total}")
     elif status == "failed":
         text = f"the last measurement failed ({measurement.error_stage}): {measurement.error}"
+    elif measurement.gpu == EMULATOR:
+        text = ("kernels checked on the CPU emulator by an emulated GPU worker, against the "
+                "reference interpreter: nothing was timed, not measured")
     else:
         text = f"measured on {measurement.gpu}"
         if run_version and measurement.compiler_version not in ("", run_version):
@@ -93,7 +97,10 @@ def apply_measurement(devices: dict, result: dict | None) -> dict:
     device work "measured_device_us" (that time less what a lone launch adds on the device,
     compiler/target/launch.py) and its whole record under "measured", each plan's total
     "measured_us" (the plan run back to back in a stream) and, per device, "eager" (the
-    unfused CuPy baseline) and "measured_on". New dicts: `devices` is unchanged."""
+    unfused CuPy baseline) and "measured_on": the GPU, whether it is the plans' device model, what
+    the pages say the figures came from ("label": the GPU, or an imported campaign's "origin":
+    its GPU, driver and date) and whether an emulated worker made it, with no time in it. New
+    dicts: `devices` is unchanged."""
     if not result:
         return devices
     merged = {}
@@ -109,7 +116,9 @@ def apply_measurement(devices: dict, result: dict | None) -> dict:
         merged[name] = {**device_result, "strategies": strategies,
                         "eager": measured.get("eager"),
                         "measured_on": {"gpu": result.get("gpu"),
-                                        "matches_gpu": measured.get("matches_gpu", False)}}
+                                        "matches_gpu": measured.get("matches_gpu", False),
+                                        "label": result.get("origin") or result.get("gpu"),
+                                        "emulated": bool(result.get("emulated"))}}
     return merged
 
 

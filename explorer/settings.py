@@ -346,6 +346,12 @@ MEASURE_MAX_ATTEMPTS = env_int("MEASURE_MAX_ATTEMPTS", default=2, minimum=1)
 # not renewed for three times that is gone (workers/presence.py writes it, explorer/presence.py
 # reads it).
 GPU_WORKER_HEARTBEAT_S = env_int("GPU_WORKER_HEARTBEAT_S", default=10, minimum=1)
+# A worker on the gpu queue started with GPU_WORKER_EMULATED=true needs no GPU and times nothing:
+# it checks every kernel of a measurement on the CPU emulator against the reference interpreter
+# and stores that check with every time empty ("not measured"), announced and shown as emulated.
+# For rehearsing the whole stack where there is no GPU (benchmarks/gpu_stack.py --emulated, CI);
+# never a measurement.
+GPU_WORKER_EMULATED = env_bool("GPU_WORKER_EMULATED", default=False)
 
 # The learned cost model (compiler/cost/learned/). Trained models are versioned files
 # learned-<device>-v<N>.pt in LEARNED_MODEL_DIR (compiler/cost/learned/registry.py); a compile

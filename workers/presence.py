@@ -5,7 +5,8 @@ A worker that consumes the queue measurement jobs go to announces itself in Redi
 ready, holding its GPU's name (or, for a worker on a machine without a usable GPU, why not); a
 daemon thread in the worker's main process renews the key every GPU_WORKER_HEARTBEAT_S seconds
 and the worker deletes it when it shuts down. A worker killed outright disappears when its key
-expires, after three heartbeats.
+expires, after three heartbeats. An emulated worker (GPU_WORKER_EMULATED) announces the CPU
+emulator as its GPU, with "emulated": true, so every page that names it says so.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from celery.signals import worker_ready, worker_shutdown
 from django.conf import settings
 
 from compiler.runtime.gpu import gpu_available
+from compiler.stages.measure import EMULATOR
 from explorer.presence import KEY_PREFIX, redis_client
 from explorer.queues import MEASURE_RUN, queue_of
 
@@ -28,12 +30,13 @@ logger = logging.getLogger(__name__)
 class Heartbeat:
     """Keeps one worker's announcement alive until `stop()`."""
 
-    def __init__(self, hostname: str, interval_s: float, redis_url: str | None = None):
-        available, what = gpu_available()
+    def __init__(self, hostname: str, interval_s: float, redis_url: str | None = None,
+                 emulated: bool = False):
+        available, what = (True, EMULATOR) if emulated else gpu_available()
         self.key = KEY_PREFIX + hostname
         self.interval_s = interval_s
         self.value = json.dumps({"hostname": hostname, "gpu": what if available else None,
-                                 "reason": None if available else what,
+                                 "reason": None if available else what, "emulated": emulated,
                                  "since": datetime.now(timezone.utc).isoformat()})
         self.client = redis_client(redis_url, timeout_s=5)
         self.stopped = threading.Event()
@@ -76,7 +79,8 @@ def connect_signals() -> None:
 def _announce(sender, **_kwargs) -> None:
     global _heartbeat
     if consumes_gpu_queue(sender):
-        _heartbeat = Heartbeat(sender.hostname, settings.GPU_WORKER_HEARTBEAT_S).start()
+        _heartbeat = Heartbeat(sender.hostname, settings.GPU_WORKER_HEARTBEAT_S,
+                               emulated=settings.GPU_WORKER_EMULATED).start()
 
 
 def _retire(sender, **_kwargs) -> None:

@@ -22,7 +22,8 @@ from compiler.errors import InputError
 from compiler.stages.graph_view import STAGE as LAYOUT_STAGE
 from compiler.stages.graph_view import plan_views
 from compiler.runtime.gpu import GpuUnavailable
-from compiler.stages.measure import STAGES as MEASURE_STAGES, measure_graph
+from compiler.stages.measure import (STAGES as MEASURE_STAGES, check_graph_emulated,
+                                     measure_graph)
 from compiler.stages.pipeline import (STAGES as COMPILE_STAGES, compile_graph, compile_plans,
                                       import_graph)
 from compiler.stages.tune import candidate_plans, tune_stored
@@ -375,7 +376,9 @@ def import_learned_registry(sender, **_kwargs) -> None:
           ignore_result=True)
 def measure_run(self, measurement_id: int) -> str:
     """Time the plans of a measurement's run on this worker's GPU (compiler.stages.measure) and
-    store the result on the Measurement. A worker without a GPU fails the job with the reason."""
+    store the result on the Measurement. A worker without a GPU fails the job with the reason;
+    an emulated one (settings.GPU_WORKER_EMULATED) stores the kernels' check on the CPU
+    emulator, with no time in it."""
     hostname = self.request.hostname or ""
     token = Measurement.claim(measurement_id, hostname, settings.MEASURE_LEASE_S,
                               settings.MEASURE_MAX_ATTEMPTS)
@@ -388,17 +391,23 @@ def measure_run(self, measurement_id: int) -> str:
         try:
             return _work(Measurement, measurement_id, token, progress,
                          settings.MEASURE_SOFT_TIME_LIMIT_S,
-                         lambda: (measure_graph(run.graph_bytes, run.filename, run.devices,
-                                                run.strategies, progress=progress,
-                                                runtime=run.runtime,
-                                                custom_plans=saved_plan_files(run)
-                                                + tuning_candidate_files(run)),),
+                         lambda: (_measure(run, progress),),
                          settings.MEASURE_LEASE_S, settings.MEASURE_MAX_ATTEMPTS)
         except GpuUnavailable as error:
             message = f"The GPU worker {hostname} cannot measure: {error}."
             _log_failure(logging.WARNING, Measurement, measurement_id, "gpu", message)
             Measurement.fail(measurement_id, message, "gpu", token)
             return Measurement.FAILED
+
+
+def _measure(run: Run, progress) -> dict:
+    """The measurement's MEASUREMENTS: timed on this worker's GPU, or checked on the CPU
+    emulator when the worker is an emulated one. Its run's saved plans are measured with the
+    strategies', and so are the plans its latest tuning chose to measure."""
+    measure = check_graph_emulated if settings.GPU_WORKER_EMULATED else measure_graph
+    return measure(run.graph_bytes, run.filename, run.devices, run.strategies,
+                   progress=progress, runtime=run.runtime,
+                   custom_plans=saved_plan_files(run) + tuning_candidate_files(run))
 
 
 def saved_plan_files(run: Run) -> list[dict]:

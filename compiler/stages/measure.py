@@ -26,6 +26,14 @@ How:
   an H100) is still measured, since a cubin for an older architecture runs through its PTX,
   but `matches_gpu` is false and the pages say so: the model error is only meaningful when
   the plan was made for the GPU that timed it.
+
+`check_graph_emulated` is the same job for a GPU worker in its emulated mode (the web app's
+GPU_WORKER_EMULATED, for rehearsing the whole stack where there is no GPU): the same plans made
+again, every generated kernel checked on the CPU emulator against the reference interpreter
+(`compiler.stages.codegen.emulate`), and nothing timed. Its MEASUREMENTS have the same shape,
+with "emulated": true, the check's results in each kernel's "max_abs_error" and "mismatches",
+and every "measured_us", "timing", "total_us" and "end_to_end" null, each with its
+"not_measured" saying the kernels were checked on the emulator and never timed.
 """
 
 from __future__ import annotations
@@ -35,8 +43,8 @@ from compiler.fusion.explore import explore
 from compiler.fusion.plan_files import plan_from_file
 from compiler.kernels.inputs import random_inputs
 from compiler.runtime.eager import EagerUnsupported, eager_program, time_eager
-from compiler.runtime.gpu import GpuRunner, run_plan
-from compiler.stages.codegen import generate
+from compiler.runtime.gpu import GpuRunner, KernelRun, PlanRun, run_plan
+from compiler.stages.codegen import emulate, generate
 from compiler.stages.pipeline import (Progress, StageCounter, canonical_options, import_graph,
                                       no_progress)
 from compiler.target.devices import get_device
@@ -48,6 +56,9 @@ from compiler.version import compiler_version
 INPUT_SEED = 0
 # The stages a measurement reports, in order.
 STAGES = ("codegen", "measure")
+# What an emulated check names as its "gpu", and why none of its figures is a time.
+EMULATOR = "CPU emulator (emulated GPU worker: kernels checked, never timed)"
+EMULATED = "not measured: checked on the CPU emulator by an emulated GPU worker, never timed"
 
 
 def gpu_matches_device(gpu_name: str, device: str) -> bool:
@@ -66,11 +77,77 @@ def measure_graph(data: bytes, filename: str, devices: list[str], strategies: li
     GPU; InputError for a graph that does not import."""
     progress = progress or no_progress
     runner = runner or GpuRunner()
-    devices, strategies = canonical_options(devices, strategies)
     graph = import_graph(data, filename)
     inputs = random_inputs(graph, seed=INPUT_SEED)
-    custom_plans = [entry for entry in custom_plans or () if entry["device"] in devices]
+    devices, targets = plan_targets(graph, devices, strategies, progress, runtime, custom_plans)
 
+    counter = StageCounter(progress, "measure",
+                           sum(len(plan.kernels) for _, _, plan, _ in targets) + len(devices))
+    results = {device: {"matches_gpu": gpu_matches_device(runner.name, device),
+                        "strategies": {}, "eager": None} for device in devices}
+    for device, strategy, plan, codes in targets:
+        results[device]["strategies"][strategy] = run_plan(graph, plan, codes, inputs,
+                                                           runner).to_dict()
+        counter.advance(len(plan.kernels))
+    eager = eager_baseline(graph, inputs, runner)
+    for device in devices:  # one baseline per GPU: the same for every device's plans
+        results[device]["eager"] = eager
+        counter.advance()
+    return {"gpu": runner.name, "arch": runner.arch, "compiler_version": compiler_version(),
+            "inputs": f"compiler.kernels.inputs.random_inputs, seed {INPUT_SEED}",
+            "devices": results}
+
+
+def check_graph_emulated(data: bytes, filename: str, devices: list[str], strategies: list[str],
+                         progress: Progress | None = None, runtime: str = DEFAULT_RUNTIME,
+                         custom_plans: list[dict] | None = None) -> dict:
+    """MEASUREMENTS of an emulated GPU worker (see the module docstring): measure_graph's
+    plans, each generated kernel checked on the CPU emulator against the interpreter, no
+    figure timed. Needs no GPU; InputError for a graph that does not import."""
+    progress = progress or no_progress
+    graph = import_graph(data, filename)
+    devices, targets = plan_targets(graph, devices, strategies, progress, runtime, custom_plans)
+    counter = StageCounter(progress, "measure",
+                           sum(len(plan.kernels) for _, _, plan, _ in targets) + len(devices))
+    results = {device: {"matches_gpu": False, "strategies": {}} for device in devices}
+    for device, strategy, plan, codes in targets:
+        emulate(graph, codes, seed=INPUT_SEED)
+        kernels = [KernelRun(code.kernel.name, code.kernel.kind, code.function,
+                             max_abs_error=code.max_abs_error, mismatches=code.mismatches,
+                             not_measured=_why_not_timed(code), nodes=list(code.kernel.nodes))
+                   for code in codes]
+        results[device]["strategies"][strategy] = PlanRun(strategy, EMULATOR, kernels,
+                                                          not_measured=EMULATED).to_dict()
+        counter.advance(len(plan.kernels))
+    for device in devices:
+        results[device]["eager"] = {"measured_us": None, "timing": None,
+                                    "not_measured": EMULATED}
+        counter.advance()
+    return {"gpu": EMULATOR, "arch": None, "compiler_version": compiler_version(),
+            "emulated": True,
+            "inputs": f"compiler.kernels.inputs.kernel_inputs, seed {INPUT_SEED}",
+            "devices": results}
+
+
+def _why_not_timed(code) -> str:
+    """An emulated kernel's "not_measured": never timed, and why it was not checked either
+    when it was not (a library call, a kernel without code, one whose inputs cannot be made)."""
+    if code.emitted is not None and code.emitted.library:
+        return f"{EMULATED}; a library call, which the emulator does not run"
+    if code.error:
+        return f"{EMULATED}; not checked: {code.error}"
+    if code.not_checked:
+        return f"{EMULATED}; {code.not_checked}"
+    return EMULATED
+
+
+def plan_targets(graph, devices: list[str], strategies: list[str], progress: Progress,
+                 runtime: str, custom_plans: list[dict] | None) -> tuple[list[str], list]:
+    """The canonical devices, and (device, strategy, plan, codes) for every plan a run of
+    `devices` x `strategies` under `runtime` holds and every saved plan of `custom_plans` that
+    still applies, made again as the run's compile made them (the "codegen" stage)."""
+    devices, strategies = canonical_options(devices, strategies)
+    custom_plans = [entry for entry in custom_plans or () if entry["device"] in devices]
     counter = StageCounter(progress, "codegen",
                            len(devices) * len(strategies) + len(custom_plans))
     targets = []
@@ -92,22 +169,7 @@ def measure_graph(data: bytes, filename: str, devices: list[str], strategies: li
         targets.append((device, plan.strategy, plan,
                         generate(graph, plan, get_device(device), arch_for_device(device))))
         counter.advance()
-
-    counter = StageCounter(progress, "measure",
-                       sum(len(plan.kernels) for _, _, plan, _ in targets) + len(devices))
-    results = {device: {"matches_gpu": gpu_matches_device(runner.name, device),
-                        "strategies": {}, "eager": None} for device in devices}
-    for device, strategy, plan, codes in targets:
-        results[device]["strategies"][strategy] = run_plan(graph, plan, codes, inputs,
-                                                           runner).to_dict()
-        counter.advance(len(plan.kernels))
-    eager = eager_baseline(graph, inputs, runner)
-    for device in devices:  # one baseline per GPU: the same for every device's plans
-        results[device]["eager"] = eager
-        counter.advance()
-    return {"gpu": runner.name, "arch": runner.arch, "compiler_version": compiler_version(),
-            "inputs": f"compiler.kernels.inputs.random_inputs, seed {INPUT_SEED}",
-            "devices": results}
+    return devices, targets
 
 
 def eager_baseline(graph, inputs, runner: GpuRunner) -> dict:
