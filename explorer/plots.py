@@ -24,8 +24,12 @@ COLOURS = {"projected": "#3b6fd8", "measured": "#1f9e89", "learned": "#c2561b",
 FONT = {"family": "system-ui, sans-serif", "size": 12}
 GRID = "#e5e7eb"
 
-# What plans.js may draw: chart name -> its title on the page.
-PLAN_CHARTS = {"roofline": "Roofline", "accuracy": "Measured vs predicted"}
+# What plots.js may draw of a plan: chart name -> its title on the page (the first opens first).
+PLAN_CHARTS = {"timeline": "Timeline", "roofline": "Roofline",
+               "accuracy": "Measured vs predicted"}
+CRITICAL = "#d97706"
+LINK_NAMES = {"nvlink": "NVLink", "ib": "InfiniBand"}
+COMMUNICATION = {"step_end": "#9333ea", "when_ready": "#db2777"}
 
 
 def _figure(traces: list, layout: dict) -> dict:
@@ -45,6 +49,101 @@ def _scatter(**fields):
     import plotly.graph_objects as go
 
     return go.Scatter(**fields)
+
+
+def timeline(document: dict) -> dict:
+    """A plan's timeline (explorer/timelines.py `timeline_document`): one lane per model with
+    its kernels in launch order (those on the critical path in another colour), a lane of the
+    moments the graph's outputs are ready, and with a data-parallel set-up, a lane of gradient
+    all-reduce buckets for each way of releasing outputs; the title says the totals and the
+    communication each leaves exposed."""
+    from compiler.stages.dp import RELEASE_LABELS
+
+    plan = document["timeline"]
+    if plan.get("unavailable"):
+        return {"empty": f"No timeline: {plan['unavailable']}."}
+    kernels, models = plan["kernels"], plan["models"]
+    traces = []
+    for model in models:
+        critical = set(plan["critical_path"].get(model, {}).get("kernels", ()))
+        traces.append(_bars(
+            f"kernels ({model})", model,
+            [(k["start_us"][model], k["end_us"][model]) for k in kernels],
+            [COLOURS[model] if k["name"] not in critical else CRITICAL for k in kernels],
+            [k["url"] for k in kernels],
+            [f"{_kernel_card(k)}<br>{model}: {k['start_us'][model]:,.2f} to "
+             f"{k['end_us'][model]:,.2f} µs (launch {k['launch_us'][model]:,.2f} µs)"
+             + ("<br>on the critical path" if k["name"] in critical else "")
+             for k in kernels]))
+    lanes = list(models)
+    model = models[0]
+    outputs = plan["outputs"]
+    if outputs:
+        urls = {k["name"]: k["url"] for k in kernels}
+        lanes.append("outputs ready")
+        traces.append(_scatter(
+            x=[o["ready_us"][model] for o in outputs], y=["outputs ready"] * len(outputs),
+            mode="markers", name=f"output ready ({model})",
+            marker={"symbol": "diamond", "size": 9, "color": COLOURS["roof"]},
+            customdata=[urls.get(o["kernel"]) for o in outputs],
+            text=[_output_card(o, model) for o in outputs],
+            hovertemplate="%{text}<extra></extra>"))
+    title = [f"{model}: {plan['total_us'][model]:,.2f} µs under "
+             f"{'CUDA graph' if plan['runtime'] == 'graph' else 'stream'} launches"]
+    path = plan["critical_path"].get(model)
+    if path:
+        title.append(f"critical path {path['us']:,.2f} µs over {len(path['kernels'])} kernels")
+    dp = document.get("dp")
+    if dp and dp["training"]:
+        setup = dp["setup"]
+        for release, figures in dp["releases"].items():
+            lane = f"all-reduce, {release.replace('_', ' ')}"
+            lanes.append(lane)
+            buckets = figures["buckets"]
+            traces.append(_bars(
+                RELEASE_LABELS[release], lane,
+                [(b["start_us"], b["end_us"]) for b in buckets],
+                [COMMUNICATION[release]] * len(buckets), [None] * len(buckets),
+                [f"bucket {i}: {b['bytes'] / 2**20:,.2f} MiB, {b['gradients']} gradients"
+                 f"<br>ready {b['ready_us']:,.2f} µs (after {b['kernel']}), all-reduce "
+                 f"{b['start_us']:,.2f} to {b['end_us']:,.2f} µs" for i, b in
+                 enumerate(buckets)]))
+        exposed = " / ".join(f"{dp['releases'][r]['exposed_us']:,.1f}"
+                             for r in ("step_end", "when_ready"))
+        link = LINK_NAMES.get(setup["link"]["name"], setup["link"]["name"])
+        title.append(f"{setup['world']} GPUs on {link}: exposed "
+                     f"communication {exposed} µs (released at step end / when ready)")
+    elif dp:
+        title.append(f"no data-parallel overlap: {dp['reason']}")
+    return _figure(traces, {
+        "title": {"text": "<br>".join(title), "font": {"size": 13}},
+        "barmode": "overlay", "bargap": 0.35,
+        "xaxis": {"title": {"text": "µs from the step's start"}, "rangemode": "tozero"},
+        "yaxis": {"type": "category", "categoryorder": "array",
+                  "categoryarray": list(reversed(lanes)), "fixedrange": True},
+        "height": 160 + 48 * len(lanes), "margin": {"l": 150, "r": 20, "t": 90, "b": 60},
+        "showlegend": False})
+
+
+def _bars(name: str, lane: str, spans: list[tuple[float, float]], colours: list[str],
+          urls: list, texts: list[str]):
+    """Horizontal bars from start to end on one lane, as a Gantt chart draws tasks."""
+    import plotly.graph_objects as go
+
+    return go.Bar(name=name, orientation="h", y=[lane] * len(spans),
+                  base=[start for start, _ in spans],
+                  x=[max(end - start, 0.0) for start, end in spans],
+                  marker={"color": colours, "line": {"width": 0}}, customdata=urls,
+                  text=texts, textposition="none", hovertemplate="%{text}<extra></extra>")
+
+
+def _output_card(output: dict, model: str) -> str:
+    from html import escape
+
+    written = f"written by {escape(output['kernel'])}" if output["kernel"] else "an input"
+    size = "" if output.get("bytes") is None else f", {output['bytes'] / 2**20:,.2f} MiB"
+    return (f"output {escape(output['name'])}{size}<br>ready at "
+            f"{output['ready_us'][model]:,.2f} µs ({written})")
 
 
 def plan_roofline(result: dict, device: Device, kernel_url: Callable[[str], str]) -> dict:

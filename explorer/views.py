@@ -23,6 +23,7 @@ from django.views import defaults
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from compiler.errors import InputError
+from compiler.stages.dp import DEFAULT_BUCKET_MB, data_parallel
 from compiler.fusion.autotune import STRATEGY as TUNED_STRATEGY
 from compiler.kernels.matching import match_counts, match_kernels, plan_changes
 from compiler.limits import Limits
@@ -32,6 +33,7 @@ from explorer import documents, plots, presenters
 from explorer.forms import RunSettingsForm, UploadForm, pasted_text_limit, samples
 from explorer.lookups import by_pk
 from explorer.charts import Line, line_chart
+from explorer.timelines import timeline_document
 from explorer.models import ApiToken, GraphBlob, KernelSource, Measurement, Run, TuneJob
 from explorer.presence import gpu_status
 from explorer.runs import (DEFAULT_TUNE_S, MAX_TUNE_S, PlanUnavailable, QuotaExceeded,
@@ -486,6 +488,12 @@ def plan_plot(request: HttpRequest, run: Run, device: str, strategy: str,
         raise Http404("No such chart.")
     measured = run.shown_measurement()
     spec = get_device(device) if device in run.devices else None
+    if spec is None or run.status != Run.DONE:
+        raise Http404("This run has no such plan yet.")
+    # The timeline's options: ?runtime=graph|stream&dp_world=N&interconnect=nvlink|ib|GBPS
+    # &bucket_mb=M (the API's getPlanTimeline takes the same).
+    options = {key: request.GET.get(key, "")[:OPTION_LENGTH] for key in TIMELINE_OPTIONS}
+    runtime = options["runtime"] if options["runtime"] in RUNTIMES else run.runtime
 
     def figure() -> dict:
         result = _plan_result(run, device, strategy, measured)
@@ -494,10 +502,26 @@ def plan_plot(request: HttpRequest, run: Run, device: str, strategy: str,
             return reverse("explorer-kernel", args=[run.pk, device, strategy, name])
         if chart == "roofline":
             return plots.plan_roofline(result, spec, kernel_url)
-        return plots.accuracy(result, kernel_url)
-    if spec is None or run.status != Run.DONE:
-        raise Http404("This run has no such plan yet.")
-    return JsonResponse(_cached(run, measured, f"plot:{device}:{strategy}:{chart}", figure))
+        if chart == "accuracy":
+            return plots.accuracy(result, kernel_url)
+        try:
+            setup = None if not options["dp_world"] else data_parallel(
+                float(options["dp_world"]), options["interconnect"] or "nvlink",
+                float(options["bucket_mb"] or DEFAULT_BUCKET_MB))
+        except (InputError, ValueError) as error:
+            return {"empty": f"No data-parallel overlap: {error}"}
+        artifact = {**run.artifact, "devices": _devices(run, measured)}
+        return plots.timeline(timeline_document(run, artifact, device, strategy, runtime,
+                                                setup))
+    part = f"plot:{device}:{strategy}:{chart}:{runtime}:" + ":".join(
+        options[key] for key in TIMELINE_OPTIONS[1:])
+    return JsonResponse(_cached(run, measured, part, figure))
+
+
+TIMELINE_OPTIONS = ("runtime", "dp_world", "interconnect", "bucket_mb")
+# A timeline option's value is a word or a number: longer ones are cut (they are part of a
+# cache key).
+OPTION_LENGTH = 24
 
 
 @require_GET

@@ -3,8 +3,9 @@
 // A chart is an element [data-iplot] with the address of its figure (data-plot-url) and of
 // plotly.js (data-plotly-js) and our stylesheet for it (data-plotly-css). Nothing is loaded
 // until a chart is shown: a chart inside <details data-plots> when the details are opened (its
-// tab buttons, [data-plot-tab], switch charts), one marked data-iplot-auto when it scrolls into
-// view. plotly.js (its basic bundle, 1.2 MB) then loads once per page. A point whose customdata
+// tab buttons, [data-plot-tab], switch charts; a form [data-plot-options] sets a chart's
+// options, the timeline's data-parallel set-up), one marked data-iplot-auto when it scrolls
+// into view. plotly.js (its basic bundle, 1.2 MB) then loads once per page. A point whose customdata
 // is an address (a kernel's page) opens it on click.
 
 (() => {
@@ -44,16 +45,33 @@
     chart.replaceChildren(message);
   }
 
+  // A chart's address with its options: the fields of its group's form for it (the timeline's
+  // data-parallel set-up) and the runtime the page shows.
+  function address(chart) {
+    const query = new URLSearchParams();
+    const group = chart.closest("[data-plots]");
+    const form = group && group.querySelector(`[data-plot-options="${chart.dataset.chart}"]`);
+    if (form) {
+      new FormData(form).forEach((value, key) => {
+        if (key !== "preset" && String(value).trim()) query.set(key, String(value).trim());
+      });
+      const results = document.querySelector(".results[data-runtime-shown]");
+      if (results) query.set("runtime", results.dataset.runtimeShown);
+    }
+    const text = query.toString();
+    return text ? `${chart.dataset.plotUrl}?${text}` : chart.dataset.plotUrl;
+  }
+
   async function draw(chart) {
     if (chart.dataset.drawn) return;
     chart.dataset.drawn = "pending";
     const fallback = chart.querySelector("[data-iplot-fallback]");
     if (!fallback) say(chart, "Drawing the chart…");
     try {
-      const [Plotly, response] = await Promise.all([loadPlotly(chart),
-                                                    fetch(chart.dataset.plotUrl)]);
+      const [Plotly, response] = await Promise.all([loadPlotly(chart), fetch(address(chart))]);
       if (!response.ok) throw new Error(`the chart did not load (HTTP ${response.status})`);
       const figure = await response.json();
+      if (chart.classList.contains("js-plotly-plot")) Plotly.purge(chart);
       if (figure.empty) {
         say(chart, figure.empty);
       } else {
@@ -73,6 +91,29 @@
     }
   }
 
+  function redraw(chart) {
+    chart.dataset.drawn = "";
+    if (!chart.hidden) draw(chart);
+  }
+
+  // A chart's options changed: a preset fills the fields, any field draws the chart again.
+  document.addEventListener("change", (event) => {
+    const form = event.target.closest("[data-plot-options]");
+    if (!form) return;
+    if (event.target.matches("[data-dp-preset]")) {
+      const [world, link] = event.target.value.split(" ");
+      form.elements.dp_world.value = world || "";
+      if (link) form.elements.interconnect.value = link;
+    } else if (form.elements.preset) {
+      form.elements.preset.value = [...form.elements.preset.options].some((option) =>
+        option.value === `${form.elements.dp_world.value} ${form.elements.interconnect.value}`)
+        ? `${form.elements.dp_world.value} ${form.elements.interconnect.value}` : "";
+      if (!form.elements.dp_world.value) form.elements.preset.value = "";
+    }
+    form.closest("[data-plots]").querySelectorAll(
+      `[data-iplot][data-chart="${form.dataset.plotOptions}"]`).forEach(redraw);
+  });
+
   function showTab(group, name) {
     group.querySelectorAll("[data-plot-tab]").forEach((tab) => {
       tab.classList.toggle("is-active", tab.dataset.plotTab === name);
@@ -80,6 +121,9 @@
     group.querySelectorAll("[data-iplot]").forEach((chart) => {
       chart.hidden = chart.dataset.chart !== name;
       if (!chart.hidden) draw(chart);
+    });
+    group.querySelectorAll("[data-plot-options]").forEach((form) => {
+      form.hidden = form.dataset.plotOptions !== name;
     });
   }
 

@@ -28,6 +28,7 @@ def test_a_plans_roofline_hovers_and_clicks_through_to_a_kernel(layer_norm_run, 
     assert not plotly_requested(page)
 
     panel.locator("details[data-plots] summary").click()
+    panel.locator('[data-plot-tab="roofline"]').click()
     chart = panel.locator('[data-iplot][data-chart="roofline"]')
     expect(chart.locator(".main-svg").first).to_be_attached()
     assert plotly_requested(page)
