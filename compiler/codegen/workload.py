@@ -255,6 +255,13 @@ def fast_axis(dims) -> int | None:
     return None
 
 
+def memory_fast_axis(shape) -> int | None:
+    """The logical dimension consecutive threads walk in an elementwise loop, which counts its
+    output's elements in memory order (`loops.elementwise_loops`): the layout's most minor
+    dimension with more than 1 element."""
+    return next((d for d in shape.minor_to_major if shape.dims[d] > 1), None)
+
+
 def _pattern(node: Node, axis) -> str:
     if axis is None:
         return "broadcast"
@@ -263,8 +270,7 @@ def _pattern(node: Node, axis) -> str:
     shape = node.array_shape
     if shape.dims[axis] <= 1:
         return "broadcast"
-    innermost = next((d for d in shape.minor_to_major if shape.dims[d] > 1), None)
-    return "contiguous" if axis == innermost else "strided"
+    return "contiguous" if axis == memory_fast_axis(shape) else "strided"
 
 
 _UNKNOWN = object()    # a cache miss (None is an answer: a broadcast operand)
@@ -370,7 +376,7 @@ class Counter:
                 sizes.setdefault(node.array_shape.size, []).append(node)
             groups = self.memo[key] = [
                 (size, [n.name for n in group],
-                 {n.name: fast_axis(n.array_shape.dims) for n in group},
+                 {n.name: memory_fast_axis(n.array_shape) for n in group},
                  tuple(n.name for n in group)) for size, group in sizes.items()]
         threads = plan.grid_size * plan.block_size
         for size, targets, axes, stores in groups:
