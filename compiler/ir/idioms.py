@@ -57,7 +57,7 @@ class Idiom:
     def applies(self, computed) -> bool:
         """Whether a kernel computing `computed` computes the whole expansion (a kernel that
         reads some of its inner values from memory evaluates the ops as they are)."""
-        return self.inner <= computed
+        return self.inner.issubset(computed)
 
 
 def function_idioms(graph: Graph) -> dict[str, Idiom]:
