@@ -69,7 +69,8 @@ def test_the_model_prices_the_call_not_the_expansion():
     device = get_device("h200")
     called = kernel_workload(graph, kernel, plan, device)
     expanded = sum(kernel_workload(graph, k, choose_plan(enumerate_plans(graph, k)),
-                                   device).instructions.get("fma", 0) for k in _split(graph, idiom).kernels)
+                                   device).instructions.get("fma", 0)
+                   for k in _split(graph, idiom).kernels)
     elements = graph.nodes["mul.9"].array_shape.size
     inner = [graph.nodes[n] for n in idiom.inner]
     expansion_fma = sum(OP_MIX[n.op].get("fma", 0) for n in inner
