@@ -36,6 +36,7 @@ from compiler.codegen.indexing import Index, Ix, delinearize, linear_expr, linea
 from compiler.codegen.plan import SCRATCH
 from compiler.ir.dtypes import S32 as _S32, DType, accumulation_dtype
 from compiler.ir.graph import Graph, Node
+from compiler.ir.idioms import function_idioms
 from compiler.ir.interpreter import _Window
 from compiler.ir.ops import OPS
 
@@ -83,6 +84,9 @@ class Elemental:
         `Body` keeps the node names in the line map instead."""
         if name not in self.tags:
             op = "load" if name in self.buffers else self.graph.nodes[name].op
+            idiom = function_idioms(self.graph).get(name)
+            if op != "load" and idiom is not None and idiom.applies(self.computed):
+                op = idiom.function
             self.tags[name] = f"v{len(self.tags)}_{c_identifier(op)}"
         return self.tags[name]
 
@@ -248,6 +252,10 @@ class Elemental:
         op = node.op
         if node.shape.is_tuple:
             raise CodegenUnsupported(f"{op} '{node.name}' has a tuple shape")
+        idiom = function_idioms(self.graph).get(node.name)
+        if idiom is not None and idiom.applies(self.computed):
+            argument = self.value(idiom.argument, index)
+            return self.declare(node, f"{idiom.c_function}({argument})")
         handler = getattr(self, "_op_" + op.replace("-", "_"), None)
         if handler is not None:
             return handler(node, index)

@@ -40,15 +40,15 @@ __device__ __forceinline__ float fx_round_f16(float x) { return __half2float(__f
 
 // -- float helpers with XLA's semantics ------------------------------------------------------
 
+// NaN propagates, as np.maximum and XLA's max: a when a is NaN, else b when b is (no
+// comparison with NaN holds). One select, no branch: a branch on each loaded value (an early
+// return for NaN) keeps the next load of a reduction loop behind it, one load in flight per
+// thread (a standalone max over rows ran at 1.6 TB/s on an H200, the same loop's sum at 2.8).
 template <typename T> __device__ __forceinline__ T fx_max(T a, T b) {
-  if (a != a) return a;  // NaN propagates, as np.maximum and XLA's max
-  if (b != b) return b;
-  return a > b ? a : b;
+  return ((a > b) | (a != a)) ? a : b;
 }
 template <typename T> __device__ __forceinline__ T fx_min(T a, T b) {
-  if (a != a) return a;
-  if (b != b) return b;
-  return a < b ? a : b;
+  return ((a < b) | (a != a)) ? a : b;
 }
 // Integers have no NaN; the comparisons above are then plain max/min.
 

@@ -96,8 +96,17 @@ def elementwise_loops(emitter: Elemental, output_nodes: list[Node], buffers: dic
 
 
 def _lane_index(emitter: Elemental, node: Node, element: str, size: int) -> Index:
-    """The index of the output `node` at a lane's linear element."""
-    return emitter.delinearize(Ix.var(element, size), node.array_shape.dims)
+    """The index of the output `node` at a lane's element, counted in the output's memory
+    order: consecutive threads write consecutive addresses whatever the output's layout (a
+    transpose into a layout that keeps its operand's memory order is then a plain copy, not a
+    read and a write a row apart per thread)."""
+    shape = node.array_shape
+    major_to_minor = list(reversed(shape.minor_to_major))
+    physical = emitter.delinearize(Ix.var(element, size), [shape.dims[d] for d in major_to_minor])
+    index: list[Ix] = [Ix.const(0)] * shape.rank
+    for position, d in enumerate(major_to_minor):
+        index[d] = physical[position]
+    return tuple(index)
 
 
 def _vector_loads(emitter: Elemental, nodes: list[Node], lanes: list[str], size: int) -> None:

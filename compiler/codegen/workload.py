@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass, field
 from compiler.codegen.plan import WARP, CodeGenPlan
 from compiler.ir.dtypes import accumulation_dtype
 from compiler.ir.graph import Graph, Node
+from compiler.ir.idioms import function_idioms
 from compiler.ir.ops import OPS
 from compiler.kernels.plan import Kernel
 from compiler.target.devices import Device
@@ -67,7 +68,11 @@ OP_MIX: dict[str, dict[str, float]] = {
     "sqrt": {"fma": 4, "xu": 1}, "rsqrt": {"fma": 12, "xu": 2},   # emitted as 1 / sqrt(x)
     "cbrt": {"fma": 14, "xu": 2, "alu": 2},
     "tanh": {"fma": 12, "xu": 2, "alu": 2}, "logistic": {"fma": 12, "xu": 2},
-    "erf": {"fma": 20, "xu": 1, "alu": 2}, "power": {"fma": 40, "xu": 2, "alu": 10},
+    "power": {"fma": 40, "xu": 2, "alu": 10},
+    # Counted in the PTX nvcc 13.5 writes for sm_90 (erff: ex2 and a polynomial, both ranges
+    # selected; erfcf: two approximate reciprocals, ex2, polynomials); erfc is no IR op but
+    # an expansion the code generator emits as erfcf (compiler/ir/idioms.py).
+    "erf": {"fma": 9, "xu": 1, "alu": 13}, "erfc": {"fma": 34, "xu": 3, "alu": 9, "conv": 1},
     "sine": {"fma": 20, "alu": 4}, "cosine": {"fma": 20, "alu": 4},
     "tan": {"fma": 30, "xu": 1, "alu": 4}, "atan2": {"fma": 25, "xu": 1, "alu": 6},
     "floor": {"conv": 1}, "ceil": {"conv": 1}, "round-nearest-even": {"conv": 1},
@@ -205,7 +210,11 @@ def op_mix(node: Node) -> dict[str, float]:
 
 def chain_latency(node: Node, device: Device) -> float:
     """Cycles from the node's operands to its result."""
-    mix = op_mix(node)
+    return mix_latency(op_mix(node), device)
+
+
+def mix_latency(mix: dict[str, float], device: Device) -> float:
+    """Cycles from the operands to the result of a computation of instruction mix `mix`."""
     if not mix:
         return 0.0
     serial = sum(n for pipe, n in mix.items() if pipe in ("fma", "alu", "fp64", "conv"))
@@ -255,6 +264,13 @@ def fast_axis(dims) -> int | None:
     return None
 
 
+def memory_fast_axis(shape) -> int | None:
+    """The logical dimension consecutive threads walk in an elementwise loop, which counts its
+    output's elements in memory order (`loops.elementwise_loops`): the layout's most minor
+    dimension with more than 1 element."""
+    return next((d for d in shape.minor_to_major if shape.dims[d] > 1), None)
+
+
 def _pattern(node: Node, axis) -> str:
     if axis is None:
         return "broadcast"
@@ -263,8 +279,7 @@ def _pattern(node: Node, axis) -> str:
     shape = node.array_shape
     if shape.dims[axis] <= 1:
         return "broadcast"
-    innermost = next((d for d in shape.minor_to_major if shape.dims[d] > 1), None)
-    return "contiguous" if axis == innermost else "strided"
+    return "contiguous" if axis == memory_fast_axis(shape) else "strided"
 
 
 _UNKNOWN = object()    # a cache miss (None is an answer: a broadcast operand)
@@ -347,6 +362,11 @@ class Counter:
             computed, inputs = set(kernel.computed), set(kernel.inputs)
             sets = memo["sets"] = computed, inputs, inputs - computed
         self.computed, self.inputs, self.reads = sets   # reads: what the kernel loads
+        idioms = memo.get("idioms")
+        if idioms is None:
+            idioms = memo["idioms"] = self._idioms()
+        # {root: (its _steps entry, its op mix)} of the expansions emitted as library calls.
+        self.idioms: dict[str, tuple] = idioms
         self.read_once: set[str] = set()
         outputs = memo.get("outputs")
         if outputs is None:
@@ -355,6 +375,18 @@ class Counter:
         self.outputs: list[Node] = outputs   # the kernel's array outputs, in order
         self.shuffle_latency = device.shared_memory_latency_cycles
         self.barrier_latency = 2 * device.shared_memory_latency_cycles
+
+    def _idioms(self) -> dict[str, tuple]:
+        """The kernel's whole expansions of library functions (compiler/ir/idioms.py): the
+        emitted code computes each root from its argument by one call, priced by the call's
+        mix; the expansion's inner values are never walked."""
+        found = {}
+        for root, idiom in function_idioms(self.graph).items():
+            if idiom.applies(self.computed):
+                mix = OP_MIX[idiom.function]
+                found[root] = (((idiom.argument, 0, False),), False, 1,
+                               mix_latency(mix, self.device), False), mix
+        return found
 
     def elementwise(self, plan: CodeGenPlan, nodes: list[Node], known=frozenset(), vector=1,
                     coalesced=frozenset()) -> None:
@@ -370,7 +402,7 @@ class Counter:
                 sizes.setdefault(node.array_shape.size, []).append(node)
             groups = self.memo[key] = [
                 (size, [n.name for n in group],
-                 {n.name: fast_axis(n.array_shape.dims) for n in group},
+                 {n.name: memory_fast_axis(n.array_shape) for n in group},
                  tuple(n.name for n in group)) for size, group in sizes.items()]
         threads = plan.grid_size * plan.block_size
         for size, targets, axes, stores in groups:
@@ -410,7 +442,7 @@ class Counter:
         axes = graph.analysis_cache("workload.operand_axis")
         patterns = graph.analysis_cache("workload.pattern")
         known, coalesced = loop.known, loop.coalesced_reads
-        computed, read = self.computed, self.reads
+        computed, read, idioms = self.computed, self.reads, self.idioms
         evals: dict[str, int] = {}
         loads: dict[tuple[str, str], int] = {}   # (input, pattern) -> evaluations
         depth: dict[str, float] = {}
@@ -461,7 +493,8 @@ class Counter:
                         else:
                             if multiplier > before:
                                 evals[name] = multiplier
-                            operands, reducing, factor, own, transposes = steps[name]
+                            operands, reducing, factor, own, transposes = (
+                                idioms[name][0] if name in idioms else steps[name])
                             inner = min(multiplier * factor, MAX_EVALUATIONS)
                             if reducing:
                                 combines[name] = max(combines.get(name, 0), inner)
@@ -508,7 +541,7 @@ class Counter:
             node = graph.nodes[name]
             if name not in mixes:
                 mixes[name] = op_mix(node)
-            for pipe, n in mixes[name].items():
+            for pipe, n in (idioms[name][1] if name in idioms else mixes[name]).items():
                 arithmetic[pipe] = arithmetic.get(pipe, 0) + n * multiplier
             if name in combines:
                 acc = accumulation_dtype(node.array_shape.dtype)

@@ -328,6 +328,61 @@ def test_row_reductions_match_the_interpreter_for_every_plan(rows, length, dtype
     check_all_plans(_row_reduce(rows, length, dtype), "input", "ss", expected)
 
 
+ROW_MAX = """
+HloModule row_max
+max {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(a, b)
+}
+min {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] minimum(a, b)
+}
+ENTRY main {
+  x = f32[64,256] parameter(0)
+  ninf = f32[] constant(-inf)
+  mx = f32[64] reduce(x, ninf), dimensions={1}, to_apply=max
+  inf = f32[] constant(inf)
+  mn = f32[64] reduce(x, inf), dimensions={1}, to_apply=min
+  ROOT out = (f32[64], f32[64]) tuple(mx, mn)
+}
+"""
+
+
+def test_row_maxima_and_minima_propagate_nan_like_the_interpreter_for_every_plan():
+    graph = import_hlo(ROW_MAX, "t.hlo")
+    kernel = one_kernel(graph, "input", "mx")
+    x = np.random.default_rng(3).normal(size=(64, 256)).astype(np.float32)
+    x[5, 0] = x[9, 255] = x[20, 77] = np.nan     # first, last and a middle element
+    x[30, :] = np.nan
+    values = evaluate_all(graph, [x])
+    plans = enumerate_plans(graph, kernel)
+    emitted = [emit_kernel(graph, kernel, plan, f"k{i}") for i, plan in enumerate(plans)]
+    results = run_emitted(graph, emitted, values)
+    for plan, e in zip(plans, emitted):
+        assert not compare(graph, results[e.name], values), plan.key()
+        got = results[e.name]["mx"]
+        assert np.isnan(got[[5, 9, 20, 30]]).all() and not np.isnan(got[:5]).any()
+
+
+def test_a_row_max_loop_has_no_branch_between_its_loads():
+    """nvcc does not move a load above a branch: a NaN test that branches on each loaded
+    value would leave one load in flight per thread. The PTX of the unrolled loop reads the
+    row's elements back to back."""
+    build_kernels = _nvcc()
+    graph = import_hlo(ROW_MAX, "t.hlo")
+    kernel = one_kernel(graph, "input", "mx")
+    plan = next(p for p in enumerate_plans(graph, kernel) if p.schedule == "row-reduce-warp")
+    emitted = emit_kernel(graph, kernel, plan, "row_max")
+    (result,) = build_kernels({"row_max": emitted.source}, "sm_90", [str(PRELUDE_DIR)]).values()
+    assert result.ok, result.error
+    loads = [m.start() for m in re.finditer(r"ld\.global", result.ptx)]
+    assert len(loads) >= 2
+    assert "bra" not in result.ptx[loads[0]:loads[1]], result.ptx
+
+
 # -- column reductions ----------------------------------------------------------------------
 
 

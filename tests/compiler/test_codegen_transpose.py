@@ -18,11 +18,12 @@ import pytest
 from compiler.codegen.check import PRELUDE_DIR, compare
 from compiler.codegen.emit import emit_kernel
 from compiler.codegen.plan import TRANSPOSE_SCHEDULE
-from compiler.codegen.schedules import choose_plan, enumerate_plans
+from compiler.codegen.schedules import choose_plan, enumerate_plans, kernel_workload
 from compiler.codegen.schedules.transpose import transpose_tile
 from compiler.importers.hlo_text import import_hlo
 from compiler.ir.interpreter import evaluate_all
 from compiler.kernels.inputs import random_inputs
+from compiler.target.devices import get_device
 from test_codegen import _nvcc, check_all_plans, one_kernel, run_emitted
 
 
@@ -297,3 +298,32 @@ def test_tiled_kernels_compile_with_nvcc_for_sm80_and_sm90():
         built = build_kernels(sources, arch, [str(PRELUDE_DIR)])
         failed = {name: r.error for name, r in built.items() if not r.ok}
         assert not failed, (arch, failed)
+
+
+# Attention's head merge as JAX lowers it: [B,H,D,S] -> [B,S,H,D] into the layout {1,3,2,0},
+# whose memory order (B, H, D, S) is the operand's own: XLA makes it a bitcast.
+MEMORY_ORDER_KEPT = """
+HloModule head_merge
+ENTRY main {
+  x = f32[2,3,8,40]{3,2,1,0} parameter(0)
+  ROOT t = f32[2,40,3,8]{1,3,2,0} transpose(x), dimensions={0,3,1,2}
+}
+"""
+
+
+def test_a_transpose_that_keeps_memory_order_is_emitted_and_priced_as_a_vector_copy():
+    """The elementwise loop counts the output's elements in memory order, so the read and the
+    write are both contiguous: a copy of 2 x 3 x 8 x 40 floats moves each byte once between L2
+    and the SMs (each thread's lanes one 16-byte vector), where counting the logical order
+    read and wrote a 32-byte sector per element, 40 elements apart."""
+    graph, kernel, plans, emitted = check_all_plans(MEMORY_ORDER_KEPT, "loop", "t",
+                                                    {"elementwise"})
+    chosen = choose_plan(plans)
+    source = emitted[plans.index(chosen)].source
+    assert chosen.schedule == "elementwise" and chosen.vector_width == 4
+    assert "fx_load_vec<4>(in0 + e0)" in source and "fx_store_vec(out0 + e0" in source
+    workload = kernel_workload(graph, kernel, chosen, get_device("h200"))
+    size = 2 * 3 * 8 * 40 * 4
+    assert {(a.role, a.pattern, a.vectorized) for a in workload.accesses} == {
+        ("read", "contiguous", True), ("write", "contiguous", True)}
+    assert workload.l2_bytes == 2 * size

@@ -28,6 +28,7 @@ import pytest
 
 from compiler.fusion.explore import explore
 from compiler.importers.hlo_text import import_hlo
+from compiler.ir.idioms import function_idioms
 from compiler.stages.codegen import emit_code
 from compiler.target.devices import get_device
 from compiler.target.launch import terms_for
@@ -56,14 +57,15 @@ def _measured_modules() -> list[str]:
     return sorted(p.stem for p in (CAMPAIGN / "plans").glob("*.json"))
 
 
-def _priced_again(name: str, hlo: Path) -> list[tuple[str, float, float]]:
-    """(strategy/kernel, measured µs, projected µs now) of the module's measured kernels."""
+def _priced_again(name: str, hlo: Path) -> tuple[list[tuple[str, float, float]], int]:
+    """(strategy/kernel, measured µs, projected µs now) of the module's measured kernels, and
+    how many of them this checkout emits otherwise (`_emitted_otherwise`)."""
     graph = import_hlo(hlo.read_text(), hlo.name)
     measured = json.loads((CAMPAIGN / "plans" / f"{name}.json").read_text())["strategies"]
     plans = explore(graph, DEVICE, list(measured), runtime="stream")
     device = get_device(DEVICE)
     alone_us = terms_for(device).alone_us
-    rows = []
+    rows, changed = [], 0
     for strategy, plan in plans.items():
         timed = {k["name"]: k for k in measured[strategy]["kernels"]
                  if k.get("measured_us") and k["kind"] != "library"}
@@ -74,15 +76,30 @@ def _priced_again(name: str, hlo: Path) -> list[tuple[str, float, float]]:
             if kernel is None or kernel["kind"] != code.kernel.kind \
                     or kernel["dram_bytes"] != code.kernel.sol.dram_bytes:
                 continue
+            if _emitted_otherwise(graph, code.kernel):
+                changed += 1
+                continue
             same = [b for p, b in code.ranking if p.schedule == kernel["schedule"]]
             if same:
                 rows.append((f"{strategy}/{code.kernel.name}", kernel["measured_us"],
                              same[0].projected_us + alone_us))
-    return rows
+    return rows, changed
+
+
+def _emitted_otherwise(graph, kernel) -> bool:
+    """Whether this checkout emits other code for `kernel` than the code the GPU timed: an
+    output in a layout other than row-major (written in memory order since the H200 runs,
+    commit f78cb67) or a whole erfc expansion (erfcf since 4e821a2). Their measured times are
+    not the present code's."""
+    for name in kernel.outputs:
+        shape = graph.nodes[name].shape
+        if not shape.is_tuple and shape.minor_to_major != tuple(reversed(range(shape.rank))):
+            return True
+    return any(idiom.applies(kernel.computed) for idiom in function_idioms(graph).values())
 
 
 @pytest.fixture(scope="module")
-def priced(tmp_path_factory) -> dict[str, list[tuple[str, float, float]]]:
+def priced(tmp_path_factory) -> dict[str, tuple[list[tuple[str, float, float]], int]]:
     folder = tmp_path_factory.mktemp("lowered")
     names = _measured_modules()
     subprocess.run([sys.executable, "-c", LOWER, str(REPO / "benchmarks"), str(folder), *names],
@@ -91,15 +108,15 @@ def priced(tmp_path_factory) -> dict[str, list[tuple[str, float, float]]]:
 
 
 def test_the_measured_kernels_are_found_again(priced):
-    for name, rows in priced.items():
+    for name, (rows, changed) in priced.items():
         measured = json.loads((CAMPAIGN / "plans" / f"{name}.json").read_text())["strategies"]
         timed = sum(1 for s in measured.values() for k in s["kernels"]
                     if k.get("measured_us") and k["kind"] != "library")
-        assert len(rows) >= 0.9 * timed, name
+        assert len(rows) + changed >= 0.9 * timed, name
 
 
 def test_the_projected_model_is_within_20_percent_of_the_gpu_on_average(priced):
-    rows = [row for module in priced.values() for row in module]
+    rows = [row for module, _ in priced.values() for row in module]
     errors = [abs(projected - measured) / measured for _, measured, projected in rows]
     assert len(rows) > 1000
     assert statistics.mean(errors) <= 0.20
@@ -107,6 +124,6 @@ def test_the_projected_model_is_within_20_percent_of_the_gpu_on_average(priced):
 
 def test_no_measured_kernel_is_off_by_ten_times(priced):
     off = [(f"{module}/{key}", round(measured, 1), round(projected, 1))
-           for module, rows in priced.items() for key, measured, projected in rows
+           for module, (rows, _) in priced.items() for key, measured, projected in rows
            if not 0.1 <= projected / measured <= 10]
     assert off == []
