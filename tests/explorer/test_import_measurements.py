@@ -1,7 +1,7 @@
 """`manage.py import_measurements DIR`: a GPU campaign's measured plans as measurements of the runs
 of the same graph, device and compiler version, each figure labelled with where it came from.
 
-The campaign folder is tests/data/campaign-h200 (the committed H200 campaign's softmax, see its
+The campaign folder is tests/explorer/data/campaign-h200 (the committed H200 campaign's softmax, see its
 README). Its plans file records no graph digest or compiler version, as every campaign before
 they were recorded; the tests add them to a copy, naming the graph of the runs here, and check
 that the campaign's own figures (read from the folder) are what the runs then hold and show."""
@@ -21,7 +21,7 @@ from explorer.management.commands.load_samples import samples_user
 from explorer.models import Measurement, Run
 from tests.explorer.access import SOFTMAX, STRATEGIES, AccessTestCase
 
-CAMPAIGN = Path(__file__).resolve().parents[1] / "data" / "campaign-h200"
+CAMPAIGN = Path(__file__).resolve().parent / "data" / "campaign-h200"
 DEVICE = "h200"
 VERSION = "test"   # the compiler version AccessTestCase's runs carry
 ORIGIN = ("NVIDIA H200, driver 580.159.04, clocks up to 1980 MHz SM, 3201 MHz memory, "
