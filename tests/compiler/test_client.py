@@ -176,3 +176,24 @@ def test_a_model_torch_cannot_export_is_a_plain_error_with_torchs_message():
     with pytest.raises(ClientError, match="torch could not export Refuses to ONNX: "
                                           "ValueError: no forward for you"):
         client.upload_torch(Refuses(), (torch.ones(2),), server="http://unused.example")
+
+
+def test_the_client_commands_load_no_compiler_library_nor_framework(tmp_path):
+    """`python -m compiler upload` in a CI step that only uploads: no NumPy, Django, JAX or
+    torch imported, and a server that is not there is a plain error with exit status 2."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    graph = tmp_path / "g.hlo"
+    graph.write_text("HloModule m\n")
+    probe = ("import runpy, sys\n"
+             "sys.argv = ['compiler', 'upload', sys.argv[1], '--server', 'http://127.0.0.1:9']\n"
+             "try:\n    runpy.run_module('compiler', run_name='__main__')\n"
+             "except SystemExit as exit:\n    status = exit.code\n"
+             "print(status, sorted({m.split('.')[0] for m in sys.modules}"
+             " & {'numpy', 'django', 'jax', 'torch'}))\n")
+    done = subprocess.run([sys.executable, "-c", probe, str(graph)], capture_output=True,
+                          text=True, cwd=Path(__file__).resolve().parents[2], timeout=120)
+    assert done.stdout.strip().splitlines()[-1] == "2 []", done.stdout + done.stderr
+    assert "error:" in done.stderr and "Traceback" not in done.stderr
