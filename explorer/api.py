@@ -1055,15 +1055,17 @@ def set_baseline(request: HttpRequest, team: str, body: schemas.BaselineRequest
                  "compiler compare RUN --baseline tag:NAME` compares the run with.",
          **answers((200, schemas.Baseline, "The baseline."),
                    (400, schemas.Error, "No tag, or one longer than a tag may be."),
-                   (404, schemas.Error, "No such run, a run of no team of the caller's, or no "
-                                        "baseline of the tag for its graph.")))
+                   (403, schemas.Error, "A run the caller may see that is not a run of one of "
+                                        "their teams."),
+                   (404, schemas.Error, "No such run, or no baseline of the tag for its "
+                                        "graph.")))
 def run_baseline(request: HttpRequest, run_id: str,
                  query: Query[schemas.BaselineQuery]) -> JsonResponse:
     """Members of the run's team only: a baseline is the team's."""
     run = _viewable_run(request, run_id)
     if run.team_id is None or not Membership.objects.filter(
             team_id=run.team_id, user=request.user).exists():
-        raise ApiError(404, f"run {run.pk} is not a run of one of your teams: a baseline is "
+        raise ApiError(403, f"run {run.pk} is not a run of one of your teams: a baseline is "
                             f"a team's (share the run with the team)")
     baseline = TagBaseline.of_run(run, query.tag)
     if baseline is None:

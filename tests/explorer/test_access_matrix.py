@@ -70,7 +70,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from explorer.account_models import OWNER
 from explorer.models import (ApiToken, Invite, KernelSource, Measurement, Membership, Run,
-                             SavedPlan, Team, TuneJob)
+                             SavedPlan, TagBaseline, Team, TuneJob)
 from tests.explorer.access import SOFTMAX, AccessTestCase
 from tests.explorer.measurements import GPU, measurement_result
 
@@ -185,6 +185,11 @@ class Rule(Enum):
                  "log in)"
     API_RUN_EDITOR = "as RUN_EDITOR, authenticated; 401 for no credentials"
     TEAM = "the team's members; 404 for the others, staff included (anonymous: sent to log in)"
+    API_TEAM = "the team's members, authenticated; 404 for the others, staff included, 401 " \
+               "for no credentials"
+    API_RUN_TEAM = "the members of the run's team, authenticated; 403 for others who may see " \
+                   "the run (a run of no team included), 404 for the rest, 401 for no " \
+                   "credentials"
     TEAM_OWNER = "the team's owners; 403 for its other members, 404 for the rest (anonymous: " \
                  "sent to log in)"
     INVITEE = "the user the invitation names; 404 for the others (anonymous: sent to log in)"
@@ -207,7 +212,7 @@ class Rule(Enum):
             if self is Rule.API_RUN_ANONYMOUS:
                 return NOT_FOUND
             return UNAUTHORISED if self.api else LOG_IN
-        if self is Rule.TEAM:
+        if self in (Rule.TEAM, Rule.API_TEAM):
             return OK if asker.user in TEAM_MEMBERS else NOT_FOUND
         if self is Rule.TEAM_OWNER:
             return OK if asker.user in TEAM_OWNERS \
@@ -217,6 +222,9 @@ class Rule(Enum):
         if not sees:
             return NOT_FOUND
         if self in (Rule.RUN_OWNER, Rule.API_RUN_OWNER) and asker.user != "owner":
+            return FORBIDDEN
+        if self is Rule.API_RUN_TEAM and not (visibility == Run.TEAM
+                                              and asker.user in TEAM_MEMBERS):
             return FORBIDDEN
         if self in (Rule.RUN_EDITOR, Rule.API_RUN_EDITOR) and not (
                 asker.user in ("owner", "staff")
@@ -284,6 +292,10 @@ def saved_plan(case, run) -> dict:
 
 def api_what_if(case, run) -> dict:
     return {"device": "h100", "strategy": "cost", "edits": []}
+
+
+def team_baseline(case, run) -> dict:
+    return {"tag": "matrix", "run": case.runs["done"][Run.TEAM].pk}
 
 
 def compare_query(case, run) -> str:
@@ -378,6 +390,15 @@ ROUTES: dict[str, tuple[Access, ...]] = {
                              mutates=True)),
     "api-run-plan": (Access(Rule.API_RUN_EDITOR, "DELETE", 204, mutates=True),),
     "api-run-plan-file": (Access(Rule.API_RUN_ANONYMOUS),),
+    # Timelines and their downloads: as the results, open to whoever may see the run.
+    "api-run-timeline": (Access(Rule.API_RUN_ANONYMOUS),),
+    "api-run-plan-trace": (Access(Rule.API_RUN_ANONYMOUS),),
+    "api-run-plan-model-explorer": (Access(Rule.API_RUN_ANONYMOUS),),
+    # A team's baselines: its members read and set them; a run's, the members of its team.
+    "api-team-baselines": (Access(Rule.API_TEAM),
+                           Access(Rule.API_TEAM, "POST", body=team_baseline, json=True,
+                                  mutates=True)),
+    "api-run-baseline": (Access(Rule.API_RUN_TEAM, query=lambda case, run: "tag=main"),),
     "api-run-tune": (Access(Rule.API_RUN),
                      Access(Rule.API_RUN_EDITOR, "POST", 202, json=True, mutates=True,
                             body=lambda case, run: {"device": "h100", "budget_s": 5})),
@@ -400,6 +421,7 @@ ARGUMENTS: dict[str, object] = {
     "strategy": "cost",
     "kernel": lambda case, run: case.kernel,
     "chart": "roofline",
+    "team": lambda case, run: str(case.team.pk),
     "measurement_id": lambda case, run: case.measurements[run.visibility],
     "uidb64": "MQ",
     "token": "not-a-reset-token",
@@ -518,6 +540,8 @@ class AccessMatrixTests(AccessTestCase):
             cls.measurements[visibility] = Measurement.objects.create(
                 run=done, status=Measurement.DONE, gpu=GPU,
                 result=measurement_result(done.artifact)).pk
+        TagBaseline.objects.create(team=cls.team, tag="main", run=cls.runs["done"][Run.TEAM],
+                                   graph_name=cls.runs["done"][Run.TEAM].title)
         sources = KernelSource.objects.filter(run=cls.runs["done"][Run.PRIVATE], device="h100") \
             .exclude(source="")
         cls.kernel = sources.filter(strategy="cost").first().kernel
@@ -719,6 +743,7 @@ def database_state() -> dict:
         "measurements": sorted(Measurement.objects.values_list("pk", "run", "status")),
         "saved_plans": sorted(SavedPlan.objects.values_list("pk", "run", "name")),
         "tunings": sorted(TuneJob.objects.values_list("pk", "run", "status")),
+        "baselines": sorted(TagBaseline.objects.values_list("team", "tag", "run")),
         "kernels": KernelSource.objects.count(),
         "tokens": sorted(ApiToken.objects.values_list("pk", "user", "name")),
         "teams": sorted(Membership.objects.values_list("team", "user", "role")),

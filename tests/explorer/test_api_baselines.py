@@ -73,10 +73,13 @@ class BaselineApiTests(AccessTestCase):
         public = self.make_done_run("u" * 22, Run.PUBLIC)
 
         for response in (self.mark(public, user=self.stranger),
-                         self.call("get", "api-team-baselines", [self.team.pk], self.stranger),
-                         self.call("get", "api-run-baseline", [public.pk], self.stranger,
-                                   query="?tag=main")):
+                         self.call("get", "api-team-baselines", [self.team.pk], self.stranger)):
             self.assertEqual(response.status_code, 404, response.content)
+        # A run the stranger may see, but of no team of theirs: refused, saying why.
+        refused = self.call("get", "api-run-baseline", [public.pk], self.stranger,
+                            query="?tag=main")
+        self.assertEqual(refused.status_code, 403, refused.content)
+        self.assertIn("not a run of one of your teams", refused.json()["error"])
 
     def test_the_list_names_each_baseline_by_team_id_or_name(self):
         self.mark(self.first)
