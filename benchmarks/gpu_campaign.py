@@ -47,12 +47,16 @@ Steps, in order (the results of each go to OUT/<step>.json; `--steps` picks some
                 terms of compiler/target/launch.py; benchmarks/launch_calibration.py fits them)
   dataset       `collect-costmodel-data` on the modules (measured; synthetic in a dry run)
   train         `train-costmodel` on it; the held-out table
-  plans:<m>     every strategy's plan: each kernel checked against the interpreter and timed
-                alone, the plan back to back; SOL, projected and learned predictions beside;
+  plans:<m>     every strategy's plan: each kernel checked against the interpreter (on the
+                GPU) and timed alone (a library call as a replayed CUDA graph of its own), the
+                plan back to back in a stream and replayed as one CUDA graph captured once;
+                SOL, projected and learned predictions beside;
                 the module's graph_sha256 and the compiler_version, by which `manage.py
                 import_measurements OUT` puts the times into the app's runs of that graph
   anchors:<m>   jax.jit (with XLA's kernel count), torch.compile, PyTorch eager, CuPy eager
-  calibrate     the projected model's derating fitted to the plans' kernels, before/after
+  calibrate     the projected model's derating fitted to the plans' kernels, before/after;
+                the launch terms (alone, stream gap, graph gap) fitted to the plans run whole
+                (benchmarks/launch_calibration.py)
   ncu           Nsight Compute's occupancy and DRAM throughput for a sample of kernels
   report        REPORT.md and summary.json (always rewritten: it only reads the others)
 """
@@ -87,6 +91,7 @@ sys.path[:0] = [str(REPO), str(REPO / "benchmarks")]
 import numpy as np  # noqa: E402
 
 import gpu_campaign_ncu as ncu  # noqa: E402
+import launch_calibration  # noqa: E402
 from gpu_campaign_modules import MODULES, SIZES  # noqa: E402
 
 from compiler.target.devices import get_device  # noqa: E402
@@ -629,6 +634,7 @@ class Campaign:
             return {"status": "skipped", "note": "no kernel was measured"}
         _, report = fit(self.device, records)
         return {"status": "done", "records": len(records), **report, "modules": self.modules,
+                "launch": launch_calibration.calibrate(self.folder.root)["fitted"],
                 "timing": SYNTHETIC if self.dry else "measured"}
 
     def nsight(self) -> dict:
@@ -823,8 +829,7 @@ def synthetic_plan_run(module: str, plan, codes, kernels: list[dict]):
                         max_abs_error=code.max_abs_error, mismatches=list(code.mismatches),
                         nodes=list(code.kernel.nodes))
         # The prediction of the kernel timed alone: its device work and a lone launch.
-        device_us = row.get("device_us") if row.get("device_us") is not None \
-            else row.get("sol_us")
+        device_us = _device_work(row)
         base = None if device_us is None else device_us + terms_for(plan.device).alone_us
         if code.error or code.emitted is None or not base:
             run.not_measured = f"not measured: {code.error or 'no code'}"
@@ -838,7 +843,17 @@ def synthetic_plan_run(module: str, plan, codes, kernels: list[dict]):
     else:
         result.end_to_end = synthetic_timing(f"{module}/{plan.strategy}",
                                              0.95 * sum(r.timing.median_us for r in runs))
+        # A replay: each kernel's device work and a graph node's gap.
+        gap = terms_for(plan.device).graph_gap_us
+        result.graph_replay = synthetic_timing(
+            f"{module}/{plan.strategy}/graph",
+            sum(_device_work(row) + gap for row in kernels))
     return result
+
+
+def _device_work(row: dict) -> float:
+    """A kernel row's projected device work (its SOL where there is no projection)."""
+    return row["device_us"] if row.get("device_us") is not None else row.get("sol_us")
 
 
 def plan_result(entry: dict, run, alone_us: float) -> dict:
@@ -850,19 +865,21 @@ def plan_result(entry: dict, run, alone_us: float) -> dict:
     campaigns before 2026-11-29 have no "device_us": their predictions carried a constant
     3.0 µs launch instead.) The plan's "proj_us" adds its kernels' alone predictions, to
     compare with the sum of their times alone; "proj_stream_us" is its projected total as
-    stream launches, to compare with the plan run back to back."""
+    stream launches, to compare with the plan run back to back, and "proj_graph_us" as one CUDA
+    graph, to compare with its replay ("graph_replay_us"). A library call's "measured_us" is its
+    replay as a CUDA graph of its own where it has one ("clock")."""
     def alone(device_us):
         return None if device_us is None else device_us + alone_us
 
     rows = []
     for kernel, measured in zip(entry["kernels"], run.kernels):
-        timing = measured.timing
+        timing = measured.replay or measured.timing   # the one measured_us is the median of
         rows.append({
             "name": kernel["name"], "kind": kernel["kind"], "function": kernel.get("function"),
             "schedule": kernel.get("schedule"), "sol_us": alone(kernel["sol_us"]),
             "device_us": kernel.get("device_us"), "proj_us": alone(kernel.get("device_us")),
             "learned_us": alone(kernel.get("learned_device_us")),
-            "measured_us": timing.median_us if timing else None,
+            "measured_us": measured.measured_us, "clock": measured.clock,
             "cv": timing.cv if timing else None, "runs": timing.runs if timing else None,
             "max_abs_error": measured.max_abs_error, "mismatches": len(measured.mismatches),
             "not_measured": measured.not_measured, "limiter": kernel.get("limiter"),
@@ -870,14 +887,15 @@ def plan_result(entry: dict, run, alone_us: float) -> dict:
             "bandwidth_bound": kernel["kind"] != "library"
             and kernel["sol"].get("bound") == "memory"})
     measured = [r["measured_us"] for r in rows if r["measured_us"] is not None]
-    end_to_end = run.end_to_end
+    end_to_end, replay = run.end_to_end, run.graph_replay
 
     def total(key: str, fallback: str | None = None):
         values = [row[key] if row[key] is not None or fallback is None else row[fallback]
                   for row in rows]
         return None if None in values else sum(values)
 
-    stream = (entry["total"].get("runtimes") or {}).get("stream") or {}
+    by_runtime = entry["total"].get("runtimes") or {}
+    stream, graph = by_runtime.get("stream") or {}, by_runtime.get("graph") or {}
     # The learned total as the plan's: learned where the model predicted, projected elsewhere.
     learned = entry["total"].get("learned_us") is not None
     return {"kernels": rows, "kernel_count": len(rows),
@@ -888,6 +906,10 @@ def plan_result(entry: dict, run, alone_us: float) -> dict:
             "measured_kernels": len(measured),
             "end_to_end_us": end_to_end.median_us if end_to_end else None,
             "end_to_end_cv": end_to_end.cv if end_to_end else None,
+            "proj_graph_us": graph.get("proj_us"),
+            "graph_replay_us": replay.median_us if replay else None,
+            "graph_replay_cv": replay.cv if replay else None,
+            "graph_not_measured": None if replay else run.graph_not_measured or run.not_measured,
             "not_measured": run.not_measured}
 
 
@@ -962,6 +984,14 @@ def summarize_campaign(folder: Folder, modules: list[str]) -> dict:
     memory_bound = [m for m in plans if MODULES[m].bandwidth_bound]
     versus = {anchor: [speedups[m][anchor] for m in memory_bound if speedups[m].get(anchor)]
               for anchor in ("jax", "torch_compile")}
+    # The whole cost plan replayed as one CUDA graph against jax.jit, which XLA runs with its
+    # command buffers (CUDA graphs) too: the step against step comparison.
+    graph_vs_jax = {}
+    for module, result in plans.items():
+        replay = result["strategies"]["cost"].get("graph_replay_us")
+        jax_entry = (anchors.get(module) or {}).get("jax") or {}
+        jax_us = jax_entry.get("median_us") if comparable(jax_entry) else None
+        graph_vs_jax[module] = jax_us / replay if jax_us and replay else None
     bandwidth = []
     if copy:
         for module, result in plans.items():
@@ -973,6 +1003,9 @@ def summarize_campaign(folder: Folder, modules: list[str]) -> dict:
     return {"plans": plans, "anchors": anchors, "speedups": speedups,
             "memory_bound_geomean_vs_jax": geomean(versus["jax"]),
             "memory_bound_geomean_vs_torch_compile": geomean(versus["torch_compile"]),
+            "graph_replay_vs_jax": graph_vs_jax,
+            "memory_bound_graph_geomean_vs_jax": geomean(
+                [graph_vs_jax[m] for m in memory_bound if graph_vs_jax[m]]),
             "bandwidth": bandwidth, "accuracy": accuracy(plans) if plans else None,
             "copy": copy, "environment": folder.load("environment"),
             "calibrate": folder.load("calibrate"), "train": folder.load("train"),
@@ -1000,6 +1033,10 @@ def _anchor_time(anchor: dict | None) -> str:
 
 def _us(value) -> str:
     return f"{value:,.1f}" if isinstance(value, (int, float)) else "-"
+
+
+def _hundredths(value) -> str:
+    return f"{value:.2f}" if isinstance(value, (int, float)) else "-"
 
 
 def _ratio(value) -> str:
@@ -1066,6 +1103,7 @@ def report_markdown(summary: dict, settings: dict, not_done: list[str],
                   f"{_ratio(summary['memory_bound_geomean_vs_jax'])} (target 1.3x); vs "
                   f"torch.compile: {_ratio(summary['memory_bound_geomean_vs_torch_compile'])}",
               ""]
+    lines += _whole_plan_lines(summary)
     lines += ["## Bandwidth-bound kernels of the cost plans (% of copy bandwidth)", "",
               "| module | kernel | GB/s | % of copy |", "|---|---|---:|---:|"]
     lines += [f"| {b['module']} | {b['kernel']} | {b['gbs']:,.0f} | {b['percent_of_copy']:.0f} |"
@@ -1088,13 +1126,49 @@ def report_markdown(summary: dict, settings: dict, not_done: list[str],
     return "\n".join(lines) + "\n"
 
 
+def _whole_plan_lines(summary: dict) -> list[str]:
+    """Each plan run whole, back to back in a stream and replayed as one CUDA graph, beside
+    its projected totals under those runtimes and jax.jit (XLA replays a step as CUDA graphs
+    too)."""
+    lines = ["## Whole plans: back to back in a stream / replayed as one CUDA graph (µs; "
+             "projected graph total in brackets)", "",
+             "| module | " + " | ".join(STRATEGIES) + " | jax.jit | cost graph vs jax.jit |",
+             "|---|" + "---:|" * (len(STRATEGIES) + 2)]
+    for module, result in summary["plans"].items():
+        cells = [f"{_us(p.get('end_to_end_us'))} / {_us(p.get('graph_replay_us'))} "
+                 f"({_us(p.get('proj_graph_us'))})" for p in result["strategies"].values()]
+        jax_entry = (summary["anchors"].get(module) or {}).get("jax")
+        cells += [_anchor_time(jax_entry),
+                  _ratio(summary["graph_replay_vs_jax"].get(module))]
+        lines.append(f"| {module} | " + " | ".join(cells) + " |")
+    unreplayed = [f"{module} {strategy}: {p['graph_not_measured']}"
+                  for module, result in summary["plans"].items()
+                  for strategy, p in result["strategies"].items()
+                  if p.get("graph_not_measured") and not p.get("not_measured")]
+    if unreplayed:
+        lines += ["", "Not replayed (the stream time stands): " + "; ".join(unreplayed)]
+    lines += ["", f"Geomean over the memory-bound modules, the cost plan replayed as a CUDA "
+                  f"graph vs jax.jit: {_ratio(summary['memory_bound_graph_geomean_vs_jax'])}",
+              ""]
+    return lines
+
+
 def _calibration_lines(calibration: dict | None) -> list[str]:
     if not calibration or calibration.get("status") != "done":
         return ["", "## Calibration", "", "not run"]
-    return ["", "## Calibration of the projected model", "",
-            f"{calibration['records']} kernels: MAPE {calibration['before']['mape']:.1f} % "
-            f"before, {calibration['after']['mape']:.1f} % after; constants "
-            + ", ".join(f"{k} {v:.3f}" for k, v in calibration["constants"].items())]
+    lines = ["", "## Calibration of the projected model", "",
+             f"{calibration['records']} kernels: MAPE {calibration['before']['mape']:.1f} % "
+             f"before, {calibration['after']['mape']:.1f} % after; constants "
+             + ", ".join(f"{k} {v:.3f}" for k, v in calibration["constants"].items())]
+    launch = {name: figure for name, figure in (calibration.get("launch") or {}).items()
+              if name != "probe"}
+    if launch:
+        lines += ["", "Launch terms (compiler/target/launch.py) fitted to the plans run whole:",
+                  ""]
+        lines += [f"- {name}: {_hundredths(figure['value'])} µs (table "
+                  f"{_hundredths(figure['table'])} µs; {figure['from']})"
+                  for name, figure in launch.items()]
+    return lines
 
 
 def _training_lines(train: dict | None) -> list[str]:

@@ -9,12 +9,17 @@ prints each launch figure beside the one compiler/target/launch.py holds:
 
 - alone_us: `launch.fit_alone` over the kernels of at most TINY_KERNEL_US of projected device
   work (their time alone less that work);
-- the stream gap: `launch.fit_stream_gap` over the plans of generated kernels run back to back
+- the stream gap: `launch.fit_gap` over the plans of generated kernels run back to back
   (plans with a library call are left out: the runner's library calls spend most of their
   time in PyTorch's dispatch); from the probe too, where it ran (spinning kernels back to
   back, their own time measured on the GPU's timer);
-- the stream issue interval and the graph gap: from the probe alone; without one they stay
-  what launch.py says they are (alone_us, and NVIDIA's published figure).
+- the graph gap: `launch.fit_gap` over the same plans replayed as one CUDA graph (the plans'
+  "graph_replay_us", which campaigns time since the GPU runner replays every plan; campaigns
+  before that have none, and the figure says so); from the probe too, where it ran;
+- the stream issue interval: from the probe alone; without one it stays what launch.py says
+  (alone_us).
+
+A figure with nothing to fit it from has the value None and says why.
 
 `--write` saves the fit to benchmarks/results/launch_calibration.json. tests/compiler/
 test_launch.py fits the committed H200 campaign the same way and checks launch.py's table
@@ -35,8 +40,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from compiler.target.launch import (TINY_KERNEL_US, fit_alone, fit_stream_gap,  # noqa: E402
-                                  terms_for)
+from compiler.target.launch import TINY_KERNEL_US, fit_alone, fit_gap, terms_for  # noqa: E402
 from compiler.cost.learned.features import FEATURE_LAUNCH_US  # noqa: E402
 
 DEFAULT_CAMPAIGN = REPO / "benchmarks" / "results" / "gpu-campaign-h200"
@@ -52,22 +56,24 @@ def device_work(kernel: dict) -> float | None:
     return kernel["proj_us"] - FEATURE_LAUNCH_US
 
 
-def campaign_measurements(folder: Path) -> tuple[list[tuple[float, float]],
-                                                 list[tuple[int, float, float]]]:
-    """(lone generated kernels as (measured_us, device work), plans of generated kernels
-    run back to back as (kernel count, sum of their kernels alone, whole time))."""
-    kernels, plans = [], []
+def campaign_measurements(folder: Path) -> dict[str, list]:
+    """What a campaign's plans measured: "alone", the lone generated kernels as (measured_us,
+    device work); "stream" and "graph", its plans of generated kernels run whole back to back
+    and replayed as a CUDA graph, as (kernel count, sum of their kernels alone, whole time)."""
+    measured = {"alone": [], "stream": [], "graph": []}
     for path in sorted((folder / "plans").glob("*.json")):
         for plan in json.loads(path.read_text())["strategies"].values():
             rows = plan["kernels"]
             for row in rows:
                 work = device_work(row)
                 if row["kind"] != "library" and row.get("measured_us") and work is not None:
-                    kernels.append((row["measured_us"], work))
-            if plan.get("end_to_end_us") and plan.get("measured_sum_us") and \
-                    not any(row["kind"] == "library" for row in rows):
-                plans.append((len(rows), plan["measured_sum_us"], plan["end_to_end_us"]))
-    return kernels, plans
+                    measured["alone"].append((row["measured_us"], work))
+            if not plan.get("measured_sum_us") or any(row["kind"] == "library" for row in rows):
+                continue
+            for runtime, whole in (("stream", "end_to_end_us"), ("graph", "graph_replay_us")):
+                if plan.get(whole):
+                    measured[runtime].append((len(rows), plan["measured_sum_us"], plan[whole]))
+    return measured
 
 
 def calibrate(folder: Path) -> dict:
@@ -75,15 +81,26 @@ def calibrate(folder: Path) -> dict:
     settings = json.loads((folder / "campaign.json").read_text())
     device = settings["device"]
     table = terms_for(device)
-    kernels, plans = campaign_measurements(folder)
-    alone, tiny = fit_alone(kernels)
-    gap, used = fit_stream_gap(plans, alone)
-    fitted = {
-        "alone_us": {"value": alone, "table": table.alone_us,
-                     "from": f"{tiny} lone kernels of <= {TINY_KERNEL_US} us of device work"},
-        "stream_gap_us": {"value": gap, "table": table.stream_gap_us,
-                          "from": f"{used} plans of generated kernels back to back"},
-    }
+    measured = campaign_measurements(folder)
+    fitted = {name: {"value": None, "table": getattr(table, name)}
+              for name in ("alone_us", "stream_gap_us", "graph_gap_us")}
+    try:
+        alone, tiny = fit_alone(measured["alone"])
+        fitted["alone_us"].update({"value": alone, "from": f"{tiny} lone kernels of <= "
+                                                            f"{TINY_KERNEL_US} us of device work"})
+    except ValueError as reason:
+        alone = None
+        fitted["alone_us"]["from"] = str(reason)
+    for runtime, how in (("stream", "run back to back"), ("graph", "replayed as CUDA graphs")):
+        figure = fitted[f"{runtime}_gap_us"]
+        try:
+            if alone is None:
+                raise ValueError("no alone_us to fit it against")
+            gap, used = fit_gap(measured[runtime], alone)
+        except ValueError as reason:
+            figure["from"] = f"not fitted, {how}: {reason}"
+            continue
+        figure.update({"value": gap, "from": f"{used} plans of generated kernels {how}"})
     launch = folder / "launch.json"
     probe = (json.loads(launch.read_text()).get("probe") or None) if launch.exists() else None
     if probe:
@@ -112,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{key} {value:.2f}" if isinstance(value, float) else f"{key} {value}"
                 for key, value in figure.items()))
             continue
-        print(f"{name:15s} fitted {figure['value']:6.3f} us   table {figure['table']:6.3f} us"
+        value = "  none" if figure["value"] is None else f"{figure['value']:6.3f}"
+        print(f"{name:15s} fitted {value} us   table {figure['table']:6.3f} us"
               f"   ({figure['from']})")
     if args.write:
         OUTPUT.write_text(json.dumps(result, indent=1) + "\n")

@@ -153,23 +153,30 @@ def _plan_run(strategy: str, gpu: str, plan: dict, shown: list[dict]) -> dict:
     """A campaign plan (gpu_campaign.py plan_result) as PlanRun.to_dict(), its kernels' nodes
     those of the run's same kernels (`shown`): the timings keep what the campaign kept (median,
     cv, runs); a mismatch only its count."""
-    end_to_end = None
+    end_to_end = replay = None
     if plan.get("end_to_end_us") is not None:
         end_to_end = {"median_us": plan["end_to_end_us"], "cv": plan.get("end_to_end_cv")}
+    if plan.get("graph_replay_us") is not None:
+        replay = {"median_us": plan["graph_replay_us"], "cv": plan.get("graph_replay_cv")}
     return {"strategy": strategy, "device": gpu, "total_us": plan.get("measured_sum_us")
             if plan.get("not_measured") is None else None,
-            "end_to_end": end_to_end, "not_measured": plan.get("not_measured"),
+            "end_to_end": end_to_end, "graph_replay": replay,
+            "graph_not_measured": plan.get("graph_not_measured"),
+            "not_measured": plan.get("not_measured"),
             "kernels": [_kernel_run(kernel, ours["nodes"])
                         for kernel, ours in zip(plan["kernels"], shown)]}
 
 
 def _kernel_run(kernel: dict, nodes: list[str]) -> dict:
     timed = kernel.get("measured_us") is not None
+    # The campaign kept one timing per kernel: a library call's graph replay where it had one.
+    replayed = kernel.get("clock") == "graph replay"
+    timing = {"median_us": kernel["measured_us"], "cv": kernel.get("cv"),
+              "runs": kernel.get("runs")} if timed else None
     return {"name": kernel["name"], "kind": kernel["kind"], "nodes": list(nodes),
             "function": kernel.get("function"),
-            "measured_us": kernel.get("measured_us"),
-            "timing": {"median_us": kernel["measured_us"], "cv": kernel.get("cv"),
-                       "runs": kernel.get("runs")} if timed else None,
+            "measured_us": kernel.get("measured_us"), "clock": kernel.get("clock"),
+            "timing": None if replayed else timing, "replay": timing if replayed else None,
             "max_abs_error": kernel.get("max_abs_error"),
             "mismatches": [{"note": "beyond tolerance (the campaign kept only the count)"}]
             * int(kernel.get("mismatches") or 0),

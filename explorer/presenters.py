@@ -96,7 +96,9 @@ def apply_measurement(devices: dict, result: dict | None) -> dict:
     MEASUREMENTS (compiler/stages/measure.py): each kernel's "measured_us" (timed alone), its
     device work "measured_device_us" (that time less what a lone launch adds on the device,
     compiler/target/launch.py) and its whole record under "measured", each plan's total
-    "measured_us" (the plan run back to back in a stream) and, per device, "eager" (the
+    "measured_us" (the plan run back to back in a stream), "measured_graph_us" (the plan
+    captured once as a CUDA graph and replayed) or "graph_not_measured" (why not: a capture that
+    failed, a measurement made before graph replays) and, per device, "eager" (the
     unfused CuPy baseline) and "measured_on": the GPU, whether it is the plans' device model, what
     the pages say the figures came from ("label": the GPU, or an imported campaign's "origin":
     its GPU, driver and date) and whether an emulated worker made it, with no time in it. New
@@ -132,11 +134,19 @@ def _measured_plan(plan: dict, run: dict, device: str) -> dict:
                         "measured_device_us": None if measured is None
                         else device_work_of_alone(device, measured),
                         "measured": record})
-    end_to_end = run.get("end_to_end")
+    end_to_end, replay = run.get("end_to_end"), run.get("graph_replay")
     total = {**plan["total"], "measured_us": end_to_end["median_us"] if end_to_end else None,
+             "measured_graph_us": replay["median_us"] if replay else None,
+             "graph_not_measured": None if replay else
+             run.get("graph_not_measured") or run.get("not_measured") or GRAPH_NOT_TIMED,
              "measured_kernel_sum_us": run.get("total_us"),
              "not_measured": run.get("not_measured")}
     return {**plan, "kernels": kernels, "total": total}
+
+
+# Why a measurement made before the GPU runner replayed plans as CUDA graphs has no graph time.
+GRAPH_NOT_TIMED = ("not measured as a CUDA graph replay: this measurement timed the plan "
+                   "launched in a stream only (measure it again for a graph replay)")
 
 
 def measured_rows(kernel: dict) -> list[tuple[str, object, str]] | None:
@@ -147,17 +157,24 @@ def measured_rows(kernel: dict) -> list[tuple[str, object, str]] | None:
     record = kernel.get("measured")
     if not record:
         return None
-    timing = record.get("timing") or {}
+    # A library call's time is its replay as a CUDA graph of its own (compiler/runtime/gpu.py):
+    # launched on the stream, PyTorch's host dispatch is most of it.
+    replayed = record.get("clock") == "graph replay"
+    timing = (record.get("replay") if replayed else record.get("timing")) or {}
     measured = record.get("measured_us")
     separate = kernel.get("device_us") is not None
     device_measured = kernel.get("measured_device_us") if separate else measured
     projected = kernel.get("device_us") if separate else kernel.get("proj_us")
     # Only kernels a learned model predicted have learned rows.
     learned = kernel.get("learned_device_us") if separate else kernel.get("learned_us")
-    rows = [("timed alone (median)", measured, "µs"),
-            ("fastest run", timing.get("min_us"), "µs"),
-            ("variation (cv)", timing.get("cv"), ""),
-            ("timed runs", timing.get("runs"), "")]
+    rows = [("replayed alone as a CUDA graph (median)" if replayed else "timed alone (median)",
+             measured, "µs")]
+    if replayed:
+        rows.append(("launched on the stream (median)",
+                     (record.get("timing") or {}).get("median_us"), "µs"))
+    rows += [("fastest run", timing.get("min_us"), "µs"),
+             ("variation (cv)", timing.get("cv"), ""),
+             ("timed runs", timing.get("runs"), "")]
     if separate and measured is not None and device_measured is not None:
         rows += [("a lone launch adds", measured - device_measured, "µs"),
                  ("measured device work", device_measured, "µs")]
@@ -233,9 +250,10 @@ def comparison_rows(device_result: dict) -> list[dict]:
 
     `by_runtime` is [(runtime, figures)] for every runtime (compiler/target/launch.py) the
     artifact has totals for; an artifact compiled before launch terms were separate has one
-    entry, (None, its totals). Measured totals are plans run back to back in a stream, so
-    they fill the stream figures only. `fastest` names the runtimes under which the row has
-    the lowest projected total."""
+    entry, (None, its totals). The measured total of the stream runtime is the plan run back to
+    back in a stream, the graph runtime's the plan replayed as one CUDA graph; a missing one
+    says why in its figures' "not_measured". `fastest` names the runtimes under which the row
+    has the lowest projected total."""
     strategies = device_result["strategies"]
     rows = []
     for name in ordered_strategies(strategies):
@@ -285,18 +303,22 @@ def shown_runtimes(rows: list[dict]) -> list[str | None]:
 
 def runtime_figures(total: dict) -> dict:
     """A plan's totals under each runtime: {runtime: {"proj_us", "launch_us", "learned_us",
-    "measured_us"}}; {None: ...} (its totals as they are) for an artifact compiled before
-    launch terms were separate."""
+    "measured_us", "not_measured"}}; {None: ...} (its totals as they are) for an artifact
+    compiled before launch terms were separate. The GPU runner times a plan both ways: back to
+    back in a stream ("stream") and replayed as one CUDA graph ("graph")."""
+    measured = {"stream": (total["measured_us"], total.get("not_measured")),
+                "graph": (total.get("measured_graph_us"), total.get("graph_not_measured"))}
     runtimes = total.get("runtimes")
     if not runtimes:
         return {None: {"proj_us": total["proj_us"], "launch_us": None,
                        "learned_us": total.get("learned_us"),
-                       "measured_us": total["measured_us"]}}
+                       "measured_us": total["measured_us"],
+                       "not_measured": total.get("not_measured")}}
     return {runtime: {"proj_us": figures.get("proj_us"),
                       "launch_us": figures.get("launch_us"),
                       "learned_us": figures.get("learned_us"),
-                      # The GPU runner times a plan run back to back in a stream.
-                      "measured_us": total["measured_us"] if runtime == "stream" else None}
+                      "measured_us": measured.get(runtime, (None, None))[0],
+                      "not_measured": measured.get(runtime, (None, None))[1]}
             for runtime, figures in runtimes.items()}
 
 

@@ -2,7 +2,7 @@
 
     ok, reason = gpu_available()          # (False, "no GPU: CuPy is not installed") here
     run = run_plan(graph, plan, codes, inputs)   # GpuUnavailable(reason) without a GPU
-    run.kernels[0].measured_us, run.total_us, run.end_to_end
+    run.kernels[0].measured_us, run.total_us, run.end_to_end, run.graph_replay
 
 Without a GPU nothing here returns a number: `GpuRunner()` and `run_plan` raise
 `GpuUnavailable` with the reason, and callers say "not measured: no GPU worker online".
@@ -23,14 +23,20 @@ How a plan runs (`run_plan`):
 2. Check: each step runs once on its own buffers, filled with the reference interpreter's
    values of its inputs (as the CPU emulator does, so one kernel's rounding does not travel
    into the next kernel's check; each input is uploaded once and shared by the steps that read
-   it), and its outputs are compared with the interpreter's using
-   `compiler.codegen.check.compare` (per-dtype tolerances, plus the bound on what the order
-   of accumulation changes downstream of reductions and dots).
+   it), and its outputs are compared with the interpreter's on the device
+   (`compiler.runtime.device_check`: `compiler.codegen.check.compare`'s verdict, per-dtype
+   tolerances plus the bound on what the order of accumulation changes downstream of
+   reductions and dots, computed where the outputs are; a few numbers per output come back).
 3. Time: each step alone, then (unless `end_to_end=False`) the whole sequence, where every
    input some earlier step writes is read from that step's output buffer (so the sequence
-   sees the plan's real data flow, L2 reuse between kernels included). Every timed run
-   starts with the L2 flushed by writing a buffer twice its size; a run is bracketed by CUDA
-   events on the stream.
+   sees the plan's real data flow, L2 reuse between kernels included), two ways: launched
+   back to back on the stream (`end_to_end`) and captured once as a CUDA graph and replayed
+   (`graph_replay`), as XLA's command buffers run a step. A library call is also timed alone
+   as a replayed graph of its own (`KernelRun.replay`, its `measured_us` then): on the stream
+   its time is mostly PyTorch's or CuPy's host dispatch. Where a capture fails (a call that
+   synchronises, one a graph cannot hold) the reason is kept and the stream timing stands.
+   Every timed run starts with the L2 flushed by writing a buffer twice its size; a run is
+   bracketed by CUDA events on the runner's stream, which PyTorch shares.
    `Timing` keeps the samples with their median, minimum and coefficient of variation.
 
 Buffers are raw bytes on the device in the graph's memory layout (`minor_to_major`), so
@@ -45,12 +51,13 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from compiler.codegen.check import Mismatch, compare, from_memory, max_abs_error, to_memory
+from compiler.codegen.check import Mismatch, to_memory
 from compiler.codegen.plan import SCRATCH
 from compiler.ir.dtypes import dtype as dtype_named
 from compiler.ir.graph import Graph
 from compiler.ir.interpreter import evaluate_all, scatter_targets
 from compiler.kernels.plan import FusionPlan, Kernel
+from compiler.runtime.device_check import check_outputs
 
 WARMUP_RUNS = 3
 TIMED_RUNS = 20
@@ -68,6 +75,10 @@ class GpuUnavailable(RuntimeError):
 
 class StepNotRunnable(Exception):
     """A kernel this runner cannot run or measure; the message is the reason shown."""
+
+
+class CaptureFailed(Exception):
+    """A launch sequence that could not be captured as a CUDA graph; the message says why."""
 
 
 def gpu_available(device_index: int = 0) -> tuple[bool, str]:
@@ -148,21 +159,34 @@ class KernelRun:
     kernel: str
     kind: str
     function: str | None = None       # the CUDA function, for generated kernels
-    timing: Timing | None = None
+    timing: Timing | None = None      # launched alone on the stream
     max_abs_error: float | None = None
     mismatches: list[Mismatch] = field(default_factory=list)
     not_measured: str | None = None
     nodes: list[str] = field(default_factory=list)   # the graph nodes it computes
+    # A library call captured alone as a CUDA graph and replayed (`run_plan`), or why not.
+    replay: Timing | None = None
+    replay_not_measured: str | None = None
 
     @property
     def measured_us(self) -> float | None:
-        return self.timing.median_us if self.timing else None
+        """The kernel's time: a library call's graph replay where it has one (its time on the
+        stream is mostly the library's host dispatch), else its time alone on the stream."""
+        chosen = self.replay or self.timing
+        return chosen.median_us if chosen else None
+
+    @property
+    def clock(self) -> str | None:
+        """Which timing `measured_us` is: "graph replay", "stream" or None (not measured)."""
+        return "graph replay" if self.replay else "stream" if self.timing else None
 
     def to_dict(self) -> dict:
         return {"name": self.kernel, "kind": self.kind, "nodes": list(self.nodes),
                 "function": self.function,
-                "measured_us": self.measured_us,
+                "measured_us": self.measured_us, "clock": self.clock,
                 "timing": self.timing.to_dict() if self.timing else None,
+                "replay": self.replay.to_dict() if self.replay else None,
+                "replay_not_measured": self.replay_not_measured,
                 "max_abs_error": self.max_abs_error,
                 "mismatches": [vars(m) for m in self.mismatches],
                 "not_measured": self.not_measured}
@@ -175,21 +199,30 @@ class PlanRun:
     kernels: list[KernelRun]
     end_to_end: Timing | None = None  # the whole sequence, launched back to back
     not_measured: str | None = None   # why there is no total (some kernel not measured)
+    # The whole sequence captured once as a CUDA graph and replayed, as XLA's command buffers
+    # run a step; or why it was not (`graph_not_measured`).
+    graph_replay: Timing | None = None
+    graph_not_measured: str | None = None
 
     @property
     def total_us(self) -> float | None:
-        """Sum of the kernels' medians, in plan order; None unless every kernel was measured."""
+        """Sum of the kernels' times (`KernelRun.measured_us`), in plan order; None unless
+        every kernel was measured."""
         if self.not_measured is not None:
             return None
-        return sum(k.timing.median_us for k in self.kernels)
+        return sum(k.measured_us for k in self.kernels)
 
     @property
     def mismatched(self) -> list[KernelRun]:
         return [k for k in self.kernels if k.mismatches]
 
     def to_dict(self) -> dict:
+        replay = self.graph_replay
         return {"strategy": self.strategy, "device": self.device, "total_us": self.total_us,
                 "end_to_end": self.end_to_end.to_dict() if self.end_to_end else None,
+                "graph_replay": replay.to_dict() if replay else None,
+                "graph_not_measured": None if replay else
+                (self.graph_not_measured or self.not_measured),
                 "not_measured": self.not_measured,
                 "kernels": [k.to_dict() for k in self.kernels]}
 
@@ -214,6 +247,11 @@ class GpuRunner:
                             cupy.cuda.runtime.CUDARuntimeError)
         self.device = cupy.cuda.Device(device_index)
         self.device.use()
+        # Every launch, timing event and library call goes to this stream, made current here:
+        # a CUDA graph cannot be captured on the legacy default stream.
+        self.stream = cupy.cuda.Stream(non_blocking=True)
+        self.stream.use()
+        self._torch_on_stream = False
         self.name = reason
         attributes = self.device.attributes
         self.l2_bytes = int(attributes["L2CacheSize"])
@@ -289,7 +327,14 @@ class GpuRunner:
                               enable_cooperative_groups=True)
 
     def synchronize(self) -> None:
-        self.cupy.cuda.get_current_stream().synchronize()
+        self.stream.synchronize()
+
+    def share_stream(self, torch) -> None:
+        """Make the runner's stream PyTorch's current one too, so that library calls run in
+        order with the generated kernels and are captured with them."""
+        if not self._torch_on_stream:
+            torch.cuda.set_stream(torch.cuda.ExternalStream(self.stream.ptr))
+            self._torch_on_stream = True
 
     # timing
 
@@ -311,6 +356,47 @@ class GpuRunner:
             samples.append(cuda.get_elapsed_time(start, end) * 1e3)  # ms -> us
         return Timing(tuple(samples), warmup)
 
+    def capture(self, launch: Callable[[], None]):
+        """`launch`'s work captured once as a CUDA graph (cupy.cuda.Graph) on the runner's
+        stream; CaptureFailed saying why when it cannot be (a call that synchronises, or one
+        a graph cannot hold). Relaxed mode: a library's allocator may still reserve memory
+        while the stream captures, which the global mode forbids."""
+        mode = self.cupy.cuda.runtime.streamCaptureModeRelaxed
+        self.stream.begin_capture(mode)
+        try:
+            launch()
+        except Exception as error:  # noqa: BLE001 - whatever the launch raised, say it
+            try:
+                self.stream.end_capture()
+            except self.cuda_errors:
+                pass   # the capture is abandoned either way; the launch's error is the reason
+            raise CaptureFailed(f"{type(error).__name__}: {error}") from error
+        try:
+            return self.stream.end_capture()
+        except self.cuda_errors as error:
+            raise CaptureFailed(f"the capture was invalidated: {error}") from error
+
+    def time_graph(self, launch: Callable[[], None], warmup: int = WARMUP_RUNS,
+                   runs: int = TIMED_RUNS) -> Timing:
+        """`launch` captured once as a CUDA graph, then its replays timed as `time` times a
+        launch (warm-up replays, then each replay after an L2 flush, between CUDA events):
+        one host call per run, so the host's dispatch of the captured calls is not timed."""
+        graph = self.capture(launch)
+        graph.upload(self.stream)
+        return self.time(lambda: graph.launch(self.stream), warmup, runs)
+
+
+def replay_timing(runner: GpuRunner, launch: Callable[[], None], warmup: int = WARMUP_RUNS,
+                  runs: int = TIMED_RUNS) -> tuple[Timing | None, str | None]:
+    """(the graph replay's Timing, None), or (None, why it was not timed) when the launch
+    could not be captured or replayed: the caller keeps its stream timing either way."""
+    try:
+        return runner.time_graph(launch, warmup, runs), None
+    except CaptureFailed as reason:
+        return None, f"not measured as a CUDA graph replay: the capture failed: {reason}"
+    except runner.cuda_errors as error:
+        return None, f"not measured as a CUDA graph replay: CUDA error: {error}"
+
 
 # -- running a plan ---------------------------------------------------------------------------
 
@@ -323,6 +409,7 @@ class _Step:
     alone: Callable[[], None]
     chained: Callable[[], None]
     outputs: dict[str, object]        # output node -> its own device buffer (raw bytes)
+    library: bool = False             # a library call (cuBLAS, PyTorch), not a generated kernel
 
 
 class _Buffers:
@@ -356,11 +443,6 @@ class _Buffers:
         """The buffer the chained sequence reads `node` from."""
         return self.written.get(node, alone)
 
-    def download(self, node: str, buffer) -> np.ndarray:
-        shape = self.graph.nodes[node].array_shape
-        flat = self.cupy.asnumpy(buffer).view(self.numpy_type(node))
-        return from_memory(flat, shape.dims, shape.minor_to_major)
-
 
 def run_plan(graph: Graph, plan: FusionPlan, codes: list, inputs: Sequence,
              runner: GpuRunner | None = None, warmup: int = WARMUP_RUNS,
@@ -384,11 +466,13 @@ def run_plan(graph: Graph, plan: FusionPlan, codes: list, inputs: Sequence,
             step = _prepare(runner, graph, code, buffers, result)
             step.alone()
             runner.synchronize()
-            got = {node: buffers.download(node, buffer) for node, buffer in step.outputs.items()}
-            result.max_abs_error = max((max_abs_error(v, values[n]) for n, v in got.items()),
-                                       default=0.0)
-            result.mismatches = compare(graph, got, values, code.kernel.computed)
+            expected = {node: buffers.upload(node) for node in step.outputs}
+            result.max_abs_error, result.mismatches = check_outputs(
+                runner.cupy, graph, step.outputs, expected, values, code.kernel.computed)
             result.timing = runner.time(step.alone, warmup, runs)
+            if step.library:
+                result.replay, result.replay_not_measured = replay_timing(
+                    runner, step.alone, warmup, runs)
         except StepNotRunnable as reason:
             result.not_measured = str(reason)
             continue
@@ -410,7 +494,11 @@ def run_plan(graph: Graph, plan: FusionPlan, codes: list, inputs: Sequence,
         run.not_measured = (f"not measured: {len(missing)} of {len(results)} kernels did not "
                             f"run ({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''})")
     elif end_to_end:
-        run.end_to_end = runner.time(lambda: [step.chained() for step in steps], warmup, runs)
+        def sequence() -> None:
+            for step in steps:
+                step.chained()
+        run.end_to_end = runner.time(sequence, warmup, runs)
+        run.graph_replay, run.graph_not_measured = replay_timing(runner, sequence, warmup, runs)
     return run
 
 
@@ -456,6 +544,8 @@ def _library_step(runner: GpuRunner, graph: Graph, kernel: Kernel, buffers: _Buf
     (name,) = kernel.nodes
     node = graph.nodes[name]
     torch = _torch()
+    if torch is not None:
+        runner.share_stream(torch)
     if node.op == "scatter" and torch is not None:
         return _scatter_step(torch, graph, kernel, buffers)
     if node.op != "dot":
@@ -591,7 +681,7 @@ def _dot_step(arrays, graph: Graph, kernel: Kernel, buffers: _Buffers) -> _Step:
 
     alone = {value: buffers.upload(value) for value in kernel.inputs}
     chained = {value: buffers.chained(value, alone[value]) for value in kernel.inputs}
-    return _Step(alone=bind(alone), chained=bind(chained), outputs={name: output})
+    return _Step(alone=bind(alone), chained=bind(chained), outputs={name: output}, library=True)
 
 
 _SCATTER_REDUCE = {"maximum": "amax", "minimum": "amin", "multiply": "prod"}
@@ -648,7 +738,7 @@ def _scatter_step(torch, graph: Graph, kernel: Kernel, buffers: _Buffers) -> _St
     # The indices (and the views that make them) are read on the host only.
     alone = {value: buffers.upload(value) for value in (operand, updates)}
     chained = {value: buffers.chained(value, alone[value]) for value in (operand, updates)}
-    return _Step(alone=bind(alone), chained=bind(chained), outputs={name: output})
+    return _Step(alone=bind(alone), chained=bind(chained), outputs={name: output}, library=True)
 
 
 def _cupy_has(numpy_type) -> bool:
@@ -690,5 +780,5 @@ def _einsum_spec(attrs: dict, lhs_rank: int, rhs_rank: int) -> str:
     return f"{''.join(lhs)},{''.join(rhs)}->{''.join(output)}"
 
 
-__all__ = ["GpuRunner", "GpuUnavailable", "KernelRun", "PlanRun", "StepNotRunnable", "Timing",
-           "gpu_available", "run_plan"]
+__all__ = ["CaptureFailed", "GpuRunner", "GpuUnavailable", "KernelRun", "PlanRun",
+           "StepNotRunnable", "Timing", "gpu_available", "replay_timing", "run_plan"]

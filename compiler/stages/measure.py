@@ -19,7 +19,11 @@ How:
   them. The compiler is deterministic, so with the same compiler version (recorded above; the
   web app compares it with the run's) these are the kernels the run's pages show.
 - Every plan runs through `compiler.runtime.gpu.run_plan`: each kernel checked against the
-  reference interpreter and timed alone, then the whole plan timed back to back.
+  reference interpreter on the device and timed alone (a library call as a replayed CUDA
+  graph of its own, so PyTorch's host dispatch is not its time), then the whole plan timed
+  two ways: back to back on a stream ("end_to_end", the "stream" runtime's measured total)
+  and captured once as a CUDA graph and replayed ("graph_replay", the "graph" runtime's;
+  "graph_not_measured" says why not when the capture failed).
 - The eager baseline (`compiler.runtime.eager`) is the graph run op by op with CuPy's own
   functions, the way an unfused framework runs it: what a user compares every plan with.
 - A run planned for another GPU model than the one present (a run for the A100 measured on
@@ -32,8 +36,9 @@ GPU_WORKER_EMULATED, for rehearsing the whole stack where there is no GPU): the 
 again, every generated kernel checked on the CPU emulator against the reference interpreter
 (`compiler.stages.codegen.emulate`), and nothing timed. Its MEASUREMENTS have the same shape,
 with "emulated": true, the check's results in each kernel's "max_abs_error" and "mismatches",
-and every "measured_us", "timing", "total_us" and "end_to_end" null, each with its
-"not_measured" saying the kernels were checked on the emulator and never timed.
+and every "measured_us", "timing", "total_us", "end_to_end" and "graph_replay" null, each with
+its "not_measured" (and "graph_not_measured") saying the kernels were checked on the emulator
+and never timed.
 """
 
 from __future__ import annotations

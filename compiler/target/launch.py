@@ -30,7 +30,7 @@ learned predictions are brought to device work by taking it off.
 
 The figures of each device are in `TERMS`, each with where it comes from. What the committed
 H200 campaign measured (benchmarks/results/gpu-campaign-h200/plans/) fits two of them
-(`fit_alone`, `fit_stream_gap`; `benchmarks/launch_calibration.py` runs both and a test keeps
+(`fit_alone`, `fit_gap`; `benchmarks/launch_calibration.py` runs both and a test keeps
 the table equal to the fit):
 - alone_us: the median, over kernels the projected model gives at most `TINY_KERNEL_US` of
   device work, of their time alone less that device work;
@@ -43,7 +43,10 @@ the table equal to the fit):
 - the graph gap: no CUDA-graph replay has been timed on any of our devices yet, so it is
   NVIDIA's published figure (A. Gray, "Getting Started with CUDA Graphs", NVIDIA technical
   blog, 2019: on a V100, kernels of 2.9 us took 3.8 us each launched in a stream and 3.4 us
-  each replayed as a graph, so 0.5 us per graph node).
+  each replayed as a graph, so 0.5 us per graph node). The GPU runner now also replays every
+  plan as one CUDA graph (compiler/runtime/gpu.py, `graph_replay`): a campaign that did fits
+  the graph gap as the stream gap is fitted (`fit_gap` over the replays against the kernels
+  alone), and `benchmarks/launch_calibration.py` prints that fit beside this figure.
 Devices without measurements take the H200's figures (launching is mostly host and driver
 work, the same code on every chip), and their sources say so. `benchmarks/gpu_campaign.py
 --steps launch` times empty kernels alone, back to back in a stream and replayed as a graph
@@ -203,15 +206,15 @@ def fit_alone(kernels: list[tuple[float, float]]) -> tuple[float, int]:
     return statistics.median(overheads), len(overheads)
 
 
-def fit_stream_gap(plans: list[tuple[int, float, float]], alone_us: float
-                   ) -> tuple[float, int]:
-    """The stream gap from plans run back to back: (kernel count n, the sum of their kernels
-    timed alone, the whole plan's time) triples. Back to back, each kernel after the first
-    spends `alone - gap` less than alone: sum - whole = (n - 1) x (alone - gap), fitted by
-    least squares over the plans of two kernels or more. Returns (gap, plans used);
-    ValueError when none has two kernels."""
+def fit_gap(plans: list[tuple[int, float, float]], alone_us: float) -> tuple[float, int]:
+    """A runtime's gap from plans run whole under it (back to back in a stream, or replayed as
+    one CUDA graph): (kernel count n, the sum of their kernels timed alone, the whole plan's
+    time) triples. Run whole, each kernel after the first spends `alone - gap` less than
+    alone: sum - whole = (n - 1) x (alone - gap), fitted by least squares over the plans of
+    two kernels or more (the first kernel's start is taken to cost what a lone launch does).
+    Returns (gap, plans used); ValueError when none has two kernels."""
     used = [(n - 1, alone_sum - whole) for n, alone_sum, whole in plans if n >= 2]
     if not used:
-        raise ValueError("no plan of two or more kernels was timed back to back")
+        raise ValueError("no plan of two or more kernels was timed whole")
     saved_per_kernel = sum(k * saved for k, saved in used) / sum(k * k for k, _ in used)
     return alone_us - saved_per_kernel, len(used)

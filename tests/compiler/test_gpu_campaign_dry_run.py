@@ -90,6 +90,37 @@ def test_accuracy_and_speedups_agree_with_an_independent_computation(dry_run):
         assert best["measured_sum_us"] <= plans["cost"]["measured_sum_us"]
 
 
+def test_every_plan_is_timed_whole_both_ways_and_the_replays_fit_the_graph_gap(dry_run):
+    """Each plan run whole back to back and replayed as one CUDA graph (synthetic here: a
+    known function of its kernels' projected device work and the graph gap); the calibrate
+    step fits the graph gap from the replays with launch.fit_gap, as launch_calibration.py
+    does, and the report compares the cost plan's replay with jax.jit."""
+    from compiler.target.launch import fit_alone, fit_gap, terms_for
+
+    out, _ = dry_run
+    summary = summary_of(out)
+    gap = terms_for("h100").graph_gap_us
+    replayed = []
+    for module, result in summary["plans"].items():
+        for strategy, plan in result["strategies"].items():
+            assert plan["end_to_end_us"] > 0 and plan["graph_not_measured"] is None
+            work = sum(row["device_us"] + gap for row in plan["kernels"])
+            # The synthetic function: 1 to 1.3 times the base, +- 2 % noise per sample.
+            assert 0.9 * work <= plan["graph_replay_us"] <= 1.45 * work, (module, strategy)
+            if plan["kernel_count"] >= 2:
+                replayed.append((plan["kernel_count"], plan["measured_sum_us"],
+                                 plan["graph_replay_us"]))
+    alone, _ = fit_alone([(row["measured_us"], row["device_us"])
+                          for result in summary["plans"].values()
+                          for plan in result["strategies"].values() for row in plan["kernels"]])
+    fitted = summary["calibrate"]["launch"]["graph_gap_us"]
+    assert fitted["value"] == pytest.approx(fit_gap(replayed, alone)[0])
+    assert fitted["from"] == f"{len(replayed)} plans of generated kernels replayed as CUDA graphs"
+    report = (out / "REPORT.md").read_text()
+    assert "## Whole plans: back to back in a stream / replayed as one CUDA graph" in report
+    assert "- graph_gap_us: " in report
+
+
 def test_the_anchors_are_rehearsed_or_say_why_not(dry_run):
     out, _ = dry_run
     anchors = summary_of(out)["anchors"]

@@ -20,7 +20,7 @@ from compiler.fusion.pricing import ProjectedPricer, plan_price
 from compiler.importers import load_graph
 from compiler.ir.summary import summarize
 from compiler.target.devices import DEVICES, get_device
-from compiler.target.launch import (RUNTIMES, TERMS, LaunchTerms, fit_alone, fit_stream_gap,
+from compiler.target.launch import (RUNTIMES, TERMS, LaunchTerms, fit_alone, fit_gap,
                                     launch_for, parse_runtime, terms_for)
 from compiler.target.sol import SolModel
 
@@ -96,10 +96,10 @@ def test_the_fit_recovers_known_launch_figures_from_synthetic_timings():
     fitted_alone, used = fit_alone(kernels)
     assert used == 3                     # the 40-µs kernel is not a tiny one
     assert fitted_alone == pytest.approx(alone, abs=0.011)
-    fitted_gap, plans_used = fit_stream_gap(plans, alone)
+    fitted_gap, plans_used = fit_gap(plans, alone)
     assert plans_used == 3 and fitted_gap == pytest.approx(gap, abs=1e-9)
     with pytest.raises(ValueError, match="two or more kernels"):
-        fit_stream_gap([(1, 5.0, 5.0)], alone)
+        fit_gap([(1, 5.0, 5.0)], alone)
     with pytest.raises(ValueError, match="device work"):
         fit_alone([(50.0, 45.0)])
 

@@ -164,6 +164,54 @@ class ComparisonTests(unittest.TestCase):
         self.assertFalse([b for b in bars(charts["graph"]) if b["series"] == "measured"])
 
 
+class MeasuredGraphReplayTests(unittest.TestCase):
+    """A GPU worker times every plan back to back in a stream and replayed as one CUDA graph
+    (compiler/runtime/gpu.py): each runtime's measured column shows its own timing, and a
+    missing one says why."""
+
+    def measured(self, cost_run: dict) -> dict:
+        measurement = {"gpu": "NVIDIA H100 80GB HBM3", "devices": {"h100": {
+            "matches_gpu": True, "eager": None,
+            "strategies": {"cost": {"kernels": [], "total_us": 50.0, **cost_run}}}}}
+        merged = presenters.apply_measurement(ARTIFACT["devices"], measurement)["h100"]
+        rows = {row["strategy"]: row for row in presenters.comparison_rows(merged)}
+        return dict(rows["cost"]["by_runtime"])
+
+    def test_the_graph_runtime_shows_the_replay_and_the_stream_runtime_the_back_to_back_run(self):
+        figures = self.measured({"end_to_end": {"median_us": 48.0},
+                                 "graph_replay": {"median_us": 31.0},
+                                 "graph_not_measured": None, "not_measured": None})
+        self.assertEqual(figures["stream"]["measured_us"], 48.0)
+        self.assertEqual(figures["graph"]["measured_us"], 31.0)
+        self.assertIsNone(figures["graph"]["not_measured"])
+
+    def test_a_failed_capture_keeps_the_stream_time_and_says_why_the_graph_has_none(self):
+        why = "not measured as a CUDA graph replay: the capture failed: RuntimeError: ..."
+        figures = self.measured({"end_to_end": {"median_us": 48.0}, "graph_replay": None,
+                                 "graph_not_measured": why, "not_measured": None})
+        self.assertEqual(figures["stream"]["measured_us"], 48.0)
+        self.assertIsNone(figures["graph"]["measured_us"])
+        self.assertEqual(figures["graph"]["not_measured"], why)
+
+    def test_a_measurement_made_before_graph_replays_says_it_timed_a_stream_only(self):
+        figures = self.measured({"end_to_end": {"median_us": 48.0}, "not_measured": None})
+        self.assertEqual(figures["stream"]["measured_us"], 48.0)
+        self.assertIsNone(figures["graph"]["measured_us"])
+        self.assertEqual(figures["graph"]["not_measured"], presenters.GRAPH_NOT_TIMED)
+
+    def test_a_library_calls_kernel_page_shows_its_replay_and_its_stream_time(self):
+        kernel = {"name": "library.0", "device_us": 8.0, "sol_us": 6.0, "measured_device_us":
+                  None, "measured": {"measured_us": 10.0, "clock": "graph replay",
+                                     "timing": {"median_us": 42.0, "min_us": 40.0},
+                                     "replay": {"median_us": 10.0, "min_us": 9.5, "runs": 20},
+                                     "mismatches": []}}
+        rows = {label: value for label, value, _ in presenters.measured_rows(kernel)}
+        self.assertEqual(rows["replayed alone as a CUDA graph (median)"], 10.0)
+        self.assertEqual(rows["launched on the stream (median)"], 42.0)
+        self.assertEqual(rows["fastest run"], 9.5)
+        self.assertNotIn("timed alone (median)", rows)
+
+
 class DecidedByTests(unittest.TestCase):
     def test_the_cost_strategy_is_decided_by_its_cost_model_and_the_others_by_rules(self):
         rows = {row["strategy"]: row["decided_by"]
