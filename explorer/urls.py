@@ -18,6 +18,7 @@ urlpatterns = [
     path("compare/cuda", views.compare_cuda, name="explorer-compare-cuda"),
     path("r/<str:run_id>/settings", views.run_settings, name="explorer-run-settings"),
     path("r/<str:run_id>/retry", views.run_retry, name="explorer-run-retry"),
+    path("r/<str:run_id>/baseline", views.run_baseline, name="explorer-run-baseline"),
     path("r/<str:run_id>/delete", views.run_delete, name="explorer-run-delete"),
     path("r/<str:run_id>/source", views.run_source, name="explorer-run-source"),
     path("r/<str:run_id>/status.json", views.run_status, name="explorer-run-status"),

@@ -34,7 +34,8 @@ from explorer.forms import RunSettingsForm, UploadForm, pasted_text_limit, sampl
 from explorer.lookups import by_pk
 from explorer.charts import Line, line_chart
 from explorer.timelines import timeline_document
-from explorer.models import ApiToken, GraphBlob, KernelSource, Measurement, Run, TuneJob
+from explorer.models import (MAX_TAG_LENGTH, ApiToken, GraphBlob, KernelSource, Measurement,
+                             Membership, Run, TagBaseline, TuneJob)
 from explorer.presence import gpu_status
 from explorer.runs import (DEFAULT_TUNE_S, MAX_TUNE_S, PlanUnavailable, QuotaExceeded,
                            can_save_plans, compiled_plans, graph_digest, holding,
@@ -247,6 +248,7 @@ def _run_page_parts(request: HttpRequest, run: Run, settings_form: RunSettingsFo
         "can_measure": request.user.is_authenticated,
         "other_runs": _other_runs(request.user, run),
         **_saved_plans_context(request, run),
+        **_baseline_context(request, run),
         **extra,
     }
     return render_to_string("explorer/run.html", context, request), results_key, results
@@ -661,6 +663,41 @@ def run_settings(request: HttpRequest, run: Run) -> HttpResponse:
         return _render_run(request, run, form, status=400)
     form.apply(run)
     return redirect("explorer-run", run_id=run.pk)
+
+
+@require_POST
+@_run_view
+def run_baseline(request: HttpRequest, run: Run) -> HttpResponse:
+    """A member of the run's team makes the finished run the baseline of a tag (e.g. main) for
+    its graph in the team, as `python -m compiler baseline` does (docs/ci.md): later runs of
+    the graph are gated against it, and the team page tracks them."""
+    if not request.user.is_authenticated:
+        raise LoginNeeded
+    if not _in_runs_team(run, request.user):
+        raise PermissionDenied("Only the members of the run's team can make it a baseline.")
+    tag = request.POST.get("tag", "").strip()
+    if not tag or len(tag) > MAX_TAG_LENGTH:
+        messages.error(request, f"A baseline's tag is 1 to {MAX_TAG_LENGTH} characters.")
+    else:
+        try:
+            TagBaseline.mark(run.team, tag, run, request.user)
+            messages.success(request, f"This run is now the baseline of {tag} for "
+                                      f"{run.title} in {run.team.name}.")
+        except InputError as error:
+            messages.error(request, str(error))
+    return redirect("explorer-run", run_id=run.pk)
+
+
+def _in_runs_team(run: Run, user) -> bool:
+    return (run.team_id is not None and user.is_authenticated
+            and Membership.objects.filter(team_id=run.team_id, user=user).exists())
+
+
+def _baseline_context(request: HttpRequest, run: Run) -> dict:
+    """The run page's baseline line: the tags it is the baseline of, and for members of its
+    team, the form that makes it one."""
+    return {"baseline_of": list(TagBaseline.objects.filter(run=run).select_related("team")),
+            "can_mark_baseline": _in_runs_team(run, request.user)}
 
 
 def _owner_only(request: HttpRequest, run: Run, action: str) -> None:

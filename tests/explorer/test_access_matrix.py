@@ -185,6 +185,8 @@ class Rule(Enum):
                  "log in)"
     API_RUN_EDITOR = "as RUN_EDITOR, authenticated; 401 for no credentials"
     TEAM = "the team's members; 404 for the others, staff included (anonymous: sent to log in)"
+    RUN_TEAM = "the members of the run's team; 403 for others who may see the run (a run of " \
+               "no team included), 404 for the rest (anonymous: sent to log in)"
     API_TEAM = "the team's members, authenticated; 404 for the others, staff included, 401 " \
                "for no credentials"
     API_RUN_TEAM = "the members of the run's team, authenticated; 403 for others who may see " \
@@ -223,7 +225,7 @@ class Rule(Enum):
             return NOT_FOUND
         if self in (Rule.RUN_OWNER, Rule.API_RUN_OWNER) and asker.user != "owner":
             return FORBIDDEN
-        if self is Rule.API_RUN_TEAM and not (visibility == Run.TEAM
+        if self in (Rule.RUN_TEAM, Rule.API_RUN_TEAM) and not (visibility == Run.TEAM
                                               and asker.user in TEAM_MEMBERS):
             return FORBIDDEN
         if self in (Rule.RUN_EDITOR, Rule.API_RUN_EDITOR) and not (
@@ -318,6 +320,8 @@ ROUTES: dict[str, tuple[Access, ...]] = {
     "explorer-run-settings": (Access(Rule.RUN_OWNER, "POST", 302, body=run_settings_form,
                                      mutates=True),),
     "explorer-run-retry": (Access(Rule.RUN_OWNER, "POST", 302, state="failed", mutates=True),),
+    "explorer-run-baseline": (Access(Rule.RUN_TEAM, "POST", 302, mutates=True,
+                                     body=lambda case, run: {"tag": "matrix"}),),
     "explorer-run-delete": (Access(Rule.RUN_OWNER),
                             Access(Rule.RUN_OWNER, "POST", 302, mutates=True)),
     "explorer-run-source": (Access(Rule.RUN),),
