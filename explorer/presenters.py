@@ -1132,6 +1132,12 @@ def _spread(kernels: list[dict], others: list[dict]) -> list[dict]:
     return changes
 
 
+# The delta chart is shown at its own size (compare.css): a page-wide stretch made its labels
+# 28 px and 20 bars 1,365 px tall. Its labels ("loop.12 → horizontal.3") get 48 characters.
+DELTA_CHART_WIDTH = 780
+DELTA_LABEL_WIDTH = 300
+
+
 def kernel_delta_chart(rows: list[dict], limit: int = 20) -> SafeString | None:
     """Horizontal bars (an inline SVG) of the largest projected deltas (B − A), largest
     first, faster in green; None when no kernel's time changed."""
@@ -1143,7 +1149,7 @@ def kernel_delta_chart(rows: list[dict], limit: int = 20) -> SafeString | None:
         "Largest projected deltas (B − A)",
         [f"{_kernel_name(row['a'])} → {_kernel_name(row['b'])}" for row in rows], deltas,
         [FASTER_COLOUR if delta < 0 else SLOWER_COLOUR for delta in deltas],
-        "µs (negative: B is faster)", "µs")
+        "µs (negative: B is faster)", "µs", left=DELTA_LABEL_WIDTH, width=DELTA_CHART_WIDTH)
 
 
 def _kernel_name(kernel: dict | None) -> str:
