@@ -1183,6 +1183,14 @@ def nodes_by_line(view: dict) -> dict[int, list[dict]]:
     return dict(lines)
 
 
+def nodes_by_outputs(view: dict, outputs: dict[int, list[str]]) -> dict[int, list[dict]]:
+    """Line -> the nodes of `view` named in `outputs` (line -> names: the ONNX outputs a
+    line of an ONNX model's text computes, which name the nodes computing them)."""
+    index = {node["id"]: node for node in view["nodes"]}
+    return {line: [index[name] for name in names if name in index]
+            for line, names in outputs.items()}
+
+
 def upload_lines(text: str, nodes: dict[int, list[dict]]) -> list[dict]:
     """Each line of the upload with the nodes it defines, the kernel that computes them
     (`kernel`: the kernel that owns the first one a kernel owns, else the first kernel that
