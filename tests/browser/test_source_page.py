@@ -77,9 +77,9 @@ def test_the_kernel_link_of_a_long_stablehlo_line_stays_in_view(users, live_serv
     link = line.locator(".upload__kernel")
     expect(link).to_be_in_viewport(ratio=1)
     # Still there with the text scrolled sideways, and it opens the kernel's page.
-    page.locator("#upload").evaluate("(list) => { list.scrollLeft = 400; }")
+    page.locator(".upload__scroll").evaluate("(box) => { box.scrollLeft = 400; }")
     expect(link).to_be_in_viewport(ratio=1)
-    screenshots(page, "source-long-stablehlo-line", "#upload")
+    screenshots(page, "source-long-stablehlo-line", full_page=False)
     kernel = link.inner_text().removeprefix("also in ")
     expect(link).to_have_attribute(
         "href", re.compile(rf"^/r/{run.pk}/h100/\w+/{re.escape(kernel)}$"))
@@ -116,7 +116,7 @@ def test_an_onnx_upload_shows_its_nodes_as_text_coloured_by_kernel(users, live_s
         output = re.match(r"\s*\[[^\]]*\] (\S+?),? ", line.locator("code").inner_text())[1]
         if output in owner and line.get_attribute("class") == "has-kernel":
             assert line.get_attribute("data-kernel") == owner[output]
-    screenshots(page, "source-onnx", "#upload")
+    screenshots(page, "source-onnx", full_page=False)
     link = coloured.first.locator(".upload__kernel")
     kernel = link.inner_text().removeprefix("also in ")
     expect(link).to_have_attribute("href", f"/r/{run.pk}/h100/xla/{kernel}")
