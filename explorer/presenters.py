@@ -1132,8 +1132,9 @@ def _spread(kernels: list[dict], others: list[dict]) -> list[dict]:
     return changes
 
 
-# The delta chart is shown at its own size (compare.css): a page-wide stretch made its labels
-# 28 px and 20 bars 1,365 px tall. Its labels ("loop.12 → horizontal.3") get 48 characters.
+# The delta chart is shown at its own size (compare.css): stretched to the page, its labels
+# were twice the page's text and 20 bars 900 px tall. Its labels ("loop.12 → loop.3") get 48
+# characters.
 DELTA_CHART_WIDTH = 780
 DELTA_LABEL_WIDTH = 300
 
