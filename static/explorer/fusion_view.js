@@ -38,13 +38,14 @@
   // title alone when a box is too short for two lines) and go only when a box is too small.
   const TEXT_MIN_PX = 11;
   const READABLE = 0.8;                   // the zoom a search result is shown at, at least
-  // The zoom a graph opens at, at least: a plan-level op's title fits at TEXT_MIN_PX.
-  const OPEN_SCALE = 0.4;
+  // The zoom a graph opens at, at least: a plan-level op's title fits at TEXT_MIN_PX, and a
+  // name of a dozen characters in its width.
+  const OPEN_SCALE = 0.5;
   // A layer wider than this many boxes is folded onto several rows, as a long line of text
   // wraps (Graphviz's `unflatten` staggers wide layers for the same reason): a 48-tensor
   // optimizer step has 200 nodes side by side in one layer. At OPEN_SCALE a row of them is
   // about a full-width canvas.
-  const ROW_BOXES = 12;
+  const ROW_BOXES = 9;
   const ROW_SPAN = ROW_BOXES * (BOX.w + GAP.x);
   // An edge across more layers than this (a backward pass reading a forward value) is drawn
   // faint, unless it touches the picked box: a training step has thousands.
@@ -937,8 +938,9 @@
       const right = Math.max(...boxes.map((r) => r.x + r.w));
       const bottom = Math.max(...boxes.map((r) => r.y + r.h));
       const shown = size();
-      view.scale = Math.min(other.viewport().scale, 0.9 * shown.width / (right - left),
-                            0.9 * shown.height / (bottom - top));
+      // A margin for the pane's own pickers over its top.
+      view.scale = Math.min(other.viewport().scale, 0.8 * shown.width / (right - left),
+                            0.8 * shown.height / (bottom - top));
       centreOn((left + right) / 2, (top + bottom) / 2, shown);
     }
 
