@@ -120,9 +120,9 @@ def _record_errors(page) -> None:
 @pytest.fixture
 def screenshots(tmp_path: Path) -> Iterator:
     """`screenshots(page, name[, part][, full_page])` saves a full-page PNG (or one of the
-    element `part`, or of the window) under the test's tmp dir; with SCREENSHOTS_DIR set it copies each one there as well.
-    docs/screenshots/ holds such copies put through `pngquant` (a third of the size) before
-    they were committed."""
+    element `part`, or of the window) under the test's tmp dir; with SCREENSHOTS_DIR set it
+    copies each one there as well. docs/screenshots/ holds such copies put through `pngquant`
+    (a third of the size) before they were committed."""
     folder = tmp_path / "screenshots"
     folder.mkdir()
     publish = os.environ.get("SCREENSHOTS_DIR")
