@@ -4,8 +4,11 @@
 // The server lays the graph out once per plan (compiler/stages/graph_layout.py): the plan level,
 // with layers and x positions for each kernel and each node no kernel computes; and the same
 // inside each kernel, for its ops. This file turns those into pixels with each box's size, so
-// expanding a kernel only moves boxes, without a new layout. It draws only what is on screen,
-// and leaves out the text when zoomed far out, so a 16,000-node training step pans smoothly.
+// expanding a kernel only moves boxes, without a new layout; a layer too wide for the screen
+// (an optimizer step's hundreds of parameters) is folded onto rows here. A plan opens fitted to
+// the canvas, at a zoom its labels can be read at. It draws only what is on screen, and text
+// no smaller than 11 px (none where a box is too small for it), so a 16,000-node training step
+// pans smoothly. A card names the kernel or op under the pointer.
 //
 // It follows the plan the page shows: run.js sends "explorer:plan" when a device or strategy
 // tab is picked (and for the plan in the URL's hash), and the view keeps its viewport when the
