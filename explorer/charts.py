@@ -7,7 +7,9 @@ it was most of a page's time on a 2-core machine (a kernel page took 3-5 s on a 
 These charts need none of it: each bar is a <rect> and each marker a <circle> carrying its
 value (`data-value`, `data-x`, `data-y`) and a <title> the browser shows on hover.
 
-Geometry is in SVG user units; the <svg> scales to its container's width (viewBox).
+Geometry is in SVG user units; the <svg> scales to its container's width (viewBox), except
+where a page keeps it at its own size (the compare page's delta chart: its labels are then the
+page's text size however wide the window is).
 """
 from __future__ import annotations
 
@@ -117,10 +119,12 @@ def grouped_bars(title: str, categories: list[str], series: list[Series], unit: 
 def horizontal_bars(title: str, labels: list[str], values: list[float], colours: list[str],
                     axis: str, unit: str, high: float | None = None,
                     hover: list[str] | None = None, value_labels: bool = False,
-                    left: int = 190) -> SafeString:
+                    left: int = 190, width: int = WIDTH) -> SafeString:
     """One bar per label, from zero to its value (negative values to the left), top to
     bottom in the given order. `high`: the axis's end (else the largest value's nice tick);
-    `hover`: each bar's tooltip; `value_labels`: the value written after each bar."""
+    `hover`: each bar's tooltip; `value_labels`: the value written after each bar; `left`:
+    the labels' room, `width`: the chart's (SVG units: CSS pixels where the page shows the
+    chart at its own width)."""
     row, upper, lower, right = 22, 34, 44, 40 if value_labels else 16
     height = upper + row * len(labels) + lower
     low = min(0.0, min(values, default=0.0))
@@ -129,12 +133,12 @@ def horizontal_bars(title: str, labels: list[str], values: list[float], colours:
     ticks_down = [-t for t in nice_ticks(-low)] if low < 0 else [0.0]
     ticks = sorted(set(ticks_down + ticks_up))
     first, last = ticks[0], ticks[-1]
-    plot_w = WIDTH - left - right
+    plot_w = width - left - right
 
     def x(value: float) -> float:
         return left + plot_w * (value - first) / ((last - first) or 1)
 
-    parts = [_text(WIDTH / 2, 20, title, size=14, colour="#1d2330")]
+    parts = [_text(width / 2, 20, title, size=14, colour="#1d2330")]
     for tick in ticks:
         parts.append(f'<line x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="{upper}" '
                      f'y2="{height - lower:.1f}" stroke="{GRID_COLOUR}"/>')
@@ -148,15 +152,16 @@ def horizontal_bars(title: str, labels: list[str], values: list[float], colours:
             f'data-category="{escape(label)}" data-value="{value!r}">'
             f'<title>{escape(hover[k] if hover else f"{label}: {value:+,.2f} {unit}")}'
             f'</title></rect>')
-        parts.append(_text(left - 6, top + row / 2 + 4, _clip(label, 30), anchor="end",
-                           colour="#1d2330"))
+        # About 6 units a character at size 11.
+        parts.append(_text(left - 6, top + row / 2 + 4, _clip(label, (left - 10) // 6),
+                           anchor="end", colour="#1d2330"))
         if value_labels:
             parts.append(_text(end + 4, top + row / 2 + 4, f"{value:.1f} {unit}",
                                anchor="start"))
     parts.append(f'<line x1="{x(0):.1f}" x2="{x(0):.1f}" y1="{upper}" '
                  f'y2="{height - lower:.1f}" stroke="{AXIS_COLOUR}"/>')
     parts.append(_text(left + plot_w / 2, height - 10, axis))
-    return _svg(title, height, parts)
+    return _svg(title, height, parts, width)
 
 
 @dataclass(frozen=True)
@@ -285,8 +290,11 @@ def _legend(items: list[tuple[str, str, bool]], y: float) -> str:
     return f'<g class="chart__legend">{"".join(parts)}</g>'
 
 
-def _svg(title: str, height: int, parts: list[str]) -> SafeString:
+def _svg(title: str, height: int, parts: list[str], width: int = WIDTH) -> SafeString:
+    # Its own size in CSS pixels too, for a page that shows it unscaled (`.chart` stretches it
+    # to its container's width unless a page's CSS says otherwise).
     return mark_safe(
-        f'<svg class="chart" viewBox="0 0 {WIDTH} {height}" role="img" '
+        f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" '
+        f'height="{height}" role="img" '
         f'aria-label="{escape(title)}" preserveAspectRatio="xMidYMid meet">'
         + "".join(parts) + "</svg>")

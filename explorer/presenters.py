@@ -1099,6 +1099,13 @@ def cuda_diff(source_a: str, function_a: str, source_b: str, function_b: str,
             "same_source": lines_a == lines_b}
 
 
+# The delta chart is shown at its own size (compare.css): stretched to the page, its labels
+# were twice the page's text and 20 bars 900 px tall. Its labels ("loop.12 → loop.3") get 48
+# characters.
+DELTA_CHART_WIDTH = 780
+DELTA_LABEL_WIDTH = 300
+
+
 def kernel_delta_chart(rows: list[dict], limit: int = 20) -> SafeString | None:
     """Horizontal bars (an inline SVG) of the largest projected deltas (B − A), largest
     first, faster in green; None when no kernel's time changed."""
@@ -1110,7 +1117,7 @@ def kernel_delta_chart(rows: list[dict], limit: int = 20) -> SafeString | None:
         "Largest projected deltas (B − A)",
         [f"{_kernel_name(row['a'])} → {_kernel_name(row['b'])}" for row in rows], deltas,
         [FASTER_COLOUR if delta < 0 else SLOWER_COLOUR for delta in deltas],
-        "µs (negative: B is faster)", "µs")
+        "µs (negative: B is faster)", "µs", left=DELTA_LABEL_WIDTH, width=DELTA_CHART_WIDTH)
 
 
 def _kernel_name(kernel: dict | None) -> str:
@@ -1142,6 +1149,14 @@ def nodes_by_line(view: dict) -> dict[int, list[dict]]:
         if node["line"]:
             lines[node["line"]].append(node)
     return dict(lines)
+
+
+def nodes_by_outputs(view: dict, outputs: dict[int, list[str]]) -> dict[int, list[dict]]:
+    """Line -> the nodes of `view` named in `outputs` (line -> names: the ONNX outputs a
+    line of an ONNX model's text computes, which name the nodes computing them)."""
+    index = {node["id"]: node for node in view["nodes"]}
+    return {line: [index[name] for name in names if name in index]
+            for line, names in outputs.items()}
 
 
 def upload_lines(text: str, nodes: dict[int, list[dict]]) -> list[dict]:

@@ -26,6 +26,7 @@ from compiler.errors import InputError
 from compiler.stages.dp import DEFAULT_BUCKET_MB, data_parallel
 from compiler.fusion.autotune import STRATEGY as TUNED_STRATEGY
 from compiler.kernels.matching import match_counts, match_kernels, plan_changes
+from compiler.importers import detect_format
 from compiler.limits import Limits
 from compiler.target.devices import get_device
 from compiler.target.launch import DEFAULT_RUNTIME, RUNTIMES, RUNTIME_LABELS
@@ -41,8 +42,8 @@ from explorer.runs import (DEFAULT_TUNE_S, MAX_TUNE_S, PlanUnavailable, QuotaExc
                            can_save_plans, compiled_plans, graph_digest, holding,
                            latest_tuning, learned_model_files, plan_choice, plan_graph,
                            request_measurement, results_stamp, retry_run, save_plan,
-                           saved_plans, storage_usage, submit, tuning_measured, upload_text,
-                           viewable_runs)
+                           saved_plans, storage_usage, submit, tuning_measured, upload_bytes,
+                           upload_text, viewable_runs)
 
 
 class LoginNeeded(Exception):
@@ -799,11 +800,16 @@ def kernel_page(request: HttpRequest, run: Run, device: str, strategy: str,
 def run_source(request: HttpRequest, run: Run) -> HttpResponse:
     """The uploaded text with line numbers (`#L28`, `#L28-L35` mark lines), each line that
     defines a node coloured by the kernel of the chosen plan that computes it, with a link to
-    that kernel's page (Compiler Explorer's line colouring). `?device=&strategy=`: the plan
-    (default: the first device's fastest)."""
+    that kernel's page (Compiler Explorer's line colouring); an ONNX model in ONNX's printable
+    text form, each node's line coloured by the kernel computing its outputs.
+    `?device=&strategy=`: the plan (default: the first device's fastest)."""
     text = upload_text(run)
+    onnx_outputs = None
+    if text is None:
+        text, onnx_outputs = _onnx_listing(run)
     context = {"run": run, "text_lines": None, "plan_error": None, "devices": [],
-               "strategies": [], "device": None, "strategy": None}
+               "strategies": [], "device": None, "strategy": None,
+               "onnx_text": onnx_outputs is not None}
     nodes_by_line: dict[int, list[dict]] = {}
     if run.status == Run.DONE and run.artifact is not None:
         measured = _measured_by(run, run.latest_measurement())
@@ -817,11 +823,26 @@ def run_source(request: HttpRequest, run: Run) -> HttpResponse:
         else:
             context.update(device=device, strategy=strategy, devices=list(artifact["devices"]),
                            strategies=list(artifact["devices"][device]["strategies"]))
-            nodes_by_line = presenters.nodes_by_line(view)
+            nodes_by_line = presenters.nodes_by_line(view) if onnx_outputs is None \
+                else presenters.nodes_by_outputs(view, onnx_outputs)
     if text is not None:
         context["text_lines"] = presenters.upload_lines(text, nodes_by_line)
     return render(request, "explorer/source.html", context,
                   status=400 if context["plan_error"] else 200)
+
+
+def _onnx_listing(run: Run) -> tuple[str | None, dict[int, list[str]] | None]:
+    """An ONNX upload's printable text and each node line's outputs (compiler/importers/onnx.py
+    `printable_text`), or (None, None) for another binary file or one no longer stored."""
+    try:
+        data = upload_bytes(run)
+        if detect_format(run.filename.removesuffix(".gz"), data) != "onnx":
+            return None, None
+        # The onnx package takes a second to load: only the source of an ONNX upload pays.
+        from compiler.importers.onnx import printable_text
+        return printable_text(data, run.filename)
+    except InputError:   # GraphUnavailable, or a model the worker could not read either
+        return None, None
 
 
 @require_GET

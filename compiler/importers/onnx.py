@@ -63,6 +63,7 @@ from typing import Callable, Mapping
 import numpy as np
 import onnx
 import onnx.inliner
+import onnx.printer
 import onnx.shape_inference
 from google.protobuf.message import Error as ProtobufError
 from onnx import TensorProto, helper, numpy_helper
@@ -127,6 +128,33 @@ def import_onnx(data: bytes, filename: str, limits: Limits | None = None, *,
         _fix_input_dims(model, dim_values)
     model = _infer_shapes(model, filename)
     return _Importer(model, opset, filename, limits).run()
+
+
+def printable_text(data: bytes, filename: str) -> tuple[str, dict[int, list[str]]]:
+    """The model in ONNX's printable text form (`onnx.printer`, the syntax `onnx.parser` reads),
+    its model-local functions inlined as the importer inlines them and its weights' values and
+    `value_info` left out (they make one line of megabytes), and for each line that prints a
+    node of the main graph, that node's outputs. The graph node computing an ONNX output is
+    named after it, so a line's outputs name the graph nodes the line became."""
+    model = _parse(data, filename)
+    if model.functions:
+        model = _inline_functions(model, filename)
+    shown = onnx.ModelProto()
+    shown.CopyFrom(model)
+    del shown.graph.initializer[:]
+    del shown.graph.value_info[:]
+    lines = onnx.printer.to_text(shown).splitlines()
+    outputs: dict[int, list[str]] = {}
+    index = 0
+    for node in shown.graph.node:
+        first = onnx.printer.to_text(node).splitlines()[0].strip()
+        while index < len(lines) and lines[index].strip() != first:
+            index += 1
+        if index == len(lines):
+            break
+        outputs[index + 1] = [name for name in node.output if name]
+        index += 1
+    return "\n".join(lines), outputs
 
 
 # -- model-level steps -------------------------------------------------------------------------

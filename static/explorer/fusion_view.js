@@ -4,8 +4,11 @@
 // The server lays the graph out once per plan (compiler/stages/graph_layout.py): the plan level,
 // with layers and x positions for each kernel and each node no kernel computes; and the same
 // inside each kernel, for its ops. This file turns those into pixels with each box's size, so
-// expanding a kernel only moves boxes, without a new layout. It draws only what is on screen,
-// and leaves out the text when zoomed far out, so a 16,000-node training step pans smoothly.
+// expanding a kernel only moves boxes, without a new layout; a layer too wide for the screen
+// (an optimizer step's hundreds of parameters) is folded onto rows here. A plan opens fitted to
+// the canvas, at a zoom its labels can be read at. It draws only what is on screen, and text
+// no smaller than 11 px (none where a box is too small for it), so a 16,000-node training step
+// pans smoothly. A card names the kernel or op under the pointer.
 //
 // It follows the plan the page shows: run.js sends "explorer:plan" when a device or strategy
 // tab is picked (and for the plan in the URL's hash), and the view keeps its viewport when the
@@ -34,8 +37,19 @@
   const OP = { w: 176, h: 36 };           // an op inside a kernel, or a node outside all
   const GAP = { x: 44, y: 64 };           // between plan-level boxes
   const INNER = { x: 18, y: 30, pad: 12, head: 30 };
-  const TEXT_SCALE = 0.3;                 // below this zoom, no text
+  // Text is never drawn smaller than this on screen: zoomed out, labels keep this size (the
+  // title alone when a box is too short for two lines) and go only when a box is too small.
+  const TEXT_MIN_PX = 11;
   const READABLE = 0.8;                   // the zoom a search result is shown at, at least
+  // The zoom a graph opens at, at least: a plan-level op's title fits at TEXT_MIN_PX, and a
+  // name of a dozen characters in its width.
+  const OPEN_SCALE = 0.5;
+  // A layer wider than this many boxes is folded onto several rows, as a long line of text
+  // wraps (Graphviz's `unflatten` staggers wide layers for the same reason): a 48-tensor
+  // optimizer step has 200 nodes side by side in one layer. At OPEN_SCALE a row of them is
+  // about a full-width canvas.
+  const ROW_BOXES = 9;
+  const ROW_SPAN = ROW_BOXES * (BOX.w + GAP.x);
   // An edge across more layers than this (a backward pass reading a forward value) is drawn
   // faint, unless it touches the picked box: a training step has thousands.
   const LONG_EDGE = 6;
@@ -121,7 +135,7 @@
       strategyPicker.value = data.strategy;
       index();
       layout();
-      if (!placed) { fitWidth(); placed = true; }
+      if (!placed) { place(); placed = true; }
       status.textContent = `${data.strategy}${data.edited ? " (edited)" : ""} on ` +
         `${data.device}: ${data.kernels.length} kernels, ${data.nodes.length} nodes`;
       found = matching(search.value);
@@ -133,7 +147,7 @@
       else if (picked) pick(null);
       draw();
       // Side by side, the other pane keeps to the main one's ops.
-      if (partner && partner.ready()) { if (primary) partner.follow(pane); else follow(partner); }
+      if (partner && partner.ready()) { if (primary) partner.meet(pane); else meet(partner); }
       root.dataset.device = data.device;
       root.dataset.strategy = data.strategy;
       root.dataset.edited = data.edited ? "true" : "false";
@@ -150,8 +164,9 @@
       data.relations = null;
     }
 
-    // Pixels from the server's layers and x positions: each layer as tall as its tallest box,
-    // each box no nearer its left neighbour than GAP.x.
+    // Pixels from the server's layers and x positions: each box no nearer its left neighbour
+    // than GAP.x, then each layer folded at ROW_SPAN onto as many rows as it needs (`fold`),
+    // each row as tall as its tallest box.
     function layout() {
       const boxes = new Map();
       const rows = new Map();
@@ -168,15 +183,19 @@
       for (let layer = 0; layer < data.layout.layers; layer += 1) {
         const row = (rows.get(layer) || []).sort((a, b) => a.ux - b.ux);
         let right = -GAP.x;
-        let height = 0;
         for (const box of row) {
           box.x = Math.max(box.ux * (BOX.w + GAP.x), right + GAP.x);
-          box.y = y;
           right = box.x + box.w;
-          height = Math.max(height, box.h);
         }
-        width = Math.max(width, right);
-        y += height + GAP.y;
+        for (const folded of fold(row)) {
+          let height = 0;
+          for (const box of folded) {
+            box.y = y;
+            height = Math.max(height, box.h);
+            width = Math.max(width, box.x + box.w);
+          }
+          y += height + GAP.y;
+        }
       }
       const ops = new Map();     // "kernel|node" -> rectangle of an op inside an expanded kernel
       for (const name of expanded) {
@@ -192,6 +211,22 @@
         }
       }
       scene = { boxes, ops, width, height: y, edges: edges(boxes, ops) };
+    }
+
+    // A laid-out layer (boxes left to right) on rows: each box moved left by whole ROW_SPANs
+    // (so boxes one above the other before stay so after) onto the first row where it clears
+    // the box before it; a layer narrower than ROW_SPAN stays one row, as it was.
+    function fold(row) {
+      const folded = [];
+      for (const box of row) {
+        box.x -= Math.floor(box.x / ROW_SPAN) * ROW_SPAN;
+        const free = folded.find((boxes) => {
+          const last = boxes[boxes.length - 1];
+          return last.x + last.w + GAP.x <= box.x;
+        });
+        if (free) free.push(box); else folded.push([box]);
+      }
+      return folded;
     }
 
     function boxSize(entry) {
@@ -263,12 +298,11 @@
       const visible = (r) => r.x < seen.x1 && r.x + r.w > seen.x0 && r.y < seen.y1 &&
         r.y + r.h > seen.y0;
       drawEdges(context, seen);
-      const text = view.scale >= TEXT_SCALE;
       for (const box of scene.boxes.values()) {
-        if (visible(box)) drawBox(context, box, text);
+        if (visible(box)) drawBox(context, box);
       }
       for (const op of scene.ops.values()) {
-        if (visible(op)) drawOp(context, op, text);
+        if (visible(op)) drawOp(context, op);
       }
       drawMinimap();
     }
@@ -308,7 +342,7 @@
       context.setLineDash([]);
     }
 
-    function drawBox(context, box, text) {
+    function drawBox(context, box) {
       const isPicked = picked && picked.type !== "op" && picked.id === box.id;
       if (!box.kernel) {   // a parameter, a constant, a tuple: no kernel computes it
         const node = data.nodeIndex.get(box.id);
@@ -317,7 +351,8 @@
           : "#eef0f4";
         context.fill();
         outline(context, isPicked, found.has(box.id), "#b8bfcc");
-        if (text) label(context, box, node.op, shapeText(node), 14);
+        // Its name first: in an optimizer step, hundreds of boxes are "parameter".
+        label(context, box, node.id, `${node.op} · ${shapeText(node)}`);
         return;
       }
       const kernel = data.kernelIndex.get(box.id);
@@ -331,21 +366,15 @@
       }
       outline(context, isPicked, found.has(box.id) || (marked.has(box.id) && "marked")
               || (selection.has(box.id) && "selected"), "#7d869a");
-      if (!text) return;
-      context.fillStyle = "#1d2330";
-      context.font = `600 13px ${FONT}`;
-      context.textBaseline = "middle";
-      const head = open ? INNER.head / 2 : 15;
-      context.fillText(`${open ? "−" : "+"}  ${clip(context, kernel.name, box.w - 40)}`,
-                       box.x + 10, box.y + head);
-      context.font = `12px ${FONT}`;
-      context.fillStyle = "#3d4557";
+      const title = `${open ? "−" : "+"} ${kernel.name}`;
       const figures = [kernel.kind, time(kernel.proj_us), kernel.limiter].filter(Boolean)
         .join(" · ");
-      if (!open) context.fillText(clip(context, figures, box.w - 20), box.x + 10, box.y + 32);
-      else {
+      if (!open) { label(context, box, title, figures, 13); return; }
+      // Open: the name left and the figures right in the head, above the kernel's ops.
+      const head = { x: box.x, y: box.y, w: box.w / 2, h: INNER.head };
+      if (label(context, head, title, null, 13)) {
         context.textAlign = "right";
-        context.fillText(clip(context, figures, box.w / 2), box.x + box.w - 10, box.y + head);
+        label(context, { ...head, x: box.x + box.w / 2 }, figures, null, 12, box.w / 2 - 14);
         context.textAlign = "left";
       }
     }
@@ -362,17 +391,30 @@
         picked.kernel === op.kernel;
       outline(context, isPicked, found.has(op.id), recomputed ? "#d98c1f" : "#9aa3b5");
       context.setLineDash([]);
-      if (text) label(context, op, `${recomputed ? "↻ " : ""}${node.op}`, shapeText(node), 4);
+      label(context, op, `${recomputed ? "↻ " : ""}${node.op}`, shapeText(node));
     }
 
-    function label(context, r, title, detail) {
+    // A box's title (bold) and detail, centred in `r`, each `size` graph pixels or, zoomed out,
+    // TEXT_MIN_PX on screen; the detail goes first when `r` is too short for both, then the
+    // title. With textAlign "right", at `r`'s right edge. Returns whether anything was drawn.
+    function label(context, r, title, detail, size = 12, width = r.w - 14) {
+      const font = Math.max(size, TEXT_MIN_PX / view.scale);
+      const line = font * 1.25;
+      const detailFont = Math.max(size - 1, TEXT_MIN_PX / view.scale);
+      const lines = detail && 2 * line <= r.h ? 2 : line <= r.h ? 1 : 0;
+      if (!lines) return false;
+      const x = context.textAlign === "right" ? r.x + r.w - 7 : r.x + 7;
+      const top = r.y + r.h / 2 - (lines * line) / 2 + line / 2;
       context.textBaseline = "middle";
       context.fillStyle = "#1d2330";
-      context.font = `600 12px ${FONT}`;
-      context.fillText(clip(context, title, r.w - 14), r.x + 7, r.y + r.h / 2 - 7);
-      context.font = `11px ${FONT}`;
-      context.fillStyle = "#555e70";
-      context.fillText(clip(context, detail, r.w - 14), r.x + 7, r.y + r.h / 2 + 8);
+      context.font = `600 ${font}px ${FONT}`;
+      context.fillText(clip(context, title, width), x, top);
+      if (lines === 2) {
+        context.font = `${detailFont}px ${FONT}`;
+        context.fillStyle = "#555e70";
+        context.fillText(clip(context, detail, width), x, top + line);
+      }
+      return true;
     }
 
     // `isFound`: true for a search result, "marked" for a kernel holding ops of the kernel
@@ -537,17 +579,46 @@
 
     // -- moving around --------------------------------------------------------------------------
 
-    function fitWidth() {
+    // The whole graph on the canvas, centred, at a zoom no larger than 1 and, when `least` is
+    // given, no smaller than it: then a graph too big to show whole at that zoom is shown from
+    // its top left (where data flow starts), filling the canvas.
+    function fitContent(least = 0) {
       const shown = size();
-      view.scale = Math.max(0.15, Math.min(1, shown.width / Math.max(scene.width + 40, 1)));
-      view.x = -20;
-      view.y = -20;
+      const margin = 20;
+      const whole = Math.min((shown.width - 2 * margin) / Math.max(scene.width, 1),
+                             (shown.height - 2 * margin) / Math.max(scene.height, 1));
+      view.scale = Math.max(least, Math.min(1, whole));
+      const across = shown.width / view.scale;
+      const down = shown.height / view.scale;
+      view.x = across >= scene.width ? (scene.width - across) / 2 : -margin / view.scale;
+      view.y = down >= scene.height ? (scene.height - down) / 2 : -margin / view.scale;
     }
+
+    // Where a plan opens: fitted, at a zoom where its labels can be read.
+    function place() { fitContent(OPEN_SCALE); }
 
     function centreOn(x, y, shown = size()) {
       view.x = x - shown.width / view.scale / 2;
       view.y = y - shown.height / view.scale / 2;
       draw();
+    }
+
+    // The screen point the zoom buttons zoom about: the picked box's middle while it is on
+    // screen, else the point of the graph nearest the canvas's middle, so that zooming in
+    // never leaves an empty canvas.
+    function zoomAnchor() {
+      const shown = size();
+      const r = picked && (picked.type === "op" ? scene.ops.get(`${picked.kernel}|${picked.id}`)
+        : scene.boxes.get(picked.id));
+      if (r) {
+        const sx = (r.x + r.w / 2 - view.x) * view.scale;
+        const sy = (r.y + r.h / 2 - view.y) * view.scale;
+        if (sx >= 0 && sx <= shown.width && sy >= 0 && sy <= shown.height) return { sx, sy };
+      }
+      const clamp = (value, low, high) => Math.min(Math.max(value, low), high);
+      const x = clamp(view.x + shown.width / view.scale / 2, 0, scene.width);
+      const y = clamp(view.y + shown.height / view.scale / 2, 0, scene.height);
+      return { sx: (x - view.x) * view.scale, sy: (y - view.y) * view.scale };
     }
 
     function zoomAt(factor, screenX, screenY) {
@@ -575,6 +646,55 @@
       return null;
     }
 
+    // -- the hover card: what is under the pointer, without picking it ---------------------
+
+    const hover = document.createElement("div");
+    hover.className = "fusion__hover";
+    hover.hidden = true;
+    root.append(hover);
+    let hovered = null;   // the last pointer event, handled on the next frame
+
+    function hoverAt(event) {
+      if (!hovered) window.requestAnimationFrame(showHover);
+      hovered = event;
+    }
+
+    function showHover() {
+      const event = hovered;
+      hovered = null;
+      const target = event && scene ? hit(at(event)) : null;
+      hover.hidden = !target;
+      if (!target) return;
+      hover.replaceChildren(...hoverLines(target).map((text, index) => {
+        const line = document.createElement(index ? "p" : "h5");
+        line.textContent = text;
+        return line;
+      }));
+      // Beside the pointer, kept inside the pane.
+      const stage = root.getBoundingClientRect();
+      const x = event.clientX - stage.left + 14;
+      const y = event.clientY - stage.top + 14;
+      hover.style.left = `${Math.min(x, stage.width - hover.offsetWidth - 6)}px`;
+      hover.style.top = `${y + hover.offsetHeight > stage.height ? y - hover.offsetHeight - 24
+        : y}px`;
+    }
+
+    function hoverLines(target) {
+      if (target.type === "kernel") {
+        const kernel = data.kernelIndex.get(target.id);
+        return [kernel.name, `${kernel.kind}: ${kernel.nodes} ops` +
+                  (kernel.recomputed ? `, ${kernel.recomputed} recomputed` : ""),
+                `projected ${time(kernel.proj_us) || "–"} · measured ` +
+                  `${time(kernel.measured_us) || "–"}`,
+                ...(kernel.limiter ? [`limiter: ${kernel.limiter}`] : [])];
+      }
+      const node = data.nodeIndex.get(target.id);
+      const where = target.type === "op"
+        ? `${node.kernel === target.kernel ? "" : "recomputed "}in ${target.kernel}`
+        : "no kernel computes it: read from memory";
+      return [node.id, `${node.op} · ${shapeText(node)}`, where];
+    }
+
     // -- picking: the info panel, the URL -------------------------------------------------------
 
     // Shift- or ctrl-click adds a kernel to the selection (or takes it out); a plain click
@@ -594,10 +714,7 @@
       info.hidden = !picked;
       if (picked) info.replaceChildren(...details(picked));
       writeHash();
-      if (partner) {
-        partner.mark(!picked ? [] : picked.type === "kernel" ? data.owned.get(picked.id)
-          : [picked.id]);
-      }
+      if (partner) partner.mark(pickedOps());
       if (picked && centre) {
         const r = picked.type === "op" ? scene.ops.get(`${picked.kernel}|${picked.id}`)
           : scene.boxes.get(picked.id);
@@ -806,6 +923,30 @@
       return best;
     }
 
+    // The ops of the picked kernel, or the picked op or node alone.
+    function pickedOps() {
+      if (!picked) return [];
+      return picked.type === "kernel" ? data.owned.get(picked.id) : [picked.id];
+    }
+
+    // Shown beside `other` (it was there first): on the kernels here that compute the ops of
+    // the kernel picked there, marked, all in view; with nothing picked there, on its ops.
+    function meet(other) {
+      if (!scene) return;
+      mark(other.pickedOps());
+      const boxes = [...marked].map((name) => scene.boxes.get(name)).filter(Boolean);
+      if (!boxes.length) { follow(other); return; }
+      const left = Math.min(...boxes.map((r) => r.x));
+      const top = Math.min(...boxes.map((r) => r.y));
+      const right = Math.max(...boxes.map((r) => r.x + r.w));
+      const bottom = Math.max(...boxes.map((r) => r.y + r.h));
+      const shown = size();
+      // A margin for the pane's own pickers over its top.
+      view.scale = Math.min(other.viewport().scale, 0.8 * shown.width / (right - left),
+                            0.8 * shown.height / (bottom - top));
+      centreOn((left + right) / 2, (top + bottom) / 2, shown);
+    }
+
     // Bring this pane to the node in the middle of `other`'s canvas, at its zoom.
     function follow(other) {
       const id = other.centreNode();
@@ -833,9 +974,10 @@
     canvas.addEventListener("pointerdown", (event) => {
       drag = { sx: event.clientX, sy: event.clientY, x: view.x, y: view.y, moved: false };
       canvas.setPointerCapture(event.pointerId);
+      hover.hidden = true;
     });
     canvas.addEventListener("pointermove", (event) => {
-      if (!drag) return;
+      if (!drag) { hoverAt(event); return; }
       const dx = event.clientX - drag.sx;
       const dy = event.clientY - drag.sy;
       if (Math.abs(dx) + Math.abs(dy) > 3) drag.moved = true;
@@ -857,6 +999,7 @@
       const target = hit(at(event));
       if (target && target.type === "kernel") toggleKernel(target.id);
     });
+    canvas.addEventListener("pointerleave", () => { hovered = null; hover.hidden = true; });
     canvas.addEventListener("wheel", (event) => {
       event.preventDefault();
       const point = at(event);
@@ -895,7 +1038,7 @@
     };
 
     pane = {
-      load, show, draw, follow, mark, centreNode, goTo,
+      load, show, draw, follow, meet, mark, centreNode, goTo, pickedOps,
       selection: () => [...selection],
       ready: () => Boolean(scene),
       data: () => data,
@@ -922,13 +1065,14 @@
       },
       first: () => [...found][0],
       zoom(factor) {
-        const shown = size();
-        zoomAt(factor, shown.width / 2, shown.height / 2);
+        if (!scene) return;
+        const anchor = zoomAnchor();
+        zoomAt(factor, anchor.sx, anchor.sy);
         moved();
       },
       fit() {
         if (!scene) return;
-        fitWidth();
+        fitContent();
         draw();
         moved();
       },
@@ -1024,7 +1168,7 @@
     main.setPartner(on ? other : null);
     other.setPartner(on ? main : null);
     if (on && !other.plan()) other.load(...otherPlan()).then(writeHash);
-    else if (on) other.follow(main);
+    else if (on) other.meet(main);
     main.draw();
     writeHash();
   }

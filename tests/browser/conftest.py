@@ -119,16 +119,22 @@ def _record_errors(page) -> None:
 
 @pytest.fixture
 def screenshots(tmp_path: Path) -> Iterator:
-    """`screenshots(page, name)` saves a full-page PNG under the test's tmp dir; with
-    SCREENSHOTS_DIR set it copies each one there as well. docs/screenshots/ holds such copies
-    put through `pngquant` (a third of the size) before they were committed."""
+    """`screenshots(page, name[, part][, full_page])` saves a full-page PNG (or one of the
+    element `part`, or of the window) under the test's tmp dir; with SCREENSHOTS_DIR set it
+    copies each one there as well. docs/screenshots/ holds such copies put through `pngquant`
+    (a third of the size) before they were committed."""
     folder = tmp_path / "screenshots"
     folder.mkdir()
     publish = os.environ.get("SCREENSHOTS_DIR")
 
-    def take(page, name: str) -> Path:
+    def take(page, name: str, part: str | None = None, full_page: bool = True) -> Path:
+        """The whole page (or what the window shows of it), or only the element `part` (a
+        selector) of it."""
         path = folder / f"{name}.png"
-        page.screenshot(path=str(path), full_page=True)
+        if part:
+            page.locator(part).screenshot(path=str(path))
+        else:
+            page.screenshot(path=str(path), full_page=full_page)
         if publish:
             Path(publish).mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, Path(publish) / path.name)

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 from compiler.errors import InputError, UnsupportedError
-from compiler.importers.onnx import import_onnx
+from compiler.importers.onnx import import_onnx, printable_text
 from compiler.ir.verify import verify
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "onnx"
@@ -635,3 +635,29 @@ def test_a_range_over_run_time_values_names_the_value():
     assert _raises(UnsupportedError, model.SerializeToString()) == (
         "model.onnx: node 'positions' (Range): Range needs constant inputs; 'n' is computed "
         "at run time")
+
+
+@pytest.mark.parametrize("path", TORCH_EXPORTS, ids=lambda p: p.name)
+def test_printable_text_names_each_node_line_with_the_graph_nodes_it_became(path):
+    """The source page's text of an ONNX model: ONNX's own printer's lines, and on each line
+    that prints a node, the outputs it computes, which are nodes of the imported graph."""
+    import onnx.inliner
+    import onnx.parser
+
+    data = path.read_bytes()
+    text, outputs = printable_text(data, path.name)
+    lines = text.splitlines()
+    model = onnx.inliner.inline_local_functions(onnx.load_model_from_string(data))
+    assert len(outputs) == len(model.graph.node)
+    for node in model.graph.node:
+        (line,) = [number for number, names in outputs.items() if names == list(node.output)]
+        assert lines[line - 1].strip() == onnx.printer.to_text(node).strip()
+    # What the model returns is computed by graph nodes of those names (values the importer
+    # folds from constants, shape arithmetic, have no node and their lines no kernel).
+    graph = import_onnx(data, path.name)
+    named = {name for names in outputs.values() for name in names}
+    for output in model.graph.output:
+        assert output.name in named and output.name in graph.nodes
+    # Still ONNX's text format: its own parser reads the graph back, node for node.
+    parsed = onnx.parser.parse_model(text)
+    assert [n.op_type for n in parsed.graph.node] == [n.op_type for n in model.graph.node]

@@ -10,7 +10,8 @@ For every test module NAME this writes into tests/data/hlo/:
   NAME.inputs.npz   arg0..argN, the jax.tree_util.tree_leaves(args), i.e. ENTRY parameter order
   NAME.outputs.npz  out0..outM, the leaves of jax.jit(f)(*args) computed by XLA:CPU
 The benchmark modules (12- and 48-layer transformer training steps) only get their HLO text,
-gzipped, in benchmarks/data/.
+gzipped, in benchmarks/data/; so does tests/data/views/adam_48.hlo.gz, a wide graph for the
+browser tests of the views.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ jax.config.update("jax_platforms", "cpu")
 HERE = Path(__file__).resolve().parent
 HLO_DIR = HERE / "hlo"
 BENCH_DIR = HERE.parent.parent / "benchmarks" / "data"
+VIEWS_DIR = HERE / "views"
 
 F32 = np.float32
 BF16 = jnp.bfloat16
@@ -291,10 +293,8 @@ module("bias_gelu_erf", "x + b then jax.nn.gelu(approximate=False) (erfc form, e
 # --------------------------------------------------------------------------------------------
 
 
-@module("adam", "one Adam step over 3 tensors (p, g, m, v; int32 step scalar) -> new p, m, v")
-def build_adam(rng):
-    # One Adam step (Kingma & Ba, with bias correction) over three parameter tensors.
-    lr, b1, b2, eps = 1e-3, 0.9, 0.999, 1e-8
+def adam_step(lr=1e-3, b1=0.9, b2=0.999, eps=1e-8):
+    """One Adam step (Kingma & Ba, with bias correction) over any number of parameter tensors."""
 
     def adam(params, grads, m, v, step):
         t = step.astype(jnp.float32)
@@ -309,13 +309,21 @@ def build_adam(rng):
             new_v.append(vi)
         return tuple(new_p), tuple(new_m), tuple(new_v)
 
-    shapes = [(32, 32), (32,), (4, 32)]
+    return adam
+
+
+def adam_args(rng, shapes):
     params = tuple(normal(rng, s, 0.1) for s in shapes)
     grads = tuple(normal(rng, s, 0.01) for s in shapes)
     m = tuple(normal(rng, s, 0.005) for s in shapes)
     v = tuple(np.abs(normal(rng, s, 1e-4)) for s in shapes)  # second moments are >= 0
     step = np.array(7, dtype=np.int32)
-    return adam, (params, grads, m, v, step)
+    return params, grads, m, v, step
+
+
+@module("adam", "one Adam step over 3 tensors (p, g, m, v; int32 step scalar) -> new p, m, v")
+def build_adam(rng):
+    return adam_step(), adam_args(rng, [(32, 32), (32,), (4, 32)])
 
 
 @module("lstm_cell", "LSTM cell (x, h, c, W, U, b) -> (h', c') with sigmoid/tanh gates")
@@ -758,6 +766,23 @@ def build_ops_misc(rng):
 BENCH_CONFIG = {"batch": 8, "seq": 128, "hidden": 256, "heads": 4, "mlp": 1024, "vocab": 1024}
 
 
+def write_gzip(path: Path, text: str) -> None:
+    # mtime=0 keeps the gzip bytes reproducible across regenerations.
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+        gz.write(text.encode())
+
+
+def emit_view_module() -> int:
+    """tests/data/views/adam_48.hlo.gz: one Adam step over 48 parameter tensors, a graph far
+    wider than it is deep (48 independent update chains), for the browser tests of the views.
+    Only its HLO text: the tests draw it, nothing runs it. Returns its instruction count."""
+    shapes = [(64, 64), (64,), (256, 64), (64, 256), (256,), (4, 64)] * 8
+    text = hlo_text(adam_step(), adam_args(rng_for("adam_48"), shapes))
+    VIEWS_DIR.mkdir(parents=True, exist_ok=True)
+    write_gzip(VIEWS_DIR / "adam_48.hlo.gz", text)
+    return instruction_count(text)
+
+
 def emit_benchmark(layers: int) -> dict:
     cfg = TransformerConfig(layers=layers, **BENCH_CONFIG)
     # Only lowering happens (nothing is executed), so the inputs just need the right avals;
@@ -768,9 +793,7 @@ def emit_benchmark(layers: int) -> dict:
     n_params = entry_param_count(text)
     assert n_params == len(jax.tree_util.tree_leaves(args))
     path = BENCH_DIR / f"transformer_{layers}l.hlo.gz"
-    # mtime=0 keeps the gzip bytes reproducible across regenerations.
-    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
-        gz.write(text.encode())
+    write_gzip(path, text)
     return {
         "params": n_params,
         "outputs": entry_output_count(text),
@@ -891,6 +914,7 @@ def main():
         )
     print(f"jax {jax.__version__}; distinct opcodes ({len(all_ops)}): {' '.join(sorted(all_ops))}")
     write_hlo_readme(infos, all_ops)
+    print(f"views/adam_48: instructions={emit_view_module()}")
 
     if not opts.no_bench:
         BENCH_DIR.mkdir(parents=True, exist_ok=True)

@@ -75,16 +75,32 @@ class SourceTests(AccessTestCase):
         self.assertEqual(len(response.context["text_lines"]),
                          len(SOFTMAX.read_text().splitlines()))
 
-    def test_a_binary_upload_says_there_is_no_text(self):
-        run = self.make_run("o" * 22)
-        onnx = DATA / "onnx" / "mlp_layernorm.dynamo.onnx"
-        Run.objects.filter(pk=run.pk).update(graph_id=GraphBlob.store(onnx.read_bytes()),
-                                             filename=onnx.name)
-        self.client.force_login(self.owner)
-        response = self.client.get(reverse("explorer-run-source", args=[run.pk]))
+    def test_an_onnx_upload_is_shown_as_onnxs_printable_text(self):
+        import onnx
+        import onnx.printer
+
+        path = DATA / "onnx" / "mlp_layernorm.dynamo.onnx"
+        response = self.source_of_upload(path)
+
+        self.assertEqual(response.status_code, 200)
+        self.assertNotContains(response, 'id="no-text"')
+        texts = [line["text"] for line in response.context["text_lines"]]
+        for node in onnx.load(str(path)).graph.node:     # each node printed by ONNX's printer
+            self.assertIn(onnx.printer.to_text(node).strip(), [text.strip() for text in texts])
+        self.assertLess(max(map(len, texts)), 300)       # the weights' values left out
+
+    def test_another_binary_upload_says_there_is_no_text(self):
+        response = self.source_of_upload(DATA / "stablehlo" / "softmax_of_matmul.mlirbc")
 
         self.assertEqual(response.status_code, 200)
         self.assertContains(response, 'id="no-text"')
+
+    def source_of_upload(self, path):
+        run = self.make_run(path.stem[:8].ljust(22, "o"))
+        Run.objects.filter(pk=run.pk).update(graph_id=GraphBlob.store(path.read_bytes()),
+                                             filename=path.name)
+        self.client.force_login(self.owner)
+        return self.client.get(reverse("explorer-run-source", args=[run.pk]))
 
     def test_a_stranger_gets_a_404_and_the_run_page_links_the_source(self):
         self.assertEqual(self.get(self.stranger).status_code, 404)
