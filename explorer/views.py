@@ -23,11 +23,11 @@ from django.views import defaults
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from compiler.errors import InputError
-from compiler.stages.dp import DEFAULT_BUCKET_MB, data_parallel
 from compiler.fusion.autotune import STRATEGY as TUNED_STRATEGY
-from compiler.kernels.matching import match_counts, match_kernels, plan_changes
 from compiler.importers import detect_format
+from compiler.kernels.matching import match_counts, match_kernels, plan_changes
 from compiler.limits import Limits
+from compiler.stages.dp import DEFAULT_BUCKET_MB, data_parallel
 from compiler.target.devices import get_device
 from compiler.target.launch import DEFAULT_RUNTIME, RUNTIMES, RUNTIME_LABELS
 from explorer import documents, plots, presenters
