@@ -8,7 +8,8 @@ by the plan's schedule) and its resources.
                       (round trips x idle memory latency + dependent arithmetic) + sync)
                       x s_latency
     latency time    = ceil(waves) x wave latency
-    exposed latency = wave latency x (1 + (ceil(waves) - 1) / blocks per SM)
+    exposed latency = wave latency x (1 + (ceil(waves) - 1) / blocks per SM),
+                      at least a horizontal launch's slowest part's thread
     loaded latency  = exposed latency + max(DRAM time, L2 time)  (0 for a kernel moving no bytes)
     projected time  = max(throughput time, latency time, loaded latency) + grid barriers
 
