@@ -4,9 +4,14 @@ by the plan's schedule) and its resources.
 
     throughput time = max over pipes p of  busiest SM's instructions_p / (lanes_p x e_pipe)
                       and  DRAM bytes / (peak bandwidth x e_dram),  L2 bytes / (L2 bandwidth x e_l2)
-    latency time    = ceil(waves) x (sum over the busiest thread's loop iterations of
-                      (round trips x memory latency + dependent arithmetic) + sync) x s_latency
-    projected time  = max(throughput time, latency time) + grid barriers
+    wave latency    = (sum over the busiest thread's loop iterations of
+                      (round trips x idle memory latency + dependent arithmetic) + sync)
+                      x s_latency
+    latency time    = ceil(waves) x wave latency
+    exposed latency = wave latency x (1 + (ceil(waves) - 1) / blocks per SM),
+                      at least a horizontal launch's slowest part's thread
+    loaded latency  = exposed latency + max(DRAM time, L2 time)  (0 for a kernel moving no bytes)
+    projected time  = max(throughput time, latency time, loaded latency) + grid barriers
 
   That is the kernel's device work: what launching it adds depends on how the plan is run
   (a stream, a CUDA graph) and is priced by compiler/target/launch.py.
@@ -19,6 +24,17 @@ by the plan's schedule) and its resources.
   per iteration (two through a gather's index), the dependent arithmetic of the iteration and
   the shuffles and barriers of their reductions: memory latency not hidden by enough resident
   warps shows up here, as the throughput term cannot see it.
+- Loaded latency. A round trip waits the idle latency of the device table (microbenchmarks'
+  pointer chases: Luo et al. 2024 for Hopper) and, behind it, the bytes queued ahead of it at
+  the memory system: with B bytes in flight per SM on S busy SMs, S x B / bandwidth (the
+  "departure delay" of each request ahead, in Hong and Kim's analytical GPU model, ISCA 2009).
+  Summed over one wave's round trips, that queueing is the wave's bytes over the bandwidth:
+  B drops out, and a wave takes its idle round trips plus its memory time. A later wave's
+  blocks start as earlier ones retire, beside the SM's other resident blocks, whose bytes stay
+  in flight meanwhile: of its idle round trips about 1/(blocks per SM) is exposed (all of it
+  with one block per SM: nothing overlaps its start). That 1/k is the measurements' choice,
+  not a derivation: it is the form between "one wave exposed" and "every wave exposed" that
+  brings every module of the H200 campaign closer (docs/cost-models.md, "Loaded latency").
 - The limiter is the largest term: a pipe ("fma", "alu", "xu", "fp64", "conv", "lsu",
   "shfl"), "dram", "l2", or "latency". Utilisation of each pipe and of DRAM is its time over the
   projected time.
@@ -89,6 +105,7 @@ class Breakdown:
     projected_us: float
     throughput_us: float
     latency_us: float
+    loaded_latency_us: float               # exposed idle round trips, then the memory time
     grid_sync_us: float
     limiter: str
     utilisation: dict[str, float]          # pipe / "dram" / "l2" -> percent of projected time
@@ -115,8 +132,8 @@ class Breakdown:
 
     def to_dict(self) -> dict:
         out = asdict(self)
-        for key in ("projected_us", "throughput_us", "latency_us", "waves", "tail_fraction",
-                    "achieved_bandwidth_gbs", "occupancy"):
+        for key in ("projected_us", "throughput_us", "latency_us", "loaded_latency_us", "waves",
+                    "tail_fraction", "achieved_bandwidth_gbs", "occupancy"):
             if out[key] is not None:
                 out[key] = round(out[key], 4)
         out["utilisation"] = {k: round(v, 2) for k, v in self.utilisation.items()}
@@ -127,6 +144,34 @@ class Breakdown:
                       device: str, runtime: str = DEFAULT_RUNTIME) -> dict:
         """This breakdown's fields in its kernel's JSON entry (`projected_fields`)."""
         return projected_fields(self, sol, schedule, device=device, runtime=runtime)
+
+
+@dataclass(frozen=True)
+class _Times:
+    """The terms of the module docstring's formula for one kernel, in microseconds."""
+    projected_us: float
+    throughput_us: float
+    latency_us: float              # the serial waves at the idle latency
+    loaded_latency_us: float       # the exposed round trips, then the memory time (0: no bytes)
+    fill_us: float                 # the exposed round trips at the idle latency
+    grid_sync_us: float
+    terms_us: dict[str, float]
+    occupancy: object
+    waves: float
+    grid: int
+    block: int
+
+    def limiter(self) -> str:
+        """The largest term: a throughput term, "latency" when the serial waves or the idle
+        round trips of the loaded latency outweigh it, else the memory term the loaded
+        latency waits on."""
+        terms = self.terms_us
+        if self.throughput_us >= max(self.latency_us, self.loaded_latency_us):
+            return max(terms, key=terms.get) if terms else "latency"
+        memory_us = self.loaded_latency_us - self.fill_us
+        if self.latency_us >= self.loaded_latency_us or self.fill_us >= memory_us:
+            return "latency"
+        return max(("dram", "l2"), key=lambda name: terms.get(name, 0.0))
 
 
 def projected_fields(breakdown: Breakdown | None, sol: SolEstimate | None = None,
@@ -218,20 +263,18 @@ class ProjectedModel:
                 flops: int | None = None) -> Breakdown:
         """The kernel's time and everything the UI shows about it (`Breakdown`)."""
         device = self.device
-        (projected, throughput_us, latency_us, grid_sync_us, terms, occ, waves, grid,
-         block) = self._times(workload, resources)
-        busy_us = max(throughput_us, latency_us)
-        if latency_us > throughput_us:
-            limiter = "latency"
-        else:
-            limiter = max(terms, key=terms.get) if terms else "latency"
+        times = self._times(workload, resources)
+        projected, terms, occ, waves, grid = (times.projected_us, times.terms_us,
+                                              times.occupancy, times.waves, times.grid)
+        busy_us = projected - times.grid_sync_us
         utilisation = {name: 100.0 * t / busy_us if busy_us else 0.0 for name, t in terms.items()}
         fraction = waves - math.floor(waves)
         tail = 0.0 if waves < 1 or fraction == 0 else 1.0 - fraction
         return Breakdown(
-            projected_us=projected, throughput_us=throughput_us, latency_us=latency_us,
-            grid_sync_us=grid_sync_us,
-            limiter=limiter, utilisation=utilisation,
+            projected_us=projected, throughput_us=times.throughput_us,
+            latency_us=times.latency_us, loaded_latency_us=times.loaded_latency_us,
+            grid_sync_us=times.grid_sync_us,
+            limiter=times.limiter(), utilisation=utilisation,
             achieved_bandwidth_gbs=workload.dram_bytes / (projected * 1e-6) / 1e9
             if projected else 0.0,
             dram_bytes=workload.dram_bytes, occupancy=occ.occupancy,
@@ -240,7 +283,7 @@ class ProjectedModel:
             sms_used=min(device.sm_count, grid), registers=resources.registers,
             registers_source=resources.source,
             shared_bytes=workload.shared_bytes + resources.static_shared_bytes,
-            spill_bytes=resources.spill_bytes, grid=grid, block=block, sol_us=sol_us,
+            spill_bytes=resources.spill_bytes, grid=grid, block=times.block, sol_us=sol_us,
             arithmetic_intensity=(flops / workload.dram_bytes) if flops is not None
             and workload.dram_bytes else None,
             flops=flops, terms_us=terms)
@@ -250,12 +293,11 @@ class ProjectedModel:
         ranks tens of plans per candidate kernel and shows one): the projected time and the
         slack, the sum of every throughput term and the latency, which breaks ties on time
         in favour of the plan that asks less of everything else (`rank_plans`)."""
-        projected, _, latency_us, _, terms, *_ = self._times(workload, resources)
-        return projected, slack(terms, latency_us)
+        times = self._times(workload, resources)
+        return times.projected_us, slack(times.terms_us, times.latency_us)
 
-    def _times(self, workload: Workload, resources: Resources) -> tuple:
-        """(projected, throughput, latency and grid-sync time in us, the throughput terms,
-        the occupancy, waves, grid, block): the formula of the module docstring."""
+    def _times(self, workload: Workload, resources: Resources) -> _Times:
+        """The formula of the module docstring."""
         device, d = self.device, self.derating
         clock = device.clock_hz
         grid, block = max(1, workload.grid), max(1, workload.block)
@@ -290,20 +332,29 @@ class ProjectedModel:
         throughput_us = max(terms.values(), default=0.0)
 
         waves = grid / (blocks_per_sm * device.sm_count)
-        warp_cycles = workload.latency_cycles_per_thread + workload.sync_cycles_per_thread
+        wave_cycles = workload.latency_cycles_per_thread + workload.sync_cycles_per_thread
         # A horizontal launch's figures are its parts' means; its slowest part's thread is
         # the least it takes (the horizontal schedule's `count`).
-        latency_cycles = math.ceil(waves) * warp_cycles
+        latency_cycles = math.ceil(waves) * wave_cycles
         # A loop only the first blocks run takes the waves of those blocks alone.
         resident = blocks_per_sm * device.sm_count
         for busy, cycles in workload.few_block_loops:
             latency_cycles += math.ceil(busy / resident) * cycles
         latency_cycles = max(latency_cycles, workload.slowest_thread_cycles)
         latency_us = latency_cycles * d.latency_scale / clock * 1e6
+        # Loaded latency (module docstring): the round trips at the idle latency that other
+        # resident blocks do not overlap, and the bytes queued ahead of them, which add up to
+        # the memory time of the launch.
+        # A horizontal launch's first wave lasts its slowest part's thread, not the mean.
+        fill_cycles = max(wave_cycles * (1 + (math.ceil(waves) - 1) / blocks_per_sm),
+                          workload.slowest_thread_cycles)
+        fill_us = fill_cycles * d.latency_scale / clock * 1e6
+        memory_us = max(terms.get("dram", 0.0), terms.get("l2", 0.0))
+        loaded_us = fill_us + memory_us if memory_us else 0.0
         grid_sync_us = workload.grid_syncs * GRID_SYNC_US
-        projected = max(throughput_us, latency_us) + grid_sync_us
-        return (projected, throughput_us, latency_us, grid_sync_us, terms, occ, waves, grid,
-                block)
+        projected = max(throughput_us, latency_us, loaded_us) + grid_sync_us
+        return _Times(projected, throughput_us, latency_us, loaded_us, fill_us, grid_sync_us,
+                      terms, occ, waves, grid, block)
 
     def with_derating(self, **changes) -> ProjectedModel:
         return ProjectedModel(self.device, replace(self.derating, **changes))
@@ -394,7 +445,7 @@ def project_library(kernel, device: Device, derating: Derating | None = None) ->
     limiter = max(terms, key=terms.get)
     projected = busy
     return Breakdown(
-        projected_us=projected, throughput_us=busy, latency_us=0.0,
+        projected_us=projected, throughput_us=busy, latency_us=0.0, loaded_latency_us=0.0,
         grid_sync_us=0.0, limiter=limiter,
         utilisation={k: 100.0 * v / busy if busy else 0.0 for k, v in terms.items()},
         achieved_bandwidth_gbs=sol.dram_bytes / (projected * 1e-6) / 1e9 if projected else 0.0,

@@ -339,9 +339,11 @@ def test_phased_kernels_build_with_nvcc_for_sm80_and_sm90():
 # -- the cost model: realistic sizes --------------------------------------------------------
 
 # The best phased plan projects within this factor of the kernel's speed of light (its DRAM
-# traffic at peak bandwidth): it reads x three times where SOL reads it once, and pays four
-# grid barriers.
-SOL_FACTOR = 3.0
+# traffic at peak bandwidth): it reads x three times where SOL reads it once, pays four grid
+# barriers, and its one wave waits its idle round trips before the bytes queued ahead of them
+# (the loaded latency: the H200 timed layer_norm_bwd's phased kernel at 29.2 µs, projected
+# 28.9 with it and 21.0 without).
+SOL_FACTOR = 3.5
 
 
 @pytest.mark.parametrize("text", [

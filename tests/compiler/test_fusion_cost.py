@@ -137,7 +137,9 @@ def test_a_heavy_producer_recomputed_per_element_is_refused_by_its_negative_gain
     assert refusal.action == "refuse" and refusal.reason.startswith("projected: gain -")
     apart = priced(graph, model, [(["w"], "input", [], "w"), (["n"], "loop", ["b"], "n")])
     together = priced(graph, model, [(["w", "n"], "loop", ["b"], "n")])
-    assert refusal.gain_us == pytest.approx(apart - together) and together > 10 * apart
+    # Apart, the window sums' threads wait for 268 MB of L2 reads queued ahead of their own
+    # (the loaded latency): 74 µs, the recomputing kernel still 8.7 times that.
+    assert refusal.gain_us == pytest.approx(apart - together) and together > 5 * apart
 
 
 def test_independent_small_kernels_share_one_launch(plan_checker):

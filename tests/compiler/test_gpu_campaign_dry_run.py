@@ -261,3 +261,18 @@ def test_pipelined_timing_waits_once_per_sample_and_divides_by_the_calls():
     assert len(calls) == 2 + 5 * 4 and len(waits) == 2 + 4
     assert waits[-1] == len(calls)     # the wait is on the last call's result
     assert timing.runs == 4 and timing.warmup_runs == 2
+
+
+def test_a_small_kernels_share_of_the_copy_is_judged_on_its_device_work():
+    """The H200 campaign: the copy read and wrote 1 GiB in 507.9 µs (4,228.5 GB/s); the training
+    step's loop.3 moved 10,485,760 bytes in 6.4 µs timed alone, 3.12 µs of which a lone launch
+    adds (compiler/target/launch.py): 39 % of the copy's bandwidth alone, 76 % on device
+    work."""
+    gc = campaign_module()
+    copy_gbs = 2 * 1073741824 / 507.856e-6 / 1e9
+    share = gc.share_of_copy(10485760, 6.4, 3.12, copy_gbs)
+    assert share["percent_of_copy"] == pytest.approx(100 * 10485760 / 6.4e-6 / 1e9 / copy_gbs)
+    assert round(share["percent_of_copy"]) == 39
+    assert share["device_gbs"] == pytest.approx(10485760 / 3.28e-6 / 1e9)
+    assert round(share["device_percent_of_copy"]) == 76
+    assert gc.share_of_copy(1024, 3.0, 3.12, copy_gbs)["device_percent_of_copy"] is None

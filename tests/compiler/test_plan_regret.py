@@ -126,7 +126,8 @@ def test_the_learned_models_held_out_modules_are_said():
 
 def test_the_learned_features_are_the_ones_the_model_was_trained_on(tables):
     # Today's code, given the registers ptxas gave the campaign's build, computes every
-    # sample's features as the dataset holds them.
+    # sample's features as the dataset holds them, but for the projected model's figures,
+    # which follow that model (benchmarks/plan_regret.py, `_PROJECTED`).
     assert sum(k.features_differ for t in tables.values() for k in t.priced.values()) == 0
 
 

@@ -27,6 +27,7 @@ from compiler.cost.calibrate import (Record, errors, fit, kendall_tau, load_reco
                                      record_from_dict)
 from compiler.cost.projected import Derating, ProjectedModel, Resources, project_kernel, rank_plans
 from compiler.codegen.schedules import kernel_workload
+from compiler.codegen.workload import Workload
 from compiler.errors import InputError
 from compiler.importers.hlo_text import import_hlo
 from compiler.kernels.plan import KernelSpec, build_plan
@@ -200,10 +201,15 @@ ENTRY main {
     assert best.limiter == "dram"
     bytes_moved = 3 * 4 * n
     roofline_us = bytes_moved / dev.dram_bytes_per_s * 1e6
-    # Above the speed of light, within the documented DRAM derating of it.
+    # Above the speed of light, within the documented DRAM derating of it and the idle round
+    # trips the loaded latency exposes (a thread waits for one vector load a wave; later
+    # waves hide behind the other resident blocks): under 1 % of a 400-MB stream.
+    fill_us = best.loaded_latency_us - best.terms_us["dram"]
+    assert 0 < fill_us < 0.01 * best.projected_us
     assert best.sol_us == pytest.approx(roofline_us, rel=1e-3)
-    assert roofline_us < best.projected_us <= roofline_us / Derating().dram_efficiency * 1.0001
-    assert best.utilisation["dram"] == pytest.approx(100.0)
+    assert roofline_us < best.projected_us
+    assert best.projected_us == pytest.approx(roofline_us / Derating().dram_efficiency + fill_us)
+    assert best.utilisation["dram"] == pytest.approx(100.0, rel=0.01)
     assert best.arithmetic_intensity == pytest.approx(n / bytes_moved)
 
 
@@ -514,3 +520,61 @@ def test_the_loop_after_the_column_tiles_pays_for_the_sums_it_recomputes():
     serial_cycles = 512 * 1024 / 4 * H100.l2_hit_latency_cycles
     assert b.latency_us >= serial_cycles / H100.clock_hz * 1e6
     assert b.limiter == "latency"
+
+
+def _streaming_wave(grid: int, cycles_per_thread: float, dram_bytes: int,
+                    block: int = 512) -> Workload:
+    """A launch of `grid` blocks, each thread waiting `cycles_per_thread` on its round trips,
+    the launch moving `dram_bytes` (read) and nothing else worth a term."""
+    return Workload(schedule="elementwise", grid=grid, block=block, shared_bytes=0,
+                    instructions={"fma": 1.0}, dram_read_bytes=dram_bytes,
+                    l2_bytes=dram_bytes, iterations_per_thread=1,
+                    latency_cycles_per_thread=cycles_per_thread)
+
+
+@pytest.mark.parametrize("device", sorted(DEVICES))
+def test_a_wave_waits_its_idle_round_trips_and_then_the_bytes_queued_ahead_of_them(device):
+    """Little's law with a queue at the memory system (Hong and Kim, ISCA 2009: a request waits
+    its idle latency and the departure delays of the requests ahead of it). Summed over a
+    wave's round trips, the queueing is the wave's bytes over the bandwidth, whatever the bytes
+    in flight per SM: one wave takes its idle round trips plus its DRAM time, where the larger
+    of the two (the bounds the model had) says two thirds of that here."""
+    dev = get_device(device)
+    model = ProjectedModel(dev)
+    dram_s = dev.dram_bytes_per_s * model.derating.dram_efficiency
+    cycles = 20 * dev.dram_latency_cycles       # a thread's 20 idle round trips
+    idle_us = cycles / dev.clock_hz * 1e6
+    wave_bytes = round(2 * idle_us * 1e-6 * dram_s)   # DRAM time: twice the idle round trips
+    resources = Resources(registers=32)
+    one_wave = model.project(_streaming_wave(dev.sm_count, cycles, wave_bytes), resources)
+    assert one_wave.waves <= 1
+    assert one_wave.projected_us == pytest.approx(3 * idle_us, rel=1e-6)
+    assert one_wave.limiter == "dram"             # the queue's part is the larger
+    # Half the SMs, the same bytes: twice the bytes in flight per SM, the same time.
+    half = model.project(_streaming_wave(dev.sm_count // 2, cycles, wave_bytes), resources)
+    assert half.projected_us == pytest.approx(one_wave.projected_us, rel=1e-6)
+    # No bytes to wait for: the serial waves' latency alone, as before.
+    idle = model.project(_streaming_wave(dev.sm_count, cycles, 0), resources)
+    assert idle.projected_us == pytest.approx(idle_us, rel=1e-6)
+    assert idle.limiter == "latency"
+
+
+@pytest.mark.parametrize("block", [256, 512, 1024])
+def test_later_waves_expose_their_round_trips_over_the_blocks_that_share_an_sm(block):
+    """Ten waves moving ten waves' bytes: a later wave's block starts beside the SM's other
+    resident blocks, which keep their bytes in flight, and exposes 1/k of its idle round trips
+    (k blocks per SM, from CUDA's occupancy rules: 2048 threads per SM on the H100). One block
+    per SM overlaps nothing: every wave's round trips add to the memory time."""
+    dev = H100
+    model = ProjectedModel(dev)
+    dram_s = dev.dram_bytes_per_s * model.derating.dram_efficiency
+    cycles = 20 * dev.dram_latency_cycles
+    idle_us = cycles / dev.clock_hz * 1e6
+    resources = Resources(registers=32 if block < 1024 else 64)
+    per_sm = {256: 8, 512: 4, 1024: 1}[block]
+    ten = model.project(_streaming_wave(10 * per_sm * dev.sm_count, cycles,
+                                        round(20 * idle_us * 1e-6 * dram_s), block), resources)
+    assert ten.blocks_per_sm == per_sm and ten.waves == pytest.approx(10)
+    assert ten.latency_us == pytest.approx(10 * idle_us, rel=1e-6)
+    assert ten.projected_us == pytest.approx((1 + 9 / per_sm) * idle_us + 20 * idle_us,
+                                             rel=1e-6)

@@ -284,5 +284,9 @@ def test_at_a_realistic_size_the_kernel_is_projected_near_its_speed_of_light(nam
         assert all(k.projected.projected_us < 1.0 for k in generated if k is not kernel), \
             (strategy, plan.kind_counts())
         assert kernel.schedule in ROW_SCHEDULES, (strategy, kernel.schedule)
-        assert kernel.projected.projected_us <= 1.5 * kernel.sol.total_us, \
+        # The H200 timed the campaign's fused row kernels at 1.2-1.8x their SOL (rms_norm
+        # 36.9 µs for 31.0, layer_norm_bwd 88.3 for 58.9, attention_block 416 for 227); an
+        # L2-bound one whose round trips come before its bytes (the loaded latency) projects
+        # 1.58x.
+        assert kernel.projected.projected_us <= 1.6 * kernel.sol.total_us, \
             (strategy, kernel.projected.projected_us, kernel.sol.total_us)
