@@ -108,11 +108,16 @@ def timeline(document: dict) -> dict:
                  f"<br>ready {b['ready_us']:,.2f} µs (after {b['kernel']}), all-reduce "
                  f"{b['start_us']:,.2f} to {b['end_us']:,.2f} µs" for i, b in
                  enumerate(buckets)]))
-        exposed = " / ".join(f"{dp['releases'][r]['exposed_us']:,.1f}"
-                             for r in ("step_end", "when_ready"))
+        both = ("step_end", "when_ready")
+        exposed = " / ".join(f"{dp['releases'][r]['exposed_us']:,.1f}" for r in both)
+        steps = " / ".join(f"{dp['releases'][r]['step_us']:,.1f}" for r in both)
         link = LINK_NAMES.get(setup["link"]["name"], setup["link"]["name"])
         title.append(f"{setup['world']} GPUs on {link}: exposed "
-                     f"communication {exposed} µs (released at step end / when ready)")
+                     f"communication {exposed} µs, step {steps} µs (released at step end / "
+                     f"when ready)")
+        held = list(dict.fromkeys(row["kernel"] for row in dp["held_back"]))
+        if held:
+            title.append("the first buckets wait on " + ", ".join(held))
     elif dp:
         title.append(f"no data-parallel overlap: {dp['reason']}")
     return _figure(traces, {
@@ -121,7 +126,8 @@ def timeline(document: dict) -> dict:
         "xaxis": {"title": {"text": "µs from the step's start"}, "rangemode": "tozero"},
         "yaxis": {"type": "category", "categoryorder": "array",
                   "categoryarray": list(reversed(lanes)), "fixedrange": True},
-        "height": 160 + 48 * len(lanes), "margin": {"l": 150, "r": 20, "t": 90, "b": 60},
+        "height": 100 + 18 * len(title) + 48 * len(lanes),
+        "margin": {"l": 150, "r": 20, "t": 30 + 18 * len(title), "b": 60},
         "showlegend": False})
 
 

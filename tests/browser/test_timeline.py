@@ -57,6 +57,7 @@ def test_the_timeline_hovers_clicks_through_and_follows_the_data_parallel_set_up
     step_end, when_ready = exposed(step_run, 8, "nvlink")
     expect(chart.locator(".gtitle")).to_contain_text("8 GPUs on NVLink")
     assert f"{step_end:,.1f} / {when_ready:,.1f} µs" in title(chart)
+    assert "the first buckets wait on " in title(chart)
     screenshots(page, "timeline-nvlink")
 
     # Another preset: the title's exposed communication is the simulator's for it.
