@@ -114,6 +114,14 @@
       `[data-iplot][data-chart="${form.dataset.plotOptions}"]`).forEach(redraw);
   });
 
+  // The page's runtime switch (base.js, which has switched it by now): a timeline drawn under
+  // the other runtime is drawn again under the one shown.
+  document.addEventListener("click", (event) => {
+    if (!event.target.closest("[data-runtime-choice]")) return;
+    document.querySelectorAll('[data-iplot][data-chart="timeline"][data-drawn="done"]')
+      .forEach(redraw);
+  });
+
   function showTab(group, name) {
     group.querySelectorAll("[data-plot-tab]").forEach((tab) => {
       tab.classList.toggle("is-active", tab.dataset.plotTab === name);

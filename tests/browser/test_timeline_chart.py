@@ -72,6 +72,12 @@ def test_the_timeline_hovers_clicks_through_and_follows_the_data_parallel_set_up
     expect(chart.locator(".gtitle")).not_to_contain_text("GPUs on")
     expect(chart.locator(".barlayer .trace")).to_have_count(1)
 
+    # The page's runtime switch draws it again under stream launches.
+    page.locator('[data-runtime-choice="stream"]').click()
+    expect(chart.locator(".gtitle")).to_contain_text("under stream launches")
+    page.locator('[data-runtime-choice="graph"]').click()
+    expect(chart.locator(".gtitle")).to_contain_text("under CUDA graph launches")
+
     # A kernel's bar (the longest, wide enough to point at): its hover card names it; a click
     # opens its page.
     longest = max(range(len(kernels)), key=lambda i: kernels[i]["device_us"])
