@@ -51,14 +51,14 @@ from explorer.documents import cached_gzip, digest, gzipped_response, json_bytes
 from explorer.graph_store import StagedFile
 from explorer.lookups import by_pk
 from explorer.plan_edits import plan_file_of, save_edits, saved_answer, what_if
-from explorer.models import (ApiToken, KernelSource, Measurement, Membership, Run, TagBaseline,
+from explorer.models import (ApiToken, KernelSource, Measurement, Run, TagBaseline,
                              Team)
 from explorer.presence import gpu_status
 from explorer.presenters import apply_measurement, best_totals, find_kernel
 from explorer.runs import (PlanExists, PlanUnavailable, can_save_plans, holding,
                            latest_tuning, plan_choice, plan_graph, request_measurement,
                            request_tuning, retry_run, save_plan, saved_plans, submit,
-                           tuning_measured, viewable_runs)
+                           in_runs_team, tuning_measured, viewable_runs)
 from explorer.throttle import client_address
 from explorer.timelines import export_name, model_explorer_file, timeline_document, trace_file
 from explorer.uploads import graph_of
@@ -1063,8 +1063,7 @@ def run_baseline(request: HttpRequest, run_id: str,
                  query: Query[schemas.BaselineQuery]) -> JsonResponse:
     """Members of the run's team only: a baseline is the team's."""
     run = _viewable_run(request, run_id)
-    if run.team_id is None or not Membership.objects.filter(
-            team_id=run.team_id, user=request.user).exists():
+    if not in_runs_team(run, request.user):
         raise ApiError(403, f"run {run.pk} is not a run of one of your teams: a baseline is "
                             f"a team's (share the run with the team)")
     baseline = TagBaseline.of_run(run, query.tag)

@@ -423,7 +423,12 @@ def can_save_plans(run: Run, user) -> bool:
         return False
     if user.is_staff or user.pk == run.owner_id:
         return True
-    return (run.visibility in (Run.TEAM, Run.PUBLIC) and run.team_id is not None
+    return run.visibility in (Run.TEAM, Run.PUBLIC) and in_runs_team(run, user)
+
+
+def in_runs_team(run: Run, user) -> bool:
+    """Whether `user` is a member of the run's team (false for a run of no team)."""
+    return (run.team_id is not None and user.is_authenticated
             and Membership.objects.filter(team_id=run.team_id, user=user).exists())
 
 

@@ -34,16 +34,16 @@ from explorer import documents, plots, presenters
 from explorer.forms import RunSettingsForm, UploadForm, pasted_text_limit, samples
 from explorer.lookups import by_pk
 from explorer.charts import Line, line_chart
-from explorer.timelines import timeline_document
 from explorer.models import (MAX_TAG_LENGTH, ApiToken, GraphBlob, KernelSource, Measurement,
-                             Membership, Run, TagBaseline, TuneJob)
+                             Run, TagBaseline, TuneJob)
 from explorer.presence import gpu_status
 from explorer.runs import (DEFAULT_TUNE_S, MAX_TUNE_S, PlanUnavailable, QuotaExceeded,
                            can_save_plans, compiled_plans, graph_digest, holding,
                            latest_tuning, learned_model_files, plan_choice, plan_graph,
                            request_measurement, results_stamp, retry_run, save_plan,
-                           saved_plans, storage_usage, submit, tuning_measured, upload_bytes,
-                           upload_text, viewable_runs)
+                           in_runs_team, saved_plans, storage_usage, submit, tuning_measured,
+                           upload_bytes, upload_text, viewable_runs)
+from explorer.timelines import timeline_document
 
 
 class LoginNeeded(Exception):
@@ -421,9 +421,19 @@ def _measured_moves(run: Run, device: str, strategy: str) -> list[dict] | None:
     """A tuned plan's moves as the run's shown measurement priced them (else None)."""
     if strategy != TUNED_STRATEGY or run.status != Run.DONE:
         return None
-    measured = tuning_measured(run, run.tunings.filter(device=device).first(),
-                               run.shown_measurement())
+    measured = _shown_tuning_measured(run, run.tunings.filter(device=device).first())
     return measured["moves"] if measured else None
+
+
+def _shown_tuning_measured(run: Run, job: TuneJob | None) -> dict | None:
+    """`tuning_measured` under the run's shown measurement, kept with the run's results: the
+    measurement's result (megabytes for a big run) is read once per run state, not for every
+    page and panel that shows the tuning."""
+    measured = run.shown_measurement()
+    if job is None or measured is None:
+        return None
+    return _cached(run, measured, f"tuning-measured:{job.pk}:{job.status}",
+                   lambda: [tuning_measured(run, job, measured)])[0]
 
 
 def _plan_result(run: Run, device: str, strategy: str, measured: Measurement | None) -> dict:
@@ -434,6 +444,10 @@ def _plan_result(run: Run, device: str, strategy: str, measured: Measurement | N
         devices = run.preview["devices"]
     else:
         raise Http404("This run has no results yet.")
+    return _strategy_result(devices, device, strategy)
+
+
+def _strategy_result(devices: dict, device: str, strategy: str) -> dict:
     result = devices.get(device, {}).get("strategies", {}).get(strategy)
     if result is None:
         raise Http404("This run has no such device or strategy.")
@@ -499,7 +513,8 @@ def plan_plot(request: HttpRequest, run: Run, device: str, strategy: str,
     runtime = options["runtime"] if options["runtime"] in RUNTIMES else run.runtime
 
     def figure() -> dict:
-        result = _plan_result(run, device, strategy, measured)
+        devices = _devices(run, measured)
+        result = _strategy_result(devices, device, strategy)
 
         def kernel_url(name: str) -> str:
             return reverse("explorer-kernel", args=[run.pk, device, strategy, name])
@@ -513,7 +528,7 @@ def plan_plot(request: HttpRequest, run: Run, device: str, strategy: str,
                 float(options["bucket_mb"] or DEFAULT_BUCKET_MB))
         except (InputError, ValueError) as error:
             return {"empty": f"No data-parallel overlap: {error}"}
-        artifact = {**run.artifact, "devices": _devices(run, measured)}
+        artifact = {**run.artifact, "devices": devices}
         return plots.timeline(timeline_document(run, artifact, device, strategy, runtime,
                                                 setup))
     part = f"plot:{device}:{strategy}:{chart}:{runtime}:" + ":".join(
@@ -592,7 +607,7 @@ def _tuning_context(run: Run, can_tune: bool) -> dict:
                            "plans scored", "µs below the best start")
     learned = can_tune and learned_model_files(run.devices)
     return {"tuning": job, "tuning_result": result, "tuning_chart": chart,
-            "tuning_measured": tuning_measured(run, job, run.shown_measurement()),
+            "tuning_measured": _shown_tuning_measured(run, job),
             "tuning_pending": job is not None and job.status in (TuneJob.QUEUED,
                                                                  TuneJob.RUNNING),
             "tune_models": [m for m in ("projected", "learned", "sol")
@@ -674,7 +689,7 @@ def run_baseline(request: HttpRequest, run: Run) -> HttpResponse:
     the graph are gated against it, and the team page tracks them."""
     if not request.user.is_authenticated:
         raise LoginNeeded
-    if not _in_runs_team(run, request.user):
+    if not in_runs_team(run, request.user):
         raise PermissionDenied("Only the members of the run's team can make it a baseline.")
     tag = request.POST.get("tag", "").strip()
     if not tag or len(tag) > MAX_TAG_LENGTH:
@@ -689,16 +704,11 @@ def run_baseline(request: HttpRequest, run: Run) -> HttpResponse:
     return redirect("explorer-run", run_id=run.pk)
 
 
-def _in_runs_team(run: Run, user) -> bool:
-    return (run.team_id is not None and user.is_authenticated
-            and Membership.objects.filter(team_id=run.team_id, user=user).exists())
-
-
 def _baseline_context(request: HttpRequest, run: Run) -> dict:
     """The run page's baseline line: the tags it is the baseline of, and for members of its
     team, the form that makes it one."""
     return {"baseline_of": list(TagBaseline.objects.filter(run=run).select_related("team")),
-            "can_mark_baseline": _in_runs_team(run, request.user)}
+            "can_mark_baseline": in_runs_team(run, request.user)}
 
 
 def _owner_only(request: HttpRequest, run: Run, action: str) -> None:
