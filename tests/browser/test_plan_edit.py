@@ -245,7 +245,13 @@ def test_a_training_step_is_tuned_from_the_run_page(llama_run, users, compile_qu
     expect(page.locator('#saved-plans tr[data-saved-plan="tuned"]')).to_have_attribute(
         "data-state", "done", timeout=DEADLINE_S * 1000)
     page.reload()
-    expect(page.locator("#tuning .chart__line")).to_have_count(1)
+    # The card's chart: the SVG curve first, replaced by plotly.js's once it scrolls into view
+    # (static/explorer/plots.js); wait for the drawn one, whose one trace is the search's gain.
+    chart = page.locator("#tuning .tuning__chart")
+    chart.scroll_into_view_if_needed()
+    expect(chart).to_have_attribute("data-drawn", "done", timeout=DEADLINE_S * 1000)
+    expect(chart.locator(".scatterlayer .trace")).to_have_count(1)
+    expect(chart.locator("[data-iplot-fallback]")).to_have_count(0)
     expect(page.locator("#tuning .tuning__top tbody tr").first).to_have_attribute(
         "data-rank", "1")
     expect(page.locator("th[scope=row]", has_text="tuned")).to_have_count(1)
