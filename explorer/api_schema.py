@@ -289,6 +289,10 @@ class Kernel(Open):
         "the learned cost model's time in the plan: its device work (learned_device_us) + "
         "launch_us; null without a model for the device or for a library kernel"))
     learned_device_us: float | None = None
+    learned_skipped: str | None = Field(None, description=(
+        "why the learned model predicted no time for this kernel (a library call; outside "
+        "its training: a schedule or kind none of its training kernels had, or a size beyond "
+        "their range); the kernel's projected time stands in for it in the learned total"))
     limiter: str | None = Field(None, description=(
         "what bounds the kernel's time: launch (the launch term is larger than the device "
         "work), latency (no unit is busy) or the busiest unit (dram, l2, fma, ...)"))
@@ -322,7 +326,11 @@ class PlanTotal(Open):
                                                     "each runtime")
     measured_us: float | None
     learned_us: float | None = None
-    learned_kernels: int | None = None
+    learned_kernels: int | None = Field(None, description="how many kernels the learned model "
+                                        "predicted; the others' projected times stand in")
+    learned_outside: int | None = Field(None, description=(
+        "how many kernels the learned model left to the projected model because they lie "
+        "outside its training support"))
 
 
 class StrategyResult(Open):

@@ -269,6 +269,7 @@ def comparison_rows(device_result: dict) -> list[dict]:
             # Artifacts compiled before the learned model have no learned fields.
             "learned_us": total.get("learned_us"),
             "learned_kernels": total.get("learned_kernels"),
+            "learned_outside": total.get("learned_outside"),
             "explore_ms": result.get("explore_ms"),
             "decided_by": decided_by(name, result),
             # Why the strategy has no plan here (xla-gpu without XLA's CUDA plugin).

@@ -21,7 +21,8 @@ Models (`--cost-model`, `PRICERS`):
 - "learned": the projected model's best `LEARNED_SHORTLIST` plans re-ranked by a trained
   learned cost model (compiler/cost/learned/), which gives the time (it predicts a kernel timed
   alone: what a lone launch adds, `launch.device_work_of_alone`, is taken off to get its device
-  work); kernels it cannot describe fall back to the projected time.
+  work); kernels it cannot describe, and plans outside its training support
+  (compiler/cost/learned/support.py), fall back to the projected time.
 A price measured on a GPU would plug in the same way (a pricer keyed by the same signature).
 
 Every price carries the speed of light (`sol_us`), a lower bound on any model's device work:
@@ -463,14 +464,19 @@ class LearnedPricer(ProjectedPricer):
         from compiler.cost.learned.model import predict_us  # torch
 
         shortlist, samples = [], []
+        support = self.predictor.support
         for plan, breakdown in self.best_plans(kernel, LEARNED_SHORTLIST):
             try:
-                samples.append(kernel_sample(self.graph, kernel, plan, self.device, breakdown))
+                sample = kernel_sample(self.graph, kernel, plan, self.device, breakdown)
             except ValueError:
                 continue
+            # A plan unlike any the model was trained on is the projected model's to price.
+            if support is not None and support.outside(sample):
+                continue
+            samples.append(sample)
             shortlist.append((plan, breakdown))
         if not samples:
-            return projected
+            return dataclasses.replace(projected, model="projected")
         times = predict_us(self.predictor.model, samples).tolist()
         best = min(range(len(times)), key=times.__getitem__)
         plan, breakdown = shortlist[best]

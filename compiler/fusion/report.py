@@ -74,7 +74,9 @@ def _learned_lines(result: dict) -> list[str]:
             else ""
         lines.append(f"{name:10s} learned {_number(total.get('learned_us'), '10.2f')} µs by "
                      f"{model['label']}{note}: {total.get('learned_kernels') or 0} of "
-                     f"{plan['kernel_count']} kernels predicted, the others projected")
+                     f"{plan['kernel_count']} kernels predicted, the others projected"
+                     + (f" ({total['learned_outside']} outside what it was trained on)"
+                        if total.get("learned_outside") else ""))
     return [""] + lines if lines else []
 
 

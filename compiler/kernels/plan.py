@@ -115,6 +115,7 @@ class Kernel:
             "measured_us": None, "limiter": None, "device_limiter": None, "occupancy": None,
             "waves": None, "block_size": None, "grid_size": None, "registers": None,
             "shared_bytes": None, "learned_us": None, "learned_device_us": None,
+            "learned_skipped": None,
             "proj_over_sol": None, "outlier_reason": None, "schedule": None,
             **(self.projected.kernel_fields(self.sol, self.schedule, device=device,
                                             runtime=runtime)
@@ -223,7 +224,8 @@ class FusionPlan:
                       **(self.projected_totals() or {}),
                       "measured_us": None,
                       "dram_bytes": None if self.unavailable else self.dram_bytes,
-                      "learned_us": None, "learned_kernels": None},
+                      "learned_us": None, "learned_kernels": None,
+                      "learned_outside": None},
             "learned_model": None,
             "kernels": [k.to_dict(self.device, self.runtime) for k in self.kernels],
             "decisions": [d.to_dict() for d in self.decisions],

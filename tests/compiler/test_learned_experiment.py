@@ -19,6 +19,7 @@ from compiler.cost.learned.experiment import (best_readout, load_datasets, origi
                                               run_experiment, split, train_costmodel)
 from compiler.cost.learned.features import KernelSample, other_features
 from compiler.cost.learned.model import CostModel, ModelConfig
+from compiler.cost.learned.predict import LearnedPredictor
 from compiler.cost.learned.registry import (SHIPPED, ModelFile, active_model, model_files,
                                             next_model_path, reading_dirs)
 from compiler.cost.learned.train import TrainConfig, load_model, metrics, save_model
@@ -172,6 +173,11 @@ def test_train_costmodel_writes_numbered_versions_with_their_evaluation(samples,
         assert header["device"] == "h100" and header["readouts"] is None
     assert second.header["version"] == 2
     assert second.header["evaluation"]["family"]["test_families"] == ["adam"]
+    # It keeps the support of the samples it was trained on: what it will predict.
+    trained_on = [s for s in few if s.program in first.header["programs"]["train"]]
+    assert first.header["support"]["samples"] == len(trained_on) < len(few)
+    assert all(LearnedPredictor.load(first.path).support.outside(s) is None
+               for s in trained_on)
     model, header = load_model(second.path)
     assert header["config"] == TINY.to_dict()
 

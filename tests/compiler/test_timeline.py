@@ -55,8 +55,9 @@ def test_the_timeline_ends_at_the_plans_total_under_each_runtime(step, runtime):
 class _EveryOtherKernel:
     """A stand-in learned model: predicts every other kernel's time alone as 7 us."""
 
-    def predict_plan(self, graph, plan, codes):
-        return [7.0 if index % 2 == 0 else None for index in range(len(plan.kernels))]
+    def predictions(self, graph, plan, codes):
+        return [(7.0, None) if index % 2 == 0 else (None, "not this one")
+                for index in range(len(plan.kernels))]
 
     def info(self):
         return {"label": "stand-in"}

@@ -105,8 +105,11 @@ class FixedTimes:
     label = "fixed"
 
     def predict_plan(self, graph, plan, codes=None):
-        return [None if k.kind == "library" else 1.5 + 0.25 * len(k.nodes)
-                for k in plan.kernels]
+        return [time for time, _ in self.predictions(graph, plan, codes)]
+
+    def predictions(self, graph, plan, codes=None):
+        return [(None, "a library call") if k.kind == "library"
+                else (1.5 + 0.25 * len(k.nodes), None) for k in plan.kernels]
 
     def info(self):
         return {"label": self.label}

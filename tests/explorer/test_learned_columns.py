@@ -26,13 +26,22 @@ SYNTHETIC_NOTE = "learned model trained on synthetic targets — not a GPU predi
 KERNEL = ("h100", "cost", "stitch-regional.0")   # softmax.hlo's one stitched kernel
 
 
+# A model trained on loop kernels alone: softmax's stitched kernel lies outside it.
+LOOPS_ONLY = {"categories": ["kind_loop", "schedule_elementwise"], "element_types": ["float32"],
+              "ops": ["add", "constant", "divide", "exponential", "maximum", "parameter",
+                      "reduce", "subtract", "broadcast", "reshape"],
+              "ranges": {}, "samples": 10}
+
+
 @cache
-def learned_artifact(origin: str) -> dict:
-    """softmax.hlo compiled for a100 and h100, h100 predicted by a `origin` model."""
+def learned_artifact(origin: str, support: str | None = None) -> dict:
+    """softmax.hlo compiled for a100 and h100, h100 predicted by a `origin` model (trained,
+    with `support` "loops", on loop kernels only)."""
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "learned-h100-v3.pt"
         save_model(path, CostModel(ModelConfig(hidden=8, embedding=4, layers=1)),
-                   extra={"device": "h100", "origin": origin, "version": 3})
+                   extra={"device": "h100", "origin": origin, "version": 3,
+                          **({"support": LOOPS_ONLY} if support == "loops" else {})})
         return compile_graph(SOFTMAX.read_bytes(), SOFTMAX.name, DEVICES, STRATEGIES,
                              learned_models={"h100": str(path)})
 
@@ -155,6 +164,26 @@ class LearnedColumnsTests(AccessTestCase):
         self.assertAlmostEqual(rows["measured device work"], device_work)
         self.assertAlmostEqual(rows["model error (learned)"], error)
         self.assertContains(response, signed_percent(error))
+
+    def test_a_kernel_outside_what_the_model_was_trained_on_says_so_and_is_projected(self):
+        artifact = dict(learned_artifact("measured", "loops"))
+        artifact.pop("sources")
+        run = self.make_run("o" * 22, Run.PRIVATE, Run.DONE, artifact=artifact, name="softmax")
+        plan = self.plan(run)
+        kernel = next(k for k in plan["kernels"] if k["name"] == KERNEL[2])
+        assert kernel["learned_us"] is None
+        why = ("outside its training (schedule row-reduce-multirow: none in its training; "
+               "kind stitch-regional: none in its training)")
+        self.assertEqual(kernel["learned_skipped"], why)
+        # The plan's learned total counts it at its projected time, and says how many it left.
+        self.assertEqual(plan["total"]["learned_outside"],
+                         sum(k["learned_us"] is None for k in plan["kernels"]))
+
+        response = self.get("explorer-kernel", run.pk, *KERNEL)
+        self.assertContains(response, f"no prediction: {why}; the projected time stands in")
+        page = self.get("explorer-run", run.pk).content.decode()
+        self.assertRegex(page, rf"\({plan['total']['learned_outside']} of\s+them outside what "
+                               rf"it was trained on\)")
 
     def test_the_kernel_page_of_a_run_without_a_model_has_no_learned_time(self):
         response = self.get("explorer-kernel", self.plain.pk, *KERNEL)

@@ -14,7 +14,8 @@ on exactly the same held-out samples, with train.metrics.
 
 `train_costmodel` is what the CLI's train-costmodel runs: it saves the model trained on the
 program split (the winning readout's when readouts are compared) as the next version in the
-registry (registry.py), its header carrying where the data came from and both evaluations.
+registry (registry.py), its header carrying where the data came from, both evaluations and
+the support of its training samples (support.py: what it will predict).
 
 Where the targets came from travels with the data, never guessed: `load_datasets` describes
 every file it reads ({"path", "sha256", "samples", "origin", "gpu", "device"}, origin from the
@@ -36,6 +37,7 @@ from compiler.cost.learned.dataset import read_dataset
 from compiler.cost.learned.features import KernelSample
 from compiler.cost.learned.model import READOUTS, CostModel, ModelConfig
 from compiler.cost.learned.registry import ModelFile, next_model_path
+from compiler.cost.learned.support import TrainingSupport
 from compiler.cost.learned.train import (TrainConfig, draw_held_out, evaluate, metrics,
                                          read_header, save_model, split_by_program, train)
 from compiler.errors import InputError
@@ -260,7 +262,9 @@ def train_costmodel(samples: list[KernelSample], device: str, out_dir: str | Pat
              "datasets": [dict(d) for d in datasets],
              "programs": {"train": sorted({s.program for s in train_set}),
                           "test": test_programs},
-             "evaluation": evaluation, "readouts": readouts, "readout_winner": winner}
+             "evaluation": evaluation, "readouts": readouts, "readout_winner": winner,
+             # What the saved model was trained on, which predictions stay inside (support.py).
+             "support": TrainingSupport.fit(train_set).to_dict()}
     path = _save_next(Path(out_dir), device, model, train_config, program_result["learned"],
                       extra, also)
     return ModelFile(path, device, extra["version"], read_header(path))

@@ -10,9 +10,12 @@ h100 model says nothing about an a100 plan, and asking it is an InputError.
   KernelCode list), the emitted plan and its breakdown with ptxas' resources; without, the
   plan the projected model ranks first, as codegen's emit_code chooses it, with rank_plans'
   breakdown (estimated registers);
-- a library kernel (cuBLAS, cuDNN), a kernel without a CodeGen plan, and one whose schedule
-  the workload model does not cover (features.kernel_sample raises ValueError) get None;
+- a library kernel (cuBLAS, cuDNN), a kernel without a CodeGen plan, one whose schedule
+  the workload model does not cover (features.kernel_sample raises ValueError), and one
+  outside what the model was trained on (support.py: a schedule or kind no training sample
+  had, a size beyond the training range) get None;
 - all kernels of the plan go through the model in one batched forward.
+`predictions(graph, plan, codes=None)` gives the same with, for every None, why.
 
 `attach_learned(strategy_result, graph, plan, codes, predictor)` writes the predictions into
 one strategy's entry of the JSON. The model predicts a kernel timed alone (its training
@@ -20,12 +23,13 @@ targets are); what a lone launch adds on the device (compiler/target/launch.py, 
 taken off to give its device work, to which the plan's launch term is added as to the
 projected device work:
 - each kernel's "learned_device_us" (device work) and "learned_us" (with the launch term of the
-  plan's runtime), or null where it predicted none;
+  plan's runtime), or null where it predicted none, and then its "learned_skipped": why;
 - the total's "learned_us": the sum over the plan's kernels of the learned time where the model
   predicted one and the kernel's projected time elsewhere (library kernels), so plans with and
   without library calls compare; null when a kernel has neither, or the model predicted none;
   and under every runtime in the total's "runtimes";
-- the total's "learned_kernels": how many kernels the model predicted (the rest are projected);
+- the total's "learned_kernels": how many kernels the model predicted (the rest are projected),
+  and "learned_outside": how many of the rest were outside its training support;
 - the strategy's "learned_model": {"label", "origin", "device"} of the model used.
 Without a predictor all of them are null, as every field a stage has not produced is.
 
@@ -44,6 +48,7 @@ from compiler.codegen.schedules import enumerate_plans
 from compiler.cost.learned.dataset import ORIGINS
 from compiler.cost.learned.features import KernelSample, kernel_sample
 from compiler.cost.learned.model import CostModel, predict_us
+from compiler.cost.learned.support import TrainingSupport
 from compiler.cost.learned.train import load_model
 from compiler.cost.projected import Breakdown, rank_plans
 from compiler.errors import InputError
@@ -54,6 +59,8 @@ from compiler.target.launch import RUNTIMES, device_work_of_alone, terms_for
 
 # Decimal places of a learned time in the JSON, as for the projected times.
 _DIGITS = 4
+# How a kernel's "learned_skipped" starts when it lies outside the model's training support.
+OUTSIDE = "outside its training"
 
 
 class KernelCode(Protocol):
@@ -85,6 +92,13 @@ class LearnedPredictor:
         # a registry has no version number.
         version = header.get("version")
         self.label = f"learned-{self.device}" + (f"-v{version}" if version else "")
+        # What its training samples covered (support.py); None in a file trained before the
+        # header kept it: such a model predicts every kernel it can describe.
+        try:
+            self.support = (TrainingSupport.from_dict(header["support"])
+                            if header.get("support") else None)
+        except ValueError as error:
+            raise InputError(f"{source}: its training support: {error}") from None
 
     @classmethod
     def load(cls, path: str | Path) -> LearnedPredictor:
@@ -116,7 +130,13 @@ class LearnedPredictor:
     def predict_plan(self, graph: Graph, plan: FusionPlan,
                      codes: list[KernelCode] | None = None) -> list[float | None]:
         """Predicted time in µs of every kernel of `plan` (None where the model cannot
-        describe it; see the module docstring), in one forward of the model."""
+        describe it or was not trained on its like; see the module docstring), in one forward
+        of the model."""
+        return [time for time, _ in self.predictions(graph, plan, codes)]
+
+    def predictions(self, graph: Graph, plan: FusionPlan,
+                    codes: list[KernelCode] | None = None) -> list[tuple[float | None, str | None]]:
+        """(predicted µs, None) of every kernel of `plan`, in order, or (None, why not)."""
         if plan.device != self.device:
             raise InputError(f"the learned model {self.label} predicts {self.device} kernels; "
                              f"this {plan.strategy} plan is for {plan.device}")
@@ -124,20 +144,21 @@ class LearnedPredictor:
             raise ValueError(f"{len(codes)} kernel codes for a plan of {len(plan.kernels)} "
                              f"kernels")
         device = get_device(self.device)
-        samples: list[KernelSample | None] = []
+        samples: list[KernelSample | str] = []
         for index, kernel in enumerate(plan.kernels):
             code = codes[index] if codes is not None else None
-            samples.append(_sample(graph, kernel, device, code))
-        described = [sample for sample in samples if sample is not None]
+            samples.append(_sample(graph, kernel, device, code, self.support))
+        described = [sample for sample in samples if not isinstance(sample, str)]
         times = iter(predict_us(self.model, described).tolist()) if described else iter(())
-        return [None if sample is None else float(next(times)) for sample in samples]
+        return [(None, sample) if isinstance(sample, str) else (float(next(times)), None)
+                for sample in samples]
 
 
-def _sample(graph: Graph, kernel: Kernel, device: Device,
-            code: KernelCode | None) -> KernelSample | None:
-    """The kernel's sample under its CodeGen plan, or None when it has none the model reads."""
+def _sample(graph: Graph, kernel: Kernel, device: Device, code: KernelCode | None,
+            support: TrainingSupport | None = None) -> KernelSample | str:
+    """The kernel's sample under its CodeGen plan, or why the model says nothing of it."""
     if kernel.kind == "library":
-        return None
+        return "a library call"
     if code is not None:
         codegen_plan, breakdown = code.chosen, code.breakdown
     else:
@@ -146,11 +167,13 @@ def _sample(graph: Graph, kernel: Kernel, device: Device,
         # the features) cannot describe.
         codegen_plan, breakdown = ranking[0] if ranking else (None, None)
     if codegen_plan is None:
-        return None
+        return "no CodeGen plan the model describes"
     try:
-        return kernel_sample(graph, kernel, codegen_plan, device, breakdown)
-    except ValueError:
-        return None
+        sample = kernel_sample(graph, kernel, codegen_plan, device, breakdown)
+    except ValueError as error:
+        return f"not described: {error}"
+    outside = support.outside(sample) if support is not None else None
+    return f"{OUTSIDE} ({outside})" if outside else sample
 
 
 def attach_learned(strategy_result: dict, graph: Graph, plan: FusionPlan,
@@ -159,15 +182,18 @@ def attach_learned(strategy_result: dict, graph: Graph, plan: FusionPlan,
     predictions for `plan`; all null without a predictor."""
     if predictor is None:
         for entry in strategy_result["kernels"]:
-            entry.update(learned_us=None, learned_device_us=None)
-        strategy_result["total"].update(learned_us=None, learned_kernels=None)
+            entry.update(learned_us=None, learned_device_us=None, learned_skipped=None)
+        strategy_result["total"].update(learned_us=None, learned_kernels=None,
+                                        learned_outside=None)
         strategy_result["learned_model"] = None
         return
-    times = predictor.predict_plan(graph, plan, codes)
+    predictions = predictor.predictions(graph, plan, codes)
+    times = [time for time, _ in predictions]
     launches = {name: terms_for(plan.device).launch(name) for name in RUNTIMES}
     # Per runtime, the learned time of each kernel, else its projected time (may be None).
     parts: dict[str, list] = {name: [] for name in RUNTIMES}
-    for entry, time in zip(strategy_result["kernels"], times):
+    for entry, (time, skipped) in zip(strategy_result["kernels"], predictions):
+        entry["learned_skipped"] = skipped
         if time is None:
             entry.update(learned_us=None, learned_device_us=None)
             device_us = entry.get("device_us")
@@ -181,7 +207,9 @@ def attach_learned(strategy_result: dict, graph: Graph, plan: FusionPlan,
     predicted = sum(time is not None for time in times)
     totals = {name: None if not predicted or None in values else round(sum(values), _DIGITS)
               for name, values in parts.items()}
-    strategy_result["total"].update(learned_us=totals[plan.runtime], learned_kernels=predicted)
+    outside = sum(bool(skipped) and skipped.startswith(OUTSIDE) for _, skipped in predictions)
+    strategy_result["total"].update(learned_us=totals[plan.runtime], learned_kernels=predicted,
+                                    learned_outside=outside)
     for name, runtime_total in (strategy_result["total"].get("runtimes") or {}).items():
         runtime_total["learned_us"] = totals[name]
     strategy_result["learned_model"] = predictor.info()
