@@ -43,7 +43,8 @@ measured:
   it was trained, and as the explorer shows a compiled plan), "learned_estimated" on the
   features today's code gives before a build (estimated registers: what `pricing.LearnedPricer`
   gives the cost search). The two differ only in the columns that follow from the registers
-  (occupancy, blocks per SM, waves, the latency term).
+  (occupancy, blocks per SM, waves, the latency term). A kernel outside the model's training
+  support (compiler/cost/learned/support.py) keeps its projected time, as in the explorer.
 
 Per module it reports each model's Kendall tau-b between its totals and the measured ones and
 its top-1 regret (compiler/cost/plan_ranking.py); the tuner's picks (`cost_search_picks`: the
@@ -280,6 +281,10 @@ class Predictor:
         self.trained_on = sorted(programs.get("train") or [])
         self.held_out = sorted(programs.get("test") or [])
 
+    def outside(self, sample: KernelSample) -> bool:
+        support = self.learned.support
+        return support is not None and support.outside(sample) is not None
+
     def predict_samples(self, samples: list[KernelSample]) -> list[float]:
         from compiler.cost.learned.model import predict_us   # torch
 
@@ -387,16 +392,21 @@ def priced_kernels(graph: Graph, kernels: dict[str, Kernel],
             built.append(sample)
             differ[name] += changed
             estimated.append(kernel_sample(graph, kernel, plan, device, breakdown))
-    learned = iter(predictor.predict_samples(built))
-    learned_estimated = iter(predictor.predict_samples(estimated))
+    # As the explorer prices: a sample outside the model's training support keeps its
+    # projected time (compiler/cost/learned/support.py).
+    learned = iter(zip(predictor.predict_samples(built), map(predictor.outside, built)))
+    learned_estimated = iter(zip(predictor.predict_samples(estimated),
+                                 map(predictor.outside, estimated)))
     priced = {}
     for name, kernel in kernels.items():
         choices = []
         for plan, breakdown in ranked[name]:
-            device_us = {"sol": kernel.sol.total_us, "projected": breakdown.projected_us,
-                         "learned": device_work_of_alone(DEVICE, next(learned)),
-                         "learned_estimated": device_work_of_alone(DEVICE,
-                                                                   next(learned_estimated))}
+            device_us = {"sol": kernel.sol.total_us, "projected": breakdown.projected_us}
+            for model, times in (("learned", learned),
+                                 ("learned_estimated", learned_estimated)):
+                time, outside = next(times)
+                device_us[model] = (breakdown.projected_us if outside
+                                    else device_work_of_alone(DEVICE, time))
             choices.append(Choice(plan.key(), measured[name].alone_us[plan.key()], device_us))
         priced[name] = PricedKernel(name, tuple(choices), firsts[name] == choices[0].plan,
                                     differ[name])
