@@ -18,11 +18,15 @@ how many kernels the learned model predicted and why it left the others.
   property of the kernel, and are not checked);
 - the element types of their nodes (float32, float16 or bfloat16 as 16-bit floats, ...) and
   their ops (as the model's opcode vocabulary names them, the ops a kernel reads from too);
-- the range of every size feature (the kernel features named log2_...).
+- per schedule, the range of every size feature (the kernel features named log2_...) over
+  the training samples of that schedule: the sizes seen are a property of each schedule's
+  kernels, not of the set (every row-reduce-warp kernel the H200 model saw moved 64-128 MiB;
+  asked about layer_norm_bwd's of 32 KiB, within the range of the set's elementwise kernels,
+  it put them at 8-9 µs of device work against 0.3-0.7 projected).
 
 `outside(sample)` says why a kernel is outside, or None when it is inside: a category, element
 type or op no training sample had, or a size feature more than SIZE_MARGIN (in log2 units: one
-octave) beyond the training range. With the categories alone, the 12-layer step's remaining 86
+octave) beyond the range of the training samples of its schedule. With the categories alone, the 12-layer step's remaining 86
 kernels stayed at 2.6x their projected time: every one of them computes in bfloat16 and reads
 a dot's result, and the training kernels were all float32 and read no dot. The support is saved
 in the model file's header ("support"); a model file without one (trained before it existed)
@@ -64,6 +68,12 @@ def _described(element_type: str) -> str:
     return f"{element_type[len(kind):]}-bit {kind}"
 
 
+def _schedule(kernel_features: np.ndarray) -> str:
+    """The schedule a sample's one-hot names ("" when none does)."""
+    return next((name.removeprefix("schedule_") for index, name in enumerate(KERNEL_FEATURES)
+                 if name.startswith("schedule_") and kernel_features[index] > 0), "")
+
+
 def _ops(sample: KernelSample) -> set[str]:
     return {OPCODES[int(index)] for index in np.asarray(sample.opcodes)}
 
@@ -73,7 +83,8 @@ class TrainingSupport:
     categories: frozenset[str]                  # one-hot features some training sample set
     element_types: frozenset[str]               # of their nodes: "float32", "pred8", ...
     ops: frozenset[str]                         # of their nodes, as OPCODES names them
-    ranges: dict[str, tuple[float, float]]      # size feature -> (least, most) in training
+    # schedule -> size feature -> (least, most) over the training samples of that schedule
+    ranges: dict[str, dict[str, tuple[float, float]]]
     samples: int
     size_margin: float = SIZE_MARGIN
 
@@ -88,8 +99,13 @@ class TrainingSupport:
                              f"computes {len(KERNEL_FEATURES)}")
         categories = frozenset(name for index, name in enumerate(KERNEL_FEATURES)
                                if name.startswith(_CATEGORIES) and features[:, index].max() > 0)
-        ranges = {name: (float(features[:, index].min()), float(features[:, index].max()))
-                  for index, name in enumerate(KERNEL_FEATURES) if name.startswith(_SIZES)}
+        schedules = [_schedule(row) for row in features]
+        ranges = {}
+        for schedule in sorted(set(schedules)):
+            rows = features[[k for k, other in enumerate(schedules) if other == schedule]]
+            ranges[schedule] = {name: (float(rows[:, index].min()), float(rows[:, index].max()))
+                                for index, name in enumerate(KERNEL_FEATURES)
+                                if name.startswith(_SIZES)}
         element_types = frozenset().union(*map(_element_types, samples))
         ops = frozenset().union(*map(_ops, samples))
         return cls(categories, element_types, ops, ranges, len(samples))
@@ -97,8 +113,9 @@ class TrainingSupport:
     def to_dict(self) -> dict:
         return {"categories": sorted(self.categories),
                 "element_types": sorted(self.element_types), "ops": sorted(self.ops),
-                "ranges": {name: [round(lo, 5), round(hi, 5)]
-                           for name, (lo, hi) in self.ranges.items()},
+                "ranges": {schedule: {name: [round(lo, 5), round(hi, 5)]
+                                      for name, (lo, hi) in sizes.items()}
+                           for schedule, sizes in self.ranges.items()},
                 "samples": self.samples, "size_margin": self.size_margin}
 
     @classmethod
@@ -108,8 +125,9 @@ class TrainingSupport:
             return cls(frozenset(str(name) for name in data["categories"]),
                        frozenset(str(name) for name in data["element_types"]),
                        frozenset(str(name) for name in data["ops"]),
-                       {str(name): (float(lo), float(hi))
-                        for name, (lo, hi) in data["ranges"].items()},
+                       {str(schedule): {str(name): (float(lo), float(hi))
+                                        for name, (lo, hi) in sizes.items()}
+                        for schedule, sizes in data["ranges"].items()},
                        int(data["samples"]), float(data.get("size_margin", SIZE_MARGIN)))
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise ValueError(f"not a training support ({error})") from None
@@ -126,13 +144,15 @@ class TrainingSupport:
         reasons += [f"{_described(kind)} values: none in its training"
                     for kind in sorted(_element_types(sample) - self.element_types)]
         reasons += [f"op {op}: none in its training" for op in sorted(_ops(sample) - self.ops)]
+        schedule = _schedule(np.asarray(sample.kernel_features))
+        sizes = self.ranges.get(schedule, {})
         for index, name in enumerate(KERNEL_FEATURES):
             if len(reasons) >= _REASONS:
                 break
             value = float(sample.kernel_features[index])
-            if name in self.ranges:
-                lo, hi = self.ranges[name]
+            if name in sizes:
+                lo, hi = sizes[name]
                 if not lo - self.size_margin <= value <= hi + self.size_margin:
-                    reasons.append(f"{name} {value:.3g} outside its training's "
-                                   f"{lo:.3g}..{hi:.3g}")
+                    reasons.append(f"{name} {value:.3g} outside its {schedule} training "
+                                   f"kernels' {lo:.3g}..{hi:.3g}")
         return "; ".join(reasons[:_REASONS]) or None
