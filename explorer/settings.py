@@ -65,10 +65,11 @@ INSTALLED_APPS = [
 ]
 
 # Sessions: Django's cached_db engine, read from the shared cache (Redis, CACHES below) and
-# kept in the database too, so that a cache emptied or down loses none. Users by Django's model
+# kept in the database too, so that a cache emptied or down loses none (explorer/sessions.py:
+# with Redis down, the database answers and the pages are served). Users by Django's model
 # backend, read in plain SQL (explorer/lookups.py), after axes' check that the log-in is not
 # locked (explorer/throttle.py).
-SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+SESSION_ENGINE = "explorer.sessions"
 SESSION_CACHE_ALIAS = "shared"
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend",
                            "explorer.lookups.ModelBackend"]
@@ -252,8 +253,13 @@ CELERY_BROKER_URL = REDIS_URL
 # REDIS_URL's (redis://127.0.0.1:6379/1), apart from the queues.
 CACHE_REDIS_URL = (env_str("CACHE_REDIS_URL") if "CACHE_REDIS_URL" in os.environ
                    else next_redis_database(REDIS_URL))
+# A Redis that stops answering (a full disk, a dropped network path) fails a request after
+# CACHE_REDIS_TIMEOUT_S seconds instead of holding its web process for as long as TCP waits.
+CACHE_REDIS_TIMEOUT_S = env_int("CACHE_REDIS_TIMEOUT_S", default=3, minimum=1)
 CACHES["shared"] = {"BACKEND": "django.core.cache.backends.redis.RedisCache",
-                    "LOCATION": CACHE_REDIS_URL}
+                    "LOCATION": CACHE_REDIS_URL,
+                    "OPTIONS": {"socket_connect_timeout": CACHE_REDIS_TIMEOUT_S,
+                                "socket_timeout": CACHE_REDIS_TIMEOUT_S}}
 CELERY_RESULT_BACKEND = REDIS_URL
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A worker logs through LOGGING below (JSON lines) instead of replacing the root logger's

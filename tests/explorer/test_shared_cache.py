@@ -61,3 +61,65 @@ def test_the_sign_up_limit_is_counted_in_redis_and_lifted_there(shared_redis, cl
 
     assert keys(shared_redis, "throttle:signup") == []
     assert sign_up().status_code == 400
+
+
+@pytest.fixture
+def silent_redis():
+    """A server that accepts connections and never answers: a Redis that hangs."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held, stop = [], threading.Event()
+
+    def accept():
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"redis://127.0.0.1:{listener.getsockname()[1]}/1"
+    stop.set()
+    thread.join()
+    for connection in held:
+        connection.close()
+    listener.close()
+
+
+def closed_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]    # closed again when the probe is
+
+
+@pytest.mark.parametrize("redis_is", ["down", "silent"])
+def test_pages_are_served_from_the_database_sessions_while_redis_is_away(
+        redis_is, silent_redis, shared_redis, client, db, settings, caplog):
+    User.objects.create_user("ada", password="the-right-password")
+    client.post("/accounts/login/", {"username": "ada", "password": "the-right-password"},
+                REMOTE_ADDR=ADDRESS)
+    assert client.get("/runs").wsgi_request.user.username == "ada"
+
+    location = (f"redis://127.0.0.1:{closed_port()}/1" if redis_is == "down"
+                else silent_redis)
+    # The deployment's shared cache (explorer/settings.py), pointed at a Redis that is away;
+    # a short socket timeout so that the silent one answers within the test.
+    settings.CACHES = {**settings.CACHES, "shared": {
+        **settings.CACHES["shared"], "LOCATION": location,
+        "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1}}}
+
+    response = client.get("/runs")
+    assert response.status_code == 200
+    assert response.wsgi_request.user.username == "ada"
+    assert "session cache read failed, the database answers" in caplog.text
+    # Logging out deletes the session from the database, whatever the cache does.
+    client.post("/accounts/logout/")
+    assert not client.get("/runs").wsgi_request.user.is_authenticated
