@@ -93,6 +93,16 @@ def test_a_size_may_lie_one_octave_beyond_the_range_of_its_schedules_training_ke
         with_feature("log2_dram_bytes", 15.0))
 
 
+def test_a_kernel_of_a_schedule_the_features_do_not_name_is_outside(shipped, trained_on):
+    features = np.array(trained_on[0].kernel_features, copy=True)
+    for index, name in enumerate(KERNEL_FEATURES):
+        if name.startswith("schedule_"):
+            features[index] = 0.0
+    phased = dataclasses.replace(trained_on[0], kernel_features=features)
+    assert shipped.support.outside(phased) == ("a schedule the features do not name: none in "
+                                               "its training")
+
+
 def test_a_support_that_is_not_one_is_refused():
     with pytest.raises(ValueError, match="not a training support"):
         TrainingSupport.from_dict({"categories": []})

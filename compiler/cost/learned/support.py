@@ -145,6 +145,10 @@ class TrainingSupport:
                     for kind in sorted(_element_types(sample) - self.element_types)]
         reasons += [f"op {op}: none in its training" for op in sorted(_ops(sample) - self.ops)]
         schedule = _schedule(np.asarray(sample.kernel_features))
+        if schedule not in self.ranges and not schedule:
+            # A schedule the features have no column for (phased, ...), unlike every
+            # training kernel: nothing to judge its sizes by.
+            reasons.append("a schedule the features do not name: none in its training")
         sizes = self.ranges.get(schedule, {})
         for index, name in enumerate(KERNEL_FEATURES):
             if len(reasons) >= _REASONS:
