@@ -50,13 +50,13 @@ def signup(request: HttpRequest) -> HttpResponse:
     if request.method == "GET":
         return render(request, "registration/signup.html", {**context, "form": SignupForm()})
 
-    wait = SIGNUPS.try_once(client_address(request))
-    if wait:
-        context["throttled"] = SIGNUPS.refusal(wait)
+    refused = SIGNUPS.refused(client_address(request))
+    if refused:
+        context["throttled"], status = refused
         form = SignupForm(initial={"username": data.get("username", ""),
                                    "email": data.get("email", "")})
         return render(request, "registration/signup.html", {**context, "form": form},
-                      status=429)
+                      status=status)
     form = SignupForm(data)
     if not form.is_valid():
         return render(request, "registration/signup.html", {**context, "form": form},
@@ -92,15 +92,15 @@ django_password_reset = PasswordResetView.as_view()
 
 @require_http_methods(["GET", "POST"])
 def password_reset(request: HttpRequest) -> HttpResponse:
-    """Django's password-reset form, refused (429) past the address's limit: each form sent
-    may e-mail someone."""
+    """Django's password-reset form, refused (429) past the address's limit, or (503) while the
+    limit cannot count (throttle.AddressLimit.refused): each form sent may e-mail someone."""
     if request.method == "POST":
-        wait = PASSWORD_RESETS.try_once(client_address(request))
-        if wait:
+        refused = PASSWORD_RESETS.refused(client_address(request))
+        if refused:
+            message, status = refused
             form = PasswordResetForm(initial={"email": request.POST.get("email", "")})
             return render(request, "registration/password_reset_form.html",
-                          {"form": form, "throttled": PASSWORD_RESETS.refusal(wait)},
-                          status=429)
+                          {"form": form, "throttled": message}, status=status)
     return django_password_reset(request)
 
 

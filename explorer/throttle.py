@@ -30,6 +30,7 @@ until the window ends.
 from __future__ import annotations
 
 import ipaddress
+import logging
 import math
 import time
 from dataclasses import dataclass
@@ -48,6 +49,8 @@ from django.core.cache import caches
 from django.http import HttpResponse
 from django.http.response import HttpResponseBase
 from django.utils import timezone
+
+logger = logging.getLogger(__name__)
 
 TOO_MANY_LOGINS = "Too many failed log-ins from your address"
 
@@ -198,6 +201,7 @@ class AddressLimit:
     allowed: str
     window_s: str
     message: str
+    unavailable: str        # what is refused while the tries cannot be counted
 
     def key(self, address: str | None) -> str:
         return f"throttle:{self.name}:{address}"
@@ -219,6 +223,20 @@ class AddressLimit:
             return 0
         return max(1, math.ceil(cache.get(f"{key}:ends", now + window) - now))
 
+    def refused(self, address: str | None) -> tuple[str, int] | None:
+        """Counts a try from `address` (try_once): None when it may go ahead, else what to tell
+        the visitor and the status. When the shared cache does not answer (Redis down, or
+        silent past settings.CACHE_REDIS_TIMEOUT_S), the try cannot be counted: it is refused
+        (503) rather than let through uncounted, and the log says why."""
+        try:
+            wait = self.try_once(address)
+        except Exception as error:      # the cache's client raises its own errors
+            logger.warning("the %s limit could not count a try: %s: %s", self.name,
+                           type(error).__name__, error)
+            return (f"{self.unavailable}: the service that counts them is not answering. "
+                    f"Try again in a minute.", 503)
+        return (self.refusal(wait), 429) if wait else None
+
     def lift(self, address: str | None) -> None:
         caches["shared"].delete_many([self.key(address), f"{self.key(address)}:ends"])
 
@@ -227,8 +245,9 @@ class AddressLimit:
 
 
 SIGNUPS = AddressLimit("signup", "SIGNUP_ATTEMPTS_ALLOWED", "SIGNUP_WINDOW_S",
-                       "Too many sign-ups from your address")
+                       "Too many sign-ups from your address", "Sign-ups are paused")
 PASSWORD_RESETS = AddressLimit("password-reset", "PASSWORD_RESETS_ALLOWED",
                                "PASSWORD_RESET_WINDOW_S",
-                               "Too many password resets asked for from your address")
+                               "Too many password resets asked for from your address",
+                               "Password resets are paused")
 ADDRESS_LIMITS = (SIGNUPS, PASSWORD_RESETS)

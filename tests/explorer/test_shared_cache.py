@@ -123,3 +123,22 @@ def test_pages_are_served_from_the_database_sessions_while_redis_is_away(
     # Logging out deletes the session from the database, whatever the cache does.
     client.post("/accounts/logout/")
     assert not client.get("/runs").wsgi_request.user.is_authenticated
+
+
+@pytest.mark.parametrize("form, field, paused", [
+    ("/accounts/signup/", "username", "Sign-ups are paused"),
+    ("/accounts/password_reset/", "email", "Password resets are paused")])
+def test_sign_ups_and_password_resets_are_refused_while_their_tries_cannot_be_counted(
+        form, field, paused, client, db, settings, caplog):
+    settings.CACHES = {**settings.CACHES, "shared": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": f"redis://127.0.0.1:{closed_port()}/1",
+        "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1}}}
+
+    response = client.post(form, {field: "grace@example.com"}, REMOTE_ADDR=ADDRESS)
+
+    # Refused with a page that says why, not let through uncounted, nor a server error.
+    assert response.status_code == 503
+    assert f"{paused}: the service that counts them is not answering" in (
+        response.content.decode())
+    assert "could not count a try" in caplog.text
