@@ -198,3 +198,18 @@ def test_without_a_learned_model_the_learned_fields_are_null(capsys):
     for plan in json.loads(capsys.readouterr().out)["strategies"].values():
         assert plan["learned_model"] is None and plan["total"]["learned_us"] is None
         assert all(k["learned_us"] is None for k in plan["kernels"])
+
+
+def test_the_text_report_says_how_many_kernels_the_model_left_outside_its_training(
+        model_file, capsys):
+    path = str(HLO / "attention_block.hlo")
+    assert main(["explore", path, "--strategy", "xla", "--learned-model", str(model_file),
+                 "--json"]) == 0
+    total = json.loads(capsys.readouterr().out)["strategies"]["xla"]["total"]
+    assert total["learned_outside"] > 0
+    assert main(["explore", path, "--strategy", "xla", "--learned-model",
+                 str(model_file)]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines()
+                if "learned" in line and "kernels predicted" in line)
+    assert line.endswith(f"the others projected ({total['learned_outside']} outside what it "
+                         f"was trained on)")
