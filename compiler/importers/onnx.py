@@ -72,7 +72,7 @@ from onnx.reference import ReferenceEvaluator
 
 from compiler.errors import InputError, LimitError, UnsupportedError
 from compiler.ir.builder import GraphBuilder
-from compiler.ir.dtypes import DType, dtype as ir_dtype, from_numpy
+from compiler.ir.dtypes import DType, accumulation_dtype, dtype as ir_dtype, from_numpy
 from compiler.ir.graph import Graph
 from compiler.ir.shapes import ArrayShape
 from compiler.limits import Limits, check_input_size, env_name
@@ -1119,6 +1119,33 @@ def _transpose(n: _NodeContext):
     return [n.transpose(x, perm)]
 
 
+@_lowering("DepthToSpace", "SpaceToDepth")
+def _depth_space(n: _NodeContext):
+    # Both are a reshape, a transpose and a reshape, with the ONNX spec's permutations.
+    x = n.x(0)
+    block = n.attr("blocksize")
+    if x.rank != 4 or not block or block < 1:
+        raise n.error(f"{n.op} needs an (N, C, H, W) input and a positive blocksize, got "
+                      f"{x.shape} and blocksize {block}")
+    batch, channels, height, width = x.dims
+    if n.op == "SpaceToDepth":
+        if height % block or width % block:
+            raise n.error(f"height and width of {x.shape} are not multiples of {block}")
+        split = [batch, channels, height // block, block, width // block, block]
+        perm, result = [0, 3, 5, 1, 2, 4], [batch, channels * block * block,
+                                            height // block, width // block]
+    else:
+        if channels % (block * block):
+            raise n.error(f"channels of {x.shape} are not a multiple of {block}*{block}")
+        depth = channels // (block * block)
+        if n.attr("mode", "DCR") == "DCR":
+            split, perm = [batch, block, block, depth, height, width], [0, 3, 4, 1, 5, 2]
+        else:
+            split, perm = [batch, depth, block, block, height, width], [0, 1, 4, 2, 5, 3]
+        result = [batch, depth, height * block, width * block]
+    return [n.reshape(n.transpose(n.reshape(x, split), perm), result)]
+
+
 @_lowering("Concat")
 def _concat(n: _NodeContext):
     values = n.present_inputs()
@@ -1229,10 +1256,15 @@ def _gather(n: _NodeContext):
         is_negative = n.compare("LT", indices, n.scalar(0, indices.dtype))
         wrapped = n.map("add", indices, n.scalar(size, indices.dtype))
         indices = n.select(is_negative, wrapped, indices)
+    return [_take(n, data, indices, axis)]
+
+
+def _take(n: _NodeContext, data: _Value, indices: _Value, axis: int) -> _Value:
+    """HLO gather of whole slices of `data` at `indices` (in range) along `axis`."""
     q = indices.rank
     dims = data.dims[:axis] + indices.dims + data.dims[axis + 1:]
     slice_sizes = tuple(1 if i == axis else d for i, d in enumerate(data.dims))
-    return [n.emit("gather", [data, indices], ArrayShape(data.dtype, dims), {
+    return n.emit("gather", [data, indices], ArrayShape(data.dtype, dims), {
         "offset_dims": tuple(range(axis)) + tuple(range(axis + q, data.rank + q - 1)),
         "collapsed_slice_dims": (axis,),
         "start_index_map": (axis,),
@@ -1241,7 +1273,83 @@ def _gather(n: _NodeContext):
         "index_vector_dim": q,
         "slice_sizes": slice_sizes,
         "indices_are_sorted": False,
-    })]
+    })
+
+
+# ONNX Resize's coordinate_transformation_mode: where output coordinate x of an axis resized
+# from `size` to `out` by `scale` samples the input.
+_RESIZE_COORDINATES = {
+    "half_pixel": lambda x, scale, size, out: (x + 0.5) / scale - 0.5,
+    "pytorch_half_pixel": lambda x, scale, size, out:
+        (x + 0.5) / scale - 0.5 if out > 1 else 0 * x,
+    "align_corners": lambda x, scale, size, out: x * (size - 1) / max(out - 1, 1),
+    "asymmetric": lambda x, scale, size, out: x / scale,
+    "half_pixel_symmetric": lambda x, scale, size, out:
+        size / 2 * (1 - out / (scale * size)) + (x + 0.5) / scale - 0.5,
+}
+_RESIZE_ROUNDING = {
+    "round_prefer_floor": lambda x: np.ceil(x - 0.5),
+    "round_prefer_ceil": lambda x: np.floor(x + 0.5),
+    "floor": np.floor,
+    "ceil": np.ceil,
+}
+
+
+@_lowering("Resize")
+def _resize(n: _NodeContext):
+    x = n.x(0)
+    mode = n.attr("mode", "nearest")
+    if mode != "nearest":
+        raise n.unsupported(f"Resize mode '{mode}' is not supported (only 'nearest' is)")
+    transform = n.attr("coordinate_transformation_mode", "half_pixel")
+    rounding = n.attr("nearest_mode", "round_prefer_floor")
+    if transform not in _RESIZE_COORDINATES or rounding not in _RESIZE_ROUNDING:
+        raise n.unsupported(f"Resize with coordinate_transformation_mode '{transform}' and "
+                            f"nearest_mode '{rounding}' is not supported")
+    axes = n.attr("axes")
+    axes = list(range(x.rank)) if axes is None else [n.axis(a, x.rank) for a in axes]
+    scales = n.static(2, "scales")
+    sizes = n.static(3, "sizes")
+    if sizes is not None and sizes.size:
+        if n.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
+            raise n.unsupported("Resize with keep_aspect_ratio_policy "
+                                f"'{n.attr('keep_aspect_ratio_policy')}' is not supported")
+        outs = [int(v) for v in sizes.reshape(-1)]
+        factors = [out / x.dims[a] for a, out in zip(axes, outs)]
+    elif scales is not None and scales.size:
+        factors = [float(v) for v in scales.reshape(-1)]
+        outs = [math.floor(x.dims[a] * f) for a, f in zip(axes, factors)]
+    else:
+        raise n.error("Resize needs scales or sizes")
+    if len(factors) != len(axes) or min(factors) <= 0:
+        raise n.error(f"Resize needs a positive scale for each of axes {axes}, got {factors}")
+    result = x
+    for axis, factor, out in zip(axes, factors, outs):
+        size = x.dims[axis]
+        coordinates = _RESIZE_COORDINATES[transform](np.arange(out, dtype=np.float64),
+                                                     np.float64(np.float32(factor)), size, out)
+        sources = np.clip(_RESIZE_ROUNDING[rounding](coordinates), 0, size - 1).astype(np.int64)
+        result = _nearest_along(n, result, axis, sources)
+    return [result]
+
+
+def _nearest_along(n: _NodeContext, x: _Value, axis: int, sources: np.ndarray) -> _Value:
+    """`x` with axis `axis` replaced by the input rows `sources`: a broadcast for whole-number
+    upsampling, a strided slice for whole-number downsampling, a gather otherwise."""
+    size, out = x.dims[axis], len(sources)
+    if np.array_equal(sources, np.arange(size)):
+        return x
+    if out % size == 0 and np.array_equal(sources, np.repeat(np.arange(size), out // size)):
+        repeated = list(x.dims[:axis + 1]) + [out // size] + list(x.dims[axis + 1:])
+        mapping = [i if i <= axis else i + 1 for i in range(x.rank)]
+        spread = n.broadcast_in_dim(x, repeated, mapping)
+        return n.reshape(spread, x.dims[:axis] + (out,) + x.dims[axis + 1:])
+    step = sources[1] - sources[0] if out > 1 else 1
+    if step > 0 and np.array_equal(sources, sources[0] + step * np.arange(out)):
+        config = [(0, d, 1) for d in x.dims]
+        config[axis] = (int(sources[0]), int(sources[-1]) + 1, int(step))
+        return _slice(n, x, config)
+    return _take(n, x, n.const(sources), axis)
 
 
 @_lowering("Expand")
@@ -1356,19 +1464,26 @@ def _softmax(n: _NodeContext):
     return [n.arith("subtract", shifted, log_total)]
 
 
-@_lowering("LayerNormalization")
-def _layer_norm(n: _NodeContext):
-    x, scale, bias = n.x(0), n.x(1), n.opt(2)
-    axis = n.axis(n.attr("axis", -1), x.rank)
-    axes = tuple(range(axis, x.rank))
-    stash = _ir_type(n.attr("stash_type", TensorProto.FLOAT), n.where)
+def _standardize(n: _NodeContext, x: _Value, axes, stash: DType):
+    """(x - mean) / sqrt(variance + epsilon) over `axes`, computed in `stash` and returned in
+    x's type, with the mean and the inverse standard deviation (in `stash`, reduced shape)."""
     wide = n.convert(x, stash)
     mean = n.mean(wide, axes)
     centered = n.arith("subtract", wide, n.broadcast_back(mean, x.dims, axes))
     variance = n.mean(n.arith("multiply", centered, centered), axes)
     inv_std = n.unary("rsqrt", n.plus(variance, n.attr("epsilon", 1e-5)))
     normalized = n.arith("multiply", centered, n.broadcast_back(inv_std, x.dims, axes))
-    result = n.arith("multiply", n.convert(normalized, x.dtype), scale)
+    return n.convert(normalized, x.dtype), mean, inv_std
+
+
+@_lowering("LayerNormalization")
+def _layer_norm(n: _NodeContext):
+    x, scale, bias = n.x(0), n.x(1), n.opt(2)
+    axis = n.axis(n.attr("axis", -1), x.rank)
+    axes = tuple(range(axis, x.rank))
+    stash = _ir_type(n.attr("stash_type", TensorProto.FLOAT), n.where)
+    normalized, mean, inv_std = _standardize(n, x, axes, stash)
+    result = n.arith("multiply", normalized, scale)
     if bias is not None:
         result = n.arith("add", result, bias)
     return [
@@ -1395,6 +1510,23 @@ def _batch_norm(n: _NodeContext):
                      n.unary("rsqrt", n.plus(variance, n.attr("epsilon", 1e-5))))
     centered = n.arith("subtract", x, n.broadcast_in_dim(mean, x.dims, (1,)))
     scaled = n.arith("multiply", centered, n.broadcast_in_dim(factor, x.dims, (1,)))
+    return [n.arith("add", scaled, n.broadcast_in_dim(bias, x.dims, (1,)))]
+
+
+@_lowering("InstanceNormalization")
+def _instance_norm(n: _NodeContext):
+    # torch exports GroupNorm as Reshape -> InstanceNormalization (unit scale, zero bias) ->
+    # Reshape -> Mul -> Add, so this is every GroupNorm too.
+    x, scale, bias = n.x(0), n.x(1), n.x(2)
+    if x.rank < 3:
+        raise n.error(f"InstanceNormalization needs (N, C, D1, ...) input, got {x.shape}")
+    for v in (scale, bias):
+        if v.dims != (x.dims[1],):
+            raise n.error(f"InstanceNormalization scale and B must be [{x.dims[1]}], got "
+                          f"{v.shape}")
+    # Statistics of 16-bit floats in f32, as LayerNormalization's default stash_type keeps them.
+    normalized, _, _ = _standardize(n, x, tuple(range(2, x.rank)), accumulation_dtype(x.dtype))
+    scaled = n.arith("multiply", normalized, n.broadcast_in_dim(scale, x.dims, (1,)))
     return [n.arith("add", scaled, n.broadcast_in_dim(bias, x.dims, (1,)))]
 
 

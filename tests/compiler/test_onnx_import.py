@@ -316,6 +316,34 @@ CASES = {
          _node("Add", ["x", "ones"], ["shifted"]), _node("Add", ["shifted", "rows"], ["y"])],
         {"x": _randn(4, 3)},
         {"table": _randn(6, 3), "zero": np.array(0), "four": np.array(4), "one": np.array(1)}),
+    "instance_norm": _case(
+        [_node("InstanceNormalization", ["x", "scale", "bias"], epsilon=1e-3)],
+        {"x": _randn(2, 3, 4, 5)}, {"scale": _randn(3), "bias": _randn(3)}),
+    "depth_to_space_in_both_modes_and_space_to_depth": _case(
+        [_node("DepthToSpace", ["x"], ["dcr"], blocksize=2),
+         _node("DepthToSpace", ["x"], ["crd"], blocksize=2, mode="CRD"),
+         _node("SpaceToDepth", ["x"], ["s2d"], blocksize=3)],
+        {"x": _randn(2, 8, 3, 6)}, outputs=("dcr", "crd", "s2d")),
+    # Whole-number up- and downsampling (a broadcast, a strided slice) and uneven ratios (a
+    # gather), under each coordinate transformation and rounding rule.
+    "resize_nearest": _case(
+        [_node("Resize", ["x", "", "up"], ["up_floor"], coordinate_transformation_mode=
+               "asymmetric", nearest_mode="floor"),
+         _node("Resize", ["x", "", "up3"], ["up_half_pixel"]),
+         _node("Resize", ["x", "", "down"], ["down_asymmetric"],
+               coordinate_transformation_mode="asymmetric"),
+         _node("Resize", ["x", "", "", "sizes"], ["uneven_align_corners"],
+               coordinate_transformation_mode="align_corners", nearest_mode="round_prefer_ceil"),
+         _node("Resize", ["x", "", "", "last_two"], ["axes_pytorch_half_pixel"], axes=[2, 3],
+               coordinate_transformation_mode="pytorch_half_pixel", nearest_mode="ceil"),
+         _node("Resize", ["x", "", "up3"], ["half_pixel_symmetric"],
+               coordinate_transformation_mode="half_pixel_symmetric")],
+        {"x": _randn(1, 2, 4, 6)},
+        {"up": np.array([1, 1, 2, 2], np.float32), "up3": np.array([1, 1, 3, 1.5], np.float32),
+         "down": np.array([1, 1, 0.5, 0.5], np.float32), "sizes": np.array([1, 2, 7, 5]),
+         "last_two": np.array([3, 9])},
+        outputs=("up_floor", "up_half_pixel", "down_asymmetric", "uneven_align_corners",
+                 "axes_pytorch_half_pixel", "half_pixel_symmetric"), opset=19),
     "dropout_is_the_identity_at_inference": _case(
         [_node("Dropout", ["x", "ratio"])], {"x": _randn(3, 3)},
         {"ratio": np.array(0.5, np.float32)}),
@@ -551,6 +579,15 @@ def test_it_names_the_node_and_op_type_of_an_unknown_op():
     message = _raises(UnsupportedError, model.SerializeToString())
     assert message == ("model.onnx: node 'my_fancy_node' (FancyOp): unsupported ONNX operator "
                        "'FancyOp'")
+
+
+def test_it_names_the_node_of_a_resize_mode_it_does_not_lower():
+    model, _ = _case([helper.make_node("Resize", ["x", "", "scales"], ["y"], name="upsample",
+                                       mode="linear")],
+                     {"x": _randn(1, 1, 2, 2)}, {"scales": np.array([1, 1, 2, 2], np.float32)})
+    message = _raises(UnsupportedError, model.SerializeToString())
+    assert message == ("model.onnx: node 'upsample' (Resize): Resize mode 'linear' is not "
+                       "supported (only 'nearest' is)")
 
 
 def test_it_names_a_non_default_domain():
