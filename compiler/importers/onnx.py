@@ -1581,6 +1581,81 @@ def _dot(n: _NodeContext, a: _Value, b: _Value, batch, lhs_contracting, rhs_cont
         "rhs_contracting_dims": tuple(rhs_contracting)})
 
 
+@_lowering("Einsum")
+def _einsum(n: _NodeContext):
+    operands = n.present_inputs()
+    equation = str(n.attr("equation", "")).replace(" ", "")
+    terms, output = _einsum_labels(n, equation, operands)
+    sizes = {}
+    for term, v in zip(terms, operands):
+        if len(set(term)) != len(term):
+            raise n.unsupported(f"Einsum '{equation}' repeats a label within one operand "
+                                "(a diagonal or trace), which is not supported")
+        for label, size in zip(term, v.dims):
+            if sizes.setdefault(label, size) != size:
+                raise n.unsupported(f"Einsum '{equation}' gives label '{label}' sizes "
+                                    f"{sizes[label]} and {size}; only equal sizes are "
+                                    "supported")
+    # Labels only one operand has and the output lacks are summed away first.
+    values = []
+    for index, (term, v) in enumerate(zip(terms, operands)):
+        elsewhere = set(output).union(*(t for i, t in enumerate(terms) if i != index))
+        summed = [i for i, label in enumerate(term) if label not in elsewhere]
+        if summed:
+            v = n.reduce(v, summed, "add")
+            terms[index] = "".join(label for label in term if label in elsewhere)
+        values.append(v)
+    if len(values) == 1:
+        result, labels = values[0], terms[0]
+    else:
+        a, b = values
+        (lhs, rhs), shared = terms, set(terms[0]) & set(terms[1])
+        batch = [c for c in lhs if c in shared and c in output]
+        contracted = [c for c in lhs if c in shared and c not in output]
+        lhs_free = [c for c in lhs if c not in shared]
+        rhs_free = [c for c in rhs if c not in shared]
+        if a.dtype != b.dtype:
+            raise n.error(f"Einsum multiplies {a.dtype} by {b.dtype}")
+        # Both operands as (batch, free, contracted): the dot's batch dims then line up.
+        a = n.transpose(a, [lhs.index(c) for c in batch + lhs_free + contracted])
+        b = n.transpose(b, [rhs.index(c) for c in batch + rhs_free + contracted])
+        count = len(batch)
+        result = _dot(n, a, b, tuple(range(count)),
+                      tuple(range(count + len(lhs_free), a.rank)),
+                      tuple(range(count + len(rhs_free), b.rank)))
+        labels = "".join(batch + lhs_free + rhs_free)
+    return [n.transpose(result, [labels.index(c) for c in output])]
+
+
+def _einsum_labels(n: _NodeContext, equation: str, operands) -> tuple[list[str], str]:
+    """Each operand's labels and the output's, with '...' spelt out as upper-case letters
+    (the spec's labels are lower-case letters)."""
+    inputs, arrow, output = equation.partition("->")
+    terms = inputs.split(",")
+    if len(terms) != len(operands) or not 1 <= len(terms) <= 2:
+        raise n.unsupported(f"Einsum '{equation}' of {len(operands)} operands is not supported "
+                            "(one or two operands are)")
+    ellipsis_rank = 0
+    for index, (term, v) in enumerate(zip(terms, operands)):
+        if "..." in term:
+            rank = v.rank - len(term.replace("...", ""))
+            ellipsis_rank = max(ellipsis_rank, rank)
+            term = term.replace("...", "".join(chr(ord("Z") - rank + 1 + i) for i in range(rank)))
+        if len(term) != v.rank or not term.isalpha():
+            raise n.error(f"Einsum term '{terms[index]}' does not fit the operand {v.shape}")
+        terms[index] = term
+    spelt = "".join(chr(ord("Z") - ellipsis_rank + 1 + i) for i in range(ellipsis_rank))
+    if arrow:
+        output = output.replace("...", spelt)
+    else:  # implicit output: the ellipsis, then the labels seen once, alphabetically
+        labels = [c for c in "".join(terms) if c.islower()]
+        output = spelt + "".join(sorted(c for c in set(labels) if labels.count(c) == 1))
+    unknown = set(output) - set("".join(terms))
+    if unknown or len(set(output)) != len(output):
+        raise n.error(f"Einsum '{equation}' has an invalid output '{output}'")
+    return terms, output
+
+
 @_lowering("Gemm")
 def _gemm(n: _NodeContext):
     a, b, c = n.x(0), n.x(1), n.opt(2)
