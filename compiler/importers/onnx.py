@@ -74,7 +74,7 @@ from compiler.errors import InputError, LimitError, UnsupportedError
 from compiler.ir.builder import GraphBuilder
 from compiler.ir.dtypes import DType, accumulation_dtype, dtype as ir_dtype, from_numpy
 from compiler.ir.graph import Graph
-from compiler.ir.shapes import ArrayShape
+from compiler.ir.shapes import ArrayShape, TupleShape
 from compiler.limits import Limits, check_input_size, env_name
 
 MIN_OPSET = 13
@@ -1448,6 +1448,32 @@ def _reduction(n: _NodeContext):
     if n.attr("keepdims", 1):
         result = n.keep_dims(result, x.dims, axes)
     return [result]
+
+
+@_lowering("TopK")
+def _top_k(n: _NodeContext):
+    x = n.x(0)
+    k = n.static(1, "K")
+    if k is None or k.size != 1:
+        raise n.error("TopK needs K, a one-element tensor")
+    k = int(k.reshape(-1)[0])
+    axis = n.axis(n.attr("axis", -1), x.rank)
+    if not 0 <= k <= x.dims[axis]:
+        raise n.error(f"TopK of {k} elements along axis {axis} of {x.shape}")
+    # HLO topk works on the last axis and returns ties lower index first, sorted, as ONNX
+    # asks (sorted=0 allows any order, so the sorted one too). It ranks floats by their total
+    # order, so -0.0 ranks below +0.0 where onnxruntime would call them a tie.
+    last = [i for i in range(x.rank) if i != axis] + [axis]
+    back = [last.index(i) for i in range(x.rank)]
+    moved = n.transpose(x, last)
+    dims = moved.dims[:-1] + (k,)
+    values = ArrayShape(x.dtype, dims)
+    indices = ArrayShape(ir_dtype("s32"), dims)
+    both = n.emit("topk", [moved], TupleShape((values, indices)),
+                  {"k": k, "largest": bool(n.attr("largest", 1))})
+    top = n.emit("get-tuple-element", [both], values, {"index": 0})
+    where = n.emit("get-tuple-element", [both], indices, {"index": 1})
+    return [n.transpose(top, back), n.transpose(n.convert(where, ir_dtype("s64")), back)]
 
 
 @_lowering("Softmax", "LogSoftmax")

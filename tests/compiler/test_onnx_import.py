@@ -357,6 +357,14 @@ CASES = {
          "experts": _randn(3, 5, 2), "gate": _randn(4, 3), "w": _randn(5, 2)},
         outputs=("scores", "per_expert", "mixed", "summed", "implicit", "ellipsis",
                  "one_side_summed", "outer")),
+    "top_k_largest_and_smallest_along_any_axis": _case(
+        [_node("TopK", ["x", "two"], ["top", "top_at"]),
+         _node("TopK", ["x", "three"], ["bottom", "bottom_at"], axis=1, largest=0)],
+        # Whole numbers make ties; adding 0 turns -0.0 into 0.0, which HLO's total order
+        # would rank apart.
+        {"x": np.round(2 * _randn(3, 5, 4)) + np.float32(0)},
+        {"two": np.array([2]), "three": np.array([3])},
+        outputs=("top", "top_at", "bottom", "bottom_at")),
     "dropout_is_the_identity_at_inference": _case(
         [_node("Dropout", ["x", "ratio"])], {"x": _randn(3, 3)},
         {"ratio": np.array(0.5, np.float32)}),
