@@ -1450,6 +1450,36 @@ def _reduction(n: _NodeContext):
     return [result]
 
 
+@_lowering("CumSum")
+def _cumsum(n: _NodeContext):
+    x = n.x(0)
+    axis = n.static(1, "axis")
+    if axis is None or axis.size != 1:
+        raise n.error("CumSum needs axis, a one-element tensor")
+    axis = n.axis(int(axis.reshape(-1)[0]), x.rank)
+    size = x.dims[axis]
+    reverse = bool(n.attr("reverse", 0))
+    if reverse:
+        x = n.emit("reverse", [x], x.shape, {"dimensions": (axis,)})
+    # A window as long as the axis, padded in front: element i sums elements i-size+1..i.
+    # Exclusive sums pad one more and drop the last window, so element i sums up to i-1.
+    exclusive = int(bool(n.attr("exclusive", 0)))
+    lead = size - 1 + exclusive
+    window = {
+        "size": tuple(size if i == axis else 1 for i in range(x.rank)),
+        "stride": (1,) * x.rank,
+        "pad": tuple((lead, 0) if i == axis else (0, 0) for i in range(x.rank)),
+        "lhs_dilate": (1,) * x.rank, "rhs_dilate": (1,) * x.rank,
+    }
+    windows = tuple(d + exclusive if i == axis else d for i, d in enumerate(x.dims))
+    sums = n.emit("reduce-window", [x, n.scalar(0, x.dtype)], ArrayShape(x.dtype, windows), {
+        "window": window, "to_apply": n.importer.reducer("add", x.dtype), "reducer": "add"})
+    sums = _slice(n, sums, [(0, d, 1) for d in x.dims])
+    if reverse:
+        sums = n.emit("reverse", [sums], sums.shape, {"dimensions": (axis,)})
+    return [sums]
+
+
 @_lowering("TopK")
 def _top_k(n: _NodeContext):
     x = n.x(0)
@@ -1460,20 +1490,41 @@ def _top_k(n: _NodeContext):
     axis = n.axis(n.attr("axis", -1), x.rank)
     if not 0 <= k <= x.dims[axis]:
         raise n.error(f"TopK of {k} elements along axis {axis} of {x.shape}")
-    # HLO topk works on the last axis and returns ties lower index first, sorted, as ONNX
-    # asks (sorted=0 allows any order, so the sorted one too). It ranks floats by their total
-    # order, so -0.0 ranks below +0.0 where onnxruntime would call them a tie.
+    return list(_top(n, x, k, axis, bool(n.attr("largest", 1))))
+
+
+@_lowering("ArgMax", "ArgMin")
+def _arg_extreme(n: _NodeContext):
+    x = n.x(0)
+    axis = n.axis(n.attr("axis", 0), x.rank)
+    last = bool(n.attr("select_last_index", 0))
+    if last:  # the first extreme of the reversed axis is the last one
+        x = n.emit("reverse", [x], x.shape, {"dimensions": (axis,)})
+    _, index = _top(n, x, 1, axis, n.op == "ArgMax")
+    if last:
+        index = n.map("subtract", n.scalar(x.dims[axis] - 1, index.dtype), index)
+    if n.attr("keepdims", 1):
+        return [index]
+    return [n.reshape(index, x.dims[:axis] + x.dims[axis + 1:])]
+
+
+def _top(n: _NodeContext, x: _Value, k: int, axis: int, largest: bool):
+    """The k largest (or smallest) elements along `axis`, sorted, and their int64 indices.
+
+    HLO topk works on the last axis and returns ties lower index first, as ONNX's TopK and
+    ArgMax ask (TopK's sorted=0 allows any order, so the sorted one too). It ranks floats by
+    their total order, so -0.0 ranks below +0.0 where onnxruntime would call them a tie.
+    """
     last = [i for i in range(x.rank) if i != axis] + [axis]
     back = [last.index(i) for i in range(x.rank)]
     moved = n.transpose(x, last)
     dims = moved.dims[:-1] + (k,)
     values = ArrayShape(x.dtype, dims)
     indices = ArrayShape(ir_dtype("s32"), dims)
-    both = n.emit("topk", [moved], TupleShape((values, indices)),
-                  {"k": k, "largest": bool(n.attr("largest", 1))})
+    both = n.emit("topk", [moved], TupleShape((values, indices)), {"k": k, "largest": largest})
     top = n.emit("get-tuple-element", [both], values, {"index": 0})
     where = n.emit("get-tuple-element", [both], indices, {"index": 1})
-    return [n.transpose(top, back), n.transpose(n.convert(where, ir_dtype("s64")), back)]
+    return n.transpose(top, back), n.transpose(n.convert(where, ir_dtype("s64")), back)
 
 
 @_lowering("Softmax", "LogSoftmax")

@@ -365,6 +365,21 @@ CASES = {
         {"x": np.round(2 * _randn(3, 5, 4)) + np.float32(0)},
         {"two": np.array([2]), "three": np.array([3])},
         outputs=("top", "top_at", "bottom", "bottom_at")),
+    "arg_max_and_arg_min_first_and_last": _case(
+        [_node("ArgMax", ["x"], ["max_first"], axis=-1),
+         _node("ArgMax", ["x"], ["max_last"], axis=1, keepdims=0, select_last_index=1),
+         _node("ArgMin", ["x"], ["min_first"], keepdims=0),
+         _node("ArgMin", ["x"], ["min_last"], axis=2, select_last_index=1)],
+        {"x": np.round(2 * _randn(3, 5, 4)) + np.float32(0)},
+        outputs=("max_first", "max_last", "min_first", "min_last")),
+    "cumsum_forward_reverse_and_exclusive": _case(
+        [_node("CumSum", ["x", "last"], ["forward"]),
+         _node("CumSum", ["x", "first"], ["reverse"], reverse=1),
+         _node("CumSum", ["x", "last"], ["exclusive"], exclusive=1),
+         _node("CumSum", ["mask", "last"], ["both"], exclusive=1, reverse=1)],
+        {"x": _randn(3, 5), "mask": _ints(0, 2, 2, 6)}, {"last": np.array([-1]),
+                                                          "first": np.array(0)},
+        outputs=("forward", "reverse", "exclusive", "both")),
     "dropout_is_the_identity_at_inference": _case(
         [_node("Dropout", ["x", "ratio"])], {"x": _randn(3, 3)},
         {"ratio": np.array(0.5, np.float32)}),
