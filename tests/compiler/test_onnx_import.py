@@ -8,6 +8,7 @@ the reason, while `compiler/ir/interpreter.py` does not exist.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -615,6 +616,19 @@ def test_it_names_the_node_and_op_type_of_an_unknown_op():
     message = _raises(UnsupportedError, model.SerializeToString())
     assert message == ("model.onnx: node 'my_fancy_node' (FancyOp): unsupported ONNX operator "
                        "'FancyOp'")
+
+
+def test_folding_log_of_zero_prints_no_numpy_warning():
+    # T5's relative-position bucketing takes the log of a zero distance, then casts -inf.
+    model, _ = _case([_node("Log", ["zero"], ["minus_inf"]),
+                      _node("Cast", ["minus_inf"], ["as_int"], to=TensorProto.INT64),
+                      _node("Cast", ["as_int"], ["back"], to=TensorProto.FLOAT),
+                      _node("Add", ["x", "back"])],
+                     {"x": _randn(2)}, {"zero": np.zeros(2, np.float32)})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        import_onnx(model.SerializeToString(), "t5_buckets.onnx")
+    assert [str(w.message) for w in caught] == []
 
 
 def test_it_names_the_node_of_a_resize_mode_it_does_not_lower():
