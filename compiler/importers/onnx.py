@@ -685,6 +685,13 @@ class _NodeContext:
                                    self.where)
         return value.const
 
+    def static_int(self, index: int, what: str) -> int:
+        """Input `index`: a constant holding one integer."""
+        value = self.static(index, what)
+        if value is None or value.size != 1:
+            raise self.error(f"{self.op} needs {what}, a one-element tensor")
+        return int(value.reshape(-1)[0])
+
     def attr(self, name: str, default=None):
         return self.attrs.get(name, default)
 
@@ -1456,10 +1463,7 @@ def _reduction(n: _NodeContext):
 @_lowering("CumSum")
 def _cumsum(n: _NodeContext):
     x = n.x(0)
-    axis = n.static(1, "axis")
-    if axis is None or axis.size != 1:
-        raise n.error("CumSum needs axis, a one-element tensor")
-    axis = n.axis(int(axis.reshape(-1)[0]), x.rank)
+    axis = n.axis(n.static_int(1, "axis"), x.rank)
     size = x.dims[axis]
     reverse = bool(n.attr("reverse", 0))
     if reverse:
@@ -1486,10 +1490,7 @@ def _cumsum(n: _NodeContext):
 @_lowering("TopK")
 def _top_k(n: _NodeContext):
     x = n.x(0)
-    k = n.static(1, "K")
-    if k is None or k.size != 1:
-        raise n.error("TopK needs K, a one-element tensor")
-    k = int(k.reshape(-1)[0])
+    k = n.static_int(1, "K")
     axis = n.axis(n.attr("axis", -1), x.rank)
     if not 0 <= k <= x.dims[axis]:
         raise n.error(f"TopK of {k} elements along axis {axis} of {x.shape}")
