@@ -988,9 +988,38 @@ def _hard_sigmoid(n: _NodeContext):
 
 
 @_lowering("Softplus")
-def _softplus(n: _NodeContext):
+def _softplus_op(n: _NodeContext):
+    return [_softplus(n, n.x(0))]
+
+
+def _softplus(n: _NodeContext, x: _Value) -> _Value:
+    """log(1 + exp(x)) as max(x, 0) + log1p(exp(-|x|)): exp(x) alone overflows to inf for x
+    past 88 in f32 (11 in f16), where the answer is x."""
+    tail = n.unary("log-plus-one", n.unary("exponential", n.unary("negate", n.unary("abs", x))))
+    return n.arith("add", n.arith("maximum", x, n.scalar(0, x.dtype)), tail)
+
+
+@_lowering("Mish")
+def _mish(n: _NodeContext):
     x = n.x(0)
-    return [n.unary("log-plus-one", n.unary("exponential", x))]
+    return [n.arith("multiply", x, n.unary("tanh", _softplus(n, x)))]
+
+
+@_lowering("Mod")
+def _mod(n: _NodeContext):
+    a, b = n.x(0), n.x(1)
+    remainder = n.arith("remainder", a, b)  # C's fmod: the sign of the dividend
+    if n.attr("fmod", 0):
+        return [remainder]
+    if a.dtype.is_float:
+        raise n.error("Mod of floating-point values needs fmod=1")
+    # Python's modulo takes the divisor's sign: move a non-zero remainder of the other sign
+    # by one divisor.
+    zero = n.scalar(0, remainder.dtype)
+    signs_differ = n.map("xor", n.compare("LT", remainder, zero), n.compare("LT", b, zero),
+                         dtype=ir_dtype("pred"))
+    wrong = n.map("and", signs_differ, n.compare("NE", remainder, zero), dtype=ir_dtype("pred"))
+    return [n.select(wrong, n.arith("add", remainder, b), remainder)]
 
 
 @_lowering("Gelu")

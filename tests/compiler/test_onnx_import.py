@@ -381,6 +381,16 @@ CASES = {
         {"x": _randn(3, 5), "mask": _ints(0, 2, 2, 6)}, {"last": np.array([-1]),
                                                           "first": np.array(0)},
         outputs=("forward", "reverse", "exclusive", "both")),
+    "softplus_and_mish_past_where_exp_overflows": _case(
+        [_node("Softplus", ["x"], ["softplus"]), _node("Mish", ["x"], ["mish"])],
+        {"x": np.array([-200, -90, -3, -0.5, 0, 0.5, 3, 90, 200], np.float32)},
+        outputs=("softplus", "mish")),
+    "mod_with_the_divisors_sign_and_the_dividends": _case(
+        [_node("Mod", ["i", "j"], ["python"]), _node("Mod", ["i", "j"], ["c"], fmod=1),
+         _node("Mod", ["x", "y"], ["float"], fmod=1)],
+        {"i": _ints(-20, 20, 3, 4), "j": np.array([3, -3, 7, -5]),
+         "x": 5 * _randn(3, 4), "y": _positive(4) * np.array([1, -1, 1, -1], np.float32)},
+        outputs=("python", "c", "float")),
     "dropout_is_the_identity_at_inference": _case(
         [_node("Dropout", ["x", "ratio"])], {"x": _randn(3, 3)},
         {"ratio": np.array(0.5, np.float32)}),
