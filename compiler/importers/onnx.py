@@ -1836,24 +1836,78 @@ def _conv(n: _NodeContext):
     dilations = tuple(n.attr("dilations", [1] * spatial))
     padding = _window_padding(n, sizes, strides, dilations, x.dims[2:])
     out = _window_output(n, x.dims[2:], sizes, strides, dilations, padding)
-    digits = "".join(str(i) for i in range(spatial))
-    result = n.emit("convolution", [x, w],
-                    ArrayShape(x.dtype, (x.dims[0], w.dims[0], *out)), {
-                        "window": {
-                            "size": tuple(sizes), "stride": strides,
-                            "pad": tuple(tuple(p) for p in padding),
-                            "lhs_dilate": (1,) * spatial, "rhs_dilate": dilations,
-                            "window_reversal": (False,) * spatial,
-                        },
-                        "dim_labels": f"bf{digits}_oi{digits}->bf{digits}",
-                        "feature_group_count": group,
-                        "batch_group_count": 1,
-                    })
+    window = {"size": tuple(sizes), "stride": strides, "pad": tuple(tuple(p) for p in padding),
+              "lhs_dilate": (1,) * spatial, "rhs_dilate": dilations,
+              "window_reversal": (False,) * spatial}
+    return [_convolution(n, x, w, bias, out, window, group)]
+
+
+@_lowering("ConvTranspose")
+def _conv_transpose(n: _NodeContext):
+    # The gradient of a Conv: the input dilated by the strides, convolved with the kernel
+    # reversed, padded by the kernel's extent less the ONNX pads (ONNX operator docs' output
+    # shape formula; XLA lowers conv_transpose the same way).
+    x, w, bias = n.x(0), n.x(1), n.opt(2)
+    spatial = x.rank - 2
+    group = n.attr("group", 1)
+    if spatial < 1 or w.rank != x.rank or x.dtype != w.dtype or w.dims[0] != x.dims[1] \
+            or x.dims[1] % group:
+        raise n.error(f"ConvTranspose needs (N, C, ...) input and (C, M/group, ...) weights "
+                      f"of the same type, got {x.shape} and {w.shape} in {group} group(s)")
+    sizes = w.dims[2:]
+    strides = tuple(n.attr("strides", [1] * spatial))
+    dilations = tuple(n.attr("dilations", [1] * spatial))
+    extra = tuple(n.attr("output_padding", [0] * spatial))
+    extents = [(k - 1) * d + 1 for k, d in zip(sizes, dilations)]
+    full = [s * (i - 1) + e + o for s, i, e, o in zip(strides, x.dims[2:], extents, extra)]
+    auto_pad = n.attr("auto_pad", "NOTSET")
+    wanted = n.attr("output_shape")
+    if wanted is not None or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        targets = list(wanted)[-spatial:] if wanted is not None else \
+            [i * s for i, s in zip(x.dims[2:], strides)]
+        totals = [f - t for f, t in zip(full, targets)]
+        pads = [(t // 2, t - t // 2) if auto_pad == "SAME_UPPER" else (t - t // 2, t // 2)
+                for t in totals]
+    elif auto_pad == "VALID":
+        pads = [(0, 0)] * spatial
+    else:
+        pads = _window_padding(n, sizes, strides, dilations, x.dims[2:])
+    out = [f - low - high for f, (low, high) in zip(full, pads)]
+    padding = tuple((e - 1 - low, e - 1 - high + o)
+                    for e, (low, high), o in zip(extents, pads, extra))
+    if min(out) < 1 or min(min(p) for p in padding) < 0:
+        raise n.unsupported(f"ConvTranspose pads {pads} larger than the kernel's extent "
+                            f"{extents} are not supported")
+    # (C, M/group, k...) to the (M, C/group, k...) a grouped convolution reads; rearranged
+    # here when the weights are constants, so that no kernel does it on every run.
+    per_group = (group, x.dims[1] // group, w.dims[1], *sizes)
+    swap = (0, 2, 1, *range(3, w.rank + 1))
+    dims = (group * w.dims[1], x.dims[1] // group, *sizes)
+    if w.const is not None:
+        kernel = n.const(w.const.reshape(per_group).transpose(swap).reshape(dims))
+    else:
+        kernel = n.reshape(n.transpose(n.reshape(w, per_group), swap), dims)
+    window = {"size": tuple(sizes), "stride": (1,) * spatial, "pad": padding,
+              "lhs_dilate": strides, "rhs_dilate": dilations,
+              "window_reversal": (True,) * spatial}
+    return [_convolution(n, x, kernel, bias, out, window, group)]
+
+
+def _convolution(n: _NodeContext, x: _Value, w: _Value, bias: _Value | None, out, window,
+                 group: int) -> _Value:
+    """HLO convolution of (N, C, ...) input and (M, C/group, ...) weights, plus the bias."""
+    digits = "".join(str(i) for i in range(x.rank - 2))
+    result = n.emit("convolution", [x, w], ArrayShape(x.dtype, (x.dims[0], w.dims[0], *out)), {
+        "window": window,
+        "dim_labels": f"bf{digits}_oi{digits}->bf{digits}",
+        "feature_group_count": group,
+        "batch_group_count": 1,
+    })
     if bias is not None:
         if bias.dims != (w.dims[0],):
-            raise n.error(f"Conv bias must be [{w.dims[0]}], got {bias.shape}")
+            raise n.error(f"{n.op} bias must be [{w.dims[0]}], got {bias.shape}")
         result = n.arith("add", result, n.broadcast_in_dim(bias, result.dims, (1,)))
-    return [result]
+    return result
 
 
 @_lowering("MaxPool", "AveragePool")

@@ -233,6 +233,18 @@ CASES = {
     "conv_1d_same_upper": _case(
         [_node("Conv", ["x", "w"], auto_pad="SAME_UPPER", strides=[2])],
         {"x": _randn(2, 3, 8)}, {"w": _randn(4, 3, 4)}),
+    "conv_transpose_strided_padded_grouped_dilated": _case(
+        [_node("ConvTranspose", ["x", "w", "b"], ["strided"], strides=[2, 3],
+               pads=[1, 0, 0, 2], output_padding=[1, 2]),
+         _node("ConvTranspose", ["x", "w2"], ["grouped"], group=2, dilations=[2, 1]),
+         _node("ConvTranspose", ["x", "w"], ["same_upper"], strides=[2, 2],
+               auto_pad="SAME_UPPER"),
+         _node("ConvTranspose", ["x", "w"], ["output_shape"], strides=[2, 2],
+               output_shape=[10, 11]),
+         _node("ConvTranspose", ["x", "computed_w"], ["computed_weights"], group=2)],
+        {"x": _randn(2, 4, 5, 6), "computed_w": _randn(4, 1, 3, 2)},
+        {"w": _randn(4, 3, 3, 4), "b": _randn(3), "w2": _randn(4, 3, 2, 3)},
+        outputs=("strided", "grouped", "same_upper", "output_shape", "computed_weights")),
     "where_over_broadcast_comparisons": _case(
         [_node("Greater", ["x", "v"], ["gt"]), _node("Equal", ["x", "x"], ["eq"]),
          _node("And", ["gt", "eq"], ["both"]), _node("Not", ["both"], ["neither"]),
