@@ -1338,8 +1338,12 @@ _RESIZE_ROUNDING = {
 def _resize(n: _NodeContext):
     x = n.x(0)
     mode = n.attr("mode", "nearest")
-    if mode != "nearest":
-        raise n.unsupported(f"Resize mode '{mode}' is not supported (only 'nearest' is)")
+    if mode not in ("nearest", "linear"):
+        raise n.unsupported(f"Resize mode '{mode}' is not supported (only 'nearest' and "
+                            "'linear' are)")
+    if mode == "linear" and (not x.dtype.is_float or n.attr("antialias", 0)):
+        raise n.unsupported(f"linear Resize of {x.dtype} values or with antialias is not "
+                            "supported")
     transform = n.attr("coordinate_transformation_mode", "half_pixel")
     rounding = n.attr("nearest_mode", "round_prefer_floor")
     if transform not in _RESIZE_COORDINATES or rounding not in _RESIZE_ROUNDING:
@@ -1367,9 +1371,25 @@ def _resize(n: _NodeContext):
         size = x.dims[axis]
         coordinates = _RESIZE_COORDINATES[transform](np.arange(out, dtype=np.float64),
                                                      np.float64(np.float32(factor)), size, out)
-        sources = np.clip(_RESIZE_ROUNDING[rounding](coordinates), 0, size - 1).astype(np.int64)
-        result = _nearest_along(n, result, axis, sources)
+        if mode == "nearest":
+            sources = np.clip(_RESIZE_ROUNDING[rounding](coordinates), 0, size - 1)
+            result = _nearest_along(n, result, axis, sources.astype(np.int64))
+        else:
+            result = _linear_along(n, result, axis, np.clip(coordinates, 0, size - 1))
     return [result]
+
+
+def _linear_along(n: _NodeContext, x: _Value, axis: int, coordinates: np.ndarray) -> _Value:
+    """`x` sampled at fractional `coordinates` (within the axis) along `axis`, each between
+    its two neighbours; bilinear and trilinear Resize are this along each axis in turn."""
+    below = np.floor(coordinates).astype(np.int64)
+    above = np.minimum(below + 1, x.dims[axis] - 1)
+    weight = (coordinates - below).astype(x.dtype.numpy)
+    dims = x.dims[:axis] + (len(coordinates),) + x.dims[axis + 1:]
+    weight_above = n.broadcast_in_dim(n.const(weight), dims, (axis,))
+    weight_below = n.broadcast_in_dim(n.const(1 - weight), dims, (axis,))
+    return n.arith("add", n.arith("multiply", _nearest_along(n, x, axis, below), weight_below),
+                   n.arith("multiply", _nearest_along(n, x, axis, above), weight_above))
 
 
 def _nearest_along(n: _NodeContext, x: _Value, axis: int, sources: np.ndarray) -> _Value:

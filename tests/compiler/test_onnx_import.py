@@ -357,6 +357,19 @@ CASES = {
          "last_two": np.array([3, 9])},
         outputs=("up_floor", "up_half_pixel", "down_asymmetric", "uneven_align_corners",
                  "axes_pytorch_half_pixel", "half_pixel_symmetric"), opset=19),
+    "resize_linear": _case(
+        [_node("Resize", ["x", "", "up"], ["bilinear_half_pixel"], mode="linear"),
+         _node("Resize", ["x", "", "", "sizes"], ["align_corners"], mode="linear",
+               coordinate_transformation_mode="align_corners"),
+         _node("Resize", ["x", "", "down"], ["down_pytorch_half_pixel"], mode="linear",
+               coordinate_transformation_mode="pytorch_half_pixel"),
+         _node("Resize", ["x", "", "", "last"], ["one_wide_asymmetric"], mode="linear",
+               axes=[3], coordinate_transformation_mode="asymmetric")],
+        {"x": _randn(1, 2, 4, 6)},
+        {"up": np.array([1, 1, 2, 1.5], np.float32), "sizes": np.array([1, 2, 7, 5]),
+         "down": np.array([1, 1, 0.5, 0.34], np.float32), "last": np.array([1])},
+        outputs=("bilinear_half_pixel", "align_corners", "down_pytorch_half_pixel",
+                 "one_wide_asymmetric"), opset=19),
     "einsum": _case(
         [_node("Einsum", ["q", "k"], ["scores"], equation="bhqd,bhkd->bhqk"),
          _node("Einsum", ["t", "experts"], ["per_expert"], equation="td,edf->tef"),
@@ -655,11 +668,11 @@ def test_folding_log_of_zero_prints_no_numpy_warning():
 
 def test_it_names_the_node_of_a_resize_mode_it_does_not_lower():
     model, _ = _case([helper.make_node("Resize", ["x", "", "scales"], ["y"], name="upsample",
-                                       mode="linear")],
+                                       mode="cubic")],
                      {"x": _randn(1, 1, 2, 2)}, {"scales": np.array([1, 1, 2, 2], np.float32)})
     message = _raises(UnsupportedError, model.SerializeToString())
-    assert message == ("model.onnx: node 'upsample' (Resize): Resize mode 'linear' is not "
-                       "supported (only 'nearest' is)")
+    assert message == ("model.onnx: node 'upsample' (Resize): Resize mode 'cubic' is not "
+                       "supported (only 'nearest' and 'linear' are)")
 
 
 def test_it_names_a_non_default_domain():
