@@ -1934,8 +1934,9 @@ def _convolution(n: _NodeContext, x: _Value, w: _Value, bias: _Value | None, out
 def _pool(n: _NodeContext):
     x = n.x(0)
     spatial = x.rank - 2
-    if n.attr("ceil_mode", 0):
-        raise n.unsupported(f"{n.op} with ceil_mode=1 is not supported")
+    ceil_mode = bool(n.attr("ceil_mode", 0))
+    if ceil_mode and n.op == "AveragePool":
+        raise n.unsupported("AveragePool with ceil_mode=1 is not supported")
     if n.wanted(1):
         raise n.unsupported("MaxPool's Indices output is not supported")
     sizes = tuple(n.attr("kernel_shape"))
@@ -1944,7 +1945,17 @@ def _pool(n: _NodeContext):
     if spatial < 1 or len(sizes) != spatial:
         raise n.error(f"kernel_shape {list(sizes)} does not fit the input {x.shape}")
     padding = _window_padding(n, sizes, strides, dilations, x.dims[2:])
+    if ceil_mode:
+        padding = _ceil_mode_padding(x.dims[2:], sizes, strides, dilations, padding)
     out = _window_output(n, x.dims[2:], sizes, strides, dilations, padding)
+    inferred = n.importer.inferred.get(n.node.output[0], (0, None))[1]
+    if ceil_mode and inferred is not None and tuple(inferred[2:]) != tuple(out):
+        # Before opset 22 ONNX's shape inference also counts that last window; the graph's
+        # later shapes follow it, so the model cannot be imported as torch computes it.
+        raise n.unsupported(f"ceil_mode gives {out} windows here, as torch and onnxruntime "
+                            f"count them, but ONNX shape inference counts {list(inferred[2:])} "
+                            "(a last window starting in the padding); export with opset 22 "
+                            "or later")
     kind = "maximum" if n.op == "MaxPool" else "add"
     init = n.scalar(_identity(kind, x.dtype), x.dtype)
     window = {
@@ -1965,6 +1976,21 @@ def _pool(n: _NodeContext):
         divisor = n.broadcast_in_dim(n.const(counts.astype(x.dtype.numpy)), dims,
                                      range(2, x.rank))
     return [n.map("divide", result, divisor)]
+
+
+def _ceil_mode_padding(in_dims, sizes, strides, dilations, padding):
+    """`padding` grown at the high end so that rounding the window count down gives ONNX's
+    ceil_mode count: rounded up, less a last window that would start in the high padding
+    (onnxruntime's and torch's rule). Max pooling pads with -inf, so the growth is exact."""
+    grown = []
+    for extent, size, stride, dilation, (low, high) in zip(
+            in_dims, sizes, strides, dilations, padding):
+        reach = dilation * (size - 1) + 1
+        count = -(-(extent + low + high - reach) // stride) + 1
+        if (count - 1) * stride >= extent + low:
+            count -= 1
+        grown.append((low, max(high, (count - 1) * stride + reach - extent - low)))
+    return grown
 
 
 def _window_counts(in_dims, out_dims, sizes, strides, dilations, padding, include_padding):

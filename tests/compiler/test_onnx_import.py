@@ -320,6 +320,15 @@ CASES = {
                count_include_pad=1),
          _node("GlobalAveragePool", ["x"], ["global"])],
         {"x": _randn(1, 2, 6, 5)}, outputs=("max", "avg", "avg_pads", "global")),
+    # 8 wide in 3-windows by 2 is 3.5 windows: ceil_mode keeps the half. With padding 1 on
+    # 7 wide a fifth window would start in the padding, so it is not kept (opset 22 says so).
+    "max_pool_with_ceil_mode": _case(
+        [_node("MaxPool", ["x"], ["ceil"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
+         _node("MaxPool", ["x"], ["ceil_padded"], kernel_shape=[3, 2], strides=[2, 2],
+               pads=[1, 1, 1, 1], ceil_mode=1),
+         _node("MaxPool", ["x"], ["ceil_dilated"], kernel_shape=[2, 2], strides=[3, 2],
+               dilations=[2, 1], ceil_mode=1)],
+        {"x": _randn(1, 2, 8, 7)}, outputs=("ceil", "ceil_padded", "ceil_dilated"), opset=22),
     "shape_arithmetic_is_folded": _case(
         [_node("Shape", ["x"], ["shape"]), _node("ConstantOfShape", ["shape"], ["ones"],
                                                   value=numpy_helper.from_array(
@@ -673,6 +682,16 @@ def test_it_names_the_node_of_a_resize_mode_it_does_not_lower():
     message = _raises(UnsupportedError, model.SerializeToString())
     assert message == ("model.onnx: node 'upsample' (Resize): Resize mode 'cubic' is not "
                        "supported (only 'nearest' and 'linear' are)")
+
+
+def test_a_ceil_mode_window_older_shape_inference_counts_is_refused_by_name():
+    model, _ = _case([helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2],
+                                       strides=[2], pads=[1, 1], ceil_mode=1)],
+                     {"x": _randn(1, 1, 7)}, opset=17)
+    message = _raises(UnsupportedError, model.SerializeToString())
+    assert message.startswith("model.onnx: node 'pool' (MaxPool): ceil_mode gives [4] windows "
+                              "here, as torch and onnxruntime count them, but ONNX shape "
+                              "inference counts [5]"), message
 
 
 def test_it_names_a_non_default_domain():
