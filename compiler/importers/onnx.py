@@ -1480,6 +1480,30 @@ def _trilu(n: _NodeContext):
     return [n.select(keep, x, n.scalar(0, x.dtype))]
 
 
+@_lowering("OneHot")
+def _one_hot(n: _NodeContext):
+    indices, values = n.x(0), n.x(2)
+    depth = n.static_int(1, "depth")
+    if values.dims != (2,) or depth < 1:
+        raise n.error(f"OneHot needs a positive depth and [off, on] values, got depth {depth} "
+                      f"and {values.shape}")
+    rank = indices.rank + 1
+    axis = n.axis(n.attr("axis", -1), rank)
+    dims = indices.dims[:axis] + (depth,) + indices.dims[axis:]
+    wide = ir_dtype("s64")
+    # Indices may be floats; ONNX counts negative ones from the end, and any other index out
+    # of range gives a row of `off`.
+    index = n.convert(indices, wide)
+    index = n.select(n.compare("LT", index, n.scalar(0, wide)),
+                     n.map("add", index, n.scalar(depth, wide)), index)
+    spread = n.broadcast_in_dim(index, dims, [i for i in range(rank) if i != axis])
+    position = n.emit("iota", [], ArrayShape(wide, dims), {"iota_dimension": axis})
+    hot = n.compare("EQ", position, spread)
+    off = _slice(n, values, [(0, 1, 1)])
+    on = _slice(n, values, [(1, 2, 1)])
+    return [n.select(hot, n.reshape(on, ()), n.reshape(off, ()))]
+
+
 # -- reductions --------------------------------------------------------------------------------
 
 _REDUCTIONS = {

@@ -425,6 +425,14 @@ CASES = {
         {"i": _ints(-20, 20, 3, 4), "j": np.array([3, -3, 7, -5]),
          "x": 5 * _randn(3, 4), "y": _positive(4) * np.array([1, -1, 1, -1], np.float32)},
         outputs=("python", "c", "float")),
+    "one_hot_on_any_axis_with_negative_and_out_of_range_indices": _case(
+        [_node("OneHot", ["i", "depth", "values"], ["last"]),
+         _node("OneHot", ["i", "depth", "values"], ["first"], axis=0),
+         _node("OneHot", ["i", "depth", "integers"], ["as_torch_exports_it"], axis=1)],
+        {"i": np.array([[0, 3, -1], [-5, 5, 2]])},
+        {"depth": np.array(5), "values": np.array([-1.5, 2.0], np.float32),
+         "integers": np.array([0, 1])},
+        outputs=("last", "first", "as_torch_exports_it")),
     "dropout_is_the_identity_at_inference": _case(
         [_node("Dropout", ["x", "ratio"])], {"x": _randn(3, 3)},
         {"ratio": np.array(0.5, np.float32)}),
