@@ -1298,6 +1298,36 @@ def _gather(n: _NodeContext):
     return [_take(n, data, indices, axis)]
 
 
+@_lowering("GatherElements")
+def _gather_elements(n: _NodeContext):
+    data, indices = n.x(0), n.x(1)
+    axis = n.axis(n.attr("axis", 0), data.rank)
+    if indices.rank != data.rank or not indices.dtype.is_integer:
+        raise n.error(f"GatherElements needs integer indices of the data's rank, got "
+                      f"{indices.shape} for {data.shape}")
+    # HLO gather of single elements: each output element's index vector is its own position
+    # with the axis coordinate replaced by the index (negative ones counted from the end).
+    wide = ir_dtype("s64")
+    index = n.convert(indices, wide)
+    size = n.scalar(data.dims[axis], wide)
+    index = n.select(n.compare("LT", index, n.scalar(0, wide)), n.map("add", index, size),
+                     index)
+    column = indices.dims + (1,)
+    positions = [n.reshape(index if d == axis else
+                           n.emit("iota", [], ArrayShape(wide, indices.dims),
+                                  {"iota_dimension": d}), column)
+                 for d in range(data.rank)]
+    vectors = n.emit("concatenate", positions, ArrayShape(wide, indices.dims + (data.rank,)),
+                     {"dimensions": (data.rank,)})
+    every = tuple(range(data.rank))
+    return [n.emit("gather", [data, vectors], ArrayShape(data.dtype, indices.dims), {
+        "offset_dims": (), "collapsed_slice_dims": every, "start_index_map": every,
+        "operand_batching_dims": (), "start_indices_batching_dims": (),
+        "index_vector_dim": data.rank, "slice_sizes": (1,) * data.rank,
+        "indices_are_sorted": False,
+    })]
+
+
 def _take(n: _NodeContext, data: _Value, indices: _Value, axis: int) -> _Value:
     """HLO gather of whole slices of `data` at `indices` (in range) along `axis`."""
     q = indices.rank

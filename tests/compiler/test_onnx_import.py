@@ -200,6 +200,11 @@ CASES = {
         {"x": _randn(5, 4, 3)}, {"indices": np.array([[0, -1], [2, 3]])}),
     "gather_with_indices_computed_at_run_time": _case(
         [_node("Gather", ["table", "ids"])], {"table": _randn(10, 6), "ids": _ints(-10, 10, 2, 3)}),
+    "gather_elements_on_each_axis_with_negative_indices": _case(
+        [_node("GatherElements", ["x", "rows"], ["along_rows"]),
+         _node("GatherElements", ["x", "columns"], ["along_columns"], axis=-1)],
+        {"x": _randn(4, 5), "rows": _ints(-4, 4, 2, 5), "columns": _ints(-5, 5, 4, 7)},
+        outputs=("along_rows", "along_columns")),
     "expand_both_ways": _case(
         [_node("Expand", ["x", "shape"])], {"x": _randn(3, 1)}, {"shape": np.array([2, 1, 4])}),
     "unsqueeze_then_squeeze": _case(
