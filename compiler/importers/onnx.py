@@ -1812,27 +1812,28 @@ def _einsum(n: _NodeContext):
 
 
 def _einsum_labels(n: _NodeContext, equation: str, operands) -> tuple[list[str], str]:
-    """Each operand's labels and the output's, with '...' spelt out as upper-case letters
-    (the spec's labels are lower-case letters)."""
+    """Each operand's labels and the output's, with '...' spelt out as digits (labels are
+    letters), right-aligned so that operands' ellipses share their trailing dimensions."""
     inputs, arrow, output = equation.partition("->")
     terms = inputs.split(",")
     if len(terms) != len(operands) or not 1 <= len(terms) <= 2:
         raise n.unsupported(f"Einsum '{equation}' of {len(operands)} operands is not supported "
                             "(one or two operands are)")
+    digits = "0123456789"
     ellipsis_rank = 0
     for index, (term, v) in enumerate(zip(terms, operands)):
-        if "..." in term:
-            rank = v.rank - len(term.replace("...", ""))
-            ellipsis_rank = max(ellipsis_rank, rank)
-            term = term.replace("...", "".join(chr(ord("Z") - rank + 1 + i) for i in range(rank)))
-        if len(term) != v.rank or not term.isalpha():
-            raise n.error(f"Einsum term '{terms[index]}' does not fit the operand {v.shape}")
-        terms[index] = term
-    spelt = "".join(chr(ord("Z") - ellipsis_rank + 1 + i) for i in range(ellipsis_rank))
+        letters = term.replace("...", "", 1)
+        rank = v.rank - len(letters)
+        if not (letters.isascii() and letters.isalpha()) or rank < 0 or rank > len(digits) \
+                or (rank and "..." not in term):
+            raise n.error(f"Einsum term '{term}' does not fit the operand {v.shape}")
+        ellipsis_rank = max(ellipsis_rank, rank)
+        terms[index] = term.replace("...", digits[len(digits) - rank:])
+    spelt = digits[len(digits) - ellipsis_rank:]
     if arrow:
         output = output.replace("...", spelt)
     else:  # implicit output: the ellipsis, then the labels seen once, alphabetically
-        labels = [c for c in "".join(terms) if c.islower()]
+        labels = [c for c in "".join(terms) if c.isalpha()]
         output = spelt + "".join(sorted(c for c in set(labels) if labels.count(c) == 1))
     unknown = set(output) - set("".join(terms))
     if unknown or len(set(output)) != len(output):
