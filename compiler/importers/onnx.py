@@ -72,9 +72,9 @@ from onnx.reference import ReferenceEvaluator
 
 from compiler.errors import InputError, LimitError, UnsupportedError
 from compiler.ir.builder import GraphBuilder
-from compiler.ir.dtypes import DType, dtype as ir_dtype, from_numpy
+from compiler.ir.dtypes import DType, accumulation_dtype, dtype as ir_dtype, from_numpy
 from compiler.ir.graph import Graph
-from compiler.ir.shapes import ArrayShape
+from compiler.ir.shapes import ArrayShape, TupleShape
 from compiler.limits import Limits, check_input_size, env_name
 
 MIN_OPSET = 13
@@ -522,7 +522,10 @@ class _Importer:
         feeds = {name: v.const for name, v in zip(node.input, inputs) if v is not None}
         try:
             evaluator = ReferenceEvaluator(node, opsets={"": self.opset})
-            results = evaluator.run(None, feeds)
+            # log(0) = -inf and the like are values, as on a device: NumPy's warnings about
+            # them would reach the user's terminal as noise (T5's bucketing takes log(0)).
+            with np.errstate(all="ignore"):
+                results = evaluator.run(None, feeds)
         except Exception:  # no reference kernel, or one that rejects the node: lower it
             if static_only:
                 raise InputError(f"cannot evaluate this {node.op_type}", where) from None
@@ -681,6 +684,13 @@ class _NodeContext:
                                    f"'{self.node.input[index]}' is computed at run time",
                                    self.where)
         return value.const
+
+    def static_int(self, index: int, what: str) -> int:
+        """Input `index`: a constant holding one integer."""
+        value = self.static(index, what)
+        if value is None or value.size != 1:
+            raise self.error(f"{self.op} needs {what}, a one-element tensor")
+        return int(value.reshape(-1)[0])
 
     def attr(self, name: str, default=None):
         return self.attrs.get(name, default)
@@ -978,9 +988,38 @@ def _hard_sigmoid(n: _NodeContext):
 
 
 @_lowering("Softplus")
-def _softplus(n: _NodeContext):
+def _softplus_op(n: _NodeContext):
+    return [_softplus(n, n.x(0))]
+
+
+def _softplus(n: _NodeContext, x: _Value) -> _Value:
+    """log(1 + exp(x)) as max(x, 0) + log1p(exp(-|x|)): exp(x) alone overflows to inf for x
+    past 88 in f32 (11 in f16), where the answer is x."""
+    tail = n.unary("log-plus-one", n.unary("exponential", n.unary("negate", n.unary("abs", x))))
+    return n.arith("add", n.arith("maximum", x, n.scalar(0, x.dtype)), tail)
+
+
+@_lowering("Mish")
+def _mish(n: _NodeContext):
     x = n.x(0)
-    return [n.unary("log-plus-one", n.unary("exponential", x))]
+    return [n.arith("multiply", x, n.unary("tanh", _softplus(n, x)))]
+
+
+@_lowering("Mod")
+def _mod(n: _NodeContext):
+    a, b = n.x(0), n.x(1)
+    remainder = n.arith("remainder", a, b)  # C's fmod: the sign of the dividend
+    if n.attr("fmod", 0):
+        return [remainder]
+    if a.dtype.is_float:
+        raise n.error("Mod of floating-point values needs fmod=1")
+    # Python's modulo takes the divisor's sign: move a non-zero remainder of the other sign
+    # by one divisor.
+    zero = n.scalar(0, remainder.dtype)
+    signs_differ = n.map("xor", n.compare("LT", remainder, zero), n.compare("LT", b, zero),
+                         dtype=ir_dtype("pred"))
+    wrong = n.map("and", signs_differ, n.compare("NE", remainder, zero), dtype=ir_dtype("pred"))
+    return [n.select(wrong, n.arith("add", remainder, b), remainder)]
 
 
 @_lowering("Gelu")
@@ -1119,6 +1158,33 @@ def _transpose(n: _NodeContext):
     return [n.transpose(x, perm)]
 
 
+@_lowering("DepthToSpace", "SpaceToDepth")
+def _depth_space(n: _NodeContext):
+    # Both are a reshape, a transpose and a reshape, with the ONNX spec's permutations.
+    x = n.x(0)
+    block = n.attr("blocksize")
+    if x.rank != 4 or not block or block < 1:
+        raise n.error(f"{n.op} needs an (N, C, H, W) input and a positive blocksize, got "
+                      f"{x.shape} and blocksize {block}")
+    batch, channels, height, width = x.dims
+    if n.op == "SpaceToDepth":
+        if height % block or width % block:
+            raise n.error(f"height and width of {x.shape} are not multiples of {block}")
+        split = [batch, channels, height // block, block, width // block, block]
+        perm, result = [0, 3, 5, 1, 2, 4], [batch, channels * block * block,
+                                            height // block, width // block]
+    else:
+        if channels % (block * block):
+            raise n.error(f"channels of {x.shape} are not a multiple of {block}*{block}")
+        depth = channels // (block * block)
+        if n.attr("mode", "DCR") == "DCR":
+            split, perm = [batch, block, block, depth, height, width], [0, 3, 4, 1, 5, 2]
+        else:
+            split, perm = [batch, depth, block, block, height, width], [0, 1, 4, 2, 5, 3]
+        result = [batch, depth, height * block, width * block]
+    return [n.reshape(n.transpose(n.reshape(x, split), perm), result)]
+
+
 @_lowering("Concat")
 def _concat(n: _NodeContext):
     values = n.present_inputs()
@@ -1229,10 +1295,45 @@ def _gather(n: _NodeContext):
         is_negative = n.compare("LT", indices, n.scalar(0, indices.dtype))
         wrapped = n.map("add", indices, n.scalar(size, indices.dtype))
         indices = n.select(is_negative, wrapped, indices)
+    return [_take(n, data, indices, axis)]
+
+
+@_lowering("GatherElements")
+def _gather_elements(n: _NodeContext):
+    data, indices = n.x(0), n.x(1)
+    axis = n.axis(n.attr("axis", 0), data.rank)
+    if indices.rank != data.rank or not indices.dtype.is_integer:
+        raise n.error(f"GatherElements needs integer indices of the data's rank, got "
+                      f"{indices.shape} for {data.shape}")
+    # HLO gather of single elements: each output element's index vector is its own position
+    # with the axis coordinate replaced by the index (negative ones counted from the end).
+    wide = ir_dtype("s64")
+    index = n.convert(indices, wide)
+    size = n.scalar(data.dims[axis], wide)
+    index = n.select(n.compare("LT", index, n.scalar(0, wide)), n.map("add", index, size),
+                     index)
+    column = indices.dims + (1,)
+    positions = [n.reshape(index if d == axis else
+                           n.emit("iota", [], ArrayShape(wide, indices.dims),
+                                  {"iota_dimension": d}), column)
+                 for d in range(data.rank)]
+    vectors = n.emit("concatenate", positions, ArrayShape(wide, indices.dims + (data.rank,)),
+                     {"dimensions": (data.rank,)})
+    every = tuple(range(data.rank))
+    return [n.emit("gather", [data, vectors], ArrayShape(data.dtype, indices.dims), {
+        "offset_dims": (), "collapsed_slice_dims": every, "start_index_map": every,
+        "operand_batching_dims": (), "start_indices_batching_dims": (),
+        "index_vector_dim": data.rank, "slice_sizes": (1,) * data.rank,
+        "indices_are_sorted": False,
+    })]
+
+
+def _take(n: _NodeContext, data: _Value, indices: _Value, axis: int) -> _Value:
+    """HLO gather of whole slices of `data` at `indices` (in range) along `axis`."""
     q = indices.rank
     dims = data.dims[:axis] + indices.dims + data.dims[axis + 1:]
     slice_sizes = tuple(1 if i == axis else d for i, d in enumerate(data.dims))
-    return [n.emit("gather", [data, indices], ArrayShape(data.dtype, dims), {
+    return n.emit("gather", [data, indices], ArrayShape(data.dtype, dims), {
         "offset_dims": tuple(range(axis)) + tuple(range(axis + q, data.rank + q - 1)),
         "collapsed_slice_dims": (axis,),
         "start_index_map": (axis,),
@@ -1241,7 +1342,103 @@ def _gather(n: _NodeContext):
         "index_vector_dim": q,
         "slice_sizes": slice_sizes,
         "indices_are_sorted": False,
-    })]
+    })
+
+
+# ONNX Resize's coordinate_transformation_mode: where output coordinate x of an axis resized
+# from `size` to `out` by `scale` samples the input.
+_RESIZE_COORDINATES = {
+    "half_pixel": lambda x, scale, size, out: (x + 0.5) / scale - 0.5,
+    "pytorch_half_pixel": lambda x, scale, size, out:
+        (x + 0.5) / scale - 0.5 if out > 1 else 0 * x,
+    "align_corners": lambda x, scale, size, out: x * (size - 1) / max(out - 1, 1),
+    "asymmetric": lambda x, scale, size, out: x / scale,
+    "half_pixel_symmetric": lambda x, scale, size, out:
+        size / 2 * (1 - out / (scale * size)) + (x + 0.5) / scale - 0.5,
+}
+_RESIZE_ROUNDING = {
+    "round_prefer_floor": lambda x: np.ceil(x - 0.5),
+    "round_prefer_ceil": lambda x: np.floor(x + 0.5),
+    "floor": np.floor,
+    "ceil": np.ceil,
+}
+
+
+@_lowering("Resize")
+def _resize(n: _NodeContext):
+    x = n.x(0)
+    mode = n.attr("mode", "nearest")
+    if mode not in ("nearest", "linear"):
+        raise n.unsupported(f"Resize mode '{mode}' is not supported (only 'nearest' and "
+                            "'linear' are)")
+    if mode == "linear" and (not x.dtype.is_float or n.attr("antialias", 0)):
+        raise n.unsupported(f"linear Resize of {x.dtype} values or with antialias is not "
+                            "supported")
+    transform = n.attr("coordinate_transformation_mode", "half_pixel")
+    rounding = n.attr("nearest_mode", "round_prefer_floor")
+    if transform not in _RESIZE_COORDINATES or rounding not in _RESIZE_ROUNDING:
+        raise n.unsupported(f"Resize with coordinate_transformation_mode '{transform}' and "
+                            f"nearest_mode '{rounding}' is not supported")
+    axes = n.attr("axes")
+    axes = list(range(x.rank)) if axes is None else [n.axis(a, x.rank) for a in axes]
+    scales = n.static(2, "scales")
+    sizes = n.static(3, "sizes")
+    if sizes is not None and sizes.size:
+        if n.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
+            raise n.unsupported("Resize with keep_aspect_ratio_policy "
+                                f"'{n.attr('keep_aspect_ratio_policy')}' is not supported")
+        outs = [int(v) for v in sizes.reshape(-1)]
+        factors = [out / x.dims[a] for a, out in zip(axes, outs)]
+    elif scales is not None and scales.size:
+        factors = [float(v) for v in scales.reshape(-1)]
+        outs = [math.floor(x.dims[a] * f) for a, f in zip(axes, factors)]
+    else:
+        raise n.error("Resize needs scales or sizes")
+    if len(factors) != len(axes) or min(factors) <= 0:
+        raise n.error(f"Resize needs a positive scale for each of axes {axes}, got {factors}")
+    result = x
+    for axis, factor, out in zip(axes, factors, outs):
+        size = x.dims[axis]
+        coordinates = _RESIZE_COORDINATES[transform](np.arange(out, dtype=np.float64),
+                                                     np.float64(np.float32(factor)), size, out)
+        if mode == "nearest":
+            sources = np.clip(_RESIZE_ROUNDING[rounding](coordinates), 0, size - 1)
+            result = _nearest_along(n, result, axis, sources.astype(np.int64))
+        else:
+            result = _linear_along(n, result, axis, np.clip(coordinates, 0, size - 1))
+    return [result]
+
+
+def _linear_along(n: _NodeContext, x: _Value, axis: int, coordinates: np.ndarray) -> _Value:
+    """`x` sampled at fractional `coordinates` (within the axis) along `axis`, each between
+    its two neighbours; bilinear and trilinear Resize are this along each axis in turn."""
+    below = np.floor(coordinates).astype(np.int64)
+    above = np.minimum(below + 1, x.dims[axis] - 1)
+    weight = (coordinates - below).astype(x.dtype.numpy)
+    dims = x.dims[:axis] + (len(coordinates),) + x.dims[axis + 1:]
+    weight_above = n.broadcast_in_dim(n.const(weight), dims, (axis,))
+    weight_below = n.broadcast_in_dim(n.const(1 - weight), dims, (axis,))
+    return n.arith("add", n.arith("multiply", _nearest_along(n, x, axis, below), weight_below),
+                   n.arith("multiply", _nearest_along(n, x, axis, above), weight_above))
+
+
+def _nearest_along(n: _NodeContext, x: _Value, axis: int, sources: np.ndarray) -> _Value:
+    """`x` with axis `axis` replaced by the input rows `sources`: a broadcast for whole-number
+    upsampling, a strided slice for whole-number downsampling, a gather otherwise."""
+    size, out = x.dims[axis], len(sources)
+    if np.array_equal(sources, np.arange(size)):
+        return x
+    if out % size == 0 and np.array_equal(sources, np.repeat(np.arange(size), out // size)):
+        repeated = list(x.dims[:axis + 1]) + [out // size] + list(x.dims[axis + 1:])
+        mapping = [i if i <= axis else i + 1 for i in range(x.rank)]
+        spread = n.broadcast_in_dim(x, repeated, mapping)
+        return n.reshape(spread, x.dims[:axis] + (out,) + x.dims[axis + 1:])
+    step = sources[1] - sources[0] if out > 1 else 1
+    if step > 0 and np.array_equal(sources, sources[0] + step * np.arange(out)):
+        config = [(0, d, 1) for d in x.dims]
+        config[axis] = (int(sources[0]), int(sources[-1]) + 1, int(step))
+        return _slice(n, x, config)
+    return _take(n, x, n.const(sources), axis)
 
 
 @_lowering("Expand")
@@ -1313,6 +1510,30 @@ def _trilu(n: _NodeContext):
     return [n.select(keep, x, n.scalar(0, x.dtype))]
 
 
+@_lowering("OneHot")
+def _one_hot(n: _NodeContext):
+    indices, values = n.x(0), n.x(2)
+    depth = n.static_int(1, "depth")
+    if values.dims != (2,) or depth < 1:
+        raise n.error(f"OneHot needs a positive depth and [off, on] values, got depth {depth} "
+                      f"and {values.shape}")
+    rank = indices.rank + 1
+    axis = n.axis(n.attr("axis", -1), rank)
+    dims = indices.dims[:axis] + (depth,) + indices.dims[axis:]
+    wide = ir_dtype("s64")
+    # Indices may be floats; ONNX counts negative ones from the end, and any other index out
+    # of range gives a row of `off`.
+    index = n.convert(indices, wide)
+    index = n.select(n.compare("LT", index, n.scalar(0, wide)),
+                     n.map("add", index, n.scalar(depth, wide)), index)
+    spread = n.broadcast_in_dim(index, dims, [i for i in range(rank) if i != axis])
+    position = n.emit("iota", [], ArrayShape(wide, dims), {"iota_dimension": axis})
+    hot = n.compare("EQ", position, spread)
+    off = _slice(n, values, [(0, 1, 1)])
+    on = _slice(n, values, [(1, 2, 1)])
+    return [n.select(hot, n.reshape(on, ()), n.reshape(off, ()))]
+
+
 # -- reductions --------------------------------------------------------------------------------
 
 _REDUCTIONS = {
@@ -1342,6 +1563,77 @@ def _reduction(n: _NodeContext):
     return [result]
 
 
+@_lowering("CumSum")
+def _cumsum(n: _NodeContext):
+    x = n.x(0)
+    axis = n.axis(n.static_int(1, "axis"), x.rank)
+    size = x.dims[axis]
+    reverse = bool(n.attr("reverse", 0))
+    if reverse:
+        x = n.emit("reverse", [x], x.shape, {"dimensions": (axis,)})
+    # A window as long as the axis, padded in front: element i sums elements i-size+1..i.
+    # Exclusive sums pad one more and drop the last window, so element i sums up to i-1.
+    exclusive = int(bool(n.attr("exclusive", 0)))
+    lead = size - 1 + exclusive
+    window = {
+        "size": tuple(size if i == axis else 1 for i in range(x.rank)),
+        "stride": (1,) * x.rank,
+        "pad": tuple((lead, 0) if i == axis else (0, 0) for i in range(x.rank)),
+        "lhs_dilate": (1,) * x.rank, "rhs_dilate": (1,) * x.rank,
+    }
+    windows = tuple(d + exclusive if i == axis else d for i, d in enumerate(x.dims))
+    sums = n.emit("reduce-window", [x, n.scalar(0, x.dtype)], ArrayShape(x.dtype, windows), {
+        "window": window, "to_apply": n.importer.reducer("add", x.dtype), "reducer": "add"})
+    sums = _slice(n, sums, [(0, d, 1) for d in x.dims])
+    if reverse:
+        sums = n.emit("reverse", [sums], sums.shape, {"dimensions": (axis,)})
+    return [sums]
+
+
+@_lowering("TopK")
+def _top_k(n: _NodeContext):
+    x = n.x(0)
+    k = n.static_int(1, "K")
+    axis = n.axis(n.attr("axis", -1), x.rank)
+    if not 0 <= k <= x.dims[axis]:
+        raise n.error(f"TopK of {k} elements along axis {axis} of {x.shape}")
+    return list(_top(n, x, k, axis, bool(n.attr("largest", 1))))
+
+
+@_lowering("ArgMax", "ArgMin")
+def _arg_extreme(n: _NodeContext):
+    x = n.x(0)
+    axis = n.axis(n.attr("axis", 0), x.rank)
+    last = bool(n.attr("select_last_index", 0))
+    if last:  # the first extreme of the reversed axis is the last one
+        x = n.emit("reverse", [x], x.shape, {"dimensions": (axis,)})
+    _, index = _top(n, x, 1, axis, n.op == "ArgMax")
+    if last:
+        index = n.map("subtract", n.scalar(x.dims[axis] - 1, index.dtype), index)
+    if n.attr("keepdims", 1):
+        return [index]
+    return [n.reshape(index, x.dims[:axis] + x.dims[axis + 1:])]
+
+
+def _top(n: _NodeContext, x: _Value, k: int, axis: int, largest: bool):
+    """The k largest (or smallest) elements along `axis`, sorted, and their int64 indices.
+
+    HLO topk works on the last axis and returns ties lower index first, as ONNX's TopK and
+    ArgMax ask (TopK's sorted=0 allows any order, so the sorted one too). It ranks floats by
+    their total order, so -0.0 ranks below +0.0 where onnxruntime would call them a tie.
+    """
+    last = [i for i in range(x.rank) if i != axis] + [axis]
+    back = [last.index(i) for i in range(x.rank)]
+    moved = n.transpose(x, last)
+    dims = moved.dims[:-1] + (k,)
+    values = ArrayShape(x.dtype, dims)
+    indices = ArrayShape(ir_dtype("s32"), dims)
+    both = n.emit("topk", [moved], TupleShape((values, indices)), {"k": k, "largest": largest})
+    top = n.emit("get-tuple-element", [both], values, {"index": 0})
+    where = n.emit("get-tuple-element", [both], indices, {"index": 1})
+    return n.transpose(top, back), n.transpose(n.convert(where, ir_dtype("s64")), back)
+
+
 @_lowering("Softmax", "LogSoftmax")
 def _softmax(n: _NodeContext):
     x = n.x(0)
@@ -1356,19 +1648,26 @@ def _softmax(n: _NodeContext):
     return [n.arith("subtract", shifted, log_total)]
 
 
-@_lowering("LayerNormalization")
-def _layer_norm(n: _NodeContext):
-    x, scale, bias = n.x(0), n.x(1), n.opt(2)
-    axis = n.axis(n.attr("axis", -1), x.rank)
-    axes = tuple(range(axis, x.rank))
-    stash = _ir_type(n.attr("stash_type", TensorProto.FLOAT), n.where)
+def _standardize(n: _NodeContext, x: _Value, axes, stash: DType):
+    """(x - mean) / sqrt(variance + epsilon) over `axes`, computed in `stash` and returned in
+    x's type, with the mean and the inverse standard deviation (in `stash`, reduced shape)."""
     wide = n.convert(x, stash)
     mean = n.mean(wide, axes)
     centered = n.arith("subtract", wide, n.broadcast_back(mean, x.dims, axes))
     variance = n.mean(n.arith("multiply", centered, centered), axes)
     inv_std = n.unary("rsqrt", n.plus(variance, n.attr("epsilon", 1e-5)))
     normalized = n.arith("multiply", centered, n.broadcast_back(inv_std, x.dims, axes))
-    result = n.arith("multiply", n.convert(normalized, x.dtype), scale)
+    return n.convert(normalized, x.dtype), mean, inv_std
+
+
+@_lowering("LayerNormalization")
+def _layer_norm(n: _NodeContext):
+    x, scale, bias = n.x(0), n.x(1), n.opt(2)
+    axis = n.axis(n.attr("axis", -1), x.rank)
+    axes = tuple(range(axis, x.rank))
+    stash = _ir_type(n.attr("stash_type", TensorProto.FLOAT), n.where)
+    normalized, mean, inv_std = _standardize(n, x, axes, stash)
+    result = n.arith("multiply", normalized, scale)
     if bias is not None:
         result = n.arith("add", result, bias)
     return [
@@ -1395,6 +1694,23 @@ def _batch_norm(n: _NodeContext):
                      n.unary("rsqrt", n.plus(variance, n.attr("epsilon", 1e-5))))
     centered = n.arith("subtract", x, n.broadcast_in_dim(mean, x.dims, (1,)))
     scaled = n.arith("multiply", centered, n.broadcast_in_dim(factor, x.dims, (1,)))
+    return [n.arith("add", scaled, n.broadcast_in_dim(bias, x.dims, (1,)))]
+
+
+@_lowering("InstanceNormalization")
+def _instance_norm(n: _NodeContext):
+    # torch exports GroupNorm as Reshape -> InstanceNormalization (unit scale, zero bias) ->
+    # Reshape -> Mul -> Add, so this is every GroupNorm too.
+    x, scale, bias = n.x(0), n.x(1), n.x(2)
+    if x.rank < 3:
+        raise n.error(f"InstanceNormalization needs (N, C, D1, ...) input, got {x.shape}")
+    for v in (scale, bias):
+        if v.dims != (x.dims[1],):
+            raise n.error(f"InstanceNormalization scale and B must be [{x.dims[1]}], got "
+                          f"{v.shape}")
+    # Statistics of 16-bit floats in f32, as LayerNormalization's default stash_type keeps them.
+    normalized, _, _ = _standardize(n, x, tuple(range(2, x.rank)), accumulation_dtype(x.dtype))
+    scaled = n.arith("multiply", normalized, n.broadcast_in_dim(scale, x.dims, (1,)))
     return [n.arith("add", scaled, n.broadcast_in_dim(bias, x.dims, (1,)))]
 
 
@@ -1447,6 +1763,82 @@ def _dot(n: _NodeContext, a: _Value, b: _Value, batch, lhs_contracting, rhs_cont
         "lhs_batch_dims": tuple(batch), "rhs_batch_dims": tuple(batch),
         "lhs_contracting_dims": tuple(lhs_contracting),
         "rhs_contracting_dims": tuple(rhs_contracting)})
+
+
+@_lowering("Einsum")
+def _einsum(n: _NodeContext):
+    operands = n.present_inputs()
+    equation = str(n.attr("equation", "")).replace(" ", "")
+    terms, output = _einsum_labels(n, equation, operands)
+    sizes = {}
+    for term, v in zip(terms, operands):
+        if len(set(term)) != len(term):
+            raise n.unsupported(f"Einsum '{equation}' repeats a label within one operand "
+                                "(a diagonal or trace), which is not supported")
+        for label, size in zip(term, v.dims):
+            if sizes.setdefault(label, size) != size:
+                raise n.unsupported(f"Einsum '{equation}' gives label '{label}' sizes "
+                                    f"{sizes[label]} and {size}; only equal sizes are "
+                                    "supported")
+    # Labels only one operand has and the output lacks are summed away first.
+    values = []
+    for index, (term, v) in enumerate(zip(terms, operands)):
+        elsewhere = set(output).union(*(t for i, t in enumerate(terms) if i != index))
+        summed = [i for i, label in enumerate(term) if label not in elsewhere]
+        if summed:
+            v = n.reduce(v, summed, "add")
+            terms[index] = "".join(label for label in term if label in elsewhere)
+        values.append(v)
+    if len(values) == 1:
+        result, labels = values[0], terms[0]
+    else:
+        a, b = values
+        (lhs, rhs), shared = terms, set(terms[0]) & set(terms[1])
+        batch = [c for c in lhs if c in shared and c in output]
+        contracted = [c for c in lhs if c in shared and c not in output]
+        lhs_free = [c for c in lhs if c not in shared]
+        rhs_free = [c for c in rhs if c not in shared]
+        if a.dtype != b.dtype:
+            raise n.error(f"Einsum multiplies {a.dtype} by {b.dtype}")
+        # Both operands as (batch, free, contracted): the dot's batch dims then line up.
+        a = n.transpose(a, [lhs.index(c) for c in batch + lhs_free + contracted])
+        b = n.transpose(b, [rhs.index(c) for c in batch + rhs_free + contracted])
+        count = len(batch)
+        result = _dot(n, a, b, tuple(range(count)),
+                      tuple(range(count + len(lhs_free), a.rank)),
+                      tuple(range(count + len(rhs_free), b.rank)))
+        labels = "".join(batch + lhs_free + rhs_free)
+    return [n.transpose(result, [labels.index(c) for c in output])]
+
+
+def _einsum_labels(n: _NodeContext, equation: str, operands) -> tuple[list[str], str]:
+    """Each operand's labels and the output's, with '...' spelt out as digits (labels are
+    letters), right-aligned so that operands' ellipses share their trailing dimensions."""
+    inputs, arrow, output = equation.partition("->")
+    terms = inputs.split(",")
+    if len(terms) != len(operands) or not 1 <= len(terms) <= 2:
+        raise n.unsupported(f"Einsum '{equation}' of {len(operands)} operands is not supported "
+                            "(one or two operands are)")
+    digits = "0123456789"
+    ellipsis_rank = 0
+    for index, (term, v) in enumerate(zip(terms, operands)):
+        letters = term.replace("...", "", 1)
+        rank = v.rank - len(letters)
+        if not (letters.isascii() and letters.isalpha()) or rank < 0 or rank > len(digits) \
+                or (rank and "..." not in term):
+            raise n.error(f"Einsum term '{term}' does not fit the operand {v.shape}")
+        ellipsis_rank = max(ellipsis_rank, rank)
+        terms[index] = term.replace("...", digits[len(digits) - rank:])
+    spelt = digits[len(digits) - ellipsis_rank:]
+    if arrow:
+        output = output.replace("...", spelt)
+    else:  # implicit output: the ellipsis, then the labels seen once, alphabetically
+        labels = [c for c in "".join(terms) if c.isalpha()]
+        output = spelt + "".join(sorted(c for c in set(labels) if labels.count(c) == 1))
+    unknown = set(output) - set("".join(terms))
+    if unknown or len(set(output)) != len(output):
+        raise n.error(f"Einsum '{equation}' has an invalid output '{output}'")
+    return terms, output
 
 
 @_lowering("Gemm")
@@ -1519,32 +1911,87 @@ def _conv(n: _NodeContext):
     dilations = tuple(n.attr("dilations", [1] * spatial))
     padding = _window_padding(n, sizes, strides, dilations, x.dims[2:])
     out = _window_output(n, x.dims[2:], sizes, strides, dilations, padding)
-    digits = "".join(str(i) for i in range(spatial))
-    result = n.emit("convolution", [x, w],
-                    ArrayShape(x.dtype, (x.dims[0], w.dims[0], *out)), {
-                        "window": {
-                            "size": tuple(sizes), "stride": strides,
-                            "pad": tuple(tuple(p) for p in padding),
-                            "lhs_dilate": (1,) * spatial, "rhs_dilate": dilations,
-                            "window_reversal": (False,) * spatial,
-                        },
-                        "dim_labels": f"bf{digits}_oi{digits}->bf{digits}",
-                        "feature_group_count": group,
-                        "batch_group_count": 1,
-                    })
+    window = {"size": tuple(sizes), "stride": strides, "pad": tuple(tuple(p) for p in padding),
+              "lhs_dilate": (1,) * spatial, "rhs_dilate": dilations,
+              "window_reversal": (False,) * spatial}
+    return [_convolution(n, x, w, bias, out, window, group)]
+
+
+@_lowering("ConvTranspose")
+def _conv_transpose(n: _NodeContext):
+    # The gradient of a Conv: the input dilated by the strides, convolved with the kernel
+    # reversed, padded by the kernel's extent less the ONNX pads (ONNX operator docs' output
+    # shape formula; XLA lowers conv_transpose the same way).
+    x, w, bias = n.x(0), n.x(1), n.opt(2)
+    spatial = x.rank - 2
+    group = n.attr("group", 1)
+    if spatial < 1 or w.rank != x.rank or x.dtype != w.dtype or w.dims[0] != x.dims[1] \
+            or x.dims[1] % group:
+        raise n.error(f"ConvTranspose needs (N, C, ...) input and (C, M/group, ...) weights "
+                      f"of the same type, got {x.shape} and {w.shape} in {group} group(s)")
+    sizes = w.dims[2:]
+    strides = tuple(n.attr("strides", [1] * spatial))
+    dilations = tuple(n.attr("dilations", [1] * spatial))
+    extra = tuple(n.attr("output_padding", [0] * spatial))
+    extents = [(k - 1) * d + 1 for k, d in zip(sizes, dilations)]
+    full = [s * (i - 1) + e + o for s, i, e, o in zip(strides, x.dims[2:], extents, extra)]
+    auto_pad = n.attr("auto_pad", "NOTSET")
+    wanted = n.attr("output_shape")
+    if wanted is not None or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        targets = list(wanted)[-spatial:] if wanted is not None else \
+            [i * s for i, s in zip(x.dims[2:], strides)]
+        totals = [f - t for f, t in zip(full, targets)]
+        pads = [(t // 2, t - t // 2) if auto_pad == "SAME_UPPER" else (t - t // 2, t // 2)
+                for t in totals]
+    elif auto_pad == "VALID":
+        pads = [(0, 0)] * spatial
+    else:
+        pads = _window_padding(n, sizes, strides, dilations, x.dims[2:])
+    out = [f - low - high for f, (low, high) in zip(full, pads)]
+    padding = tuple((e - 1 - low, e - 1 - high + o)
+                    for e, (low, high), o in zip(extents, pads, extra))
+    if min(out) < 1 or min(min(p) for p in padding) < 0:
+        raise n.unsupported(f"ConvTranspose pads {pads} larger than the kernel's extent "
+                            f"{extents} are not supported")
+    # (C, M/group, k...) to the (M, C/group, k...) a grouped convolution reads; rearranged
+    # here when the weights are constants, so that no kernel does it on every run.
+    per_group = (group, x.dims[1] // group, w.dims[1], *sizes)
+    swap = (0, 2, 1, *range(3, w.rank + 1))
+    dims = (group * w.dims[1], x.dims[1] // group, *sizes)
+    if w.const is not None:
+        kernel = n.const(w.const.reshape(per_group).transpose(swap).reshape(dims))
+    else:
+        kernel = n.reshape(n.transpose(n.reshape(w, per_group), swap), dims)
+    window = {"size": tuple(sizes), "stride": (1,) * spatial, "pad": padding,
+              "lhs_dilate": strides, "rhs_dilate": dilations,
+              "window_reversal": (True,) * spatial}
+    return [_convolution(n, x, kernel, bias, out, window, group)]
+
+
+def _convolution(n: _NodeContext, x: _Value, w: _Value, bias: _Value | None, out, window,
+                 group: int) -> _Value:
+    """HLO convolution of (N, C, ...) input and (M, C/group, ...) weights, plus the bias."""
+    digits = "".join(str(i) for i in range(x.rank - 2))
+    result = n.emit("convolution", [x, w], ArrayShape(x.dtype, (x.dims[0], w.dims[0], *out)), {
+        "window": window,
+        "dim_labels": f"bf{digits}_oi{digits}->bf{digits}",
+        "feature_group_count": group,
+        "batch_group_count": 1,
+    })
     if bias is not None:
         if bias.dims != (w.dims[0],):
-            raise n.error(f"Conv bias must be [{w.dims[0]}], got {bias.shape}")
+            raise n.error(f"{n.op} bias must be [{w.dims[0]}], got {bias.shape}")
         result = n.arith("add", result, n.broadcast_in_dim(bias, result.dims, (1,)))
-    return [result]
+    return result
 
 
 @_lowering("MaxPool", "AveragePool")
 def _pool(n: _NodeContext):
     x = n.x(0)
     spatial = x.rank - 2
-    if n.attr("ceil_mode", 0):
-        raise n.unsupported(f"{n.op} with ceil_mode=1 is not supported")
+    ceil_mode = bool(n.attr("ceil_mode", 0))
+    if ceil_mode and n.op == "AveragePool":
+        raise n.unsupported("AveragePool with ceil_mode=1 is not supported")
     if n.wanted(1):
         raise n.unsupported("MaxPool's Indices output is not supported")
     sizes = tuple(n.attr("kernel_shape"))
@@ -1553,7 +2000,17 @@ def _pool(n: _NodeContext):
     if spatial < 1 or len(sizes) != spatial:
         raise n.error(f"kernel_shape {list(sizes)} does not fit the input {x.shape}")
     padding = _window_padding(n, sizes, strides, dilations, x.dims[2:])
+    if ceil_mode:
+        padding = _ceil_mode_padding(x.dims[2:], sizes, strides, dilations, padding)
     out = _window_output(n, x.dims[2:], sizes, strides, dilations, padding)
+    inferred = n.importer.inferred.get(n.node.output[0], (0, None))[1]
+    if ceil_mode and inferred is not None and tuple(inferred[2:]) != tuple(out):
+        # Before opset 22 ONNX's shape inference also counts that last window; the graph's
+        # later shapes follow it, so the model cannot be imported as torch computes it.
+        raise n.unsupported(f"ceil_mode gives {out} windows here, as torch and onnxruntime "
+                            f"count them, but ONNX shape inference counts {list(inferred[2:])} "
+                            "(a last window starting in the padding); export with opset 22 "
+                            "or later")
     kind = "maximum" if n.op == "MaxPool" else "add"
     init = n.scalar(_identity(kind, x.dtype), x.dtype)
     window = {
@@ -1574,6 +2031,21 @@ def _pool(n: _NodeContext):
         divisor = n.broadcast_in_dim(n.const(counts.astype(x.dtype.numpy)), dims,
                                      range(2, x.rank))
     return [n.map("divide", result, divisor)]
+
+
+def _ceil_mode_padding(in_dims, sizes, strides, dilations, padding):
+    """`padding` grown at the high end so that rounding the window count down gives ONNX's
+    ceil_mode count: rounded up, less a last window that would start in the high padding
+    (onnxruntime's and torch's rule). Max pooling pads with -inf, so the growth is exact."""
+    grown = []
+    for extent, size, stride, dilation, (low, high) in zip(
+            in_dims, sizes, strides, dilations, padding):
+        reach = dilation * (size - 1) + 1
+        count = -(-(extent + low + high - reach) // stride) + 1
+        if (count - 1) * stride >= extent + low:
+            count -= 1
+        grown.append((low, max(high, (count - 1) * stride + reach - extent - low)))
+    return grown
 
 
 def _window_counts(in_dims, out_dims, sizes, strides, dilations, padding, include_padding):

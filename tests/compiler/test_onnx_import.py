@@ -8,6 +8,7 @@ the reason, while `compiler/ir/interpreter.py` does not exist.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -199,6 +200,11 @@ CASES = {
         {"x": _randn(5, 4, 3)}, {"indices": np.array([[0, -1], [2, 3]])}),
     "gather_with_indices_computed_at_run_time": _case(
         [_node("Gather", ["table", "ids"])], {"table": _randn(10, 6), "ids": _ints(-10, 10, 2, 3)}),
+    "gather_elements_on_each_axis_with_negative_indices": _case(
+        [_node("GatherElements", ["x", "rows"], ["along_rows"]),
+         _node("GatherElements", ["x", "columns"], ["along_columns"], axis=-1)],
+        {"x": _randn(4, 5), "rows": _ints(-4, 4, 2, 5), "columns": _ints(-5, 5, 4, 7)},
+        outputs=("along_rows", "along_columns")),
     "expand_both_ways": _case(
         [_node("Expand", ["x", "shape"])], {"x": _randn(3, 1)}, {"shape": np.array([2, 1, 4])}),
     "unsqueeze_then_squeeze": _case(
@@ -232,6 +238,18 @@ CASES = {
     "conv_1d_same_upper": _case(
         [_node("Conv", ["x", "w"], auto_pad="SAME_UPPER", strides=[2])],
         {"x": _randn(2, 3, 8)}, {"w": _randn(4, 3, 4)}),
+    "conv_transpose_strided_padded_grouped_dilated": _case(
+        [_node("ConvTranspose", ["x", "w", "b"], ["strided"], strides=[2, 3],
+               pads=[1, 0, 0, 2], output_padding=[1, 2]),
+         _node("ConvTranspose", ["x", "w2"], ["grouped"], group=2, dilations=[2, 1]),
+         _node("ConvTranspose", ["x", "w"], ["same_upper"], strides=[2, 2],
+               auto_pad="SAME_UPPER"),
+         _node("ConvTranspose", ["x", "w"], ["output_shape"], strides=[2, 2],
+               output_shape=[10, 11]),
+         _node("ConvTranspose", ["x", "computed_w"], ["computed_weights"], group=2)],
+        {"x": _randn(2, 4, 5, 6), "computed_w": _randn(4, 1, 3, 2)},
+        {"w": _randn(4, 3, 3, 4), "b": _randn(3), "w2": _randn(4, 3, 2, 3)},
+        outputs=("strided", "grouped", "same_upper", "output_shape", "computed_weights")),
     "where_over_broadcast_comparisons": _case(
         [_node("Greater", ["x", "v"], ["gt"]), _node("Equal", ["x", "x"], ["eq"]),
          _node("And", ["gt", "eq"], ["both"]), _node("Not", ["both"], ["neither"]),
@@ -307,6 +325,15 @@ CASES = {
                count_include_pad=1),
          _node("GlobalAveragePool", ["x"], ["global"])],
         {"x": _randn(1, 2, 6, 5)}, outputs=("max", "avg", "avg_pads", "global")),
+    # 8 wide in 3-windows by 2 is 3.5 windows: ceil_mode keeps the half. With padding 1 on
+    # 7 wide a fifth window would start in the padding, so it is not kept (opset 22 says so).
+    "max_pool_with_ceil_mode": _case(
+        [_node("MaxPool", ["x"], ["ceil"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
+         _node("MaxPool", ["x"], ["ceil_padded"], kernel_shape=[3, 2], strides=[2, 2],
+               pads=[1, 1, 1, 1], ceil_mode=1),
+         _node("MaxPool", ["x"], ["ceil_dilated"], kernel_shape=[2, 2], strides=[3, 2],
+               dilations=[2, 1], ceil_mode=1)],
+        {"x": _randn(1, 2, 8, 7)}, outputs=("ceil", "ceil_padded", "ceil_dilated"), opset=22),
     "shape_arithmetic_is_folded": _case(
         [_node("Shape", ["x"], ["shape"]), _node("ConstantOfShape", ["shape"], ["ones"],
                                                   value=numpy_helper.from_array(
@@ -316,6 +343,102 @@ CASES = {
          _node("Add", ["x", "ones"], ["shifted"]), _node("Add", ["shifted", "rows"], ["y"])],
         {"x": _randn(4, 3)},
         {"table": _randn(6, 3), "zero": np.array(0), "four": np.array(4), "one": np.array(1)}),
+    "instance_norm": _case(
+        [_node("InstanceNormalization", ["x", "scale", "bias"], epsilon=1e-3)],
+        {"x": _randn(2, 3, 4, 5)}, {"scale": _randn(3), "bias": _randn(3)}),
+    "depth_to_space_in_both_modes_and_space_to_depth": _case(
+        [_node("DepthToSpace", ["x"], ["dcr"], blocksize=2),
+         _node("DepthToSpace", ["x"], ["crd"], blocksize=2, mode="CRD"),
+         _node("SpaceToDepth", ["x"], ["s2d"], blocksize=3)],
+        {"x": _randn(2, 8, 3, 6)}, outputs=("dcr", "crd", "s2d")),
+    # Whole-number up- and downsampling (a broadcast, a strided slice) and uneven ratios (a
+    # gather), under each coordinate transformation and rounding rule.
+    "resize_nearest": _case(
+        [_node("Resize", ["x", "", "up"], ["up_floor"], coordinate_transformation_mode=
+               "asymmetric", nearest_mode="floor"),
+         _node("Resize", ["x", "", "up3"], ["up_half_pixel"]),
+         _node("Resize", ["x", "", "down"], ["down_asymmetric"],
+               coordinate_transformation_mode="asymmetric"),
+         _node("Resize", ["x", "", "", "sizes"], ["uneven_align_corners"],
+               coordinate_transformation_mode="align_corners", nearest_mode="round_prefer_ceil"),
+         _node("Resize", ["x", "", "", "last_two"], ["axes_pytorch_half_pixel"], axes=[2, 3],
+               coordinate_transformation_mode="pytorch_half_pixel", nearest_mode="ceil"),
+         _node("Resize", ["x", "", "up3"], ["half_pixel_symmetric"],
+               coordinate_transformation_mode="half_pixel_symmetric")],
+        {"x": _randn(1, 2, 4, 6)},
+        {"up": np.array([1, 1, 2, 2], np.float32), "up3": np.array([1, 1, 3, 1.5], np.float32),
+         "down": np.array([1, 1, 0.5, 0.5], np.float32), "sizes": np.array([1, 2, 7, 5]),
+         "last_two": np.array([3, 9])},
+        outputs=("up_floor", "up_half_pixel", "down_asymmetric", "uneven_align_corners",
+                 "axes_pytorch_half_pixel", "half_pixel_symmetric"), opset=19),
+    "resize_linear": _case(
+        [_node("Resize", ["x", "", "up"], ["bilinear_half_pixel"], mode="linear"),
+         _node("Resize", ["x", "", "", "sizes"], ["align_corners"], mode="linear",
+               coordinate_transformation_mode="align_corners"),
+         _node("Resize", ["x", "", "down"], ["down_pytorch_half_pixel"], mode="linear",
+               coordinate_transformation_mode="pytorch_half_pixel"),
+         _node("Resize", ["x", "", "", "last"], ["one_wide_asymmetric"], mode="linear",
+               axes=[3], coordinate_transformation_mode="asymmetric")],
+        {"x": _randn(1, 2, 4, 6)},
+        {"up": np.array([1, 1, 2, 1.5], np.float32), "sizes": np.array([1, 2, 7, 5]),
+         "down": np.array([1, 1, 0.5, 0.34], np.float32), "last": np.array([1])},
+        outputs=("bilinear_half_pixel", "align_corners", "down_pytorch_half_pixel",
+                 "one_wide_asymmetric"), opset=19),
+    "einsum": _case(
+        [_node("Einsum", ["q", "k"], ["scores"], equation="bhqd,bhkd->bhqk"),
+         _node("Einsum", ["t", "experts"], ["per_expert"], equation="td,edf->tef"),
+         _node("Einsum", ["gate", "per_expert"], ["mixed"], equation="te, tef -> tf"),
+         _node("Einsum", ["q"], ["summed"], equation="bhqd->hd"),
+         _node("Einsum", ["t", "w"], ["implicit"], equation="ij,jk"),
+         _node("Einsum", ["q", "w"], ["ellipsis"], equation="...d,dk->...k"),
+         _node("Einsum", ["t", "w"], ["one_side_summed"], equation="td,dk->k"),
+         _node("Einsum", ["gate", "t"], ["outer"], equation="te,sd->tesd"),
+         _node("Einsum", ["q", "w"], ["upper_case_labels"], equation="...Z,ZY->...Y")],
+        {"q": _randn(2, 3, 4, 5), "k": _randn(2, 3, 6, 5), "t": _randn(4, 5),
+         "experts": _randn(3, 5, 2), "gate": _randn(4, 3), "w": _randn(5, 2)},
+        outputs=("scores", "per_expert", "mixed", "summed", "implicit", "ellipsis",
+                 "one_side_summed", "outer", "upper_case_labels")),
+    "top_k_largest_and_smallest_along_any_axis": _case(
+        [_node("TopK", ["x", "two"], ["top", "top_at"]),
+         _node("TopK", ["x", "three"], ["bottom", "bottom_at"], axis=1, largest=0)],
+        # Whole numbers make ties; adding 0 turns -0.0 into 0.0, which HLO's total order
+        # would rank apart.
+        {"x": np.round(2 * _randn(3, 5, 4)) + np.float32(0)},
+        {"two": np.array([2]), "three": np.array([3])},
+        outputs=("top", "top_at", "bottom", "bottom_at")),
+    "arg_max_and_arg_min_first_and_last": _case(
+        [_node("ArgMax", ["x"], ["max_first"], axis=-1),
+         _node("ArgMax", ["x"], ["max_last"], axis=1, keepdims=0, select_last_index=1),
+         _node("ArgMin", ["x"], ["min_first"], keepdims=0),
+         _node("ArgMin", ["x"], ["min_last"], axis=2, select_last_index=1)],
+        {"x": np.round(2 * _randn(3, 5, 4)) + np.float32(0)},
+        outputs=("max_first", "max_last", "min_first", "min_last")),
+    "cumsum_forward_reverse_and_exclusive": _case(
+        [_node("CumSum", ["x", "last"], ["forward"]),
+         _node("CumSum", ["x", "first"], ["reverse"], reverse=1),
+         _node("CumSum", ["x", "last"], ["exclusive"], exclusive=1),
+         _node("CumSum", ["mask", "last"], ["both"], exclusive=1, reverse=1)],
+        {"x": _randn(3, 5), "mask": _ints(0, 2, 2, 6)}, {"last": np.array([-1]),
+                                                          "first": np.array(0)},
+        outputs=("forward", "reverse", "exclusive", "both")),
+    "softplus_and_mish_past_where_exp_overflows": _case(
+        [_node("Softplus", ["x"], ["softplus"]), _node("Mish", ["x"], ["mish"])],
+        {"x": np.array([-200, -90, -3, -0.5, 0, 0.5, 3, 90, 200], np.float32)},
+        outputs=("softplus", "mish")),
+    "mod_with_the_divisors_sign_and_the_dividends": _case(
+        [_node("Mod", ["i", "j"], ["python"]), _node("Mod", ["i", "j"], ["c"], fmod=1),
+         _node("Mod", ["x", "y"], ["float"], fmod=1)],
+        {"i": _ints(-20, 20, 3, 4), "j": np.array([3, -3, 7, -5]),
+         "x": 5 * _randn(3, 4), "y": _positive(4) * np.array([1, -1, 1, -1], np.float32)},
+        outputs=("python", "c", "float")),
+    "one_hot_on_any_axis_with_negative_and_out_of_range_indices": _case(
+        [_node("OneHot", ["i", "depth", "values"], ["last"]),
+         _node("OneHot", ["i", "depth", "values"], ["first"], axis=0),
+         _node("OneHot", ["i", "depth", "integers"], ["as_torch_exports_it"], axis=1)],
+        {"i": np.array([[0, 3, -1], [-5, 5, 2]])},
+        {"depth": np.array(5), "values": np.array([-1.5, 2.0], np.float32),
+         "integers": np.array([0, 1])},
+        outputs=("last", "first", "as_torch_exports_it")),
     "dropout_is_the_identity_at_inference": _case(
         [_node("Dropout", ["x", "ratio"])], {"x": _randn(3, 3)},
         {"ratio": np.array(0.5, np.float32)}),
@@ -551,6 +674,38 @@ def test_it_names_the_node_and_op_type_of_an_unknown_op():
     message = _raises(UnsupportedError, model.SerializeToString())
     assert message == ("model.onnx: node 'my_fancy_node' (FancyOp): unsupported ONNX operator "
                        "'FancyOp'")
+
+
+def test_folding_log_of_zero_prints_no_numpy_warning():
+    # T5's relative-position bucketing takes the log of a zero distance, then casts -inf.
+    model, _ = _case([_node("Log", ["zero"], ["minus_inf"]),
+                      _node("Cast", ["minus_inf"], ["as_int"], to=TensorProto.INT64),
+                      _node("Cast", ["as_int"], ["back"], to=TensorProto.FLOAT),
+                      _node("Add", ["x", "back"])],
+                     {"x": _randn(2)}, {"zero": np.zeros(2, np.float32)})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        import_onnx(model.SerializeToString(), "t5_buckets.onnx")
+    assert [str(w.message) for w in caught] == []
+
+
+def test_it_names_the_node_of_a_resize_mode_it_does_not_lower():
+    model, _ = _case([helper.make_node("Resize", ["x", "", "scales"], ["y"], name="upsample",
+                                       mode="cubic")],
+                     {"x": _randn(1, 1, 2, 2)}, {"scales": np.array([1, 1, 2, 2], np.float32)})
+    message = _raises(UnsupportedError, model.SerializeToString())
+    assert message == ("model.onnx: node 'upsample' (Resize): Resize mode 'cubic' is not "
+                       "supported (only 'nearest' and 'linear' are)")
+
+
+def test_a_ceil_mode_window_older_shape_inference_counts_is_refused_by_name():
+    model, _ = _case([helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2],
+                                       strides=[2], pads=[1, 1], ceil_mode=1)],
+                     {"x": _randn(1, 1, 7)}, opset=17)
+    message = _raises(UnsupportedError, model.SerializeToString())
+    assert message.startswith("model.onnx: node 'pool' (MaxPool): ceil_mode gives [4] windows "
+                              "here, as torch and onnxruntime count them, but ONNX shape "
+                              "inference counts [5]"), message
 
 
 def test_it_names_a_non_default_domain():

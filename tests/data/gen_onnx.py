@@ -2,7 +2,8 @@
 
 Run with the generator virtualenv (see tests/data/requirements-gen.txt):
 
-    /tmp/genvenv/bin/python tests/data/gen_onnx.py
+    /tmp/genvenv/bin/python tests/data/gen_onnx.py                        # every model
+    /tmp/genvenv/bin/python tests/data/gen_onnx.py --only moe_topk_einsum  # just these
 
 For every model NAME this writes into tests/data/onnx/:
   NAME.torchscript.onnx  torch.onnx.export(..., dynamo=False, opset_version=17)
@@ -16,6 +17,7 @@ tests/data/onnx/README.md is rewritten with each file's opset and op types.
 
 from __future__ import annotations
 
+import argparse
 import warnings
 from pathlib import Path
 
@@ -99,6 +101,52 @@ def build_conv_bn_silu():
 # off, keeping a real BatchNormalization (with its running stats) in the graph.
 UNFOLDED = {"conv_bn_silu_unfolded"}
 model("conv_bn_silu_unfolded")(build_conv_bn_silu)
+
+
+@model("unet_groupnorm_up")
+def build_unet_groupnorm_up():
+    # A diffusion-UNet decoder step: GroupNorm -> SiLU -> Conv, a residual add and a nearest
+    # 2x upsample. torch exports GroupNorm as Reshape -> InstanceNormalization -> Reshape ->
+    # Mul -> Add and the upsample as Resize.
+    torch.manual_seed(19)
+
+    class UNetUp(nn.Module):
+        def __init__(self, channels=16, groups=4):
+            super().__init__()
+            self.norm = nn.GroupNorm(groups, channels)
+            self.conv = nn.Conv2d(channels, channels, 3, padding=1)
+
+        def forward(self, x):
+            h = self.conv(nn.functional.silu(self.norm(x)))
+            return nn.functional.interpolate(x + h, scale_factor=2, mode="nearest")
+
+    net = UNetUp()
+    with torch.no_grad():  # affine parameters away from (1, 0) so ignoring them would show
+        net.norm.weight.copy_(1.0 + 0.2 * torch.randn_like(net.norm.weight))
+        net.norm.bias.copy_(0.2 * torch.randn_like(net.norm.bias))
+    return net.eval(), (torch.randn(1, 16, 8, 8),)
+
+
+@model("moe_topk_einsum")
+def build_moe_topk_einsum():
+    # A top-2 mixture-of-experts layer written with topk and einsum, as many MoE codebases do.
+    torch.manual_seed(20)
+
+    class TopTwoExperts(nn.Module):
+        def __init__(self, dim=32, experts=4):
+            super().__init__()
+            self.gate = nn.Linear(dim, experts, bias=False)
+            self.experts = nn.Parameter(0.2 * torch.randn(experts, dim, dim))
+
+        def forward(self, x):
+            probs = self.gate(x).softmax(-1)
+            top, _ = probs.topk(2, dim=-1)
+            kept = torch.where(probs >= top[:, -1:], probs, torch.zeros_like(probs))
+            kept = kept / kept.sum(-1, keepdim=True)
+            per_expert = torch.einsum("td,edf->tef", x, self.experts)
+            return torch.einsum("te,tef->tf", kept, per_expert)
+
+    return TopTwoExperts().eval(), (torch.randn(16, 32),)
 
 
 # --------------------------------------------------------------------------------------------
@@ -205,6 +253,11 @@ Models (fixed seeds, eval mode):
   input [1, 3, 16, 16]; both exporters fold the BatchNorm into the Conv by default
 - `conv_bn_silu_unfolded`: the same network and input exported with `do_constant_folding=False`
   (TorchScript) / `optimize=False` (dynamo), so the graph keeps a BatchNormalization node
+- `unet_groupnorm_up`: GroupNorm(4,16) -> SiLU -> Conv2d(16,16,k3,p1), residual add, nearest
+  2x upsample, input [1, 16, 8, 8]; GroupNorm exports as InstanceNormalization, the upsample
+  as Resize
+- `moe_topk_einsum`: top-2 of 4 experts (softmax gate, topk, masked renormalisation) mixed with
+  two einsums, dim 32, input [16, 32]
 
 | file | opset | bytes | max abs err vs torch | op types |
 | --- | --- | --- | --- | --- |
@@ -234,35 +287,58 @@ def write_readme(results: dict, errors: dict):
     (ONNX_DIR / "README.md").write_text("\n".join(lines) + "\n")
 
 
-def main():
-    ONNX_DIR.mkdir(parents=True, exist_ok=True)
-    results, errors = {}, {}
-    for name, builder in MODELS.items():
-        net, args = builder()
-        with torch.no_grad():
-            out = net(*args)
-        outs = [out] if isinstance(out, torch.Tensor) else list(out)
-        inputs = [a.numpy() for a in args]
-        expected = [o.numpy() for o in outs]
-        np.savez(ONNX_DIR / f"{name}.inputs.npz", **{f"arg{i}": a for i, a in enumerate(inputs)})
-        np.savez(ONNX_DIR / f"{name}.outputs.npz", **{f"out{i}": o for i, o in enumerate(expected)})
+def export_model(name: str, errors: dict) -> None:
+    """Write NAME's inputs, torch outputs and both exports; failed exports go into `errors`."""
+    net, args = MODELS[name]()
+    with torch.no_grad():
+        out = net(*args)
+    outs = [out] if isinstance(out, torch.Tensor) else list(out)
+    inputs = [a.numpy() for a in args]
+    expected = [o.numpy() for o in outs]
+    np.savez(ONNX_DIR / f"{name}.inputs.npz", **{f"arg{i}": a for i, a in enumerate(inputs)})
+    np.savez(ONNX_DIR / f"{name}.outputs.npz", **{f"out{i}": o for i, o in enumerate(expected)})
 
-        for exporter, export in EXPORTERS.items():
-            fname = f"{name}.{exporter}.onnx"
-            path = ONNX_DIR / fname
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # deprecation chatter from the exporters
-                    export(name, net, args, path)
-            except Exception as exc:  # noqa: BLE001 - record the real failure, fake nothing
-                errors[fname] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
-                path.unlink(missing_ok=True)
-                print(f"{fname}: EXPORT FAILED: {errors[fname]}")
+    for exporter, export in EXPORTERS.items():
+        fname = f"{name}.{exporter}.onnx"
+        path = ONNX_DIR / fname
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # deprecation chatter from the exporters
+                export(name, net, args, path)
+        except Exception as exc:  # noqa: BLE001 - record the real failure, fake nothing
+            errors[fname] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+            path.unlink(missing_ok=True)
+            print(f"{fname}: EXPORT FAILED: {errors[fname]}")
+
+
+def saved_arrays(path: Path, prefix: str) -> list[np.ndarray]:
+    with np.load(path) as archive:
+        return [archive[f"{prefix}{i}"] for i in range(len(archive.files))]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="+", choices=list(MODELS), metavar="NAME",
+                        help="export only these models; the other files stay as they are")
+    ONNX_DIR.mkdir(parents=True, exist_ok=True)
+    errors = {}
+    for name in parser.parse_args().only or MODELS:
+        export_model(name, errors)
+    # The README lists every file on disk, so exporting some models keeps the others' rows.
+    results = {}
+    for name in MODELS:
+        if not (ONNX_DIR / f"{name}.inputs.npz").exists():
+            continue
+        inputs = saved_arrays(ONNX_DIR / f"{name}.inputs.npz", "arg")
+        expected = saved_arrays(ONNX_DIR / f"{name}.outputs.npz", "out")
+        for exporter in EXPORTERS:
+            path = ONNX_DIR / f"{name}.{exporter}.onnx"
+            if not path.exists():
                 continue
-            results[fname] = r = check_file(path, inputs, expected)
+            results[path.name] = r = check_file(path, inputs, expected)
             print(
-                f"{fname:36s} opset={r['opset']} bytes={r['bytes']} err={r['max_abs_err']:.1e} "
-                f"ops={' '.join(r['ops'])}"
+                f"{path.name:36s} opset={r['opset']} bytes={r['bytes']} "
+                f"err={r['max_abs_err']:.1e} ops={' '.join(r['ops'])}"
             )
     write_readme(results, errors)
 
