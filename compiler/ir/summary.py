@@ -46,7 +46,15 @@ def summarize(graph: Graph) -> dict:
 
 
 def _work(graph: Graph) -> tuple[int, int, int]:
-    """Flops, transcendentals and unfused bytes of one run of `graph`, loops included."""
+    """Flops, transcendentals and unfused bytes of one run of `graph`, loops included; kept
+    with the graph, so loops that share a body (nested ones included) count it once."""
+    known = graph.analysis_cache("summary.work")
+    if "work" not in known:
+        known["work"] = _count_work(graph)
+    return known["work"]
+
+
+def _count_work(graph: Graph) -> tuple[int, int, int]:
     flops = transcendentals = unfused_bytes = 0
     for node in graph:
         operand_shapes = [graph.nodes[o].shape for o in node.operands]

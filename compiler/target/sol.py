@@ -237,8 +237,13 @@ class SolModel:
         them (compiler/ir/loops.py)."""
         work = _Work()
         for computation, times in loop_runs(self.graph, node):
-            inner = SolModel(computation, self.device)
-            work.add(inner._work(frozenset(computation.nodes), None), times)
+            # Kept with the computation: loops that share a body (nested ones included) price
+            # it once, not once per path to it.
+            known = computation.analysis_cache("target.sol.whole")
+            if self.device.name not in known:
+                inner = SolModel(computation, self.device)
+                known[self.device.name] = inner._work(frozenset(computation.nodes), None)
+            work.add(known[self.device.name], times)
         return work
 
     def _add_plumbed_input(self, name: str, kernel, inputs: set[str]) -> None:

@@ -132,3 +132,67 @@ def test_a_scan_over_layers_counts_the_work_of_every_layer():
     # matmuls on the FP32 pipe.
     assert sol.dram_bytes >= weights.nbytes
     assert sol.compute_us >= matmuls / h100.peak_fp32_flops * 1e6
+
+
+def _nested_loops(depth: int) -> str:
+    """Each level's body runs two loops of two iterations over the level below, whose body
+    takes an exponential: 4^depth exponentials in all, through 2^depth paths to it."""
+    text = """
+        cond {
+          s = (s32[], f32[4]) parameter(0)
+          i = s32[] get-tuple-element(s), index=0
+          two = s32[] constant(2)
+          ROOT go = pred[] compare(i, two), direction=LT
+        }
+        body0 {
+          s = (s32[], f32[4]) parameter(0)
+          i = s32[] get-tuple-element(s), index=0
+          x = f32[4] get-tuple-element(s), index=1
+          one = s32[] constant(1)
+          next = s32[] add(i, one)
+          y = f32[4] exponential(x)
+          ROOT t = (s32[], f32[4]) tuple(next, y)
+        }
+    """
+    for level in range(1, depth + 1):
+        text += f"""
+        body{level} {{
+          s = (s32[], f32[4]) parameter(0)
+          i = s32[] get-tuple-element(s), index=0
+          x = f32[4] get-tuple-element(s), index=1
+          one = s32[] constant(1)
+          next = s32[] add(i, one)
+          zero = s32[] constant(0)
+          first = (s32[], f32[4]) tuple(zero, x)
+          w1 = (s32[], f32[4]) while(first), condition=cond, body=body{level - 1}
+          x1 = f32[4] get-tuple-element(w1), index=1
+          second = (s32[], f32[4]) tuple(zero, x1)
+          w2 = (s32[], f32[4]) while(second), condition=cond, body=body{level - 1}
+          x2 = f32[4] get-tuple-element(w2), index=1
+          ROOT t = (s32[], f32[4]) tuple(next, x2)
+        }}
+        """
+    return text + f"""
+        ENTRY e {{
+          x = f32[4] parameter(0)
+          zero = s32[] constant(0)
+          init = (s32[], f32[4]) tuple(zero, x)
+          ROOT w = (s32[], f32[4]) while(init), condition=cond, body=body{depth}
+        }}
+    """
+
+
+def test_nested_loops_that_share_bodies_count_every_run_of_them():
+    depth = 30   # 2^30 paths to the innermost body: walking each one would never finish
+    graph = import_hlo(textwrap.dedent(_nested_loops(depth)), "nested.hlo")
+    # One run of body k: its counter add, then two loops of two runs of body k-1 and three
+    # compares each; body0 adds and takes 4 exponentials.
+    flops, exponentials = 1 + 4, 4
+    for _ in range(depth):
+        flops, exponentials = 1 + 2 * (2 * flops + 3), 4 * exponentials
+    # The entry loop runs body30 twice and its condition three times.
+    flops, exponentials = 2 * flops + 3, 2 * exponentials
+    summary = summarize(graph)
+    assert (summary["flops"], summary["transcendentals"]) == (flops, exponentials)
+    sol = SolModel(graph, get_device("h100")).estimate(["w"])
+    assert (sol.flops, sol.transcendentals) == (flops, exponentials)
