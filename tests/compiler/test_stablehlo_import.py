@@ -115,14 +115,15 @@ def sorts_top_k_and_remat(x):
     return jnp.sort(x, axis=-1), values, indices, jnp.argsort(x[0]), remat
 
 
-def scatters_with_bodies_and_fft(x, rows):
-    """Scatters whose body is no reducer (`.at[].set` returns the update, `.at[].apply` a
-    function of the operand), as an fp8 recipe's amax history and a cache update make them,
-    and FFTs (rfft, ifft)."""
+def bodies_that_are_no_reducer_and_fft(x, rows):
+    """Scatters and a reduction whose body is no reducer of the IR's (`.at[].set` returns the
+    update, as an fp8 recipe's amax history and a cache update make it; `.at[].apply` a
+    function of the operand; a maximum written as a select), and FFTs (rfft, ifft)."""
     history = jnp.roll(x[0], 1).at[0].set(jnp.max(jnp.abs(x)))
     squared = jnp.asarray(x).at[rows].apply(lambda v: v * v)
+    largest = jax.lax.reduce(x, -np.inf, lambda a, b: jnp.where(a > b, a, b), (1,))
     spectrum = jnp.abs(jnp.fft.ifft(jnp.fft.rfft(x) * jnp.fft.rfft(x[::-1])))
-    return history, squared, spectrum
+    return history, squared, largest, spectrum
 
 
 def inverse_and_hyperbolic_trig(x):
@@ -148,7 +149,8 @@ FUNCTIONS = {
     "sorts_top_k_and_remat": (sorts_top_k_and_remat, [(3, 7)]),
     "small_cnn": (small_cnn, [(2, 8, 8, 3), (3, 3, 3, 4), (3, 3, 4, 5)]),
     "small_cnn_gradients": (small_cnn_gradients, [(2, 8, 8, 3), (3, 3, 3, 4), (3, 3, 4, 5)]),
-    "scatters_with_bodies_and_fft": (scatters_with_bodies_and_fft, [(4, 16), "i32[2]"]),
+    "bodies_that_are_no_reducer_and_fft": (bodies_that_are_no_reducer_and_fft,
+                                           [(4, 16), "i32[2]"]),
     "inverse_and_hyperbolic_trig": (inverse_and_hyperbolic_trig, [(3, 5)]),
 }
 
