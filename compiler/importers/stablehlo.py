@@ -60,8 +60,11 @@ SAME_OPS = frozenset("""
     count_leading_zeros shift_left shift_right_logical shift_right_arithmetic select clamp
     reshape bitcast_convert dynamic_update_slice
 """.split())
-# CHLO op -> the IR op (chlo.square is x * x, chlo.erfc 1 - erf(x)).
-CHLO = {"erf": "erf", "tan": "tan"}
+# CHLO ops that are the IR op of the same name (chlo.square is x * x and chlo.erfc 1 - erf(x),
+# made below). The special functions CHLO has and the IR lacks (lgamma, digamma, erf_inv,
+# next_after, bessel_i1e, ...) are refused with a pointer to the HLO text, where XLA has
+# expanded them into elementwise ops.
+CHLO_SAME_OPS = frozenset("erf tan acos acosh asin asinh atan atanh cosh sinh".split())
 # Sharding annotations of a program for several devices (Shardy's ops, GSPMD's custom calls):
 # they say where a value lives, not what it is, so the single-device graph passes the value.
 SHARDING_OPS = ("sdy.sharding_constraint", "sdy.reshard")
@@ -317,6 +320,14 @@ class _Importer:
                     op.attributes["k"]).value), "largest": True}, name=self._name("topk"),
                     loc=loc)
                 results = self._untuple(node, len(op.results), loc)
+            elif name == "stablehlo.rng_bit_generator":   # (new state, random bits)
+                algorithm = "rng_" + self._enum(op.attributes["rng_algorithm"]).lower()
+                node = self.builder.add(
+                    "rng-bit-generator", operands, name=self._name("rng-bit-generator"),
+                    loc=loc, shape=TupleShape(tuple(self._shape(result.type, loc)
+                                                    for result in op.results)),
+                    extra={"algorithm": algorithm})
+                results = self._untuple(node, len(op.results), loc)
             elif name == "stablehlo.optimization_barrier":   # rematerialisation's fence
                 barrier = self.builder.add("opt-barrier", [self._tuple(operands, loc)],
                                            name=self._name("opt-barrier"), loc=loc)
@@ -329,7 +340,7 @@ class _Importer:
             elif name == "stablehlo.custom_call":
                 results = self._custom_call(op, operands, loc)
             else:
-                results = [self._op(op, name, operands, loc)]
+                results = [self._op(op, name, operands, loc, depth)]
             if len(results) != len(op.results):
                 raise UnsupportedError(f"{name} with {len(op.results)} results is not "
                                        "supported", loc)
@@ -560,7 +571,7 @@ class _Importer:
                                  name=self._name("get-tuple-element"), loc=loc)
                 for k in range(count)]
 
-    def _op(self, op, name: str, operands: list[str], loc: SourceLoc) -> str:
+    def _op(self, op, name: str, operands: list[str], loc: SourceLoc, depth: int) -> str:
         dialect, _, kind = name.partition(".")
         result = op.results[0].type if len(op.results) == 1 else None
         if dialect not in ("stablehlo", "chlo") or result is None:
@@ -580,20 +591,22 @@ class _Importer:
                 erf = self.builder.add("erf", operands, name=self._name("erf"), loc=loc,
                                        shape=shape)
                 return add("subtract", [one, erf])
-            if kind in CHLO:
-                return add(CHLO[kind], operands)
-            raise UnsupportedError(f"{name} is not supported by the StableHLO importer yet",
-                                   loc)
+            if kind in CHLO_SAME_OPS:
+                return add(kind, operands)
+            raise UnsupportedError(
+                f"{name} is not supported by the StableHLO importer yet; upload the HLO text "
+                "instead (`jax.jit(f).lower(...).compiler_ir('hlo').as_hlo_text()`), in which "
+                "XLA has expanded it into elementwise ops", loc)
         if kind in SAME_OPS:
             return add(kind.replace("_", "-"), operands)
         if kind == "constant":
             return self.builder.constant(self._constant(op, shape, loc),
                                          self._name("constant"), loc)
         if kind == "compare":
-            direction = str(attrs["comparison_direction"]).split()[-1].rstrip(">")
+            direction = self._enum(attrs["comparison_direction"])
             extra = {}
             if "compare_type" in attrs:
-                extra["type"] = str(attrs["compare_type"]).split()[-1].rstrip(">")
+                extra["type"] = self._enum(attrs["compare_type"])
             return add("compare", operands, {"direction": direction, **extra})
         if kind == "convert":
             if self.builder.shape_of(operands[0]) == shape:
@@ -627,13 +640,16 @@ class _Importer:
         if kind == "dot_general":
             return add("dot", operands, self._dot(attrs["dot_dimension_numbers"]))
         if kind == "reduce":
-            return self._reduce(op, operands, loc, add)
+            return self._reduce(op, operands, loc, add, depth)
         if kind == "convolution":
             return add("convolution", operands, self._convolution(op, shape.rank))
         if kind == "gather":
             return add("gather", operands, self._gather(attrs))
         if kind == "scatter":
-            return self._scatter(op, operands, loc, add)
+            return self._scatter(op, operands, loc, add, depth)
+        if kind == "fft":
+            return add("fft", operands, {"fft_type": self._enum(attrs["fft_type"]),
+                                         "fft_length": self._ints(attrs["fft_length"])})
         raise UnsupportedError(f"{name} is not supported by the StableHLO importer yet", loc)
 
     def _adder(self, loc: SourceLoc, shape: Shape):
@@ -659,15 +675,15 @@ class _Importer:
             dims = tuple(dims[k] for k in keep)
         return add("broadcast", [operand], {"dimensions": dims})
 
-    def _reduce(self, op, operands: list[str], loc: SourceLoc, add) -> str:
+    def _reduce(self, op, operands: list[str], loc: SourceLoc, add, depth: int) -> str:
         if len(operands) != 2:
             raise UnsupportedError("a variadic stablehlo.reduce (of several inputs, as argmax "
                                    "makes) is not supported by the StableHLO importer yet", loc)
-        to_apply = self._reducer(op, self.builder.shape_of(operands[0]).dtype, loc)
+        to_apply = self._reducer(op, self.builder.shape_of(operands[0]).dtype, depth)
         return add("reduce", operands, {"dimensions": self._ints(op.attributes["dimensions"]),
                                         "to_apply": to_apply})
 
-    def _scatter(self, op, operands: list[str], loc: SourceLoc, add) -> str:
+    def _scatter(self, op, operands: list[str], loc: SourceLoc, add, depth: int) -> str:
         from jaxlib.mlir.dialects import stablehlo
 
         if len(operands) != 3:
@@ -681,11 +697,12 @@ class _Importer:
             "input_batching_dims": tuple(numbers.input_batching_dims),
             "scatter_indices_batching_dims": tuple(numbers.scatter_indices_batching_dims),
             "index_vector_dim": int(numbers.index_vector_dim),
-            "to_apply": self._reducer(op, self.builder.shape_of(operands[0]).dtype, loc)})
+            "to_apply": self._reducer(op, self.builder.shape_of(operands[0]).dtype, depth)})
 
-    def _reducer(self, op, dtype: DType, loc: SourceLoc) -> str:
-        """The IR reducer computation a reduce's or scatter's body is: one of REDUCER_OPS
-        applied to the body's two arguments, returned."""
+    def _reducer(self, op, dtype: DType, depth: int) -> str:
+        """The IR computation a reduce's or scatter's body is: the shared reducer when the
+        body is one of REDUCER_OPS applied to its two arguments, else the body itself as a
+        computation on scalars (`x.at[i].set(v)`'s scatter returns its second argument)."""
         body = op.regions[0].blocks[0]
         ops = list(body.operations)
         applied = ops[0].operation.name if len(ops) == 2 else None
@@ -693,9 +710,7 @@ class _Importer:
         arguments = list(body.arguments)
         if reducer is None or list(ops[0].operands) not in (arguments, arguments[::-1]) \
                 or list(ops[1].operands) != list(ops[0].results):
-            raise UnsupportedError(f"a {op.operation.name} whose body is not one of add, "
-                                   "multiply, maximum, minimum, and, or of its two arguments "
-                                   "is not supported", loc)
+            return self._computation(body, "reducer", None, len(arguments), [], depth)
         return self.builder.reducer(reducer, dtype)
 
     def _gather(self, attrs) -> dict:
@@ -711,6 +726,11 @@ class _Importer:
                 "slice_sizes": self._ints(attrs["slice_sizes"])}
 
     # -- attributes and types -------------------------------------------------------------------
+
+    @staticmethod
+    def _enum(attr) -> str:
+        """The value of an enum attribute as MLIR prints it (`#stablehlo<fft_type RFFT>`)."""
+        return str(attr).split()[-1].rstrip(">")
 
     def _dot(self, attr) -> dict[str, tuple[int, ...]]:
         from jaxlib.mlir.dialects import stablehlo

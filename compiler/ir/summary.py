@@ -2,6 +2,8 @@
 
 Flops and bytes use the ops table's HloCostAnalysis conventions: bytes are what an unfused
 execution moves (every op reads its operands and writes its result), the figure fusion lowers.
+A `while` loop counts its body's and condition's work as often as it runs them
+(compiler/ir/loops.py), as a `lax.scan` over layers does the work of every layer.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 
 from compiler.ir.graph import Graph
+from compiler.ir.loops import loop_runs
 from compiler.ir.ops import OPS, bytes_accessed, flop_count, transcendental_count
 from compiler.ir.shapes import shape_to_json
 from compiler.ir.training import training_outputs
@@ -19,12 +22,7 @@ def summarize(graph: Graph) -> dict:
     which outputs are a training step's loss and gradients (compiler/ir/training.py)."""
     ops = Counter(node.op for node in graph)
     categories = Counter(OPS[node.op].category.value for node in graph if node.op in OPS)
-    flops = transcendentals = unfused_bytes = 0
-    for node in graph:
-        operand_shapes = [graph.nodes[o].shape for o in node.operands]
-        flops += flop_count(node, operand_shapes)
-        transcendentals += transcendental_count(node)
-        unfused_bytes += bytes_accessed(node, operand_shapes)
+    flops, transcendentals, unfused_bytes = _work(graph)
     parameters = [_value(graph, name) for name in graph.parameters]
     outputs = [_value(graph, name) for name in graph.output_names()]
     return {
@@ -45,6 +43,31 @@ def summarize(graph: Graph) -> dict:
         "notes": list(graph.notes),
         "training": training_outputs(graph),
     }
+
+
+def _work(graph: Graph) -> tuple[int, int, int]:
+    """Flops, transcendentals and unfused bytes of one run of `graph`, loops included; kept
+    with the graph, so loops that share a body (nested ones included) count it once."""
+    known = graph.analysis_cache("summary.work")
+    if "work" not in known:
+        known["work"] = _count_work(graph)
+    return known["work"]
+
+
+def _count_work(graph: Graph) -> tuple[int, int, int]:
+    flops = transcendentals = unfused_bytes = 0
+    for node in graph:
+        operand_shapes = [graph.nodes[o].shape for o in node.operands]
+        flops += flop_count(node, operand_shapes)
+        transcendentals += transcendental_count(node)
+        unfused_bytes += bytes_accessed(node, operand_shapes)
+        if node.op == "while":
+            for computation, times in loop_runs(graph, node):
+                inner = _work(computation)
+                flops += times * inner[0]
+                transcendentals += times * inner[1]
+                unfused_bytes += times * inner[2]
+    return flops, transcendentals, unfused_bytes
 
 
 def _value(graph: Graph, name: str) -> dict:

@@ -32,6 +32,10 @@ result):
 - f64 and c128: the FP64 pipe; integers and predicates: the INT32 pipe, one op per lane.
 - transcendentals (exp, log, tanh, ...) also occupy the MUFU/XU pipe, one op per element.
 
+A `while` node (a library kernel of its own) also does the work of its condition and body,
+each priced as one kernel (its own speed of light), as often as the loop runs them: its static
+trip count, or once when that depends on data (compiler/ir/loops.py).
+
 `SolModel` does the per-node work once per (graph, device); `estimate` then walks only the
 kernel's nodes and their operands and users, so a fusion search can price thousands of
 candidate kernels per second.
@@ -44,6 +48,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from compiler.ir.graph import Graph
+from compiler.ir.loops import loop_runs
 from compiler.ir.ops import flop_count, transcendental_count
 from compiler.target.devices import Device
 
@@ -74,6 +79,25 @@ class SolEstimate:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+@dataclass
+class _Work:
+    """What a kernel moves and computes, before it is turned into time."""
+
+    read_bytes: int = 0
+    write_bytes: int = 0
+    ops_per_pipe: dict[str, int] = dataclasses.field(default_factory=dict)
+    flops: int = 0
+    transcendentals: int = 0
+
+    def add(self, other: _Work, times: int = 1) -> None:
+        self.read_bytes += times * other.read_bytes
+        self.write_bytes += times * other.write_bytes
+        for pipe, ops in other.ops_per_pipe.items():
+            self.ops_per_pipe[pipe] = self.ops_per_pipe.get(pipe, 0) + times * ops
+        self.flops += times * other.flops
+        self.transcendentals += times * other.transcendentals
 
 
 class SolModel:
@@ -122,7 +146,12 @@ class SolModel:
             "int32": device.peak_int32_ops,
             TRANSCENDENTAL_PIPE: device.peak_transcendentals_per_s,
         }
-        for pipe in set(self._pipe.values()):
+        # The work loops do in their computations (module docstring), by loop node.
+        self._loop_work = {name: self._loop(node) for name, node in nodes.items()
+                           if node.op == "while"}
+        pipes = set(self._pipe.values()).union(
+            *(work.ops_per_pipe for work in self._loop_work.values()))
+        for pipe in pipes:
             if pipe.startswith("tensor-"):
                 self._peak_per_s[pipe] = device.peak_tensor_flops(pipe.removeprefix("tensor-"))
 
@@ -139,6 +168,31 @@ class SolModel:
         if unknown:
             raise ValueError(f"nodes not in graph '{self.graph.name}': {sorted(unknown)}")
 
+        work = self._work(kernel, outputs)
+        compute_s, compute_pipe = 0.0, None
+        for pipe, ops in work.ops_per_pipe.items():
+            seconds = ops / self._peak_per_s[pipe]
+            if seconds > compute_s:
+                compute_s, compute_pipe = seconds, pipe
+
+        device = self.device
+        dram_bytes = work.read_bytes + work.write_bytes
+        memory_us = dram_bytes / device.dram_bytes_per_s * 1e6
+        compute_us = compute_s * 1e6
+        return SolEstimate(
+            dram_bytes=dram_bytes,
+            read_bytes=work.read_bytes,
+            write_bytes=work.write_bytes,
+            flops=work.flops,
+            transcendentals=work.transcendentals,
+            memory_us=memory_us,
+            compute_us=compute_us,
+            total_us=max(memory_us, compute_us),
+            bound="compute" if compute_us > memory_us else "memory",
+            compute_pipe=compute_pipe,
+        )
+
+    def _work(self, kernel: frozenset, outputs: Iterable[str] | None) -> _Work:
         role = self._role
         inputs: set[str] = set()
         computed = [name for name in kernel if role[name] == _COMPUTED]
@@ -152,7 +206,7 @@ class SolModel:
                     inputs.add(operand)
                 elif operand_role == _PLUMBING:
                     self._add_plumbed_input(operand, kernel, inputs)
-        read_bytes = sum(self._nbytes[name] for name in inputs)
+        work = _Work(read_bytes=sum(self._nbytes[name] for name in inputs))
 
         if outputs is None:
             written = [name for name in computed if self._is_output(name, kernel)]
@@ -161,42 +215,36 @@ class SolModel:
             strays = [name for name in written if name not in kernel]
             if strays:
                 raise ValueError(f"outputs not among the kernel's nodes: {strays}")
-        write_bytes = sum(self._nbytes[name] for name in written)
+        work.write_bytes = sum(self._nbytes[name] for name in written)
 
-        ops_per_pipe: dict[str, int] = {}
-        flops = transcendentals = 0
+        transcendentals = 0
         for name in computed:
             node_flops = self._flops[name]
             if node_flops:
-                flops += node_flops
+                work.flops += node_flops
                 pipe = self._pipe[name]
-                ops_per_pipe[pipe] = ops_per_pipe.get(pipe, 0) + node_flops
+                work.ops_per_pipe[pipe] = work.ops_per_pipe.get(pipe, 0) + node_flops
             transcendentals += self._transcendentals[name]
+            if name in self._loop_work:
+                work.add(self._loop_work[name])
         if transcendentals:
-            ops_per_pipe[TRANSCENDENTAL_PIPE] = transcendentals
+            work.add(_Work(ops_per_pipe={TRANSCENDENTAL_PIPE: transcendentals},
+                           transcendentals=transcendentals))
+        return work
 
-        compute_s, compute_pipe = 0.0, None
-        for pipe, ops in ops_per_pipe.items():
-            seconds = ops / self._peak_per_s[pipe]
-            if seconds > compute_s:
-                compute_s, compute_pipe = seconds, pipe
-
-        device = self.device
-        dram_bytes = read_bytes + write_bytes
-        memory_us = dram_bytes / device.dram_bytes_per_s * 1e6
-        compute_us = compute_s * 1e6
-        return SolEstimate(
-            dram_bytes=dram_bytes,
-            read_bytes=read_bytes,
-            write_bytes=write_bytes,
-            flops=flops,
-            transcendentals=transcendentals,
-            memory_us=memory_us,
-            compute_us=compute_us,
-            total_us=max(memory_us, compute_us),
-            bound="compute" if compute_us > memory_us else "memory",
-            compute_pipe=compute_pipe,
-        )
+    def _loop(self, node) -> _Work:
+        """A `while` node's condition and body, each one kernel, as often as the loop runs
+        them (compiler/ir/loops.py)."""
+        work = _Work()
+        for computation, times in loop_runs(self.graph, node):
+            # Kept with the computation: loops that share a body (nested ones included) price
+            # it once, not once per path to it.
+            known = computation.analysis_cache("target.sol.whole")
+            if self.device.name not in known:
+                inner = SolModel(computation, self.device)
+                known[self.device.name] = inner._work(frozenset(computation.nodes), None)
+            work.add(known[self.device.name], times)
+        return work
 
     def _add_plumbed_input(self, name: str, kernel, inputs: set[str]) -> None:
         """Record what reading plumbing node `name` loads: the carried values not made here."""

@@ -115,6 +115,23 @@ def sorts_top_k_and_remat(x):
     return jnp.sort(x, axis=-1), values, indices, jnp.argsort(x[0]), remat
 
 
+def bodies_that_are_no_reducer_and_fft(x, rows):
+    """Scatters and a reduction whose body is no reducer of the IR's (`.at[].set` returns the
+    update, as an fp8 recipe's amax history and a cache update make it; `.at[].apply` a
+    function of the operand; a maximum written as a select), and FFTs (rfft, ifft)."""
+    history = jnp.roll(x[0], 1).at[0].set(jnp.max(jnp.abs(x)))
+    squared = jnp.asarray(x).at[rows].apply(lambda v: v * v)
+    largest = jax.lax.reduce(x, -np.inf, lambda a, b: jnp.where(a > b, a, b), (1,))
+    spectrum = jnp.abs(jnp.fft.ifft(jnp.fft.rfft(x) * jnp.fft.rfft(x[::-1])))
+    return history, squared, largest, spectrum
+
+
+def inverse_and_hyperbolic_trig(x):
+    bounded = jnp.tanh(x) * 0.9
+    return (jnp.arcsin(bounded), jnp.arccos(bounded), jnp.arctan(x), jnp.arctanh(bounded),
+            jnp.sinh(x), jnp.cosh(x), jnp.arcsinh(x), jnp.arccosh(jnp.abs(x) + 1.0))
+
+
 def integer_math(a, b):
     return (a * b + 3) // 2, (a & b) | (a >> 1), jnp.minimum(a, b)
 
@@ -132,10 +149,15 @@ FUNCTIONS = {
     "sorts_top_k_and_remat": (sorts_top_k_and_remat, [(3, 7)]),
     "small_cnn": (small_cnn, [(2, 8, 8, 3), (3, 3, 3, 4), (3, 3, 4, 5)]),
     "small_cnn_gradients": (small_cnn_gradients, [(2, 8, 8, 3), (3, 3, 3, 4), (3, 3, 4, 5)]),
+    "bodies_that_are_no_reducer_and_fft": (bodies_that_are_no_reducer_and_fft,
+                                           [(4, 16), "i32[2]"]),
+    "inverse_and_hyperbolic_trig": (inverse_and_hyperbolic_trig, [(3, 5)]),
 }
 
 # Functions with a CHLO op that XLA's conversion to HLO expands into its own approximation.
-XLA_EXPANDS = {"mlp_with_exact_gelu": "chlo.erfc (exact GELU), a polynomial in the HLO form"}
+XLA_EXPANDS = {"mlp_with_exact_gelu": "chlo.erfc (exact GELU), a polynomial in the HLO form",
+               "inverse_and_hyperbolic_trig": "chlo.asin, chlo.cosh, ...: formulas of atan2, "
+                                              "exp, log and sqrt in the HLO form"}
 
 
 def _arguments(specs) -> list[np.ndarray]:
@@ -144,6 +166,8 @@ def _arguments(specs) -> list[np.ndarray]:
     for spec in specs:
         if spec == "i32":
             arguments.append(np.int32(1))
+        elif spec == "i32[2]":   # rows of a [4, ...] array, one of them twice
+            arguments.append(np.array([2, 2], np.int32))
         elif isinstance(spec, str):
             arguments.append(rng.integers(-50, 50, size=6).astype(np.int32))
         else:
@@ -305,14 +329,34 @@ def test_a_syntax_error_is_reported_at_its_line_and_column():
     assert "exponentia" in str(error.value)
 
 
-def test_an_op_the_importer_does_not_know_is_named_with_its_line():
-    text = jax.jit(jnp.fft.fft).lower(np.zeros(8, np.complex64)).as_text()
+def test_an_op_the_importer_does_not_know_is_named_with_its_line_and_the_way_around_it():
+    text = jax.jit(jax.lax.lgamma).lower(np.ones(8, np.float32)).as_text()
     line = next(k for k, text_line in enumerate(text.splitlines(), 1)
-                if "stablehlo.fft" in text_line)
+                if "chlo.lgamma" in text_line)
     with pytest.raises(UnsupportedError) as error:
-        import_bytes(text.encode(), "fft.mlir")
-    assert str(error.value).startswith(f"fft.mlir:{line}:")
-    assert "stablehlo.fft" in str(error.value)
+        import_bytes(text.encode(), "lgamma.mlir")
+    assert str(error.value).startswith(f"lgamma.mlir:{line}:")
+    assert "chlo.lgamma" in str(error.value)
+    assert "as_hlo_text()" in str(error.value)   # the HLO form, where XLA expanded it, imports
+    hlo = jax.jit(jax.lax.lgamma).lower(np.ones(8, np.float32)).as_text(dialect="hlo")
+    import_bytes(hlo.encode(), "lgamma.hlo")
+
+
+def test_random_bits_import_as_in_the_hlo_form_and_have_no_reference_value():
+    def dropout(key, x):
+        keep = jax.random.bernoulli(jax.random.wrap_key_data(key, impl="rbg"), 0.8, x.shape)
+        return jnp.where(keep, x / 0.8, 0.0)
+
+    arguments = [np.array([0, 42, 1, 7], np.uint32), np.ones((4, 8), np.float32)]
+    lowered = jax.jit(dropout).lower(*arguments)
+    from_mlir = import_bytes(lowered.as_text().encode(), "dropout.mlir")[0]
+    from_hlo = import_bytes(lowered.as_text(dialect="hlo").encode(), "dropout.hlo")[0]
+    generators = [[([(part.dtype, part.dims) for part in node.shape.elements], node.extra)
+                   for node in graph.nodes.values() if node.op == "rng-bit-generator"]
+                  for graph in (from_mlir, from_hlo)]
+    assert generators[0] == generators[1] and len(generators[0]) == 1
+    with pytest.raises(UnsupportedError, match="random numbers have no reference value"):
+        evaluate(from_mlir, arguments)
 
 
 def test_a_library_call_is_a_custom_call_as_in_the_hlo_form():

@@ -760,6 +760,93 @@ def build_ops_misc(rng):
 
 
 # --------------------------------------------------------------------------------------------
+# 12: training-step numerics (gradient accumulation, loss scaling, quantisation, GNN scatters)
+# --------------------------------------------------------------------------------------------
+
+
+@module(
+    "grad_accum_scan",
+    "gradient accumulation over 4 microbatches with lax.scan (a while loop of static trip "
+    "count 4) of a tanh layer's MSE value_and_grad, then an SGD step",
+)
+def build_grad_accum_scan(rng):
+    def loss(w, x, y):
+        return jnp.mean((jnp.tanh(x @ w) - y) ** 2)
+
+    def f(w, xs, ys):
+        def microbatch(total, batch):
+            value, grad = jax.value_and_grad(loss)(w, *batch)
+            return (total[0] + value, total[1] + grad), value
+
+        zero = (jnp.zeros((), jnp.float32), jnp.zeros_like(w))
+        (loss_sum, grad_sum), losses = lax.scan(microbatch, zero, (xs, ys))
+        return w - 0.1 * grad_sum / xs.shape[0], loss_sum, losses
+
+    return f, (normal(rng, (8, 8), 0.3), normal(rng, (4, 6, 8)), normal(rng, (4, 6, 8)))
+
+
+@module(
+    "f16_loss_scale",
+    "f16 training step with dynamic loss scaling: scaled f16 grads, all-finite check "
+    "(is-finite, reduce-and), update or skip by select, scale doubled or halved",
+)
+def build_f16_loss_scale(rng):
+    def loss(w, x, y):
+        return jnp.mean(((x @ w).astype(jnp.float32) - y) ** 2)
+
+    def f(w, x, y, scale):
+        grad = jax.grad(lambda w: loss(w, x, y) * scale)(w).astype(jnp.float32) / scale
+        finite = jnp.all(jnp.isfinite(grad))
+        new_w = jnp.where(finite, w - (1e-2 * grad).astype(jnp.float16), w)
+        return new_w, jnp.where(finite, scale * 2.0, scale * 0.5), finite
+
+    w = normal(rng, (16, 8), 0.3, np.float16)
+    x = normal(rng, (4, 16), 1.0, np.float16)
+    x[0, 0] = np.float16(60000)  # the scaled f16 gradient overflows: the step is skipped
+    return f, (w, x, normal(rng, (4, 8)), np.array(65536.0, F32))
+
+
+@module(
+    "int8_weight_only",
+    "int8 weight-only quantised matmul: per-channel absmax scales, round/clip/convert to s8, "
+    "bf16 dequantised matmul, and an s8 x s8 -> s32 dot",
+)
+def build_int8_weight_only(rng):
+    def f(x, w):
+        scale = jnp.max(jnp.abs(w), axis=0) / 127.0
+        q = jnp.clip(jnp.round(w / scale), -128, 127).astype(jnp.int8)
+        dequantised = q.astype(jnp.bfloat16) * scale.astype(jnp.bfloat16)
+        y = (x.astype(jnp.bfloat16) @ dequantised).astype(jnp.float32)
+        return y, q, lax.dot(q, q.T, preferred_element_type=jnp.int32)
+
+    return f, (normal(rng, (8, 32)), normal(rng, (32, 16)))
+
+
+@module(
+    "gnn_segment_grad",
+    "GNN message passing: gathered messages, segment_sum and segment_max (two empty segments) "
+    "by destination, MSE-style loss, value_and_grad (scatter-add back to nodes)",
+)
+def build_gnn_segment_grad(rng):
+    nodes, edges, hidden = 12, 40, 16
+
+    def loss(w, x, src, dst):
+        messages = jnp.tanh(x[src] @ w)
+        summed = jax.ops.segment_sum(messages, dst, num_segments=nodes)
+        largest = jax.ops.segment_max(messages, dst, num_segments=nodes)  # -inf when empty
+        largest = jnp.where(jnp.isfinite(largest), largest, 0.0)
+        return jnp.mean((summed + largest) ** 2)
+
+    def f(w, x, src, dst):
+        value, (grad_w, grad_x) = jax.value_and_grad(loss, argnums=(0, 1))(w, x, src, dst)
+        return value, grad_w, grad_x
+
+    src = rng.integers(0, nodes, edges).astype(np.int32)
+    dst = rng.integers(0, nodes - 2, edges).astype(np.int32)  # the last two nodes get nothing
+    return f, (normal(rng, (hidden, hidden), 0.3), normal(rng, (nodes, hidden)), src, dst)
+
+
+# --------------------------------------------------------------------------------------------
 # Part B: benchmark modules
 # --------------------------------------------------------------------------------------------
 
