@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from compiler.errors import InputError, LimitError, SourceLoc, UnsupportedError
+from compiler.importers.chlo import erf_inv
 from compiler.ir.builder import GraphBuilder
 from compiler.ir.dtypes import DType, dtype as dtype_named
 from compiler.ir.graph import Graph
@@ -61,9 +62,9 @@ SAME_OPS = frozenset("""
     reshape bitcast_convert dynamic_update_slice
 """.split())
 # CHLO ops that are the IR op of the same name (chlo.square is x * x and chlo.erfc 1 - erf(x),
-# made below). The special functions CHLO has and the IR lacks (lgamma, digamma, erf_inv,
-# next_after, bessel_i1e, ...) are refused with a pointer to the HLO text, where XLA has
-# expanded them into elementwise ops.
+# made below; chlo.erf_inv is spelled out as XLA does, chlo.py). The other special functions
+# CHLO has and the IR lacks (lgamma, digamma, next_after, bessel_i1e, ...) are refused with a
+# pointer to the HLO text, where XLA has expanded them into elementwise ops.
 CHLO_SAME_OPS = frozenset("erf tan acos acosh asin asinh atan atanh cosh sinh".split())
 # Sharding annotations of a program for several devices (Shardy's ops, GSPMD's custom calls):
 # they say where a value lives, not what it is, so the single-device graph passes the value.
@@ -591,6 +592,8 @@ class _Importer:
                 erf = self.builder.add("erf", operands, name=self._name("erf"), loc=loc,
                                        shape=shape)
                 return add("subtract", [one, erf])
+            if kind == "erf_inv":
+                return erf_inv(self.builder, operands[0], loc, self._name)
             if kind in CHLO_SAME_OPS:
                 return add(kind, operands)
             raise UnsupportedError(

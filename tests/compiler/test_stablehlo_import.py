@@ -132,6 +132,17 @@ def inverse_and_hyperbolic_trig(x):
             jnp.sinh(x), jnp.cosh(x), jnp.arcsinh(x), jnp.arccosh(jnp.abs(x) + 1.0))
 
 
+def normal_samples_and_erf_inv(x, seed):
+    """jax.random.normal inside the jit (threefry bits, then inverse-CDF sampling through
+    chlo.erf_inv) and erfinv of f32 and of bf16 (which XLA computes in f32). The argument
+    stays in [-0.9, 0.9]: nearer +-1 erfinv's slope turns a 1-ulp difference between XLA's tanh
+    and NumPy's into more than the tolerance."""
+    noise = jax.random.normal(jax.random.PRNGKey(seed), x.shape)
+    inside = 0.9 * jnp.tanh(x)
+    as_bf16 = jax.scipy.special.erfinv(inside.astype(jnp.bfloat16)).astype(jnp.float32)
+    return x + noise, jax.scipy.special.erfinv(inside), as_bf16
+
+
 def integer_math(a, b):
     return (a * b + 3) // 2, (a & b) | (a >> 1), jnp.minimum(a, b)
 
@@ -144,6 +155,7 @@ FUNCTIONS = {
     "selects_slices_and_iota": (selects_slices_and_iota, [(6, 3)]),
     "pads_flips_and_dynamic_slices": (pads_flips_and_dynamic_slices, [(4, 3), "i32"]),
     "nested_jit": (nested_jit, [(5, 7)]),
+    "normal_samples_and_erf_inv": (normal_samples_and_erf_inv, [(4, 16), "i32"]),
     "integer_math": (integer_math, ["i32[6]", "i32[6]"]),
     "scan_argmax_and_cond": (scan_argmax_and_cond, [(2, 4), (4, 4)]),
     "sorts_top_k_and_remat": (sorts_top_k_and_remat, [(3, 7)]),
@@ -218,9 +230,11 @@ def test_stablehlo_and_hlo_of_one_function_are_one_graph_computing_what_jax_comp
             np.testing.assert_array_equal(ours, other)  # the same graph: the same numbers
 
 
-# What JAX's conversion to HLO folds: identities (x + 0, x / 1, a double transpose, a no-op
-# negation pair) and a pad and slice it moves into a convolution's window.
-FOLDABLE = {"add", "subtract", "multiply", "divide", "negate", "transpose", "pad", "slice"}
+# What JAX's conversion to HLO folds: identities (x + 0, x / 1, x & ~0 of a PRNG seed, a
+# double transpose, a no-op negation pair) and a pad and slice it moves into a convolution's
+# window.
+FOLDABLE = {"add", "subtract", "multiply", "divide", "negate", "transpose", "pad", "slice",
+            "and"}
 
 
 def _foldings(ops: collections.Counter) -> int:
@@ -357,6 +371,25 @@ def test_random_bits_import_as_in_the_hlo_form_and_have_no_reference_value():
     assert generators[0] == generators[1] and len(generators[0]) == 1
     with pytest.raises(UnsupportedError, match="random numbers have no reference value"):
         evaluate(from_mlir, arguments)
+
+
+def test_erf_inv_is_infinite_at_plus_and_minus_one_as_in_jax():
+    x = np.array([-1.0, -0.5, 0.0, 0.5, 1.0], np.float32)
+    text = jax.jit(jax.scipy.special.erfinv).lower(x).as_text()
+    graph = import_bytes(text.encode(), "erfinv.mlir")[0]
+    np.testing.assert_allclose(evaluate(graph, [x])[0], jax.scipy.special.erfinv(x),
+                               rtol=2e-6)
+
+
+def test_erf_inv_of_f64_is_refused_at_its_line():
+    text = """func.func @main(%x: tensor<4xf64>) -> tensor<4xf64> {
+  %0 = chlo.erf_inv %x : tensor<4xf64> -> tensor<4xf64>
+  return %0 : tensor<4xf64>
+}"""
+    with pytest.raises(UnsupportedError) as error:
+        import_bytes(text.encode(), "erfinv64.mlir")
+    assert str(error.value).startswith("erfinv64.mlir:2:")
+    assert "chlo.erf_inv of f64" in str(error.value)
 
 
 def test_a_library_call_is_a_custom_call_as_in_the_hlo_form():
