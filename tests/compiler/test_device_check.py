@@ -9,6 +9,8 @@ and allowed values, and the same largest difference.
 
 from __future__ import annotations
 
+import warnings
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -72,6 +74,17 @@ def test_outputs_equal_to_the_interpreter_pass_with_no_difference(case):
     graph, values = case
     (largest, mismatches), _ = both_checks(graph, values, {n: values[n] for n in OUTPUTS})
     assert largest == 0.0 and mismatches == []
+
+
+def test_infinities_equal_to_the_interpreters_are_no_difference_and_warn_of_nothing():
+    # lgamma at 0 and -1 is +inf, on the emulator as in the interpreter: inf - inf is NaN,
+    # which must neither count as a difference nor print NumPy's RuntimeWarning to the user.
+    expected = np.array([np.inf, -np.inf, 1.0, np.nan])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert max_abs_error(expected.copy(), expected) == 0.0
+        opposite = max_abs_error(np.array([np.inf, np.inf, 1.0, np.nan]), expected)
+        assert opposite >= np.finfo(np.float64).max
 
 
 def test_differences_within_tolerance_and_beyond_it_get_the_host_checks_verdict(case):
