@@ -59,7 +59,7 @@ SAME_OPS = frozenset("""
     sign exponential exponential_minus_one log log_plus_one sqrt rsqrt cbrt tanh logistic
     sine cosine tan atan2 floor ceil round_nearest_even round_nearest_afz is_finite popcnt
     count_leading_zeros shift_left shift_right_logical shift_right_arithmetic select clamp
-    reshape bitcast_convert dynamic_update_slice
+    reshape bitcast_convert dynamic_update_slice complex real imag
 """.split())
 # CHLO ops that are the IR op of the same name (chlo.square is x * x and chlo.erfc 1 - erf(x),
 # made below; chlo.erf_inv is spelled out as XLA does, chlo.py). The other special functions

@@ -143,6 +143,14 @@ def normal_samples_and_erf_inv(x, seed):
     return x + noise, jax.scipy.special.erfinv(inside), as_bf16
 
 
+def complex_rotary(x, angles):
+    """Rotary embedding written with complex numbers, as some JAX Llama ports write it: pairs
+    of features as complex numbers (stablehlo.complex) times exp(i theta), back through
+    real and imag."""
+    rotated = jax.lax.complex(x[..., 0], x[..., 1]) * jnp.exp(1j * angles)
+    return jnp.stack([rotated.real, rotated.imag], -1)
+
+
 def integer_math(a, b):
     return (a * b + 3) // 2, (a & b) | (a >> 1), jnp.minimum(a, b)
 
@@ -155,6 +163,7 @@ FUNCTIONS = {
     "selects_slices_and_iota": (selects_slices_and_iota, [(6, 3)]),
     "pads_flips_and_dynamic_slices": (pads_flips_and_dynamic_slices, [(4, 3), "i32"]),
     "nested_jit": (nested_jit, [(5, 7)]),
+    "complex_rotary": (complex_rotary, [(4, 8, 2), (4, 8)]),
     "normal_samples_and_erf_inv": (normal_samples_and_erf_inv, [(4, 16), "i32"]),
     "integer_math": (integer_math, ["i32[6]", "i32[6]"]),
     "scan_argmax_and_cond": (scan_argmax_and_cond, [(2, 4), (4, 4)]),
@@ -169,7 +178,8 @@ FUNCTIONS = {
 # Functions with a CHLO op that XLA's conversion to HLO expands into its own approximation.
 XLA_EXPANDS = {"mlp_with_exact_gelu": "chlo.erfc (exact GELU), a polynomial in the HLO form",
                "inverse_and_hyperbolic_trig": "chlo.asin, chlo.cosh, ...: formulas of atan2, "
-                                              "exp, log and sqrt in the HLO form"}
+                                              "exp, log and sqrt in the HLO form",
+               "complex_rotary": "exp of a complex number, real exp, cos and sin in the HLO form"}
 
 
 def _arguments(specs) -> list[np.ndarray]:
