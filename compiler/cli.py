@@ -578,11 +578,8 @@ def _run(args) -> int:
 
 
 def _read_inputs(path: str, graph) -> list[np.ndarray]:
-    """arg0..argN from an .npz; raw 2-byte/1-byte records are read as the parameter's dtype.
-
-    NumPy stores ml_dtypes arrays (bf16, fp8) in .npz files as raw void records ('|V2'), so an
-    array saved as bfloat16 comes back as void; its bytes are the bf16 values.
-    """
+    """arg0..argN from an .npz (bf16 and fp8 arrays come back as raw records, which the
+    interpreter reads as its parameters' dtypes)."""
     count = len(graph.parameters)
     try:
         archive = np.load(path, allow_pickle=False)
@@ -601,12 +598,4 @@ def _read_inputs(path: str, graph) -> list[np.ndarray]:
     if unexpected:
         raise InputError(f"the graph takes {count} parameters (arg0..arg{count - 1}); "
                          f"unexpected {', '.join(unexpected)}", path)
-    arrays = []
-    for name, parameter in zip(expected, graph.parameter_nodes()):
-        array = archive[name]
-        dtype = None if parameter.shape.is_tuple else parameter.shape.dtype
-        if array.dtype.kind == "V" and dtype is not None and dtype.numpy_name is not None \
-                and array.dtype.itemsize == dtype.numpy.itemsize:
-            array = array.view(dtype.numpy)
-        arrays.append(array)
-    return arrays
+    return [archive[name] for name in expected]

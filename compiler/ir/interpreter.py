@@ -126,6 +126,11 @@ def _check_input(value: Any, shape: Shape, label: str, param: Node) -> Value:
     except (TypeError, ValueError) as err:
         raise InputError(f"{label}: not an array ({err})", param.where()) from None
     expected = shape.dtype.numpy
+    if array.dtype.kind == "V" and expected.kind == "V" and \
+            array.dtype.itemsize == expected.itemsize:
+        # An ml_dtypes array (bf16, fp8) read back from an .npz: NumPy stores it as raw records
+        # ('|V2'), whose bytes are the values.
+        array = array.view(expected)
     same_type = array.dtype == expected or np.can_cast(array.dtype, expected, "safe")
     if array.shape != shape.dims or not same_type:
         dims = ",".join(str(d) for d in array.shape)

@@ -1418,6 +1418,20 @@ def test_an_input_of_a_safely_castable_dtype_is_accepted():
     assert x.dtype == np.float32 and total.tolist() == [8, 8, 8, 8]
 
 
+def test_a_bf16_input_read_back_from_an_npz_as_raw_records_is_taken_as_bf16(tmp_path):
+    b = Builder()
+    x = b.param("bf16[3]", name="x")
+    graph = b.build(b.add("add", (x, x), "bf16[3]"))
+    values = np.array([1.5, -2.0, 0.0078125], ml_dtypes.bfloat16)
+    np.savez(tmp_path / "inputs.npz", arg0=values)
+    stored = np.load(tmp_path / "inputs.npz")["arg0"]
+    assert stored.dtype == np.dtype("V2")   # what NumPy gives back for an ml_dtypes array
+    (doubled,) = evaluate(graph, [stored])
+    assert doubled.dtype == ml_dtypes.bfloat16 and doubled.tolist() == [3.0, -4.0, 0.015625]
+    with pytest.raises(InputError, match="expected bf16"):
+        evaluate(graph, [np.zeros(3, np.dtype("V4"))])
+
+
 def test_an_op_without_a_reference_value_raises_unsupported_error_naming_it():
     b = Builder()
     graph = b.build(b.add("rng", (b.const(0, "f32"), b.const(1, "f32")), "f32[3]",
