@@ -4,6 +4,7 @@ Run with the generator virtualenv (see tests/data/requirements-gen.txt):
 
     /tmp/genvenv/bin/python tests/data/gen_hlo.py            # tests + benchmarks
     /tmp/genvenv/bin/python tests/data/gen_hlo.py --no-bench # only tests/data/hlo/
+    /tmp/genvenv/bin/python tests/data/gen_hlo.py --only NAME...  # only these modules' files
 
 For every test module NAME this writes into tests/data/hlo/:
   NAME.hlo          the un-optimised HLO text of jax.jit(f).lower(*args)
@@ -168,7 +169,9 @@ def leaf_names(tree, top_names=None) -> list[str]:
     return names
 
 
-def emit_test_module(name: str, builder) -> dict:
+def emit_test_module(name: str, builder, write: bool = True) -> dict:
+    """Lower and run the module; write its three files unless `write` is False (then only its
+    README figures are computed)."""
     f, args = builder(rng_for(name))
     text = hlo_text(f, args)
     assert "{...}" not in text, f"{name}: elided constant in HLO text"
@@ -181,9 +184,10 @@ def emit_test_module(name: str, builder) -> dict:
     n_outs = entry_output_count(text)
     assert n_outs == len(outs), f"{name}: {n_outs} ENTRY outputs vs {len(outs)} result leaves"
 
-    (HLO_DIR / f"{name}.hlo").write_text(text)
-    np.savez(HLO_DIR / f"{name}.inputs.npz", **{f"arg{i}": a for i, a in enumerate(leaves)})
-    np.savez(HLO_DIR / f"{name}.outputs.npz", **{f"out{i}": o for i, o in enumerate(outs)})
+    if write:
+        (HLO_DIR / f"{name}.hlo").write_text(text)
+        np.savez(HLO_DIR / f"{name}.inputs.npz", **{f"arg{i}": a for i, a in enumerate(leaves)})
+        np.savez(HLO_DIR / f"{name}.outputs.npz", **{f"out{i}": o for i, o in enumerate(outs)})
     try:
         top_names = list(inspect.signature(f).parameters)
     except (TypeError, ValueError):
@@ -847,6 +851,127 @@ def build_gnn_segment_grad(rng):
 
 
 # --------------------------------------------------------------------------------------------
+# Model families of the JAX robustness sweep: op mixes the modules above do not have
+# --------------------------------------------------------------------------------------------
+
+
+@module(
+    "swin_window_attn",
+    "Swin block: shifted windows (roll), window partition reshapes/transposes, 2-head window "
+    "attention with a relative position bias gathered from a learned table, residual",
+)
+def build_swin_window_attn(rng):
+    batch, height, width, channels, heads, window = 2, 8, 8, 32, 2, 4
+    head_dim = channels // heads
+    tokens = window * window
+    # Swin's relative position index: every pair of positions in a window, as an index into
+    # the (2w-1)^2 table of learned biases.
+    coords = np.stack(np.meshgrid(np.arange(window), np.arange(window), indexing="ij"))
+    relative = (coords.reshape(2, -1)[:, :, None] - coords.reshape(2, -1)[:, None, :])
+    relative = relative.transpose(1, 2, 0) + (window - 1)
+    index = (relative[..., 0] * (2 * window - 1) + relative[..., 1]).astype(np.int32)
+
+    def windows(x):
+        x = x.reshape(batch, height // window, window, width // window, window, -1)
+        return x.transpose(0, 1, 3, 2, 4, 5).reshape(-1, tokens, x.shape[-1])
+
+    def merge(x):
+        x = x.reshape(batch, height // window, width // window, window, window, -1)
+        return x.transpose(0, 1, 3, 2, 4, 5).reshape(batch, height, width, -1)
+
+    def f(x, gamma, beta, w_qkv, w_out, bias_table, bias_index):
+        shift = window // 2
+        h = windows(jnp.roll(layer_norm(x, gamma, beta), (-shift, -shift), axis=(1, 2)))
+        qkv = (h @ w_qkv).reshape(-1, tokens, 3, heads, head_dim).transpose(2, 0, 3, 1, 4)
+        scores = jnp.einsum("bhqd,bhkd->bhqk", qkv[0], qkv[1]) * head_dim ** -0.5
+        bias = bias_table[bias_index.reshape(-1)].reshape(tokens, tokens, heads)
+        probs = jax.nn.softmax(scores + bias.transpose(2, 0, 1)[None], axis=-1)
+        mixed = jnp.einsum("bhqk,bhkd->bhqd", probs, qkv[2]).transpose(0, 2, 1, 3)
+        out = merge(mixed.reshape(-1, tokens, channels) @ w_out)
+        return x + jnp.roll(out, (shift, shift), axis=(1, 2))
+
+    return f, (normal(rng, (batch, height, width, channels)),
+               (1.0 + normal(rng, (channels,), 0.1)).astype(F32), normal(rng, (channels,), 0.1),
+               normal(rng, (channels, 3 * channels), channels ** -0.5),
+               normal(rng, (channels, channels), channels ** -0.5),
+               normal(rng, ((2 * window - 1) ** 2, heads), 0.5), index)
+
+
+@module(
+    "rwkv_time_mix",
+    "RWKV-4 time mixing: token shift, receptance/key/value projections, the WKV recurrence "
+    "as a lax.scan (while) with a running max for stable exponentials",
+)
+def build_rwkv_time_mix(rng):
+    length, dim = 16, 32
+
+    def f(x, x_last, mix_k, mix_v, mix_r, w_k, w_v, w_r, w_out, decay, bonus):
+        shifted = jnp.concatenate([x_last[None], x[:-1]], 0)
+        k = (x * mix_k + shifted * (1 - mix_k)) @ w_k
+        v = (x * mix_v + shifted * (1 - mix_v)) @ w_v
+        r = jax.nn.sigmoid((x * mix_r + shifted * (1 - mix_r)) @ w_r)
+        w = -jnp.exp(decay)
+
+        def step(state, kv):
+            num, den, top = state   # exponent-shifted numerator, denominator and their shift
+            k_t, v_t = kv
+            now = bonus + k_t
+            shift = jnp.maximum(top, now)
+            old, new = jnp.exp(top - shift), jnp.exp(now - shift)
+            out = (old * num + new * v_t) / (old * den + new)
+            decayed = top + w
+            shift = jnp.maximum(decayed, k_t)
+            old, new = jnp.exp(decayed - shift), jnp.exp(k_t - shift)
+            return (old * num + new * v_t, old * den + new, shift), out
+
+        start = (jnp.zeros(dim), jnp.zeros(dim), jnp.full(dim, -1e38))
+        _, wkv = lax.scan(step, start, (k, v))
+        return (r * wkv) @ w_out, x[-1]
+
+    def uniform():
+        return rng.uniform(0, 1, dim).astype(F32)
+
+    def weight():
+        return normal(rng, (dim, dim), dim ** -0.5)
+
+    return f, (normal(rng, (length, dim)), normal(rng, (dim,)), uniform(), uniform(), uniform(),
+               weight(), weight(), weight(), weight(), normal(rng, (dim,), 0.5),
+               normal(rng, (dim,), 0.5))
+
+
+@module(
+    "kv_decode_step",
+    "one decoding step: bf16 KV cache written by dynamic_update_slice at a runtime position, "
+    "grouped-query attention (4 q / 2 kv heads) masked past it, tied logits, lax.top_k",
+)
+def build_kv_decode_step(rng):
+    batch, cache, q_heads, kv_heads, head_dim, dim, vocab = 2, 32, 4, 2, 16, 64, 128
+
+    def f(x, position, k_cache, v_cache, w_q, w_k, w_v, w_out, embedding):
+        q = (x @ w_q).reshape(batch, q_heads, head_dim)
+        k = (x @ w_k).reshape(batch, 1, kv_heads, head_dim).astype(BF16)
+        v = (x @ w_v).reshape(batch, 1, kv_heads, head_dim).astype(BF16)
+        k_cache = lax.dynamic_update_slice(k_cache, k, (0, position, 0, 0))
+        v_cache = lax.dynamic_update_slice(v_cache, v, (0, position, 0, 0))
+        keys = jnp.repeat(k_cache, q_heads // kv_heads, axis=2).astype(F32)
+        values = jnp.repeat(v_cache, q_heads // kv_heads, axis=2).astype(F32)
+        scores = jnp.einsum("bhd,bshd->bhs", q, keys) * head_dim ** -0.5
+        scores = jnp.where(jnp.arange(cache)[None, None] <= position, scores, -1e30)
+        mixed = jnp.einsum("bhs,bshd->bhd", jax.nn.softmax(scores, -1), values)
+        logits = (x + mixed.reshape(batch, dim) @ w_out) @ embedding.T
+        top, token = lax.top_k(logits, 5)
+        return k_cache, v_cache, jax.nn.softmax(top), token
+
+    return f, (normal(rng, (batch, dim)), np.int32(7),
+               normal(rng, (batch, cache, kv_heads, head_dim)).astype(BF16),
+               normal(rng, (batch, cache, kv_heads, head_dim)).astype(BF16),
+               normal(rng, (dim, q_heads * head_dim), dim ** -0.5),
+               normal(rng, (dim, kv_heads * head_dim), dim ** -0.5),
+               normal(rng, (dim, kv_heads * head_dim), dim ** -0.5),
+               normal(rng, (dim, dim), dim ** -0.5), normal(rng, (vocab, dim), 0.5))
+
+
+# --------------------------------------------------------------------------------------------
 # Part B: benchmark modules
 # --------------------------------------------------------------------------------------------
 
@@ -988,12 +1113,16 @@ def write_bench_readme(infos: dict[int, dict]):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-bench", action="store_true", help="skip benchmarks/data/")
+    parser.add_argument("--only", nargs="+", metavar="NAME", choices=sorted(MODULES),
+                        help="write only these test modules (the README still lists all); "
+                             "skips views/ and benchmarks/data/")
     opts = parser.parse_args()
 
     HLO_DIR.mkdir(parents=True, exist_ok=True)
     infos, all_ops = {}, set()
     for name, (builder, _) in MODULES.items():
-        infos[name] = info = emit_test_module(name, builder)
+        write = opts.only is None or name in opts.only
+        infos[name] = info = emit_test_module(name, builder, write)
         all_ops |= info["opcodes"]
         print(
             f"{name:24s} params={info['params']:3d} outputs={info['outputs']:3d} "
@@ -1001,6 +1130,8 @@ def main():
         )
     print(f"jax {jax.__version__}; distinct opcodes ({len(all_ops)}): {' '.join(sorted(all_ops))}")
     write_hlo_readme(infos, all_ops)
+    if opts.only:
+        return
     print(f"views/adam_48: instructions={emit_view_module()}")
 
     if not opts.no_bench:
