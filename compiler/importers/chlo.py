@@ -8,7 +8,7 @@ and back) with Giles' single-precision approximation, M. Giles, "Approximating t
 function", GPU Computing Gems Jade Edition (2011): with w = -log(1 - x^2),
 erfinv(x) = x p(w - 2.5) for w < 5 and x q(sqrt(w) - 3) beyond, and x * inf at |x| = 1.
 Both polynomials are evaluated for every element and the coefficients picked by a select, as
-in the HLO text (tests/data/hlo/dropout_sampling.hlo).
+in the HLO text JAX prints for `jax.random.normal`.
 """
 
 from __future__ import annotations
