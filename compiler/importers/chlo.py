@@ -27,16 +27,18 @@ ERF_INV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-
                    0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
 ERF_INV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
                 0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
-# XLA widens these to f32 and rounds the result back; f64 has a polynomial of its own.
-_WIDENED = ("f16", "bf16", "f32")
+# The types XLA computes erf_inv of in f32 (f16 and bf16 widened to it, the result rounded
+# back); f64 has a polynomial of its own.
+_IN_F32 = ("f16", "bf16", "f32")
 
 
 def erf_inv(builder: GraphBuilder, x: str, loc: SourceLoc, name: Callable[[str], str]) -> str:
     """The node computing erfinv of node `x` elementwise; `name(op)` names each new node."""
     shape = builder.shape_of(x)
-    if shape.dtype.name not in _WIDENED:
+    if shape.dtype.name not in _IN_F32:
         raise UnsupportedError(f"chlo.erf_inv of {shape.dtype.name} is not supported by the "
-                               f"StableHLO importer (only of {', '.join(_WIDENED)})", loc)
+                               f"StableHLO importer (only of {', '.join(_IN_F32)}); upload the "
+                               "HLO text instead, in which XLA has expanded it", loc)
     f32 = ArrayShape(dtype("f32"), shape.dims)
 
     def node(op: str, operands: list[str], attrs: dict | None = None,
