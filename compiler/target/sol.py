@@ -34,7 +34,9 @@ result):
 
 A `while` node (a library kernel of its own) also does the work of its condition and body,
 each priced as one kernel (its own speed of light), as often as the loop runs them: its static
-trip count, or once when that depends on data (compiler/ir/loops.py).
+trip count, or once when that depends on data (compiler/ir/loops.py). Of its state, an element
+the body reads only through slices costs the slices, and one it updates in place (a scan's
+stacked outputs) the update (`_windowed_state`).
 
 `SolModel` does the per-node work once per (graph, device); `estimate` then walks only the
 kernel's nodes and their operands and users, so a fusion search can price thousands of
@@ -242,7 +244,11 @@ class SolModel:
             known = computation.analysis_cache("target.sol.whole")
             if self.device.name not in known:
                 inner = SolModel(computation, self.device)
-                known[self.device.name] = inner._work(frozenset(computation.nodes), None)
+                whole = inner._work(frozenset(computation.nodes), None)
+                unread, unwritten = _windowed_state(computation)
+                whole.read_bytes = max(0, whole.read_bytes - unread)
+                whole.write_bytes = max(0, whole.write_bytes - unwritten)
+                known[self.device.name] = whole
             work.add(known[self.device.name], times)
         return work
 
@@ -262,6 +268,41 @@ class SolModel:
         if name in self._graph_outputs:
             return True
         return any(user not in kernel for user in self._consumers[name])
+
+
+def _windowed_state(body: Graph) -> tuple[int, int]:
+    """(bytes not read, bytes not written) of one run of a loop computation, against pricing
+    it as a kernel that reads and writes its state whole. A `lax.scan` carries its stacked
+    inputs and outputs in the loop state: an iteration reads one slice of the inputs
+    (dynamic-slice) and writes one slice of the outputs (dynamic-update-slice of the carried
+    buffer, passed on as the same state element), which XLA does in place. Priced whole, a scan
+    of T steps would move T times its buffers (T^2 traffic); so a state element read only
+    through slices costs the slices, and one updated in place costs the update."""
+    if len(body.parameters) != 1 or body.root_node.op != "tuple":
+        return 0, 0
+    state, root, nodes = body.parameters[0], body.root_node, body.nodes
+    readers: dict[str, list[str]] = {name: [] for name in nodes}
+    for name, node in nodes.items():
+        for operand in dict.fromkeys(node.operands):
+            readers[operand].append(name)
+    unread = unwritten = 0
+    for name, node in nodes.items():
+        if node.op != "get-tuple-element" or node.operands[0] != state:
+            continue
+        # Passed on unchanged to the same element: plumbing, no traffic.
+        index = node.attrs["index"]
+        users = [nodes[user] for user in readers[name]
+                 if not (user == root.name and root.operands[index] == name)]
+        if users and all(user.op in ("dynamic-slice", "slice") and user.operands[0] == name
+                         for user in users):
+            unread += max(0, node.shape.nbytes - sum(user.shape.nbytes for user in users))
+        elif len(users) == 1 and users[0].op == "dynamic-update-slice" \
+                and users[0].operands[0] == name and readers[users[0].name] == [root.name] \
+                and root.operands[index] == users[0].name:
+            update = nodes[users[0].operands[1]].shape.nbytes
+            unread += node.shape.nbytes
+            unwritten += max(0, users[0].shape.nbytes - update)
+    return unread, unwritten
 
 
 def _role(node) -> int:

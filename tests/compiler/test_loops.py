@@ -196,3 +196,26 @@ def test_nested_loops_that_share_bodies_count_every_run_of_them():
     assert (summary["flops"], summary["transcendentals"]) == (flops, exponentials)
     sol = SolModel(graph, get_device("h100")).estimate(["w"])
     assert (sol.flops, sol.transcendentals) == (flops, exponentials)
+
+
+def test_a_scan_moves_one_slice_of_its_stacked_inputs_and_outputs_an_iteration():
+    """lax.scan carries its stacked xs and ys in the loop state; an iteration reads xs[t] and
+    writes ys[t] in place (XLA's dynamic-update-slice), not the whole buffers: priced whole,
+    a scan's traffic would grow with the square of its length."""
+    steps, rows, cols = 64, 32, 32
+
+    def scan(carry, xs):
+        return lax.scan(lambda c, x: (c + x, jnp.sin(x) * c), carry, xs)
+
+    carry = np.ones((rows, cols), np.float32)
+    xs = np.ones((steps, rows, cols), np.float32)
+    for graph in _both_forms(scan, carry, xs):
+        (loop,) = [node.name for node in graph if node.op == "while"]
+        sol = SolModel(graph, get_device("h100")).estimate([loop])
+        slice_bytes = rows * cols * 4
+        # An iteration: read x[t] and the carry, write the carry and y[t] (its counter and
+        # condition: a few scalars); around the loop, the state goes in and comes out once.
+        iteration = 4 * slice_bytes
+        state = carry.nbytes + 2 * xs.nbytes
+        assert steps * iteration <= sol.dram_bytes <= steps * (iteration + 64) + 2 * state
+        assert sol.dram_bytes < steps * xs.nbytes     # not the whole buffers every step
