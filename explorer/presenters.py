@@ -606,6 +606,8 @@ def kernel_rows(strategy_result: dict, sm_count: int | None = None) -> list[dict
             "mismatched": bool((kernel.get("measured") or {}).get("mismatches")),
             "model_error": device_error(device_us, measured_device),
             "learned_us": kernel.get("learned_us"),
+            # Why the learned model has no time for it (a library call, outside its training).
+            "learned_skipped": kernel.get("learned_skipped"),
             "learned_device_us": learned_device,
             "learned_error": device_error(learned_device, measured_device),
             # Artifacts stored before the outlier flag have neither field.

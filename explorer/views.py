@@ -401,7 +401,10 @@ def _panel_context(run: Run, device: str, strategy: str, result: dict,
     return {"run": run, "device": device, "strategy": strategy, "preview": run.status != Run.DONE,
             "kernels": kernels if all_rows else kernels[:KERNEL_ROWS_SHOWN],
             "kernel_count": len(kernels),
-            "learned": any(row["learned_us"] is not None for row in kernels),
+            # The learned column where a model predicted the plan, even when it left every
+            # kernel to the projected model (each cell says why).
+            "learned": any(row["learned_us"] is not None or row["learned_skipped"]
+                           for row in kernels),
             "learned_model": presenters.learned_model(result),
             "ratios": any(row["proj_over_sol"] is not None for row in kernels),
             "error_min_us": presenters.ERROR_MIN_DEVICE_US,

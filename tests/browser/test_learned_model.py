@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from compiler.cost.learned.predict import OUTSIDE
 from compiler.cost.learned.train import read_header
 from explorer.templatetags.explorer_format import us
 from tests.browser.test_upload_flow import assert_no_js_errors, log_in
@@ -55,14 +56,23 @@ def test_a_worker_with_a_model_fills_the_learned_column_and_the_model_has_its_pa
     run = wait_for_run(page, page.url.rsplit("/", 1)[-1])
     plans = run.artifact["devices"]["h100"]["strategies"]
 
-    # The worker predicted with the active model: every generated kernel, no library call.
+    # The worker predicted with the active model: every generated kernel like the ones it
+    # was trained on; no library call, and no kernel outside its training, which says why.
+    predicted = 0
     for plan in plans.values():
         model = plan["learned_model"]
         assert {key: model[key] for key in ("label", "origin", "device")} == {
             "label": "learned-h100-v2", "origin": "synthetic", "device": "h100"}
         assert "program" in model["evaluation"]   # its held-out figures, for the verdict
         for kernel in plan["kernels"]:
-            assert (kernel["learned_us"] is None) == (kernel["kind"] == "library")
+            skipped = kernel["learned_skipped"]
+            assert (kernel["learned_us"] is None) == (skipped is not None)
+            if kernel["kind"] == "library":
+                assert skipped == "a library call"
+            else:
+                assert skipped is None or skipped.startswith(OUTSIDE)
+            predicted += kernel["learned_us"] is not None
+    assert predicted > 0
     line = page.locator(".device:not([hidden]) .learned-line")
     assert "predicted by learned-h100-v2" in line.inner_text()
     assert "synthetic targets" in line.locator(".learned-synthetic").inner_text()

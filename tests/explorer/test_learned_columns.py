@@ -184,6 +184,10 @@ class LearnedColumnsTests(AccessTestCase):
         page = self.get("explorer-run", run.pk).content.decode()
         self.assertRegex(page, rf"\({plan['total']['learned_outside']} of\s+them outside what "
                                rf"it was trained on\)")
+        # The plan's kernel table keeps the learned column, each cell it left saying why.
+        panel = self.get("explorer-plan-panel", run.pk, "h100", "cost")
+        self.assertContains(panel, ">learned</th>")
+        self.assertContains(panel, f'title="no prediction: {why}"')
 
     def test_the_kernel_page_of_a_run_without_a_model_has_no_learned_time(self):
         response = self.get("explorer-kernel", self.plain.pk, *KERNEL)
