@@ -281,10 +281,6 @@ class Predictor:
         self.trained_on = sorted(programs.get("train") or [])
         self.held_out = sorted(programs.get("test") or [])
 
-    def outside(self, sample: KernelSample) -> bool:
-        support = self.learned.support
-        return support is not None and support.outside(sample) is not None
-
     def predict_samples(self, samples: list[KernelSample]) -> list[float]:
         from compiler.cost.learned.model import predict_us   # torch
 
@@ -394,9 +390,9 @@ def priced_kernels(graph: Graph, kernels: dict[str, Kernel],
             estimated.append(kernel_sample(graph, kernel, plan, device, breakdown))
     # As the explorer prices: a sample outside the model's training support keeps its
     # projected time (compiler/cost/learned/support.py).
-    learned = iter(zip(predictor.predict_samples(built), map(predictor.outside, built)))
-    learned_estimated = iter(zip(predictor.predict_samples(estimated),
-                                 map(predictor.outside, estimated)))
+    outside = predictor.learned.outside
+    learned = iter(zip(predictor.predict_samples(built), map(outside, built)))
+    learned_estimated = iter(zip(predictor.predict_samples(estimated), map(outside, estimated)))
     priced = {}
     for name, kernel in kernels.items():
         choices = []

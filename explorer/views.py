@@ -397,15 +397,15 @@ def _panel_context(run: Run, device: str, strategy: str, result: dict,
     unless `all_rows`), who decided the fusions and the decisions."""
     decisions = presenters.decision_rows(result, _measured_moves(run, device, strategy))
     kernels = presenters.kernel_rows(result, get_device(device).sm_count)
+    learned_model = presenters.learned_model(result)
     # A compiling run's panel shows its preview: no kernel pages, what nvcc gives pending.
     return {"run": run, "device": device, "strategy": strategy, "preview": run.status != Run.DONE,
             "kernels": kernels if all_rows else kernels[:KERNEL_ROWS_SHOWN],
             "kernel_count": len(kernels),
             # The learned column where a model predicted the plan, even when it left every
-            # kernel to the projected model (each cell says why).
-            "learned": any(row["learned_us"] is not None or row["learned_skipped"]
-                           for row in kernels),
-            "learned_model": presenters.learned_model(result),
+            # kernel to the projected model (each cell says why); not where its file failed.
+            "learned": learned_model is not None and "error" not in learned_model,
+            "learned_model": learned_model,
             "ratios": any(row["proj_over_sol"] is not None for row in kernels),
             "error_min_us": presenters.ERROR_MIN_DEVICE_US,
             "outliers": presenters.outlier_summary(result),

@@ -464,14 +464,13 @@ class LearnedPricer(ProjectedPricer):
         from compiler.cost.learned.model import predict_us  # torch
 
         shortlist, samples = [], []
-        support = self.predictor.support
         for plan, breakdown in self.best_plans(kernel, LEARNED_SHORTLIST):
             try:
                 sample = kernel_sample(self.graph, kernel, plan, self.device, breakdown)
             except ValueError:
                 continue
             # A plan unlike any the model was trained on is the projected model's to price.
-            if support is not None and support.outside(sample):
+            if self.predictor.outside(sample):
                 continue
             samples.append(sample)
             shortlist.append((plan, breakdown))

@@ -127,6 +127,11 @@ class LearnedPredictor:
                 for split, figures in evaluation.items() if isinstance(figures, dict)}
         return info
 
+    def outside(self, sample: KernelSample) -> str | None:
+        """Why `sample` lies outside what the model was trained on (support.py); None when it
+        is inside, or when the model file keeps no support."""
+        return self.support.outside(sample) if self.support is not None else None
+
     def predict_plan(self, graph: Graph, plan: FusionPlan,
                      codes: list[KernelCode] | None = None) -> list[float | None]:
         """Predicted time in µs of every kernel of `plan` (None where the model cannot
@@ -147,7 +152,7 @@ class LearnedPredictor:
         samples: list[KernelSample | str] = []
         for index, kernel in enumerate(plan.kernels):
             code = codes[index] if codes is not None else None
-            samples.append(_sample(graph, kernel, device, code, self.support))
+            samples.append(_sample(graph, kernel, device, code, self.outside))
         described = [sample for sample in samples if not isinstance(sample, str)]
         times = iter(predict_us(self.model, described).tolist()) if described else iter(())
         return [(None, sample) if isinstance(sample, str) else (float(next(times)), None)
@@ -155,8 +160,9 @@ class LearnedPredictor:
 
 
 def _sample(graph: Graph, kernel: Kernel, device: Device, code: KernelCode | None,
-            support: TrainingSupport | None = None) -> KernelSample | str:
-    """The kernel's sample under its CodeGen plan, or why the model says nothing of it."""
+            outside) -> KernelSample | str:
+    """The kernel's sample under its CodeGen plan, or why the model says nothing of it
+    (`outside`: LearnedPredictor.outside)."""
     if kernel.kind == "library":
         return "a library call"
     if code is not None:
@@ -172,8 +178,8 @@ def _sample(graph: Graph, kernel: Kernel, device: Device, code: KernelCode | Non
         sample = kernel_sample(graph, kernel, codegen_plan, device, breakdown)
     except ValueError as error:
         return f"not described: {error}"
-    outside = support.outside(sample) if support is not None else None
-    return f"{OUTSIDE} ({outside})" if outside else sample
+    why = outside(sample)
+    return f"{OUTSIDE} ({why})" if why else sample
 
 
 def attach_learned(strategy_result: dict, graph: Graph, plan: FusionPlan,
