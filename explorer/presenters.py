@@ -352,16 +352,22 @@ def verdicts(rows: list[dict], learned: dict | None) -> list[dict]:
     "label", "picks": [{"model", "strategy", "us"}], "agree", "text", "models": what each
     model's held-out error is, for a hover}]. The projected model gives the badge; where the
     learned model's or the measurement's pick differs, the verdict says so. A model that has a
-    total for fewer than two plans picks nothing."""
+    total for fewer than two plans picks nothing, nor does a learned model without a total for
+    some plan the projected model priced (it predicted none of that plan's kernels: outside
+    its training, or library calls), which would pick among the others."""
     figures = {row["strategy"]: dict(row["by_runtime"]) for row in rows}
     runtimes = shown_runtimes(rows)
     held_out = held_out_errors(learned)
     out = []
     for runtime in runtimes:
         picks = []
+        priced = sum(runtime in figures[name] and figures[name][runtime]["proj_us"] is not None
+                     for name in figures)
         for model, key in VERDICT_MODELS:
             totals = [(figures[name][runtime][key], name) for name in figures
                       if runtime in figures[name] and figures[name][runtime][key] is not None]
+            if model == "learned" and len(totals) < priced:
+                continue
             if len(totals) >= 2:
                 us, strategy = min(totals)
                 picks.append({"model": model, "strategy": strategy, "us": us})

@@ -540,6 +540,24 @@ class RuntimeTests(unittest.TestCase):
         self.assertIn("projected: MAPE 12.8 %, ranking τ 0.24", graph["models"])
         self.assertIn("layer_norm_fwd", graph["models"])
 
+    def test_a_learned_model_without_a_total_for_every_plan_picks_none(self):
+        result = self.result()
+        names = list(result["strategies"])
+        fastest = min(names, key=lambda n: result["strategies"][n]["total"]["runtimes"][
+            "graph"]["proj_us"])
+        other = next(n for n in names if n != fastest)
+        # The model predicted none of the fastest plan's kernels (outside its training): its
+        # cheapest total among the rest is no pick.
+        for name, strategy in result["strategies"].items():
+            for figures in strategy["total"]["runtimes"].values():
+                figures["learned_us"] = (None if name == fastest
+                                         else 1.0 if name == other else 100.0)
+        graph = {v["runtime"]: v for v in presenters.verdicts(
+            presenters.comparison_rows(result), None)}["graph"]
+        self.assertEqual([p["model"] for p in graph["picks"]], ["projected"])
+        self.assertTrue(graph["agree"])
+        self.assertNotIn("learned", graph["text"])
+
     def test_the_verdict_agrees_quietly_and_says_when_no_model_checks_it(self):
         rows = presenters.comparison_rows(self.result())
         verdict = presenters.verdicts(rows, None)[0]
